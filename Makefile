@@ -1,0 +1,35 @@
+# The README's two commands: `make demo` and `make test`. Both set up .venv from scratch when needed.
+PYTHON ?= python3
+VENV ?= .venv
+# CPU wheel by default; users with a GPU override, e.g. TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"
+TORCH_SPEC ?= torch==2.13.0
+PY := $(VENV)/bin/python
+DEMO_OUT ?= out/demo
+
+.PHONY: setup demo test bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet $(TORCH_SPEC)
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+setup: $(VENV)/.installed
+
+# Generate the fixtures (planted defects + manifest) and audit them. Exit 1 from the audit means
+# "bad samples found", which is the point of the demo; only 2 (usage/I/O error) fails the target.
+demo: setup
+	$(PY) -m fixtures.generate fixtures/data
+	$(VENV)/bin/dataaudit audit fixtures/data --config fixtures/audit.toml --out $(DEMO_OUT); \
+	  rc=$$?; [ $$rc -le 1 ] || exit $$rc
+	@echo "open $(DEMO_OUT)/report.html"
+
+test: setup
+	$(PY) -m pytest -q
+
+bench: setup
+	bash benchmarks/run_all.sh
+
+clean:
+	rm -rf $(VENV) out fixtures/data .pytest_cache

@@ -1,0 +1,157 @@
+"""The stage function: run every planned check over one Arrow batch and return its flags and statistics.
+
+Checks are whole-batch kernels; the only Python loops here are over checks and over the few flagged rows
+whose detail strings are formatted.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import torch
+
+from dataaudit.audit.plan import DTYPE_SUFFIX, FieldPlan
+from dataaudit.checks import REGISTRY, CheckOutput
+from dataaudit.checks.numeric_field import NumericField, TokenFields, from_arrow
+from dataaudit.config import AuditConfig
+from dataaudit.sources.base import ERROR, KEY, ROW, WARNING
+from dataaudit.stats.token_lengths import token_lengths
+
+FLAG_SCHEMA = pa.schema([
+    ("shard", pa.string()), ("key", pa.string()), ("row", pa.int64()), ("field", pa.string()),
+    ("check", pa.string()), ("severity", pa.string()), ("value", pa.float64()), ("detail", pa.string()),
+])
+SNIPPET_CHARS = 300
+
+
+@dataclass
+class BatchResult:
+    flags: pa.Table
+    flagged_rows: np.ndarray                      # bool per row: at least one flag
+    lengths: dict[str, np.ndarray] = field(default_factory=dict)   # stats key -> lengths of usable rows
+    examples: dict[str, list[dict]] = field(default_factory=dict)
+
+
+def _to_numpy(x) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu().numpy()
+    if isinstance(x, (pa.Array, pa.ChunkedArray)):
+        return x.to_numpy(zero_copy_only=False)
+    return np.asarray(x)
+
+
+def _details(name: str, out: CheckOutput, idx: np.ndarray, values: np.ndarray, params: dict) -> list[str]:
+    if out.detail is not None:
+        detail = out.detail
+        if isinstance(detail, (pa.Array, pa.ChunkedArray)):
+            return detail.take(pa.array(idx)).to_pylist()
+        return [str(detail[i]) for i in idx]
+    fmt = REGISTRY[name].detail
+    return [fmt.format(value=values[i], **params) for i in idx]
+
+
+def _numeric(batch: pa.RecordBatch, column: str, device) -> NumericField:
+    dtype_col = column + DTYPE_SUFFIX
+    dtypes = batch.column(dtype_col) if dtype_col in batch.schema.names else None
+    return from_arrow(batch.column(column), dtypes=dtypes, device=device)
+
+
+def _planned_calls(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, device):
+    """(check name, field name, first argument, params) for every check that runs on this batch."""
+    runs = lambda name: name not in plan.skipped  # noqa: E731
+    params = lambda name: config.check(name).params  # noqa: E731
+    calls = []
+    for name in ("unreadable_record", "reader_warning"):
+        if runs(name):
+            calls.append((name, None, batch.column(ERROR if name == "unreadable_record" else WARNING), params(name)))
+    by_target: dict[str, list[str]] = {}
+    for name, spec in REGISTRY.items():
+        if runs(name):
+            by_target.setdefault(spec.target, []).append(name)
+    if plan.text is not None:
+        calls += [(n, plan.text, batch.column(plan.text), params(n)) for n in by_target.get("text", [])]
+    for column in plan.numeric:
+        nf = _numeric(batch, column, device)
+        for n in by_target.get("numeric", []):
+            if n == "dtype_mismatch" and params(n).get("expected") is None:
+                continue
+            calls.append((n, column, nf, params(n)))
+    int_fields = []
+    if plan.label is not None:
+        nf = _numeric(batch, plan.label, device)
+        int_fields.append((plan.label, nf))
+        calls += [(n, plan.label, nf, params(n)) for n in by_target.get("label", [])]
+    if plan.input_ids is not None:
+        ids = _numeric(batch, plan.input_ids, device)
+        mask = _numeric(batch, plan.attention_mask, device) if plan.attention_mask else None
+        int_fields.append((plan.input_ids, ids))
+        tf = TokenFields(ids, mask)
+        calls += [(n, plan.input_ids, tf, params(n)) for n in by_target.get("tokens", [])]
+    if "dtype_mismatch" not in plan.skipped:
+        for column, nf in int_fields:
+            calls.append(("dtype_mismatch", column, nf, {**params("dtype_mismatch"), "expected": "int"}))
+    return calls
+
+
+def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, shard: str,
+                tokenizer=None, device=None, examples_per_check: int = 5) -> BatchResult:
+    n = batch.num_rows
+    # A record the reader could not decode has no data to check: only its reader error is reported.
+    usable = ~_to_numpy(pc.is_valid(batch.column(ERROR)))
+    flagged_rows = np.zeros(n, dtype=bool)
+    tables, examples = [], {}
+    keys, rows = batch.column(KEY), batch.column(ROW)
+    text = batch.column(plan.text) if plan.text is not None else None
+    for name, field_name, arg, params in _planned_calls(batch, plan, config, device):
+        out = REGISTRY[name].fn(arg, **params)
+        flagged = _to_numpy(out.flagged).astype(bool, copy=False)
+        if REGISTRY[name].target != "reader":
+            flagged = flagged & usable
+        idx = np.flatnonzero(flagged)
+        if idx.size == 0:
+            continue
+        flagged_rows[idx] = True
+        values = _to_numpy(out.value).astype(np.float64, copy=False)
+        take = pa.array(idx)
+        details = _details(name, out, idx, values, params)
+        tables.append(pa.table({
+            "shard": pa.array([shard] * idx.size, pa.string()),
+            "key": keys.take(take), "row": rows.take(take),
+            "field": pa.array([field_name] * idx.size, pa.string()),
+            "check": pa.array([name] * idx.size, pa.string()),
+            "severity": pa.array([config.check(name).severity] * idx.size, pa.string()),
+            "value": pa.array(values[idx]), "detail": pa.array(details, pa.string()),
+        }, schema=FLAG_SCHEMA))
+        first = idx[:examples_per_check]
+        snippets = text.take(pa.array(first)).to_pylist() if text is not None else [None] * first.size
+        examples[name] = [
+            {"shard": shard, "key": keys[i].as_py(), "row": rows[i].as_py(), "field": field_name,
+             "value": float(values[i]), "detail": details[j],
+             "snippet": None if s is None else s[:SNIPPET_CHARS]}
+            for j, (i, s) in enumerate(zip(first.tolist(), snippets))
+        ]
+    flags = pa.concat_tables(tables) if tables else FLAG_SCHEMA.empty_table()
+    return BatchResult(flags, flagged_rows, _lengths(batch, plan, config, usable, tokenizer), examples)
+
+
+def _lengths(batch, plan: FieldPlan, config: AuditConfig, usable: np.ndarray, tokenizer) -> dict[str, np.ndarray]:
+    out = {}
+    keep = pa.array(usable)
+    if plan.text is not None:
+        texts = pc.drop_null(batch.column(plan.text).filter(keep))
+        out[plan.text] = _to_numpy(pc.utf8_length(texts))
+        if tokenizer is not None:
+            out[plan.text + ".tokens"] = token_lengths(tokenizer, texts)
+    if plan.input_ids is not None:
+        ids = batch.column(plan.input_ids).filter(keep)
+        if plan.attention_mask is not None:
+            # Real tokens are those the mask marks, which is what the model sees.
+            mask = batch.column(plan.attention_mask).filter(keep)
+            parents = _to_numpy(pc.list_parent_indices(mask))
+            weights = _to_numpy(pc.list_flatten(mask)).astype(np.float64)
+            out[plan.input_ids] = np.bincount(parents, weights=weights, minlength=len(mask)).astype(np.int64)
+        else:
+            out[plan.input_ids] = _to_numpy(pc.fill_null(pc.list_value_length(ids), 0))
+    return out

@@ -1,0 +1,96 @@
+"""Which columns of a shard each check runs on, resolved from the config and the shard's schema."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from dataaudit.checks import REGISTRY
+from dataaudit.config import AuditConfig
+from dataaudit.sources.base import PROVENANCE_COLUMNS
+
+TEXT_NAMES = ("text", "content")
+LABEL_NAMES = ("label", "labels", "cls")
+DTYPE_SUFFIX = ".dtype"   # WebDataset .npy members carry their per-sample dtype in "<name>.dtype"
+SHAPE_SUFFIX = ".shape"
+
+
+@dataclass(frozen=True)
+class FieldPlan:
+    text: str | None = None
+    numeric: tuple[str, ...] = ()
+    label: str | None = None
+    input_ids: str | None = None
+    attention_mask: str | None = None
+    # check name -> why it cannot run on this data (missing parameter or field)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def columns(self) -> list[str]:
+        cols = [self.text, *self.numeric, self.label, self.input_ids, self.attention_mask]
+        cols += [c + DTYPE_SUFFIX for c in self.numeric]
+        return [c for c in dict.fromkeys(cols) if c]
+
+
+def _is_string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _leaf_type(t: pa.DataType) -> pa.DataType:
+    while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        t = t.value_type
+    return t
+
+
+def _is_numeric(t: pa.DataType) -> bool:
+    leaf = _leaf_type(t)
+    return pa.types.is_integer(leaf) or pa.types.is_floating(leaf) or pa.types.is_boolean(leaf)
+
+
+def _data_columns(schema: pa.Schema) -> dict[str, pa.DataType]:
+    return {f.name: f.type for f in schema if f.name not in PROVENANCE_COLUMNS}
+
+
+def _pick(configured: str | None, names: tuple[str, ...], cols: dict[str, pa.DataType]) -> str | None:
+    if configured is not None:
+        return configured if configured in cols else None
+    return next((n for n in names if n in cols), None)
+
+
+def resolve_plan(schema: pa.Schema, config: AuditConfig) -> FieldPlan:
+    cols = _data_columns(schema)
+    f, data = config.fields, config.data
+    text = _pick(f.get("text"), TEXT_NAMES, cols)
+    if text is None and "text" not in f:
+        text = next((n for n, t in cols.items() if _is_string(t) and not n.endswith(DTYPE_SUFFIX)), None)
+    if text is not None and not _is_string(cols[text]):
+        text = None
+    label = _pick(f.get("label"), LABEL_NAMES if "num_classes" in data else (), cols)
+    ids = _pick(f.get("input_ids"), ("input_ids",), cols)
+    mask = _pick(f.get("attention_mask"), ("attention_mask",), cols)
+    special = {label, ids, mask}
+    if "numeric" in f:
+        numeric = tuple(n for n in f["numeric"] if n in cols and _is_numeric(cols[n]))
+    else:
+        numeric = tuple(n for n, t in cols.items()
+                        if n not in special and not n.endswith(SHAPE_SUFFIX) and _is_numeric(t)
+                        and pa.types.is_floating(_leaf_type(t)))
+
+    has_target = {"text": text is not None, "numeric": bool(numeric), "label": label is not None,
+                  "tokens": ids is not None, "reader": True}
+    skipped = {}
+    for name, spec in REGISTRY.items():
+        settings = config.check(name)
+        if not settings.enabled:
+            skipped[name] = "disabled in config"
+            continue
+        if name == "dtype_mismatch" and (label or ids):
+            continue  # labels and token ids are always expected to be integers
+        if not has_target[spec.target]:
+            skipped[name] = f"no {spec.target} field in this shard"
+            continue
+        missing = [p for p in spec.required if settings.params.get(p) is None]
+        if name == "out_of_range" and settings.params.get("min") is None and settings.params.get("max") is None:
+            missing = ["min or max"]
+        if missing:
+            skipped[name] = "not configured: " + ", ".join(missing)
+    return FieldPlan(text, numeric, label, ids, mask, skipped)

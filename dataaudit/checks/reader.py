@@ -1,0 +1,28 @@
+"""Reader findings as checks: a record the reader could not decode, or decoded with something skipped.
+
+They go through the registry like any validator so configs can change their severity and reports count them.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dataaudit.checks.base import CheckOutput, register
+
+
+def _reader_message(arr: pa.Array) -> CheckOutput:
+    flagged = pc.is_valid(arr).to_numpy(zero_copy_only=False)
+    return CheckOutput(flagged=flagged, value=np.zeros(len(arr)), detail=arr)
+
+
+@register("unreadable_record", target="reader", severity="error", detail="{value}",
+          description="The reader could not decode the record (its fields are missing); the detail is the reader's error.")
+def unreadable_record(arr: pa.Array) -> CheckOutput:
+    return _reader_message(arr)
+
+
+@register("reader_warning", target="reader", severity="warning", detail="{value}",
+          description="The record was read but something in it was skipped (unpickleable member, non-adjacent key, unsafe path).")
+def reader_warning(arr: pa.Array) -> CheckOutput:
+    return _reader_message(arr)

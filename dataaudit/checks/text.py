@@ -1,0 +1,316 @@
+"""Text checks: empty text, control characters, mojibake, long unbroken runs, repetition, non-text ratio.
+
+Every check takes a pa.Array (or ChunkedArray) of string / large_string with nulls and returns one flag and
+one value per sample. The work is done by Arrow's RE2 regex kernels over the whole array and numpy over
+flattened list values; Python only loops over the *flagged* rows to write their detail strings.
+
+Regex notes (RE2, as compiled by Arrow for utf8 data): `\\s` is ASCII only ([\\t\\n\\f\\r ]), `\\x{...}` is a
+code point, `\\p{Han}` etc. are Unicode scripts, `\\p{L}` etc. general categories (`\\p{Cn}` is not
+supported, which is why non-text is counted as "length minus text characters").
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .base import CheckOutput, register
+from .text_common import (as_string_array, char_lengths, clip, count_regex, null_mask, rows_as_str,
+                          safe_ratio, segment_max, to_bool, flatten_lists)
+from .text_repetition import DUP_NS, TOP_NS, repetition_stats
+
+
+def _cls(codepoints, ranges=()) -> str:
+    """Body of an RE2 character class from single code points and (lo, hi) ranges."""
+    parts = [f"\\x{{{c:X}}}" for c in codepoints]
+    parts += [f"\\x{{{lo:X}}}-\\x{{{hi:X}}}" for lo, hi in ranges]
+    return "".join(parts)
+
+
+def _py_cls(codepoints, ranges=()) -> str:
+    """The same class body in Python `re` syntax (used only for detail strings)."""
+    parts = [re.escape(chr(c)) for c in codepoints]
+    parts += [f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in ranges]
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------- empty_text
+
+# Whitespace for "whitespace-only": ASCII whitespace incl. \v, Unicode separators (\p{Z}: NBSP, ideographic
+# space, ...), NEL, and the invisible zero-width characters that make a text look empty (ZWSP, ZWNJ, ZWJ,
+# word joiner, BOM / ZWNBSP, Mongolian vowel separator).
+_INVISIBLE = (0x0B, 0x85, 0x180E, 0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF)
+_BLANK_RE = "^[\\s\\p{Z}" + _cls(_INVISIBLE) + "]*$"
+
+
+@register(
+    "empty_text", target="text", severity="warning", params={},
+    detail="text is null, empty or whitespace-only ({value:.0f} chars)",
+    description="Null, empty, or whitespace-only text (Unicode spaces and zero-width characters count as "
+                "whitespace). value = length in characters (0 for null).",
+)
+def empty_text(arr, **params) -> CheckOutput:
+    arr = as_string_array(arr)
+    length = char_lengths(arr)
+    is_null = null_mask(arr)
+    flagged = is_null | to_bool(pc.match_substring_regex(arr, pattern=_BLANK_RE))
+    detail = np.full(len(arr), None, dtype=object)
+    detail[flagged & (length > 0)] = "whitespace-only"
+    detail[flagged & (length == 0)] = "empty string"
+    detail[is_null] = "null"
+    ws = np.flatnonzero(flagged & (length > 0))
+    for i, s in zip(ws, rows_as_str(arr, ws)):
+        detail[i] = f"whitespace-only ({len(s)} chars: {clip(s, 24)})"
+    return CheckOutput(flagged=flagged, value=length.astype(np.float64), detail=detail)
+
+
+# ------------------------------------------------------------------------------------------- control_chars
+
+# C0 controls except \t \n \r, DEL, C1 controls. \v (0x0B) and \f (0x0C) are legitimate in real text (form
+# feed = page break in pdftotext output and old source files; vertical tab = Word's manual line break), so
+# they are not counted unless count_ff_vt=True.
+_CTRL = _cls((0x7F,), ((0x00, 0x08), (0x0E, 0x1F), (0x80, 0x9F)))
+_CTRL_FFVT = _cls((0x0B, 0x0C))
+_PY_CTRL = re.compile("[" + _py_cls((0x7F,), ((0x00, 0x08), (0x0E, 0x1F), (0x80, 0x9F))) + "]")
+_PY_CTRL_FFVT = re.compile("[" + _py_cls((0x7F, 0x0B, 0x0C), ((0x00, 0x08), (0x0E, 0x1F), (0x80, 0x9F))) + "]")
+
+
+def _codepoint_summary(chars, limit: int = 4) -> str:
+    c = Counter(chars)
+    parts = [f"U+{ord(ch):04X}x{k}" if k > 1 else f"U+{ord(ch):04X}" for ch, k in c.most_common(limit)]
+    if len(c) > limit:
+        parts.append(f"+{len(c) - limit} more")
+    return ", ".join(parts)
+
+
+@register(
+    "control_chars", target="text", severity="warning", params={"max_count": 0, "count_ff_vt": False},
+    detail="{value:.0f} control characters (max {max_count})",
+    description="Counts C0 control characters other than \\t \\n \\r (\\f and \\v only if count_ff_vt), DEL "
+                "and C1 controls U+0080-U+009F; flags count > max_count. value = count.",
+)
+def control_chars(arr, max_count: int = 0, count_ff_vt: bool = False, **params) -> CheckOutput:
+    arr = as_string_array(arr)
+    pattern = "[" + _CTRL + (_CTRL_FFVT if count_ff_vt else "") + "]"
+    count = count_regex(arr, pattern)
+    flagged = count > max_count
+    detail = None
+    rows = np.flatnonzero(flagged)
+    if rows.size:
+        py = _PY_CTRL_FFVT if count_ff_vt else _PY_CTRL
+        detail = np.full(len(arr), None, dtype=object)
+        for i, s in zip(rows, rows_as_str(arr, rows)):
+            detail[i] = f"{count[i]} control chars (max {max_count}): {_codepoint_summary(py.findall(s))}"
+    return CheckOutput(flagged=flagged, value=count.astype(np.float64), detail=detail)
+
+
+# ------------------------------------------------------------------------------------------------ mojibake
+
+# What a UTF-8 continuation byte 0x80-0xBF becomes when the bytes are decoded as CP1252 or Latin-1:
+# 0x80-0x9F -> the CP1252 characters below (or C1 controls U+0080-U+009F under Latin-1 / for the five bytes
+# CP1252 leaves undefined), 0xA0-0xBF -> U+00A0-U+00BF.
+_CP1252_80_9F = (0x20AC, 0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160, 0x2039,
+                 0x0152, 0x017D, 0x2018, 0x2019, 0x201C, 0x201D, 0x2022, 0x2013, 0x2014, 0x02DC, 0x2122,
+                 0x0161, 0x203A, 0x0153, 0x017E, 0x0178)
+# Of those, the ones that legitimately follow an accented letter at the end of a word in real European text
+# (quotes, dashes, ellipsis, guillemets, NBSP): a sequence made only of such characters after the lead
+# ("allé…»", "CAFÉ”", "Fuß“", "à\u00a0«") is not counted. After "Ã" (which ends Portuguese words in capitals:
+# "IRMÃ”") only the closing ones are excluded, so "Ã\u00a0" (mojibake of "à") still counts.
+_PROSE = (0xA0, 0xAB, 0xBB, 0x2026, 0x2018, 0x2019, 0x201C, 0x201D, 0x201E, 0x201A, 0x2013, 0x2014,
+          0x2039, 0x203A)
+_CLOSING = (0xBB, 0x2026, 0x2019, 0x201D, 0x2013, 0x2014)
+_CONT_CPS = tuple(range(0x80, 0xC0)) + _CP1252_80_9F
+_STRONG_CPS = tuple(c for c in _CONT_CPS if c not in _PROSE)
+_NOT_CLOSING_CPS = tuple(c for c in _CONT_CPS if c not in _CLOSING)
+
+
+def _mojibake_regex(cls) -> str:
+    cont = "[" + cls(_CONT_CPS) + "]"
+    strong = "[" + cls(_STRONG_CPS) + "]"
+    lead2 = "[" + cls((), ((0xC2, 0xDF),)) + "]"       # Â..ß  = bytes C2-DF (2-byte lead)
+    lead3 = "[" + cls((), ((0xE0, 0xEF),)) + "]"       # à..ï  = bytes E0-EF (3-byte lead)
+    lead4 = "[" + cls((), ((0xF0, 0xF4),)) + "]"       # ð..ô  = bytes F0-F4 (4-byte lead)
+    not_closing = "[" + cls(_NOT_CLOSING_CPS) + "]"
+    a_circ, a_tilde = cls((0xC2,)), cls((0xC3,))       # Â, Ã: leads of U+0080-U+00FF
+    fffd = cls((0xFFFD,))
+    return "|".join([
+        f"{lead4}{cont}{cont}{cont}",
+        f"{lead3}(?:{strong}{cont}|{cont}{strong})",
+        f"{a_circ}{cont}",
+        f"{a_tilde}{not_closing}",
+        f"{lead2}{strong}",
+        fffd,
+    ])
+
+
+_MOJIBAKE_RE = _mojibake_regex(_cls)
+_PY_MOJIBAKE = re.compile(_mojibake_regex(_py_cls))
+
+
+def _repair(seq: str) -> str:
+    """Best-effort re-decoding of one suspicious sequence, for the detail string."""
+    if seq == "\ufffd":
+        return seq
+    try:
+        raw = bytes(ord(ch) if ord(ch) < 0x100 else ch.encode("cp1252")[0] for ch in seq)
+        return raw.decode("utf-8")
+    except (UnicodeError, ValueError):
+        return "?"
+
+
+@register(
+    "mojibake", target="text", severity="warning", params={"min_count": 1},
+    detail="{value:.0f} mojibake sequences / U+FFFD (min {min_count})",
+    description="UTF-8 decoded as Latin-1/CP1252 ('Ã©' for 'é', 'â€™' for '’', 'è®­ç»ƒ' for '训练') and U+FFFD "
+                "replacement characters. Counts lead byte (U+00C2-U+00F4) + continuation-byte characters "
+                "sequences; flags count >= min_count. value = count.",
+)
+def mojibake(arr, min_count: int = 1, **params) -> CheckOutput:
+    arr = as_string_array(arr)
+    count = count_regex(arr, _MOJIBAKE_RE)
+    flagged = count >= max(min_count, 1)
+    detail = None
+    rows = np.flatnonzero(flagged)
+    if rows.size:
+        detail = np.full(len(arr), None, dtype=object)
+        for i, s in zip(rows, rows_as_str(arr, rows)):
+            seqs = Counter(_PY_MOJIBAKE.findall(s))
+            shown = ", ".join(
+                ("U+FFFD" if q == "\ufffd" else f"'{q}'→'{_repair(q)}'") + (f" x{k}" if k > 1 else "")
+                for q, k in seqs.most_common(3))
+            detail[i] = f"{count[i]} mojibake sequences: {shown}"
+    return CheckOutput(flagged=flagged, value=count.astype(np.float64), detail=detail)
+
+
+# --------------------------------------------------------------------------------------- long_unbroken_run
+
+# Characters that end a run: whitespace / separators, and scripts written without spaces between words
+# (their text would otherwise be one long "run"): Han, kana, Hangul, Bopomofo, Yi, Thai, Lao, Khmer, Myanmar,
+# Tibetan, Javanese, Balinese, plus CJK symbols & punctuation (U+3000-U+30FF incl. "ー" and "・"), CJK
+# compatibility forms, fullwidth/halfwidth forms, and ZWSP (used as a word separator in Thai/Khmer).
+_SCRIPTS_NO_SPACES = ("Han", "Hiragana", "Katakana", "Hangul", "Bopomofo", "Yi", "Thai", "Lao", "Khmer",
+                      "Myanmar", "Tibetan", "Javanese", "Balinese")
+_BREAK = ("\\s\\p{Z}" + "".join(f"\\p{{{s}}}" for s in _SCRIPTS_NO_SPACES)
+          + _cls((0x0B, 0x85, 0x200B), ((0x3000, 0x30FF), (0xFE30, 0xFE4F), (0xFF00, 0xFFEF))))
+_BREAK_RE = "[" + _BREAK + "]+"
+
+
+@register(
+    "long_unbroken_run", target="text", severity="warning", params={"max_run": 100},
+    detail="longest run without whitespace: {value:.0f} chars (max {max_run})",
+    description="A run of more than max_run characters with no whitespace (base64, hex dumps, minified "
+                "code). CJK, kana, Hangul, Thai and other scripts written without spaces end a run. "
+                "value = length of the longest such run in characters.",
+)
+def long_unbroken_run(arr, max_run: int = 100, **params) -> CheckOutput:
+    arr = as_string_array(arr)
+    pieces, _, counts = flatten_lists(pc.split_pattern_regex(arr, pattern=_BREAK_RE))
+    longest = segment_max(char_lengths(pieces), counts, empty=0)
+    flagged = longest > max_run
+    detail = None
+    rows = np.flatnonzero(flagged)
+    if rows.size:
+        detail = np.full(len(arr), None, dtype=object)
+        runs = pc.split_pattern_regex(arr.take(pa.array(rows)), pattern=_BREAK_RE).to_pylist()
+        for i, pieces_i in zip(rows, runs):
+            run = max(pieces_i, key=len)
+            detail[i] = f"longest run without whitespace: {longest[i]} chars (max {max_run}): {clip(run, 48)}"
+    return CheckOutput(flagged=flagged, value=longest.astype(np.float64), detail=detail)
+
+
+# ---------------------------------------------------------------------------------------------- repetition
+
+_REP_PARAMS = {"dup_line_frac": 0.30, "dup_line_char_frac": 0.20,
+               "top_2_gram": 0.20, "top_3_gram": 0.18, "top_4_gram": 0.16,
+               "dup_5_gram": 0.15, "dup_6_gram": 0.14, "dup_7_gram": 0.13, "dup_8_gram": 0.12,
+               "dup_9_gram": 0.11, "dup_10_gram": 0.10,
+               "min_words": 50, "min_chars": 0}
+
+
+@register(
+    "repetition", target="text", severity="warning", params=dict(_REP_PARAMS),
+    detail="repetition statistic at {value:.2f}x its threshold",
+    description="Gopher (MassiveText) repetition filter, as datatrove's GopherRepetitionFilter: duplicated "
+                "line fraction, characters in duplicated lines, characters in the most frequent word 2/3/4-"
+                "gram, characters in duplicated word 5..10-grams. A threshold of None/0 disables its "
+                "statistic; n-gram statistics need >= min_words words, all need >= min_chars characters. "
+                "value = largest statistic/threshold ratio (> 1 means flagged).",
+)
+def repetition(arr, **params) -> CheckOutput:
+    p = {**_REP_PARAMS, **params}
+    arr = as_string_array(arr)
+    names = [k for k in _REP_PARAMS if k not in ("min_words", "min_chars") and p.get(k)]
+    top_ns = tuple(n for n in TOP_NS if f"top_{n}_gram" in names)
+    dup_ns = tuple(n for n in DUP_NS if f"dup_{n}_gram" in names)
+    lines = "dup_line_frac" in names or "dup_line_char_frac" in names
+    stats = repetition_stats(arr, top_ns=top_ns, dup_ns=dup_ns, lines=lines, min_words=int(p["min_words"]))
+    n = len(arr)
+    if not names:
+        return CheckOutput(flagged=np.zeros(n, dtype=bool), value=np.zeros(n), detail=None)
+    ratios = np.stack([stats[k] / float(p[k]) for k in names])          # [n_stats, n_docs]
+    if p["min_chars"]:
+        ratios[:, char_lengths(arr) < p["min_chars"]] = 0.0
+    which = np.argmax(ratios, axis=0)
+    value = ratios[which, np.arange(n)] if n else np.zeros(0)
+    flagged = value > 1.0
+    detail = None
+    rows = np.flatnonzero(flagged)
+    if rows.size:
+        detail = np.full(n, None, dtype=object)
+        for i in rows:
+            k = names[which[i]]
+            fired = int((ratios[:, i] > 1.0).sum())
+            more = f" (+{fired - 1} more)" if fired > 1 else ""
+            detail[i] = f"{k}={stats[k][i]:.2f} > {float(p[k]):.2f}{more}"
+    return CheckOutput(flagged=flagged, value=np.asarray(value, dtype=np.float64), detail=detail)
+
+
+# ------------------------------------------------------------------------------------------ non_text_ratio
+
+# "Text" characters: letters, marks (needed for Indic/Thai/Arabic diacritics), numbers, punctuation,
+# separators, whitespace controls (\t \n \v \f \r, NEL), and format characters (\p{Cf}: ZWJ in emoji
+# sequences, ZWNJ in Persian/Indic, RLM/LRM in Arabic/Hebrew, soft hyphen, BOM). Everything else is non-text:
+# symbols \p{S} (incl. emoji), other controls, private use, surrogates, and unassigned code points (RE2 has
+# no \p{Cn}; they are the complement of all assigned categories). Counting the rare non-text characters
+# directly is ~25x faster than counting text characters. Box-drawing and block characters (U+2500-U+259F,
+# \p{So}) count as text: they draw tables and trees in terminal output and docs, not junk.
+_BOX_RE = "[" + _cls((), ((0x2500, 0x259F),)) + "]"
+_NON_TEXT_RE = (r"[\p{S}\p{Co}\p{Cs}" + _cls((0x7F,), ((0x00, 0x08), (0x0E, 0x1F), (0x80, 0x84), (0x86, 0x9F)))
+                + r"]|[^\p{L}\p{M}\p{N}\p{P}\p{Z}\p{S}\p{C}]")
+_TEXT_CATS = ("L", "M", "N", "P", "Z")
+
+
+def _is_text_char(ch: str) -> bool:
+    cat = unicodedata.category(ch)
+    return cat[0] in _TEXT_CATS or cat == "Cf" or ch in "\t\n\x0b\x0c\r\x85" or "\u2500" <= ch <= "\u259f"
+
+
+@register(
+    "non_text_ratio", target="text", severity="warning", params={"max_ratio": 0.35, "min_chars": 20},
+    detail="non-text character ratio {value:.2f} (max {max_ratio})",
+    description="Share of characters that are not letters, marks, numbers, punctuation, whitespace or "
+                "format characters (i.e. symbols incl. emoji, controls, private-use, unassigned). Flags "
+                "ratio > max_ratio for texts of at least min_chars characters. value = ratio.",
+)
+def non_text_ratio(arr, max_ratio: float = 0.35, min_chars: int = 20, **params) -> CheckOutput:
+    arr = as_string_array(arr)
+    length = char_lengths(arr)
+    ratio = safe_ratio(count_regex(arr, _NON_TEXT_RE) - count_regex(arr, _BOX_RE), length)
+    flagged = (ratio > max_ratio) & (length >= min_chars)
+    detail = None
+    rows = np.flatnonzero(flagged)
+    if rows.size:
+        detail = np.full(len(arr), None, dtype=object)
+        for i, s in zip(rows, rows_as_str(arr, rows)):
+            bad = [ch for ch in s[:5000] if not _is_text_char(ch)]
+            top = ", ".join(f"{ch!r}x{k}" if unicodedata.category(ch)[0] != "C" else f"U+{ord(ch):04X}x{k}"
+                            for ch, k in Counter(bad).most_common(5))
+            detail[i] = f"non-text ratio {ratio[i]:.2f} (max {max_ratio}): {top}"
+    return CheckOutput(flagged=flagged, value=ratio, detail=detail)
+
+
+__all__ = ["empty_text", "control_chars", "mojibake", "long_unbroken_run", "repetition", "non_text_ratio"]

@@ -1,0 +1,157 @@
+"""Checks on class labels (target "label", a NumericField) and token ids + attention mask (target "tokens",
+a TokenFields).
+
+Same contract as numeric.py: torch tensors on the field's device, flagged bool [B], value float64 [B], no
+Python loop over samples, no host sync. For tokens, "real" tokens are the ids with valid == True
+(tokens_from_tensor / tokens_from_arrow set valid from the attention mask, mask != 0); a mask value other than
+0/1 is reported by mask_mismatch.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from dataaudit.checks.base import CheckOutput, register
+from dataaudit.checks.numeric import above, below
+from dataaudit.checks.numeric_field import (
+    NumericField,
+    TokenFields,
+    aligned_index,
+    seg_any,
+    seg_count,
+    seg_lengths,
+    seg_max,
+    seg_min,
+    with_valid,
+)
+
+__all__ = ["label_out_of_range", "token_id_out_of_range", "too_long", "all_padding", "mask_mismatch"]
+
+
+def _out(flagged: torch.Tensor, value: torch.Tensor) -> CheckOutput:
+    return CheckOutput(flagged=flagged.to(torch.bool), value=value.to(torch.float64))
+
+
+def _eq(v: torch.Tensor, scalar) -> torch.Tensor:
+    """Elementwise v == scalar, exact for integer values of any width (no wrap-around of the scalar)."""
+    if v.is_floating_point():
+        return v == scalar
+    if float(scalar) != math.floor(float(scalar)) or not -(2 ** 63) <= scalar < 2 ** 63:
+        return torch.zeros_like(v, dtype=torch.bool)
+    return v.to(torch.int64) == int(scalar)
+
+
+def _class_range(field: NumericField, upper: int, ignore=None) -> CheckOutput:
+    """Flag samples with an element outside [0, upper) or non-finite (elements == ignore skipped).
+
+    value: the largest offending element if one is >= upper (+inf included), else the smallest if one is < 0,
+    else NaN if one is NaN; for an unflagged sample its largest element (0 if it has none)."""
+    v = field.values
+    where = None if ignore is None else ~_eq(v, ignore)
+    if v.is_floating_point():
+        isnan = torch.isnan(v)
+        num = ~isnan if where is None else where & ~isnan
+        any_nan = seg_any(field, isnan if where is None else where & isnan)
+    else:
+        num = where
+        any_nan = torch.zeros(field.num_samples, dtype=torch.bool, device=field.device)
+    n = seg_count(field, num)
+    mx = seg_max(field, v, num)
+    mn = seg_min(field, v, num)
+    # Compare on per-sample extremes; `above`/`below` keep integer comparisons exact.
+    too_big = (n > 0) & ~below(mx, upper)          # mx >= upper
+    too_small = (n > 0) & below(mn, 0)
+    mxf, mnf = mx.to(torch.float64), mn.to(torch.float64)
+    nan = torch.full_like(mxf, math.nan)
+    fine = torch.where(n > 0, mxf, torch.zeros_like(mxf))
+    value = torch.where(too_big, mxf, torch.where(too_small, mnf, torch.where(any_nan, nan, fine)))
+    return _out(too_big | too_small | any_nan, value)
+
+
+@register("label_out_of_range", target="label", severity="error", params={"num_classes": None,
+                                                                           "ignore_index": -100},
+          required=("num_classes",),
+          detail="label {value:g} outside [0, {num_classes})",
+          description="A class label (other than ignore_index) is negative, >= num_classes, or not finite (NaN). "
+                      "value = the worst offending label: the largest if one is >= num_classes, else the "
+                      "smallest, else NaN.")
+def label_out_of_range(field: NumericField, num_classes: int, ignore_index=-100) -> CheckOutput:
+    return _class_range(field, int(num_classes), ignore_index)
+
+
+@register("token_id_out_of_range", target="tokens", severity="error", params={"vocab_size": None},
+          required=("vocab_size",),
+          detail="token id {value:g} outside [0, {vocab_size})",
+          description="A real token id is negative or >= vocab_size (wrong tokenizer, overflowed dtype): an "
+                      "embedding lookup out of bounds. value = the worst offending id (largest if one is >= "
+                      "vocab_size, else the smallest).")
+def token_id_out_of_range(tokens: TokenFields, vocab_size: int) -> CheckOutput:
+    return _class_range(tokens.ids, int(vocab_size))
+
+
+def _real_count(tokens: TokenFields) -> torch.Tensor:
+    """Real tokens per sample: mask != 0 count when there is a mask, else the valid ids."""
+    if tokens.mask is not None:
+        return seg_count(tokens.mask, tokens.mask.values != 0)
+    return seg_count(tokens.ids)
+
+
+@register("too_long", target="tokens", severity="warning", params={"context_length": None},
+          required=("context_length",),
+          detail="{value:.0f} tokens > context length {context_length}",
+          description="More real tokens than the context length (they would be truncated silently). value = the "
+                      "number of real tokens (mask count when there is a mask, else the sequence length).")
+def too_long(tokens: TokenFields, context_length: int) -> CheckOutput:
+    n = _real_count(tokens)
+    return _out(n > int(context_length), n)
+
+
+@register("all_padding", target="tokens", severity="warning", params={"pad_id": None},
+          detail="no real token (length {value:.0f})",
+          description="The sequence has no real token: it is empty, every id is pad_id, or its attention mask is "
+                      "all zero. value = the sequence length (valid ids). Null (missing) rows are not flagged.")
+def all_padding(tokens: TokenFields, pad_id=None) -> CheckOutput:
+    ids = tokens.ids
+    length = seg_count(ids)
+    if pad_id is None:
+        flagged = length == 0
+    else:
+        flagged = seg_count(ids, ~_eq(ids.values, pad_id)) == 0
+    if tokens.mask is not None:
+        flagged = flagged | (seg_count(tokens.mask, tokens.mask.values != 0) == 0)
+    if ids.present is not None:
+        flagged = flagged & ids.present
+    return _out(flagged, length)
+
+
+@register("mask_mismatch", target="tokens", severity="warning", params={"pad_id": None, "pad_in_content_ok": False},
+          detail="{value:.0f} position(s) where the attention mask and the padding disagree (-1: the mask's "
+                 "length differs from the ids')",
+          description="The attention mask disagrees with the ids: its length differs (value -1), it holds values "
+                      "other than 0/1, it is 0 on a non-pad token or 1 on a pad token (pad_id known; the latter "
+                      "allowed with pad_in_content_ok, for tokenizers whose pad is eos). value = the number of "
+                      "disagreeing positions. No mask: nothing flagged.")
+def mask_mismatch(tokens: TokenFields, pad_id=None, pad_in_content_ok: bool = False) -> CheckOutput:
+    ids, mask = with_valid(tokens.ids, None), tokens.mask
+    b = ids.num_samples
+    if mask is None:
+        z = torch.zeros(b, dtype=torch.float64, device=ids.device)
+        return _out(torch.zeros(b, dtype=torch.bool, device=ids.device), z)
+    mask = with_valid(mask, None)
+    len_bad = seg_lengths(ids) != seg_lengths(mask)
+    mv = mask.values
+    m0, m1 = mv == 0, mv == 1
+    disagree = ~(m0 | m1)  # values other than 0/1 (NaN included)
+    if pad_id is not None and ids.values.shape[0] > 0 and mv.shape[0] > 0:
+        idx, same = aligned_index(ids, mask)
+        tok = ids.values.index_select(0, idx)
+        is_pad = _eq(tok, pad_id)
+        wrong = m0 & ~is_pad
+        if not pad_in_content_ok:
+            wrong = wrong | (m1 & is_pad)
+        disagree = disagree | (same & wrong)
+    n = seg_count(mask, disagree)
+    flagged = len_bad | (n > 0)
+    value = torch.where(len_bad, torch.full_like(n, -1), n)
+    return _out(flagged, value)

@@ -1,0 +1,91 @@
+"""The `dataaudit` command.
+
+Exit codes: 0 nothing at error severity, 1 something at error severity (or an unreadable shard),
+2 usage or I/O errors (one line naming the file).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from dataaudit.cli_paths import InputPathError, expand_shards
+from dataaudit.config import ConfigError, load_config
+from dataaudit.report.model import has_errors
+
+
+class InputError(click.ClickException):
+    exit_code = 2
+
+
+def _print_summary(console: Console, report: dict, out: Path) -> None:
+    t = report["totals"]
+    table = Table(title=f"dataaudit audit: {t['samples']} samples in {t['shards']} shards")
+    table.add_column("check")
+    table.add_column("severity")
+    table.add_column("flagged", justify="right")
+    for name, c in report["checks"].items():
+        if c["flagged"]:
+            style = {"error": "red", "warning": "yellow"}.get(c["severity"], "")
+            table.add_row(name, f"[{style}]{c['severity']}[/]" if style else c["severity"], str(c["flagged"]))
+    if not table.rows:
+        table.add_row("(no flags)", "", "0")
+    console.print(table)
+    console.print(f"flagged {t['flagged']} / {t['samples']} samples; unreadable shards: {t['unreadable_shards']}")
+    for shard in report["shards"]:
+        if shard["status"] != "ok":
+            console.print(f"[red]unreadable[/] {shard['path']}: {shard['error']}", markup=True, highlight=False)
+    for note in report["notes"]:
+        console.print(f"note: {note}", highlight=False)
+    console.print(f"wrote {out / 'report.json'}, {out / 'flags.parquet'}, {out / 'report.html'}")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="dataaudit")
+def main() -> None:
+    """Find the bad data that wrecks training runs."""
+
+
+@main.command()
+@click.argument("shards", nargs=-1, required=True)
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for report.json, flags.parquet and report.html (created if missing).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="audit.toml: fields, data facts (num_classes, vocab_size, ...) and per-check settings.")
+@click.option("--engine", type=click.Choice(["auto", "local", "ray"]), default="auto", show_default=True,
+              help="local: in this process; ray: one task per shard; auto: local for small inputs.")
+@click.option("--ray-address", default=None, help="Address of a running Ray cluster (default: start a local one).")
+def audit(shards, out, config_path, engine, ray_address):
+    """Scan SHARD_OR_GLOB... (Parquet, WebDataset .tar/.tar.gz, JSONL) and report every bad sample."""
+    try:
+        paths = expand_shards(list(shards))
+        config = load_config(config_path)
+    except (InputPathError, ConfigError) as exc:
+        raise InputError(str(exc)) from None
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{out}: cannot create output folder: {exc.strerror}") from None
+
+    from pipelines.audit import run_audit   # imported late: keeps `--help` fast
+
+    console = Console(stderr=False)
+    with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TextColumn("shards"),
+                  TextColumn("{task.fields[samples]} samples"), TimeElapsedColumn(),
+                  console=console, transient=True) as progress:
+        task = progress.add_task("audit", total=len(paths), samples=0)
+
+        def on_progress(summary: dict) -> None:
+            done = progress.tasks[0].fields["samples"] + summary["samples"]
+            progress.update(task, advance=1, samples=done)
+
+        report = run_audit(paths, config, out, engine=engine, ray_address=ray_address, on_progress=on_progress)
+    _print_summary(console, report, out)
+    raise SystemExit(1 if has_errors(report) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""Outputs are written to a temporary file in the same folder and renamed into place, so a reader never sees
+a half-written file, even if the job is killed mid-write."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def _temp_beside(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    return Path(tmp)
+
+
+def write_text(path: Path, text: str) -> None:
+    tmp = _temp_beside(path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_json(path: Path, obj) -> None:
+    write_text(path, json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False) + "\n")
+
+
+def write_parquet(path: Path, tables: Iterable[pa.Table], schema: pa.Schema) -> int:
+    """Stream tables into one Parquet file; returns rows written."""
+    tmp = _temp_beside(path)
+    rows = 0
+    try:
+        with pq.ParquetWriter(tmp, schema) as writer:
+            for table in tables:
+                writer.write_table(table.cast(schema))
+                rows += table.num_rows
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return rows

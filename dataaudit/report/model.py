@@ -1,0 +1,87 @@
+"""Merge per-shard summaries into the audit report (report.json's content).
+
+Everything outside `run` depends only on the input and the config, so two runs on the same input give the
+same report whatever the engine or worker count.
+"""
+from __future__ import annotations
+
+from dataaudit.checks import REGISTRY
+from dataaudit.config import AuditConfig
+from dataaudit.stats.lengths import LengthStats
+
+SCHEMA_VERSION = 1
+SHORT_FRACTION = 0.25   # warn when 90% of samples use less than a quarter of the context
+
+
+def _lengths(summaries: list[dict], config: AuditConfig) -> dict:
+    merged: dict[str, LengthStats] = {}
+    for s in summaries:
+        for key, state in s["lengths"].items():
+            stat = LengthStats.from_state(state)
+            merged[key] = merged[key].merge(stat) if key in merged else stat
+    context = config.data.get("context_length")
+    return {k: v.to_json(context if v.unit == "tokens" else None) for k, v in sorted(merged.items())}
+
+
+def _notes(lengths: dict, totals: dict) -> list[str]:
+    notes = []
+    for key, stat in lengths.items():
+        ctx = stat["context_length"]
+        if not ctx or not stat["count"]:
+            continue
+        p90 = stat["quantiles"]["p90"]
+        if p90 is not None and p90 < SHORT_FRACTION * ctx:
+            notes.append(f"{key}: 90% of samples have at most {p90:.0f} tokens, under a quarter of the context "
+                         f"length {ctx}: most of each sequence is padding unless samples are packed")
+        if stat["over_context"]:
+            share = stat["over_context"] / stat["count"]
+            notes.append(f"{key}: {stat['over_context']} samples ({share:.1%}) are longer than the context length "
+                         f"{ctx} and will be truncated")
+    if totals["unreadable_shards"]:
+        notes.append(f"{totals['unreadable_shards']} shard(s) could not be read to the end; see shards[].error")
+    return notes
+
+
+def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
+    samples = sum(s["samples"] for s in summaries)
+    flagged = sum(s["flagged"] for s in summaries)
+    totals = {"samples": samples, "flagged": flagged, "passed": samples - flagged, "shards": len(summaries),
+              "unreadable_shards": sum(s["status"] == "unreadable" for s in summaries)}
+    checks = {}
+    for name, spec in REGISTRY.items():
+        settings = config.check(name)
+        ran_somewhere = any(name not in s["skipped"] for s in summaries if s["status"] == "ok" or s["samples"])
+        reasons = sorted({s["skipped"][name] for s in summaries if name in s["skipped"]})
+        checks[name] = {
+            "severity": settings.severity,
+            "flagged": sum(s["checks"].get(name, 0) for s in summaries),
+            "ran": ran_somewhere,
+            "skipped": None if ran_somewhere else (reasons[0] if reasons else "no readable shard"),
+            "params": settings.params,
+            "description": spec.description,
+        }
+    examples: dict[str, list] = {}
+    for s in summaries:
+        for name, items in s["examples"].items():
+            kept = examples.setdefault(name, [])
+            kept.extend(items[: 5 - len(kept)])
+    lengths = _lengths(summaries, config)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "totals": totals,
+        "checks": checks,
+        "shards": [{"path": s["path"], "samples": s["samples"], "flagged": s["flagged"], "status": s["status"],
+                    "error": s["error"], "checks": s["checks"], "fields": s["fields"]} for s in summaries],
+        "lengths": lengths,
+        "notes": _notes(lengths, totals),
+        "examples": {k: examples[k] for k in sorted(examples)},
+        "config": config.fingerprint(),
+        "run": run,
+    }
+
+
+def has_errors(report: dict) -> bool:
+    """Exit-code rule: anything at error severity, or a shard that could not be read."""
+    if report["totals"]["unreadable_shards"]:
+        return True
+    return any(c["severity"] == "error" and c["flagged"] for c in report["checks"].values())

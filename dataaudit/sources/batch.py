@@ -1,0 +1,228 @@
+"""Turns decoded records (tar samples, JSONL lines) into Arrow record batches with the provenance columns.
+
+Readers hand over one record at a time as {column: (kind, value)}; the column's Arrow type is chosen per batch
+from the kinds seen, so a field whose type varies between records degrades to JSON text instead of failing.
+Parquet does not come through here: its batches are already Arrow.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+
+from .base import ERROR, KEY, PROVENANCE_COLUMNS, ROW, WARNING
+
+# Value kinds. A value of kind None is a JSON null: it fits any column.
+STR, INT, FLOAT, BOOL = "str", "int", "float", "bool"
+LIST_INT, LIST_FLOAT, LIST_EMPTY = "list_int", "list_float", "list_empty"
+JSON = "json"  # anything else: stored as JSON text
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+_FLOAT_EXACT = 1 << 53          # ints beyond this lose precision as float64, so they do not promote
+MAX_COLUMNS = 1024              # a shard with thousands of distinct keys would explode memory into null padding
+MAX_BATCH_BYTES = 256 << 20     # flush early when records are large, whatever batch_rows says
+
+_STRING = pa.string()
+_LIST_TYPES = {LIST_INT: (np.int64, pa.list_(pa.int64())), LIST_FLOAT: (np.float64, pa.list_(pa.float64()))}
+
+
+def one_line(text: object) -> str:
+    """Messages end up in one report cell: no newlines, no runs of whitespace."""
+    return " ".join(str(text).split())
+
+
+def json_value(v: object) -> tuple[str | None, object]:
+    """Kind of one parsed JSON value (a top-level field)."""
+    t = type(v)
+    if v is None:
+        return None, None
+    if t is bool:
+        return BOOL, v
+    if t is int:
+        return (INT, v) if INT64_MIN <= v <= INT64_MAX else (JSON, v)
+    if t is float:
+        return FLOAT, v
+    if t is str:
+        return STR, v
+    if t is list:
+        if not v:
+            return LIST_EMPTY, v
+        if all(type(x) is int for x in v):
+            return (LIST_INT, v) if INT64_MIN <= min(v) and max(v) <= INT64_MAX else (JSON, v)
+        if all(type(x) is int or type(x) is float for x in v):
+            return LIST_FLOAT, v
+    return JSON, v
+
+
+def flatten_object(obj: dict, prefix: str, out: dict, warnings: list[str], where: str) -> None:
+    """One column per top-level field, named prefix + field; an existing column is kept (first wins)."""
+    for name, v in obj.items():
+        col = prefix + name
+        if col in PROVENANCE_COLUMNS:
+            warnings.append(f"{where}: field {name!r} clashes with a provenance column (dropped)")
+        elif col in out:
+            warnings.append(f"{where}: field {col!r} duplicates another member's column (first kept)")
+        else:
+            out[col] = json_value(v)
+
+
+def _approx_bytes(v: object) -> int:
+    if isinstance(v, np.ndarray):
+        return 8 * v.size
+    if isinstance(v, (str, bytes, list)):
+        return 8 * len(v) if isinstance(v, list) else len(v)
+    return 8
+
+
+def _utf8_safe(s: str) -> str:
+    # Lone surrogates (from JSON "\ud800" escapes or undecodable tar names) cannot be stored in Arrow strings.
+    return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def string_array(values: list, bad_rows: list[int] | None = None) -> pa.Array:
+    """Arrow string array; values that are not valid Unicode are escaped and their rows reported."""
+    try:
+        return pa.array(values, _STRING)
+    except UnicodeEncodeError:
+        pass
+    out = []
+    for i, v in enumerate(values):
+        if v is not None and not v.isascii():
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                v = _utf8_safe(v)
+                if bad_rows is not None:
+                    bad_rows.append(i)
+        out.append(v)
+    return pa.array(out, _STRING)
+
+
+def _to_jsonable(v: object) -> object:
+    return v.tolist() if isinstance(v, np.ndarray) else v
+
+
+def _list_array(values: list, kind: str) -> pa.Array:
+    """list<int64>/list<float64> from lists or numpy arrays without a per-element Python loop."""
+    np_type, pa_type = _LIST_TYPES[kind]
+    n = len(values)
+    lengths = np.zeros(n, np.int64)
+    valid = np.ones(n, bool)
+    pieces = []
+    for i, v in enumerate(values):
+        if v is None:
+            valid[i] = False
+            continue
+        a = np.asarray(v).ravel()
+        pieces.append(a)
+        lengths[i] = a.size
+    # unsafe casting: bool/uint -> int64 and int -> float64 are intended; uint64 overflow was routed to float
+    flat = np.concatenate(pieces, dtype=np_type, casting="unsafe") if pieces else np.empty(0, np_type)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    mask = None if valid.all() else pa.array(~valid)
+    return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(flat), type=pa_type, mask=mask)
+
+
+class BatchBuilder:
+    """Accumulates records and emits RecordBatches; numbers rows consecutively across batches of one shard."""
+
+    def __init__(self, columns: list[str] | None = None, max_columns: int = MAX_COLUMNS):
+        self._wanted = None if columns is None else set(columns)
+        self._max_columns = max_columns
+        self.next_row = 0  # __row__ of the first pending record
+        self._reset()
+
+    def _reset(self) -> None:
+        self._keys: list[str] = []
+        self._errors: list[str | None] = []
+        self._warnings: list[list[str]] = []
+        self._cols: dict[str, tuple[list[int], list, set]] = {}  # name -> (row indices, values, kinds)
+        self.nbytes = 0
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def full(self, batch_rows: int) -> bool:
+        return len(self._keys) >= batch_rows or self.nbytes >= MAX_BATCH_BYTES
+
+    def add(self, key: str, values: dict, error: str | None = None, warnings: list[str] = ()) -> None:
+        """One record. With an error its values are dropped: an undecodable record has null data columns."""
+        i = len(self._keys)
+        warnings = list(warnings)
+        dropped = 0
+        if error is None:
+            for col, (kind, v) in values.items():
+                if self._wanted is not None and col not in self._wanted:
+                    continue
+                c = self._cols.get(col)
+                if c is None:
+                    if len(self._cols) >= self._max_columns:
+                        dropped += 1
+                        continue
+                    c = self._cols[col] = ([], [], set())
+                c[0].append(i)
+                c[1].append(v)
+                if kind is not None:
+                    c[2].add(kind)
+                self.nbytes += _approx_bytes(v)
+        if dropped:
+            warnings.append(f"{dropped} field(s) dropped: more than {self._max_columns} columns in one batch")
+        self._keys.append(key)
+        self._errors.append(error)
+        self._warnings.append(warnings)
+
+    def _column(self, name: str, idx: list[int], vals: list, kinds: set, n: int) -> pa.Array:
+        full = [None] * n
+        for i, v in zip(idx, vals):
+            full[i] = v
+        if kinds <= {LIST_INT, LIST_FLOAT, LIST_EMPTY} and kinds:
+            return _list_array(full, LIST_FLOAT if LIST_FLOAT in kinds else LIST_INT)
+        if kinds == {INT, FLOAT} and all(type(v) is float or v is None or abs(v) <= _FLOAT_EXACT for v in full):
+            kinds = {FLOAT}  # JSON has one number type: 1 and 0.5 in one field is not a conflict
+        if len(kinds) == 1 and JSON not in kinds:
+            (kind,) = kinds
+            if kind == STR:
+                bad: list[int] = []
+                arr = string_array(full, bad)
+                for i in bad:
+                    self._warnings[i].append(f"column {name!r}: invalid Unicode escaped")
+                return arr
+            return pa.array(full, {INT: pa.int64(), FLOAT: pa.float64(), BOOL: pa.bool_()}[kind])
+        if not kinds:
+            return pa.nulls(n, _STRING)
+        # Conflicting kinds (or nested values): JSON text keeps every value without guessing a type.
+        text = []
+        for i, v in enumerate(full):
+            if v is not None:
+                try:
+                    v = json.dumps(_to_jsonable(v), ensure_ascii=False)
+                except (ValueError, RecursionError) as e:
+                    self._warnings[i].append(f"column {name!r}: value not encodable ({one_line(e)})")
+                    v = None
+            text.append(v)
+        bad = []
+        arr = string_array(text, bad)
+        for i in bad:
+            self._warnings[i].append(f"column {name!r}: invalid Unicode escaped")
+        return arr
+
+    def build(self) -> pa.RecordBatch:
+        n = len(self._keys)
+        names, arrays = [], []
+        for name, (idx, vals, kinds) in self._cols.items():
+            names.append(_utf8_safe(name) if not name.isascii() else name)
+            arrays.append(self._column(name, idx, vals, kinds, n))
+        bad_keys: list[int] = []
+        keys = string_array(self._keys, bad_keys)
+        for i in bad_keys:
+            self._warnings[i].append("key is not valid Unicode (escaped)")
+        rows = pa.array(np.arange(self.next_row, self.next_row + n, dtype=np.int64))
+        errors = string_array(self._errors)
+        warnings = string_array(["; ".join(w) if w else None for w in self._warnings])
+        batch = pa.RecordBatch.from_arrays(arrays + [keys, rows, errors, warnings],
+                                           names=names + [KEY, ROW, ERROR, WARNING])
+        self.next_row += n
+        self._reset()
+        return batch

@@ -1,0 +1,54 @@
+"""Picks the reader for a shard from its file name."""
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+import pyarrow as pa
+
+from .base import ShardReadError
+from .jsonl import iter_jsonl
+from .parquet import iter_parquet, read_parquet_schema
+from .webdataset_tar import MAX_MEMBER_BYTES, iter_webdataset
+
+_SUFFIXES = (
+    (".parquet", "parquet"), (".pq", "parquet"),
+    (".tar", "webdataset"), (".tar.gz", "webdataset"), (".tgz", "webdataset"),
+    (".jsonl", "jsonl"), (".jsonl.gz", "jsonl"), (".ndjson", "jsonl"), (".ndjson.gz", "jsonl"),
+)
+
+
+def shard_format(path: str) -> str:
+    """'parquet', 'webdataset' or 'jsonl', from the file name; ValueError for anything else."""
+    name = os.fspath(path).lower()
+    for suffix, fmt in _SUFFIXES:
+        if name.endswith(suffix):
+            return fmt
+    raise ValueError(f"{os.fspath(path)}: unsupported shard format "
+                     "(expected .parquet/.pq, .tar/.tar.gz/.tgz or .jsonl/.jsonl.gz/.ndjson)")
+
+
+def read_schema(path: str) -> pa.Schema | None:
+    """Parquet: the Arrow schema from the footer. Other formats have no schema before reading: None."""
+    if shard_format(path) == "parquet":
+        return read_parquet_schema(path)
+    if not os.path.isfile(path):
+        raise ShardReadError(f"{os.fspath(path)}: no such file")
+    return None
+
+
+def iter_shard(path: str, columns: list[str] | None = None, batch_rows: int = 4096, *,
+               max_member_bytes: int = MAX_MEMBER_BYTES) -> Iterator[pa.RecordBatch]:
+    """Record batches of one shard: data columns plus __key__, __row__, __error__, __warning__.
+
+    Raises ValueError at once for an unsupported file name; ShardReadError while iterating when the shard as
+    a whole cannot be read further (batches already yielded stay valid).
+    """
+    if batch_rows < 1:
+        raise ValueError(f"batch_rows must be >= 1, got {batch_rows}")
+    fmt = shard_format(path)
+    if fmt == "parquet":
+        return iter_parquet(path, columns, batch_rows)
+    if fmt == "webdataset":
+        return iter_webdataset(path, columns, batch_rows, max_member_bytes=max_member_bytes)
+    return iter_jsonl(path, columns, batch_rows, max_line_bytes=max_member_bytes)

@@ -1,0 +1,273 @@
+"""WebDataset tar shards, read as one sequential stream (tarfile mode "r|*") and never extracted to disk.
+
+Members are grouped into samples by key (path up to the first dot of the basename), as WebDataset does.
+Only text, JSON, class labels and .npy are decoded, by our own code: webdataset's default decoders unpickle,
+and a shard is untrusted input. Pickle-like members are reported, never loaded.
+"""
+from __future__ import annotations
+
+import io
+import json
+import lzma
+import math
+import os
+import tarfile
+import zlib
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from .base import ShardReadError
+from .batch import (BatchBuilder, INT, INT64_MAX, INT64_MIN, JSON, LIST_EMPTY, LIST_FLOAT, LIST_INT, STR,
+                    flatten_object, one_line)
+
+MAX_MEMBER_BYTES = 256 << 20
+DECODED = {"txt", "json", "cls", "cls2", "index", "npy"}
+NOT_UNPICKLED = {"pkl", "pickle", "pth", "pt", "pyd", "npz"}
+
+# What tarfile and its decompressors raise on a bad stream (ValueError/OverflowError: malformed header
+# fields that slip past tarfile's own checks).
+_STREAM_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError, ValueError, OverflowError)
+
+
+class _RecordError(Exception):
+    """One member cannot be decoded; the message becomes (part of) the record's __error__."""
+
+
+class _HeaderTracker(tarfile.TarInfo):
+    """tarfile.next() turns a bad or missing header after the first into a silent end of archive.
+
+    Remembering which header error ended the stream lets us tell a real end-of-archive block from a
+    truncated or garbled shard.
+    """
+
+    @classmethod
+    def fromtarfile(cls, tarfile_):
+        try:
+            return super().fromtarfile(tarfile_)
+        except tarfile.HeaderError as e:
+            tarfile_.dataaudit_end = e
+            raise
+
+
+def split_member(name: str) -> tuple[str, str]:
+    """'dir/abc.input_ids.npy' -> ('dir/abc', 'input_ids.npy'); extensions are lowercased like WebDataset."""
+    directory, slash, base = name.rpartition("/")
+    stem, _, ext = base.partition(".")
+    return directory + slash + stem, ext.lower()
+
+
+def _gunzip(data: bytes, limit: int) -> bytes:
+    """Decompress (possibly multi-member) gzip without ever holding more than limit + 1 bytes of output."""
+    out, total = [], 0
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    buf = data
+    try:
+        while True:
+            chunk = d.decompress(buf, limit + 1 - total)
+            total += len(chunk)
+            out.append(chunk)
+            if total > limit:
+                raise _RecordError(f"gzip: decompresses to more than {limit} bytes (max_member_bytes)")
+            buf = d.unconsumed_tail
+            if d.eof:
+                rest = d.unused_data
+                if not rest.strip(b"\0"):
+                    break
+                d, buf = zlib.decompressobj(16 + zlib.MAX_WBITS), rest
+            elif not buf:
+                raise _RecordError("gzip: truncated data")
+    except zlib.error as e:
+        raise _RecordError(f"gzip: {one_line(e)}") from None
+    return b"".join(out)
+
+
+def _utf8(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _RecordError(f"invalid UTF-8 at byte {e.start}") from None
+
+
+def _decode_npy(data: bytes, col: str) -> tuple[dict, list[str]]:
+    """Parse the .npy header ourselves: refuses object arrays (pickle) and checks the size before allocating."""
+    fmt = np.lib.format
+    fp = io.BytesIO(data)
+    try:
+        version = fmt.read_magic(fp)
+        if version == (1, 0):
+            shape, fortran, dtype = fmt.read_array_header_1_0(fp)
+        elif version in ((2, 0), (3, 0)):
+            shape, fortran, dtype = fmt.read_array_header_2_0(fp)
+        else:
+            raise _RecordError(f"unsupported .npy version {version}")
+    except _RecordError:
+        raise
+    except Exception as e:  # numpy parses the header with literal_eval: anything can come out of bad bytes
+        raise _RecordError(f"invalid .npy header: {one_line(e)}") from None
+    if dtype.hasobject:
+        raise _RecordError("object array in .npy (would need unpickling; not loaded)")
+    count = math.prod(shape)
+    body = memoryview(data)[fp.tell():]
+    if len(body) < count * dtype.itemsize:
+        raise _RecordError(f".npy data is {len(body)} bytes, header {shape} {dtype.name} needs "
+                           f"{count * dtype.itemsize}")
+    values = {f"{col}.shape": (LIST_INT if shape else LIST_EMPTY, list(shape)), f"{col}.dtype": (STR, dtype.name)}
+    if dtype.kind not in "biuf":
+        return values, [f"dtype {dtype.name} values not decoded"]
+    flat = np.frombuffer(body, dtype=dtype, count=count)
+    if fortran and len(shape) > 1:
+        flat = flat.reshape(shape, order="F").ravel()
+    if dtype.kind == "f" or (dtype.kind == "u" and dtype.itemsize == 8 and count and flat.max() > INT64_MAX):
+        values[col] = (LIST_FLOAT, flat)
+    else:
+        values[col] = (LIST_INT, flat)
+    return values, []
+
+
+def decode_member(ext: str, data: bytes, limit: int) -> tuple[dict, list[str]]:
+    """Decode one member's bytes by its last suffix. Returns ({column: (kind, value)}, warnings)."""
+    parts = ext.split(".")
+    for _ in range(parts.count("gz")):
+        data = _gunzip(data, limit)
+    parts = [p for p in parts if p != "gz"]
+    suffix = parts[-1]
+    col = ".".join(parts[:-1]) or suffix
+    if suffix == "txt":
+        return {col: (STR, _utf8(data))}, []
+    if suffix == "json":
+        try:
+            obj = json.loads(_utf8(data))
+        except json.JSONDecodeError as e:
+            raise _RecordError(f"invalid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+        except (ValueError, RecursionError) as e:
+            raise _RecordError(f"invalid JSON: {one_line(e)}") from None
+        if not isinstance(obj, dict):
+            return {col: (JSON, obj)}, []
+        values: dict = {}
+        warnings: list[str] = []
+        flatten_object(obj, "" if col == "json" else col + ".", values, warnings, "json")
+        return values, warnings
+    if suffix in ("cls", "cls2", "index"):
+        text = _utf8(data).strip()
+        try:
+            value = int(text)
+        except ValueError:
+            raise _RecordError(f"not an integer: {text[:40]!r}") from None
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise _RecordError("integer out of int64 range")
+        return {col: (INT, value)}, []
+    if suffix == "npy":
+        return _decode_npy(data, col)
+    raise AssertionError(f"no decoder for {suffix!r}")  # callers only pass DECODED suffixes
+
+
+class _Record:
+    def __init__(self, key: str, row: int):
+        self.key, self.row = key, row
+        self.values: dict = {}
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+        self.exts: set[str] = set()
+
+
+def _end_of_archive_problem(tf: tarfile.TarFile) -> str | None:
+    """Why the stream ended, if it was not a proper end-of-archive block."""
+    e = getattr(tf, "dataaudit_end", None)
+    if e is None or isinstance(e, tarfile.EOFHeaderError):
+        return None
+    if isinstance(e, tarfile.EmptyHeaderError):
+        return f"no end-of-archive marker after byte {tf.offset} (truncated?)"
+    return f"bad tar header at byte {tf.offset}: {one_line(e)}"
+
+
+def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int = 4096,
+                    max_member_bytes: int = MAX_MEMBER_BYTES) -> Iterator[pa.RecordBatch]:
+    builder = BatchBuilder(columns)
+    first_seen: dict[str, int] = {}  # key -> row where it first appeared, to flag split samples
+    rec: _Record | None = None
+
+    def finish(r: _Record) -> None:
+        builder.add(r.key, r.values, "; ".join(r.errors) or None, r.warnings)
+
+    try:
+        f = open(os.fspath(path), "rb")
+    except OSError as e:
+        raise ShardReadError(f"tar: {one_line(e)}") from e
+    with f:
+        try:
+            tf = tarfile.open(fileobj=f, mode="r|*", tarinfo=_HeaderTracker, encoding="utf-8",
+                              errors="surrogateescape")
+        except _STREAM_ERRORS as e:
+            raise ShardReadError(f"tar: {one_line(e)}") from e
+        broken = None
+        while True:
+            try:
+                m = tf.next()
+            except _STREAM_ERRORS as e:
+                broken = one_line(e) or type(e).__name__
+                break
+            if m is None:
+                broken = _end_of_archive_problem(tf)
+                break
+            tf.members.clear()  # tarfile keeps every TarInfo it has seen; a stream must not grow
+            if not m.isreg():
+                continue
+            name = m.name
+            key, ext = split_member(name)
+            if rec is None or key != rec.key:
+                if rec is not None:
+                    finish(rec)
+                    if builder.full(batch_rows):
+                        yield builder.build()
+                rec = _Record(key, builder.next_row + len(builder))
+                if key in first_seen:
+                    rec.warnings.append(f"key {key!r} is not adjacent: members split "
+                                        f"(first seen at record {first_seen[key]})")
+                else:
+                    first_seen[key] = rec.row
+            where = f"member {name!r}"
+            if name.startswith("/") or ".." in name.split("/"):
+                rec.warnings.append(f"{where}: unsafe path (absolute or '..')")
+            if ext in rec.exts:
+                rec.warnings.append(f"{where}: duplicate extension {ext!r} in sample (first kept)")
+                continue
+            rec.exts.add(ext)
+            suffix = next((p for p in reversed(ext.split(".")) if p != "gz"), "")
+            if suffix in NOT_UNPICKLED:
+                rec.warnings.append(f"{where}: unsupported type .{suffix} (not unpickled)")
+                continue
+            if suffix not in DECODED:
+                continue  # images, audio, ...: normal payload we do not inspect
+            if m.size > max_member_bytes:
+                rec.errors.append(f"{where}: {m.size} bytes exceeds max_member_bytes {max_member_bytes} (not read)")
+                continue
+            try:
+                data = tf.extractfile(m).read()
+            except _STREAM_ERRORS as e:
+                broken = one_line(e) or type(e).__name__
+                break
+            try:
+                values, warnings = decode_member(ext, data, max_member_bytes)
+            except _RecordError as e:
+                rec.errors.append(f"{where}: {e}")
+                continue
+            rec.warnings.extend(f"{where}: {w}" for w in warnings)
+            for col, value in values.items():
+                if col in rec.values:
+                    rec.warnings.append(f"{where}: column {col!r} already set by another member (first kept)")
+                else:
+                    rec.values[col] = value
+        if broken is not None:
+            # The sample in progress may have lost members: keep it as a row, marked, never drop it silently.
+            if rec is not None:
+                rec.errors.insert(0, f"truncated: {broken}")
+                finish(rec)
+            if len(builder):
+                yield builder.build()
+            raise ShardReadError(f"tar: {broken}")
+        if rec is not None:
+            finish(rec)
+        if len(builder):
+            yield builder.build()

@@ -1,0 +1,3 @@
+from dataaudit.stats.lengths import LengthStats
+
+__all__ = ["LengthStats"]

@@ -1,0 +1,110 @@
+"""The audit job: which shards, which engine, how per-shard results merge into the report.
+
+The stage (`dataaudit.audit.shard.audit_shard`) is the same function in both engines; Ray only decides where it
+runs. Each finished shard is written to OUT/parts before the report is assembled, so a rerun with the same
+`--out` and config redoes only unfinished shards.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+from dataaudit.audit.batch import FLAG_SCHEMA
+from dataaudit.audit.shard import audit_shard
+from dataaudit.config import AuditConfig
+from dataaudit.report.atomic import write_json, write_parquet
+from dataaudit.report.html import write_report_html
+from dataaudit.report.model import build_report
+from pipelines.units import PartStore
+
+LOCAL_MAX_BYTES = 512 * 2**20   # auto engine: below this much input, starting Ray costs more than it saves
+
+
+def choose_engine(paths: Sequence[str], engine: str, ray_address: str | None) -> str:
+    if engine != "auto":
+        return engine
+    if ray_address:
+        return "ray"
+    total = sum(os.path.getsize(p) for p in paths if os.path.exists(p))
+    return "local" if total < LOCAL_MAX_BYTES or len(paths) < 2 else "ray"
+
+
+def _run_local(pending, config, on_done):
+    for index, path in pending:
+        result, flags = audit_shard(path, config)
+        on_done(index, path, result.summary(), flags)
+
+
+def _run_ray(pending, config, on_done, ray_address):
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=ray_address, include_dashboard=False, log_to_driver=False,
+                 configure_logging=False)
+
+    # max_retries: a worker that dies mid-shard gets its shard redone elsewhere, not a failed job.
+    @ray.remote(max_retries=3)
+    def shard_task(path, config):
+        result, flags = audit_shard(path, config)
+        return result.summary(), flags
+
+    config_ref = ray.put(config)
+    futures = {shard_task.remote(path, config_ref): (index, path) for index, path in pending}
+    remaining = list(futures)
+    while remaining:
+        done, remaining = ray.wait(remaining, num_returns=1)
+        index, path = futures[done[0]]
+        summary, flags = ray.get(done[0])
+        on_done(index, path, summary, flags)
+
+
+def run_audit(paths: Sequence[str], config: AuditConfig, out_dir: Path, engine: str = "auto",
+              ray_address: str | None = None,
+              on_progress: Callable[[dict], None] | None = None) -> dict:
+    """Audit `paths` into `out_dir` (report.json, flags.parquet, report.html); returns the report."""
+    out_dir = Path(out_dir)
+    started = time.time()
+    engine = choose_engine(paths, engine, ray_address)
+    store = PartStore(out_dir, {"config": config.fingerprint(), "schema": FLAG_SCHEMA.to_string()})
+    summaries: dict[int, dict] = {}
+    pending = []
+    for index, path in enumerate(paths):
+        done = store.load(index, path)
+        if done is None:
+            pending.append((index, path))
+        else:
+            summaries[index] = done
+            if on_progress:
+                on_progress(done)
+
+    def on_done(index, path, summary, flags):
+        store.save(index, path, summary, flags)
+        summaries[index] = summary
+        if on_progress:
+            on_progress(summary)
+
+    if pending:
+        (_run_ray(pending, config, on_done, ray_address) if engine == "ray"
+         else _run_local(pending, config, on_done))
+
+    ordered = [summaries[i] for i in range(len(paths))]
+    write_parquet(out_dir / "flags.parquet", (store.flags(i, p) for i, p in enumerate(paths)), FLAG_SCHEMA)
+    run = {"engine": engine, "resumed_shards": len(paths) - len(pending), "started": started,
+           "seconds": round(time.time() - started, 3), "host": platform.node(),
+           "python": platform.python_version(), "dataaudit": _version()}
+    report = build_report(ordered, config, run)
+    write_json(out_dir / "report.json", report)
+    write_report_html(out_dir / "report.html", report)
+    return report
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dataaudit")
+    except PackageNotFoundError:
+        return "unknown"
