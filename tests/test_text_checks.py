@@ -20,8 +20,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from dataaudit.checks import text as T
+import dataaudit.checks.text  # noqa: F401  (registers the text checks)
 from dataaudit.checks.base import REGISTRY, CheckOutput
 from dataaudit.checks.text_repetition import repetition_stats
 
@@ -55,7 +57,7 @@ def test_registered_with_defaults():
         "empty_text": {},
         "control_chars": {"max_count": 0, "count_ff_vt": False},
         "mojibake": {"min_count": 1},
-        "long_unbroken_run": {"max_run": 100},
+        "long_unbroken_run": {"max_run": 100, "url_max": 400},
         "non_text_ratio": {"max_ratio": 0.35, "min_chars": 20},
     }
     for name in CHECKS:
@@ -86,6 +88,7 @@ def test_nulls_empties_and_array_types(name):
         pa.chunked_array([pa.array(EDGE[:3]), pa.array(EDGE[3:])]),
         pa.array(EDGE).dictionary_encode(),
         pa.array(EDGE)[2:],                                  # sliced (non-zero offset)
+        pa.array(EDGE).cast(pa.string_view()),
     ]
     for v in variants:
         out = run(name, v)
@@ -131,7 +134,7 @@ def test_mojibake_exact():
         "donâ€™t": 1,
         "bad \ufffd char": 1,
         "â€œquotedâ€\x9d": 2,          # “quoted” via Latin-1 for 0x9D
-        "Ð¿Ñ€Ð¸Ð²ÐµÑ‚": 5,             # привет ('Ð°' style pairs with ¿ ² ‚ excluded only when all prose)
+        "Ð¿Ñ€Ð¸Ð²ÐµÑ‚": 5,             # привет: 6 pairs, 'Ñ‚' not counted (‚ is a German quote after ß, Ä...)
         "ðŸ˜€ emoji": 1,                # 😀 (4-byte)
         "ÃƒÂ© double": 2,              # é encoded twice
         "Â°C and Â\u00a0nbsp": 2,
@@ -165,6 +168,18 @@ def test_long_unbroken_run_exact():
     assert out.flagged.tolist() == [True, True, False, True, True, False, False, True, False, False, False]
     assert "1000 chars" in out.detail[1] and hexs[:20] in out.detail[1]
     assert run("long_unbroken_run", rows, max_run=500).flagged.tolist() == [False, True] + [False] * 9
+
+
+def test_long_unbroken_run_urls():
+    path = "/".join(["segment"] * 30)                      # 239 chars
+    rows = [f"see https://example.com/{path} for details", f'<a href="https://x.org/{path}">link</a>',
+            f"www.example.com/{path}", "https://x.com/?q=" + "Q" * 1000, "ftp://" + "z" * 420]
+    out = run("long_unbroken_run", rows)
+    # URLs up to url_max chars after the scheme are skipped (the URL match also eats the '">link</a>' glued to
+    # it, leaving 'href="'); the rest of a longer one (1009 - 400, 420 - 400) still counts
+    assert out.value.tolist() == [7, 6, 0, 1009 - 400, 420 - 400]
+    assert out.flagged.tolist() == [False, False, False, True, False]
+    assert run("long_unbroken_run", rows, url_max=0).flagged.tolist() == [True] * 5
 
 
 # ---------------------------------------------------------------------------------------------- non_text_ratio
@@ -280,6 +295,30 @@ def test_repetition_matches_reference():
             ref = _reference_stats(d or "", min_words)
             for key, val in ref.items():
                 assert stats[key][i] == pytest.approx(val), (key, i, d)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.text(st.characters(blacklist_categories=("Cs",)), max_size=80)),
+                max_size=12))
+def test_any_unicode_never_crashes(rows):
+    arrays = [pa.array(rows, type=pa.string()), pa.array(rows, type=pa.large_string())]
+    for name in CHECKS:
+        a, b = (run(name, x) for x in arrays)
+        np.testing.assert_array_equal(a.flagged, b.flagged)
+        np.testing.assert_array_equal(a.value, b.value)
+    ratio = run("non_text_ratio", rows).value
+    assert ((ratio >= 0) & (ratio <= 1)).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from(["a", "b", "cc", "ddd", "é", "训"]),
+                                   st.sampled_from([" ", " ", "\n", "  ", "\t"])), max_size=40), max_size=6))
+def test_repetition_matches_reference_hypothesis(docs):
+    texts = ["".join(w + sep for w, sep in d) for d in docs]
+    stats = repetition_stats(pa.array(texts, type=pa.string()), min_words=0)
+    for i, t in enumerate(texts):
+        for key, val in _reference_stats(t, 0).items():
+            assert stats[key][i] == pytest.approx(val), (key, t)
 
 
 # --------------------------------------------------------------------------- hand-made multilingual negatives

@@ -14,7 +14,7 @@ import torch
 
 from dataaudit.audit.plan import DTYPE_SUFFIX, FieldPlan
 from dataaudit.checks import REGISTRY, CheckOutput
-from dataaudit.checks.numeric_field import NumericField, TokenFields, from_arrow
+from dataaudit.checks.numeric_field import NumericField, from_arrow, tokens_from_arrow
 from dataaudit.config import AuditConfig
 from dataaudit.sources.base import ERROR, KEY, ROW, WARNING
 from dataaudit.stats.token_lengths import token_lengths
@@ -84,10 +84,9 @@ def _planned_calls(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, 
         int_fields.append((plan.label, nf))
         calls += [(n, plan.label, nf, params(n)) for n in by_target.get("label", [])]
     if plan.input_ids is not None:
-        ids = _numeric(batch, plan.input_ids, device)
-        mask = _numeric(batch, plan.attention_mask, device) if plan.attention_mask else None
-        int_fields.append((plan.input_ids, ids))
-        tf = TokenFields(ids, mask)
+        mask = batch.column(plan.attention_mask) if plan.attention_mask else None
+        tf = tokens_from_arrow(batch.column(plan.input_ids), mask, device)
+        int_fields.append((plan.input_ids, tf.ids))
         calls += [(n, plan.input_ids, tf, params(n)) for n in by_target.get("tokens", [])]
     if "dtype_mismatch" not in plan.skipped:
         for column, nf in int_fields:

@@ -270,11 +270,19 @@ def tokens_from_arrow(ids, mask=None, device=None) -> TokenFields:
     mf = from_arrow(mask, device=device)
     if mf.num_samples != idf.num_samples:
         raise ValueError(f"mask has {mf.num_samples} samples, ids {idf.num_samples}")
-    if idf.values.numel() and mf.values.numel():
-        idx, same = aligned_index(mf, idf)
-        mv = mf.values.index_select(0, idx)
-        idf.valid = torch.where(same, mv != 0, torch.ones_like(same))
+    idf.valid = valid_from_mask(idf, mf)
     return TokenFields(ids=idf, mask=mf)
+
+
+def valid_from_mask(ids: NumericField, mask: NumericField) -> torch.Tensor | None:
+    """Per id element: mask != 0 at the same position, on samples whose mask has as many elements as their ids;
+    True elsewhere (a length mismatch is mask_mismatch's to report). None when either side has no elements.
+    Needs the grouped layout (every constructor here gives it)."""
+    if ids.values.shape[0] == 0 or mask.values.shape[0] == 0:
+        return None
+    idx, same = aligned_index(mask, ids)
+    mv = mask.values.index_select(0, idx)
+    return torch.where(same, mv != 0, torch.ones_like(same))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -441,20 +449,22 @@ def seg_std(field: NumericField, values: torch.Tensor | None = None, where: torc
     does not cancel the way E[x^2] - E[x]^2 does."""
     x = field.values if values is None else values
     m = _take_mask(field, where)
-    if m is not None:  # zero excluded elements first (NaN/Inf would poison the sums), in the narrow dtype
-        x = torch.where(m, x, torch.zeros((), dtype=x.dtype, device=x.device))
-    x = x.to(torch.float64)
+    # One float64 working copy, updated in place (the input may be a read-only Arrow buffer: always copy).
+    x = x.to(torch.float64, copy=True)
+    excluded = None if m is None else ~m
+    if excluded is not None:  # zero excluded elements first: NaN/Inf would poison the sums
+        x.masked_fill_(excluded, 0.0)
     n = seg_count(field, where)
     nf = n.clamp(min=1).to(torch.float64)
     mean = _sum_unmasked(field, x) / nf
     lay = _layout(field)
     if lay.kind == "dense":
-        dev = (x.reshape(field.num_samples, lay.per) - mean.unsqueeze(1)).reshape(-1)
+        x.view(field.num_samples, lay.per).sub_(mean.unsqueeze(1))
     else:
-        dev = x - mean.index_select(0, field.sample)
-    if m is not None:
-        dev.masked_fill_(~m, 0.0)
-    dev.mul_(dev)
+        x.sub_(mean.index_select(0, field.sample))
+    if excluded is not None:
+        x.masked_fill_(excluded, 0.0)
+    dev = x.mul_(x)
     return torch.sqrt(_sum_unmasked(field, dev) / nf), mean, n
 
 
@@ -505,8 +515,14 @@ def seg_max(field: NumericField, values: torch.Tensor | None = None, where: torc
     return _seg_extreme(field, values, where, empty, "amax")
 
 
+def _require_grouped(field: NumericField) -> None:
+    if _layout(field).kind == "scatter" and field.device.type == "cpu":  # verified out of order (unknowable on GPU)
+        raise ValueError("this operation needs the elements grouped by sample in ascending order")
+
+
 def element_position(field: NumericField) -> torch.Tensor:
     """int64 per element: its position within its sample (needs the grouped layout, see top of section)."""
+    _require_grouped(field)
     lens = seg_lengths(field)
     starts = torch.cumsum(lens, 0) - lens
     return torch.arange(field.values.shape[0], device=field.device) - starts.index_select(0, field.sample)
@@ -516,6 +532,7 @@ def aligned_index(src: NumericField, dst: NumericField) -> tuple[torch.Tensor, t
     """For each element of `dst`: the index into src.values of the element at the same position of the same
     sample, and whether that sample has as many elements in both (where it does not, the index is 0 and
     meaningless). Both fields must have the grouped layout and the same num_samples; src must be non-empty."""
+    _require_grouped(src)
     ls, ld = seg_lengths(src), seg_lengths(dst)
     starts = torch.cumsum(ls, 0) - ls
     same = (ls == ld).index_select(0, dst.sample)

@@ -3,9 +3,10 @@ datatrove's GopherRepetitionFilter), computed for a whole batch at once.
 
 Every statistic is found without a per-document loop: lines and words of all documents are flattened with
 pyarrow, turned into integer ids with `dictionary_encode`, combined into 64-bit n-gram hashes that also mix
-in the document index, and sorted once per n. In sorted order equal (document, n-gram) keys are adjacent, so
-"is this a repeat of an earlier occurrence in the same document" is a comparison with the previous element,
-and per-document sums/maxima are `np.bincount` / `np.maximum.at` over the document index.
+in the document index, and grouped once per n with Arrow's hash table (`dictionary_encode` again: group ids
+come in order of first appearance). "Is this a repeat of an earlier occurrence in the same document" is then
+"is its group id not new at this position", and per-document sums/maxima are `np.bincount` /
+`np.maximum.at` over the document index. Hash collisions (64-bit) are ignored.
 
 Statistics (denominators follow datatrove; `len(text)` is the document length in characters):
 
@@ -59,18 +60,19 @@ def _ids(values: pa.Array) -> np.ndarray:
 
 
 def _repeats(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sort `keys` (stable) -> (order, first-of-group mask in sorted order, group id of each sorted item).
+    """Group equal `keys` -> (group id per item, is-first-occurrence per item, count per group).
 
-    Because the sort is stable and positions are increasing, the first item of each group is the earliest
-    occurrence; every other item is a repeat.
+    Arrow's hash-based `dictionary_encode` numbers groups in order of first appearance, so an item is the
+    first of its group exactly when its id exceeds every earlier id, and the k-th first occurrence starts
+    group k. (O(n), ~2x faster than a stable argsort of the 64-bit keys.)
     """
-    order = np.argsort(keys, kind="stable")
-    ks = keys[order]
-    first = np.empty(len(ks), dtype=bool)
-    if len(ks):
-        first[0] = True
-        np.not_equal(ks[1:], ks[:-1], out=first[1:])
-    return order, first, np.cumsum(first) - 1
+    if len(keys) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, bool), np.zeros(0, np.int64)
+    gid = pc.dictionary_encode(pa.array(keys, type=pa.uint64())).indices.to_numpy(zero_copy_only=False)
+    first = np.empty(len(gid), dtype=bool)
+    first[0] = True
+    np.greater(gid[1:], np.maximum.accumulate(gid)[:-1], out=first[1:])
+    return gid, first, np.bincount(gid)
 
 
 def line_stats(arr: pa.Array, doc_key: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -85,9 +87,8 @@ def line_stats(arr: pa.Array, doc_key: np.ndarray, n_docs: int) -> tuple[np.ndar
     if keep.any():
         lines = lines.filter(pa.array(keep))
         parents, llen = parents[keep], llen[keep]
-        keys = _mix(_ids(lines) ^ doc_key[parents])
-        order, first, _ = _repeats(keys)
-        rep = order[~first]
+        _, first, _ = _repeats(_mix(_ids(lines) ^ doc_key[parents]))
+        rep = np.flatnonzero(~first)
         dup_lines = np.bincount(parents[rep], minlength=n_docs)
         dup_chars = np.bincount(parents[rep], weights=llen[rep], minlength=n_docs)
     return safe_ratio(dup_lines, n_lines), dup_chars
@@ -116,7 +117,7 @@ def ngram_stats(arr: pa.Array, doc_key: np.ndarray, n_docs: int, top_ns, dup_ns,
     wh = _mix(_ids(words) + _GOLD)                              # per-word hash
     h = _mix(wh ^ doc_key[doc])                                 # 1-gram hash, document mixed in
     # An n-gram can only occur twice in a document if both its (n-1)-gram prefix and suffix do, so each
-    # round only sorts the positions that survived the previous one (exact, and most text drops out fast).
+    # round only groups the positions that survived the previous one (exact, and most text drops out fast).
     repeated = eligible.copy()                                  # (n-1)-gram at i occurs >= 2 times
     for n in range(2, max_n + 1):
         m = N - n + 1
@@ -126,12 +127,11 @@ def ngram_stats(arr: pa.Array, doc_key: np.ndarray, n_docs: int, top_ns, dup_ns,
         idx = np.flatnonzero(repeated[:m] & repeated[1:m + 1] & (left[:m] >= n))
         if idx.size == 0:
             break
-        order, first, gid = _repeats(h[idx])
-        counts = np.bincount(gid)
+        gid, first, counts = _repeats(h[idx])
         repeated = np.zeros(N, dtype=bool)
-        repeated[idx[order]] = counts[gid] >= 2
+        repeated[idx] = counts[gid] >= 2
         if n in top:
-            g_pos = idx[order[first]]                           # first position of each distinct n-gram
+            g_pos = idx[first]                                  # first position of each distinct n-gram
             g_doc = doc[g_pos]
             g_len = cum[g_pos + n] - cum[g_pos] + (n - 1)       # words joined with single spaces
             best = np.zeros(n_docs, dtype=np.int64)
@@ -139,41 +139,7 @@ def ngram_stats(arr: pa.Array, doc_key: np.ndarray, n_docs: int, top_ns, dup_ns,
             cand = (counts >= 2) & (counts == best[g_doc])
             np.maximum.at(top[n], g_doc[cand], counts[cand] * g_len[cand])
         if n in dup:
-            rep = idx[order[~first]]                            # repeated occurrences (not the first)
-            if rep.size:
-                edge = np.bincount(rep, minlength=N + 1) - np.bincount(rep + n, minlength=N + 1)
-                covered = np.cumsum(edge[:N]) > 0
-                dup[n] = np.bincount(doc, weights=wlen * covered, minlength=n_docs)
-    return top, dup
-    starts = np.concatenate(([0], np.cumsum(n_words)[:-1]))
-    pos = np.arange(N, dtype=np.int64) - starts[doc]            # position of each word in its document
-    left = n_words[doc] - pos                                   # words from here to the end of the document
-    eligible = n_words[doc] >= min_words
-    cum = np.concatenate(([0.0], np.cumsum(wlen)))
-    wh = _mix(_ids(words) + _GOLD)                              # per-word hash
-    h = _mix(wh ^ doc_key[doc])                                 # 1-gram hash, document mixed in
-    for n in range(2, max_n + 1):
-        m = N - n + 1
-        if m <= 0:
-            break
-        h = _mix(h[:m] * _GOLD + wh[n - 1:])                    # n-gram starting at i: words i..i+n-1
-        if n not in top and n not in dup:
-            continue
-        idx = np.flatnonzero((left[:m] >= n) & eligible[:m])   # n-grams inside one document
-        if idx.size == 0:
-            continue
-        order, first, gid = _repeats(h[idx])
-        if n in top:
-            counts = np.bincount(gid)
-            g_pos = idx[order[first]]                           # first position of each distinct n-gram
-            g_doc = doc[g_pos]
-            g_len = cum[g_pos + n] - cum[g_pos] + (n - 1)       # words joined with single spaces
-            best = np.zeros(n_docs, dtype=np.int64)
-            np.maximum.at(best, g_doc, counts)
-            cand = (counts >= 2) & (counts == best[g_doc])
-            np.maximum.at(top[n], g_doc[cand], counts[cand] * g_len[cand])
-        if n in dup:
-            rep = idx[order[~first]]                            # repeated occurrences (not the first)
+            rep = idx[~first]                                   # repeated occurrences (not the first)
             if rep.size:
                 edge = np.bincount(rep, minlength=N + 1) - np.bincount(rep + n, minlength=N + 1)
                 covered = np.cumsum(edge[:N]) > 0

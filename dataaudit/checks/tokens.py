@@ -3,8 +3,9 @@ a TokenFields).
 
 Same contract as numeric.py: torch tensors on the field's device, flagged bool [B], value float64 [B], no
 Python loop over samples, no host sync. For tokens, "real" tokens are the ids with valid == True
-(tokens_from_tensor / tokens_from_arrow set valid from the attention mask, mask != 0); a mask value other than
-0/1 is reported by mask_mismatch.
+(tokens_from_tensor / tokens_from_arrow set valid from the attention mask, mask != 0; a TokenFields built by hand
+with ids.valid unset gets it from its mask the same way); a mask value other than 0/1 is reported by
+mask_mismatch.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import math
 import torch
 
 from dataaudit.checks.base import CheckOutput, register
-from dataaudit.checks.numeric import above, below
+from dataaudit.checks.numeric import below
 from dataaudit.checks.numeric_field import (
     NumericField,
     TokenFields,
@@ -23,6 +24,7 @@ from dataaudit.checks.numeric_field import (
     seg_lengths,
     seg_max,
     seg_min,
+    valid_from_mask,
     with_valid,
 )
 
@@ -40,6 +42,15 @@ def _eq(v: torch.Tensor, scalar) -> torch.Tensor:
     if float(scalar) != math.floor(float(scalar)) or not -(2 ** 63) <= scalar < 2 ** 63:
         return torch.zeros_like(v, dtype=torch.bool)
     return v.to(torch.int64) == int(scalar)
+
+
+def _real_ids(tokens: TokenFields) -> NumericField:
+    """The ids with `valid` marking real tokens: as given, or (TokenFields built by hand from Arrow columns,
+    ids.valid unset) derived from the mask so the ragged and padded forms agree."""
+    ids = tokens.ids
+    if ids.valid is not None or tokens.mask is None:
+        return ids
+    return with_valid(ids, valid_from_mask(ids, tokens.mask))
 
 
 def _class_range(field: NumericField, upper: int, ignore=None) -> CheckOutput:
@@ -87,14 +98,14 @@ def label_out_of_range(field: NumericField, num_classes: int, ignore_index=-100)
                       "embedding lookup out of bounds. value = the worst offending id (largest if one is >= "
                       "vocab_size, else the smallest).")
 def token_id_out_of_range(tokens: TokenFields, vocab_size: int) -> CheckOutput:
-    return _class_range(tokens.ids, int(vocab_size))
+    return _class_range(_real_ids(tokens), int(vocab_size))
 
 
 def _real_count(tokens: TokenFields) -> torch.Tensor:
     """Real tokens per sample: mask != 0 count when there is a mask, else the valid ids."""
     if tokens.mask is not None:
         return seg_count(tokens.mask, tokens.mask.values != 0)
-    return seg_count(tokens.ids)
+    return seg_count(_real_ids(tokens))
 
 
 @register("too_long", target="tokens", severity="warning", params={"context_length": None},
@@ -112,7 +123,7 @@ def too_long(tokens: TokenFields, context_length: int) -> CheckOutput:
           description="The sequence has no real token: it is empty, every id is pad_id, or its attention mask is "
                       "all zero. value = the sequence length (valid ids). Null (missing) rows are not flagged.")
 def all_padding(tokens: TokenFields, pad_id=None) -> CheckOutput:
-    ids = tokens.ids
+    ids = _real_ids(tokens)
     length = seg_count(ids)
     if pad_id is None:
         flagged = length == 0

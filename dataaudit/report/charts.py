@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import matplotlib
 
@@ -31,4 +32,5 @@ def histogram_svg(histogram: dict, unit: str, context_length: int | None) -> str
     fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     plt.close(fig)
     svg = buf.getvalue()
+    svg = re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.S)
     return svg[svg.index("<svg"):]   # drop the XML prolog so it can be inlined

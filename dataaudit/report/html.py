@@ -5,6 +5,7 @@ our own SVG charts are marked safe.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -15,6 +16,19 @@ from dataaudit.report.charts import histogram_svg
 
 _env = Environment(loader=PackageLoader("dataaudit.report", "templates"),
                    autoescape=select_autoescape(default=True, default_for_string=True))
+
+_INVISIBLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\ufeff]")
+
+
+def visible(text) -> str:
+    """Control and invisible characters shown as \\xNN / \\uNNNN so a person sees what the check saw."""
+    if text is None:
+        return ""
+    return _INVISIBLE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                          else f"\\u{ord(m.group()):04x}", str(text))
+
+
+_env.filters["visible"] = visible
 
 
 def render_report(report: dict) -> str:

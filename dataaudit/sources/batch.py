@@ -68,10 +68,13 @@ def flatten_object(obj: dict, prefix: str, out: dict, warnings: list[str], where
 
 
 def _approx_bytes(v: object) -> int:
+    """Size once in Arrow (numbers widen to 8 bytes): enough to keep a batch of big records bounded."""
     if isinstance(v, np.ndarray):
         return 8 * v.size
-    if isinstance(v, (str, bytes, list)):
-        return 8 * len(v) if isinstance(v, list) else len(v)
+    if isinstance(v, list):
+        return 8 * len(v)
+    if isinstance(v, str):
+        return len(v)
     return 8
 
 

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Run every benchmark with its default sizes; each one's output goes to bench-data/results/<name>.txt
+# (and to the terminal). Exit status: 0 if all ran, 1 if any failed (the others still run).
+#
+#   bash benchmarks/run_all.sh                      # defaults: 200 MB corpus, datatrove on 20k rows, 100 MB vs 1 GB
+#   MB=20 DATATROVE_ROWS=2000 MEM_SIZES=10,20 bash benchmarks/run_all.sh   # quick smoke run
+#
+# Env: PY (.venv/bin/python), MB (corpus MB for the throughput benchmarks, 200), DATATROVE_ROWS (20000),
+#      MEM_SIZES (100,1000), RESULTS (bench-data/results), SEED (1234), EXTRA_ARGS (passed to all three).
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${PY:-.venv/bin/python}"
+MB="${MB:-200}"
+DATATROVE_ROWS="${DATATROVE_ROWS:-20000}"
+MEM_SIZES="${MEM_SIZES:-100,1000}"
+RESULTS="${RESULTS:-bench-data/results}"
+SEED="${SEED:-1234}"
+EXTRA_ARGS="${EXTRA_ARGS:-}"
+mkdir -p "$RESULTS"
+failed=()
+
+step() {  # step NAME CMD...
+  local name="$1"; shift
+  echo "=== $name: $*"
+  { echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ)  $*"; "$@" 2>&1; } | tee "$RESULTS/$name.txt"
+  local rc=${PIPESTATUS[0]}
+  if [[ $rc -ne 0 ]]; then
+    echo "=== $name FAILED (exit $rc)"
+    failed+=("$name")
+  fi
+}
+
+step setup_bench bash benchmarks/setup_bench.sh
+# shellcheck disable=SC2086
+step make_corpus "$PY" benchmarks/make_corpus.py --mb "$MB" --seed "$SEED" $EXTRA_ARGS
+# shellcheck disable=SC2086
+step text_checks_vs_datatrove "$PY" benchmarks/text_checks_vs_datatrove.py --mb "$MB" --seed "$SEED" \
+  --datatrove-rows "$DATATROVE_ROWS" --json "$RESULTS/text_checks_vs_datatrove.json" $EXTRA_ARGS
+# shellcheck disable=SC2086
+step parquet_read "$PY" benchmarks/parquet_read.py --mb "$MB" --seed "$SEED" \
+  --json "$RESULTS/parquet_read.json" $EXTRA_ARGS
+# shellcheck disable=SC2086
+step memory_scaling "$PY" benchmarks/memory_scaling.py --sizes "$MEM_SIZES" --seed "$SEED" \
+  --json "$RESULTS/memory_scaling.json" $EXTRA_ARGS
+
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "run_all: FAILED: ${failed[*]} (outputs in $RESULTS/)"
+  exit 1
+fi
+echo "run_all: ok (outputs in $RESULTS/)"
