@@ -70,7 +70,8 @@ class LengthStats:
             return None
         rank = q * (self.count - 1)
         idx = int(np.searchsorted(np.cumsum(self.buckets), rank, side="right"))
-        value = float(bucket_upper(idx))
+        # Lengths are counts: the largest integer in the bucket (exact below 50, within 2% above).
+        value = float(math.floor(bucket_upper(idx) + 1e-9))
         return min(max(value, self.min), self.max)
 
     def histogram(self, bins: int = 24) -> dict:
