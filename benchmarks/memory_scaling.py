@@ -3,8 +3,8 @@
 
 For each size in --sizes (MB of text; default 100 and 1000) the corpus bench-data/corpus-<mb>mb is generated
 (or reused), then `.venv/bin/dataaudit audit <corpus dir> --out <tmp> --engine local` runs as a child
-process. Peak RSS comes from the kernel (os.wait4 rusage of that child: the max RSS of the child and of any
-process it waited for) and, as a cross-check, from sampling the summed RSS of the child's whole process tree
+process, under a minimal wrapper process. Peak RSS comes from the kernel (the wrapper's
+getrusage(RUSAGE_CHILDREN).ru_maxrss: the largest RSS any process of the audit reached) and, as a cross-check, from sampling the summed RSS of the child's whole process tree
 every --sample-ms. A streaming audit's peak memory should not grow with corpus size: the table prints the
 ratio of each peak to the smallest corpus's. The RSS of just importing the audit code (the floor) is measured
 the same way.
@@ -23,6 +23,7 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
+import signal  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
@@ -34,8 +35,18 @@ import make_corpus  # noqa: E402
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def _tree_rss(pid: int) -> int:
-    """Summed RSS in bytes of pid and all its descendants (0 once it is gone)."""
+# A minimal parent for the measured command: RUSAGE_CHILDREN of a fresh small process is the command's own peak
+# RSS. (Taking wait4's rusage of a child of *this* process would not do: Linux carries the RSS high-water mark
+# of the forked copy across exec, so a big benchmark process inflates its children's ru_maxrss.)
+_WRAPPER = """import resource, subprocess, sys
+rc = subprocess.call(sys.argv[2:], stdin=subprocess.DEVNULL)
+with open(sys.argv[1], "w") as f:
+    f.write(f"{rc} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}")
+"""
+
+
+def _tree_rss(pid: int, include_root: bool = True) -> int:
+    """Summed RSS in bytes of pid's descendants (and pid itself if include_root); 0 once gone."""
     total, stack, seen = 0, [pid], set()
     while stack:
         p = stack.pop()
@@ -43,8 +54,9 @@ def _tree_rss(pid: int) -> int:
             continue
         seen.add(p)
         try:
-            with open(f"/proc/{p}/statm") as f:
-                total += int(f.read().split()[1]) * PAGE
+            if p != pid or include_root:
+                with open(f"/proc/{p}/statm") as f:
+                    total += int(f.read().split()[1]) * PAGE
             for task in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{task}/children") as f:
                     stack.extend(int(c) for c in f.read().split())
@@ -54,34 +66,37 @@ def _tree_rss(pid: int) -> int:
 
 
 def run_measured(cmd: list[str], log_path: Path, sample_ms: float, timeout: float | None) -> dict:
-    """Run cmd; return exit code, wall seconds, kernel peak RSS (bytes) and sampled peak tree RSS (bytes)."""
+    """Run cmd under a small wrapper process; return its exit code, wall seconds, kernel peak RSS (bytes, the
+    largest single process of the command's tree) and sampled peak RSS of its whole process tree (bytes)."""
+    rc_path = log_path.with_suffix(".rusage")
     with open(log_path, "wb") as log:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen([sys.executable, "-c", _WRAPPER, str(rc_path)] + cmd, stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         peak = [0]
         done = threading.Event()
 
         def sampler():
             while not done.is_set():
-                peak[0] = max(peak[0], _tree_rss(proc.pid))
+                peak[0] = max(peak[0], _tree_rss(proc.pid, include_root=False))
                 done.wait(sample_ms / 1000)
 
         th = threading.Thread(target=sampler, daemon=True)
         th.start()
-        killer = None
-        if timeout:
-            killer = threading.Timer(timeout, proc.kill)
-            killer.start()
         try:
-            _, status, ru = os.wait4(proc.pid, 0)
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)          # the wrapper leads its own session/process group
+            proc.wait()
+            raise RuntimeError(f"timed out after {timeout:g}s: {' '.join(cmd)}")
         finally:
             done.set()
-            if killer:
-                killer.cancel()
+            th.join()
         wall = time.perf_counter() - t0
-        th.join()
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    return {"rc": proc.returncode, "wall_s": wall, "maxrss_bytes": ru.ru_maxrss * 1024,  # Linux: KiB
+    if proc.returncode != 0 or not rc_path.exists():
+        raise RuntimeError(f"measuring wrapper failed (exit {proc.returncode}): {' '.join(cmd)}")
+    rc, maxrss_kib = (int(x) for x in rc_path.read_text().split())
+    return {"rc": rc, "wall_s": wall, "maxrss_bytes": maxrss_kib * 1024,  # Linux: ru_maxrss is in KiB
             "sampled_tree_peak_bytes": peak[0]}
 
 

@@ -68,6 +68,15 @@ def _expect_keys(source: str, section: str, table: dict, allowed: tuple[str, ...
             raise _fail(source, f"unknown key {key!r} in [{section}] (allowed: {', '.join(allowed)})")
 
 
+def _tokenizer_vocab_size(source: str, path: Path) -> int:
+    from tokenizers import Tokenizer
+
+    try:
+        return Tokenizer.from_file(str(path)).get_vocab_size(with_added_tokens=True)
+    except Exception as exc:  # the library raises its own untyped errors for a bad file
+        raise _fail(source, f"[data] tokenizer {path} cannot be loaded: {exc}") from None
+
+
 def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
     """Validate a parsed TOML document and resolve every check's parameters."""
     for section in raw:
@@ -92,6 +101,8 @@ def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
         if not tok.is_file():
             raise _fail(source, f"[data] tokenizer file not found: {tok}")
         data["tokenizer"] = str(tok)
+        if "vocab_size" not in data:
+            data["vocab_size"] = _tokenizer_vocab_size(source, tok)
 
     overrides = raw.get("checks", {})
     checks: dict[str, CheckSettings] = {}

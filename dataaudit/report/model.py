@@ -74,7 +74,7 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
                     "error": s["error"], "checks": s["checks"], "fields": s["fields"]} for s in summaries],
         "lengths": lengths,
         "notes": _notes(lengths, totals),
-        "examples": {k: examples[k] for k in sorted(examples)},
+        "examples": {k: examples[k] for k in REGISTRY if k in examples},   # report order = check order
         "config": config.fingerprint(),
         "run": run,
     }
