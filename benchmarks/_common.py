@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import traceback
 import os
 import platform
 import sys
@@ -113,3 +114,15 @@ def base_parser(description: str, default_mb: float) -> argparse.ArgumentParser:
                          "manifest does not match the corpus options)")
     make_corpus.add_corpus_args(ap, default_mb=default_mb)
     return ap
+
+
+def run_guarded(name: str, run, args) -> int:
+    """Run a benchmark's `run(args)`: an unexpected error prints its traceback and `NAME: FAILED`, exit 1."""
+    try:
+        return run(args)
+    except SystemExit:
+        raise
+    except Exception:  # noqa: BLE001  (a benchmark reports any failure the same way)
+        traceback.print_exc()
+        print(f"{name}: FAILED", file=sys.stderr)
+        return 1

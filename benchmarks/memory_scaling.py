@@ -28,7 +28,6 @@ import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
-import traceback  # noqa: E402
 
 import make_corpus  # noqa: E402
 
@@ -124,14 +123,7 @@ def main(argv=None) -> int:
                          "(off by default)")
     make_corpus.add_corpus_args(ap)
     args = ap.parse_args(argv)
-    try:
-        return run(args)
-    except SystemExit:
-        raise
-    except Exception:  # noqa: BLE001
-        traceback.print_exc()
-        print("memory_scaling: FAILED", file=sys.stderr)
-        return 1
+    return _common.run_guarded("memory_scaling", run, args)
 
 
 def run(args) -> int:

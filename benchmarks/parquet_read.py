@@ -20,7 +20,6 @@ import _common  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
 import time  # noqa: E402
-import traceback  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
@@ -68,14 +67,7 @@ def main(argv=None) -> int:
     ap.add_argument("--min-ratio", type=float, default=None,
                     help=f"exit 3 when iter_shard/read_table is below this (target {TARGET_RATIO:g}; off by default)")
     args = ap.parse_args(argv)
-    try:
-        return run(args)
-    except SystemExit:
-        raise
-    except Exception:  # noqa: BLE001
-        traceback.print_exc()
-        print("parquet_read: FAILED", file=sys.stderr)
-        return 1
+    return _common.run_guarded("parquet_read", run, args)
 
 
 def run(args) -> int:

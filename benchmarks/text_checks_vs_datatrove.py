@@ -32,7 +32,6 @@ import gc  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
-import traceback  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
@@ -126,14 +125,7 @@ def main(argv=None) -> int:
     ap.add_argument("--min-ratio", type=float, default=None,
                     help=f"exit 3 when ours/datatrove is below this (target is {TARGET_RATIO:g}x; off by default)")
     args = ap.parse_args(argv)
-    try:
-        return run(args)
-    except SystemExit:
-        raise
-    except Exception:  # noqa: BLE001
-        traceback.print_exc()
-        print("text_checks_vs_datatrove: FAILED", file=sys.stderr)
-        return 1
+    return _common.run_guarded("text_checks_vs_datatrove", run, args)
 
 
 def run(args) -> int:

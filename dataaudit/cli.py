@@ -78,9 +78,8 @@ def audit(shards, out, config_path, engine, ray_address):
                   console=console, transient=True) as progress:
         task = progress.add_task("audit", total=len(paths), samples=0)
 
-        def on_progress(summary: dict) -> None:
-            done = progress.tasks[0].fields["samples"] + summary["samples"]
-            progress.update(task, advance=1, samples=done)
+        def on_progress(shards_done: int, samples_done: int) -> None:
+            progress.update(task, completed=shards_done, samples=samples_done)
 
         report = run_audit(paths, config, out, engine=engine, ray_address=ray_address, on_progress=on_progress)
     _print_summary(console, report, out)

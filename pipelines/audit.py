@@ -32,9 +32,9 @@ def choose_engine(paths: Sequence[str], engine: str, ray_address: str | None) ->
     return "local" if total < LOCAL_MAX_BYTES or len(paths) < 2 else "ray"
 
 
-def _run_local(pending, config, on_done):
+def _run_local(pending, config, on_done, on_rows):
     for index, path in pending:
-        result, flags = audit_shard(path, config)
+        result, flags = audit_shard(path, config, on_batch=on_rows)
         on_done(index, path, result.summary(), flags)
 
 
@@ -63,8 +63,12 @@ def _run_ray(pending, config, on_done, ray_address):
 
 def run_audit(paths: Sequence[str], config: AuditConfig, out_dir: Path, engine: str = "auto",
               ray_address: str | None = None,
-              on_progress: Callable[[dict], None] | None = None) -> dict:
-    """Audit `paths` into `out_dir` (report.json, flags.parquet, report.html); returns the report."""
+              on_progress: Callable[[int, int], None] | None = None) -> dict:
+    """Audit `paths` into `out_dir` (report.json, flags.parquet, report.html); returns the report.
+
+    `on_progress(shards_done, samples_done)` is called as work finishes: per batch with the local engine,
+    per shard with Ray.
+    """
     out_dir = Path(out_dir)
     started = time.time()
     engine = choose_engine(paths, engine, ray_address)
@@ -77,18 +81,28 @@ def run_audit(paths: Sequence[str], config: AuditConfig, out_dir: Path, engine: 
             pending.append((index, path))
         else:
             summaries[index] = done
-            if on_progress:
-                on_progress(done)
+    # Samples of finished shards, plus those counted batch by batch in the shard under way (local engine).
+    counted = {"finished": sum(s["samples"] for s in summaries.values()), "current": 0}
+
+    def tell():
+        if on_progress:
+            on_progress(len(summaries), counted["finished"] + counted["current"])
+
+    def on_rows(rows):
+        counted["current"] += rows
+        tell()
 
     def on_done(index, path, summary, flags):
         store.save(index, path, summary, flags)
         summaries[index] = summary
-        if on_progress:
-            on_progress(summary)
+        counted["finished"] += summary["samples"]
+        counted["current"] = 0
+        tell()
 
+    tell()
     if pending:
         (_run_ray(pending, config, on_done, ray_address) if engine == "ray"
-         else _run_local(pending, config, on_done))
+         else _run_local(pending, config, on_done, on_rows))
 
     ordered = [summaries[i] for i in range(len(paths))]
     write_parquet(out_dir / "flags.parquet", (store.flags(i, p) for i, p in enumerate(paths)), FLAG_SCHEMA)

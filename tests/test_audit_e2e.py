@@ -131,3 +131,13 @@ def test_clean_shard_exits_0(tmp_path):
     assert res.exit_code == 0, res.output
     report = json.loads((tmp_path / "o" / "report.json").read_text())
     assert report["totals"] == {"samples": 3, "flagged": 0, "passed": 3, "shards": 1, "unreadable_shards": 0}
+
+
+def test_progress_counts_every_sample(fixture_dir, tmp_path):
+    seen = []
+    paths = [str(fixture_dir / "train-000.parquet"), str(fixture_dir / "train-001.parquet")]
+    run_audit(paths, load_config(CONFIG), tmp_path, engine="local",
+              on_progress=lambda shards, samples: seen.append((shards, samples)))
+    assert seen[0] == (0, 0) and seen[-1] == (2, 320)
+    assert [s for s in seen if s[0] == 0][-1] == (0, 200)   # batch-level progress inside the first shard
+    assert all(a <= b for a, b in zip(seen, seen[1:]))

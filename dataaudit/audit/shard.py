@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -58,8 +59,9 @@ def _context_for(stat_key: str, plan: FieldPlan, config: AuditConfig) -> int | N
     return None
 
 
-def audit_shard(path: str, config: AuditConfig, batch_rows: int = 4096,
-                examples_per_check: int = 5, device=None) -> tuple[ShardResult, pa.Table]:
+def audit_shard(path: str, config: AuditConfig, batch_rows: int = 4096, examples_per_check: int = 5,
+                device=None, on_batch: Callable[[int], None] | None = None) -> tuple[ShardResult, pa.Table]:
+    """Audit every record of one shard; `on_batch(rows)` is told after each batch (for progress bars)."""
     result = ShardResult(path)
     flag_tables: list[pa.Table] = []
     tokenizer = load_tokenizer(config.data["tokenizer"]) if config.data.get("tokenizer") else None
@@ -77,6 +79,8 @@ def audit_shard(path: str, config: AuditConfig, batch_rows: int = 4096,
                 _note_plan(result, plan)
             out = audit_batch(batch, plan, config, path, tokenizer, device, examples_per_check)
             result.samples += batch.num_rows
+            if on_batch is not None:
+                on_batch(batch.num_rows)
             result.flagged += int(np.count_nonzero(out.flagged_rows))
             if out.flags.num_rows:
                 flag_tables.append(out.flags)
