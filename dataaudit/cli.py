@@ -9,16 +9,12 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from dataaudit.cli_common import InputError, progress_bar
 from dataaudit.cli_paths import InputPathError, expand_shards
 from dataaudit.config import ConfigError, load_config
 from dataaudit.report.model import has_errors
-
-
-class InputError(click.ClickException):
-    exit_code = 2
 
 
 def _print_summary(console: Console, report: dict, out: Path) -> None:
@@ -73,9 +69,7 @@ def audit(shards, out, config_path, engine, ray_address):
     from pipelines.audit import run_audit   # imported late: keeps `--help` fast
 
     console = Console(stderr=False)
-    with Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TextColumn("shards"),
-                  TextColumn("{task.fields[samples]} samples"), TimeElapsedColumn(),
-                  console=console, transient=True) as progress:
+    with progress_bar(console, "auditing", "shards") as progress:
         task = progress.add_task("audit", total=len(paths), samples=0)
 
         def on_progress(shards_done: int, samples_done: int) -> None:
@@ -84,6 +78,11 @@ def audit(shards, out, config_path, engine, ray_address):
         report = run_audit(paths, config, out, engine=engine, ray_address=ray_address, on_progress=on_progress)
     _print_summary(console, report, out)
     raise SystemExit(1 if has_errors(report) else 0)
+
+
+# Other commands register here, one line each (their modules import click and dataaudit.cli_common only).
+# COMMANDS-BEGIN
+# COMMANDS-END
 
 
 if __name__ == "__main__":
