@@ -54,7 +54,9 @@ def main() -> None:
 @click.option("--engine", type=click.Choice(["auto", "local", "ray"]), default="auto", show_default=True,
               help="local: in this process; ray: one task per shard; auto: local for small inputs.")
 @click.option("--ray-address", default=None, help="Address of a running Ray cluster (default: start a local one).")
-def audit(shards, out, config_path, engine, ray_address):
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Ray engine: at most this many shards in flight (default: as many as Ray has CPUs for).")
+def audit(shards, out, config_path, engine, ray_address, workers):
     """Scan SHARD_OR_GLOB... (Parquet, WebDataset .tar/.tar.gz, JSONL) and report every bad sample."""
     try:
         paths = expand_shards(list(shards))
@@ -75,7 +77,8 @@ def audit(shards, out, config_path, engine, ray_address):
         def on_progress(shards_done: int, samples_done: int) -> None:
             progress.update(task, completed=shards_done, samples=samples_done)
 
-        report = run_audit(paths, config, out, engine=engine, ray_address=ray_address, on_progress=on_progress)
+        report = run_audit(paths, config, out, engine=engine, ray_address=ray_address, on_progress=on_progress,
+                           workers=workers)
     _print_summary(console, report, out)
     raise SystemExit(1 if has_errors(report) else 0)
 

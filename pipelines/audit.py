@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 from dataaudit.audit.batch import FLAG_SCHEMA
 from dataaudit.audit.shard import audit_shard
 from dataaudit.config import AuditConfig
-from dataaudit.report.atomic import write_json, write_parquet
+from dataaudit.report.atomic import remove_stale_temps, write_json, write_parquet
 from dataaudit.report.html import write_report_html
 from dataaudit.report.model import build_report
 from pipelines.units import PartStore
@@ -32,13 +32,13 @@ def choose_engine(paths: Sequence[str], engine: str, ray_address: str | None) ->
     return "local" if total < LOCAL_MAX_BYTES or len(paths) < 2 else "ray"
 
 
-def _run_local(pending, config, on_done, on_rows):
+def _run_local(pending, config, on_done, on_rows, stage):
     for index, path in pending:
-        result, flags = audit_shard(path, config, on_batch=on_rows)
+        result, flags = stage(path, config, on_batch=on_rows)
         on_done(index, path, result.summary(), flags)
 
 
-def _run_ray(pending, config, on_done, ray_address):
+def _run_ray(pending, config, on_done, ray_address, stage, workers):
     import ray
 
     if not ray.is_initialized():
@@ -48,30 +48,38 @@ def _run_ray(pending, config, on_done, ray_address):
     # max_retries: a worker that dies mid-shard gets its shard redone elsewhere, not a failed job.
     @ray.remote(max_retries=3)
     def shard_task(path, config):
-        result, flags = audit_shard(path, config)
+        result, flags = stage(path, config)
         return result.summary(), flags
 
     config_ref = ray.put(config)
-    futures = {shard_task.remote(path, config_ref): (index, path) for index, path in pending}
-    remaining = list(futures)
-    while remaining:
-        done, remaining = ray.wait(remaining, num_returns=1)
-        index, path = futures[done[0]]
+    queue = list(pending)
+    limit = workers or len(queue)
+    futures: dict = {}
+    # At most `limit` shards in flight: bounded driver memory, and a worker count the user controls.
+    while queue or futures:
+        while queue and len(futures) < limit:
+            index, path = queue.pop(0)
+            futures[shard_task.remote(path, config_ref)] = (index, path)
+        done, _ = ray.wait(list(futures), num_returns=1)
+        index, path = futures.pop(done[0])
         summary, flags = ray.get(done[0])
         on_done(index, path, summary, flags)
 
 
 def run_audit(paths: Sequence[str], config: AuditConfig, out_dir: Path, engine: str = "auto",
               ray_address: str | None = None,
-              on_progress: Callable[[int, int], None] | None = None) -> dict:
+              on_progress: Callable[[int, int], None] | None = None,
+              workers: int | None = None, stage: Callable = audit_shard) -> dict:
     """Audit `paths` into `out_dir` (report.json, flags.parquet, report.html); returns the report.
 
     `on_progress(shards_done, samples_done)` is called as work finishes: per batch with the local engine,
-    per shard with Ray.
+    per shard with Ray. `workers` caps the shards in flight on Ray (default: all at once, Ray schedules them
+    on its CPUs). `stage` is the per-shard function (`audit_shard`'s signature), replaceable for fault tests.
     """
     out_dir = Path(out_dir)
     started = time.time()
     engine = choose_engine(paths, engine, ray_address)
+    remove_stale_temps(out_dir)   # a killed run's half-written files; finished parts are kept and reused
     store = PartStore(out_dir, {"config": config.fingerprint(), "schema": FLAG_SCHEMA.to_string()})
     summaries: dict[int, dict] = {}
     pending = []
@@ -101,8 +109,10 @@ def run_audit(paths: Sequence[str], config: AuditConfig, out_dir: Path, engine: 
 
     tell()
     if pending:
-        (_run_ray(pending, config, on_done, ray_address) if engine == "ray"
-         else _run_local(pending, config, on_done, on_rows))
+        if engine == "ray":
+            _run_ray(pending, config, on_done, ray_address, stage, workers)
+        else:
+            _run_local(pending, config, on_done, on_rows, stage)
 
     ordered = [summaries[i] for i in range(len(paths))]
     write_parquet(out_dir / "flags.parquet", (store.flags(i, p) for i, p in enumerate(paths)), FLAG_SCHEMA)

@@ -24,6 +24,8 @@ class FieldPlan:
     attention_mask: str | None = None
     # check name -> why it cannot run on this data (missing parameter or field)
     skipped: dict[str, str] = field(default_factory=dict)
+    # configured columns this shard has with the wrong type (their checks are skipped, the shard says why)
+    problems: tuple[str, ...] = ()
 
     def columns(self) -> list[str]:
         cols = [self.text, *self.numeric, self.label, self.input_ids, self.attention_mask]
@@ -59,17 +61,29 @@ def _pick(configured: str | None, names: tuple[str, ...], cols: dict[str, pa.Dat
 def resolve_plan(schema: pa.Schema, config: AuditConfig) -> FieldPlan:
     cols = _data_columns(schema)
     f, data = config.fields, config.data
-    text = _pick(f.get("text"), TEXT_NAMES, cols)
-    if text is None and "text" not in f:
-        text = next((n for n, t in cols.items() if _is_string(t) and not n.endswith(DTYPE_SUFFIX)), None)
-    if text is not None and not _is_string(cols[text]):
-        text = None
-    label = _pick(f.get("label"), LABEL_NAMES if "num_classes" in data else (), cols)
-    ids = _pick(f.get("input_ids"), ("input_ids",), cols)
-    mask = _pick(f.get("attention_mask"), ("attention_mask",), cols)
+    problems: list[str] = []
+
+    def typed(name: str | None, role: str, ok, expected: str) -> str | None:
+        """Keep a picked column only if its type fits its role; a misfit is reported, never crashed on."""
+        if name is None or ok(cols[name]):
+            return name
+        problems.append(f"column {name!r} ({role}) is {cols[name]}, expected {expected}: its checks are skipped")
+        return None
+
+    if "text" in f:
+        text = typed(_pick(f["text"], (), cols), "text", _is_string, "a string")
+    else:   # auto: among string columns, "text", else "content", else the first
+        strings = [n for n, t in cols.items() if _is_string(t) and not n.endswith(DTYPE_SUFFIX)]
+        text = next((n for n in TEXT_NAMES if n in strings), strings[0] if strings else None)
+    label = typed(_pick(f.get("label"), LABEL_NAMES if "num_classes" in data else (), cols), "label",
+                  _is_numeric, "numbers")
+    ids = typed(_pick(f.get("input_ids"), ("input_ids",), cols), "input_ids", _is_numeric, "numbers")
+    mask = typed(_pick(f.get("attention_mask"), ("attention_mask",), cols), "attention_mask", _is_numeric,
+                 "numbers")
     special = {label, ids, mask}
     if "numeric" in f:
-        numeric = tuple(n for n in f["numeric"] if n in cols and _is_numeric(cols[n]))
+        numeric = tuple(n for n in f["numeric"]
+                        if n in cols and typed(n, "numeric", _is_numeric, "numbers") is not None)
     else:
         numeric = tuple(n for n, t in cols.items()
                         if n not in special and not n.endswith(SHAPE_SUFFIX) and _is_numeric(t)
@@ -93,4 +107,4 @@ def resolve_plan(schema: pa.Schema, config: AuditConfig) -> FieldPlan:
             missing = ["min or max"]
         if missing:
             skipped[name] = "not configured: " + ", ".join(missing)
-    return FieldPlan(text, numeric, label, ids, mask, skipped)
+    return FieldPlan(text, numeric, label, ids, mask, skipped, tuple(problems))

@@ -32,6 +32,7 @@ class ShardResult:
     examples: dict[str, list[dict]] = field(default_factory=dict)
     fields: dict[str, list[str]] = field(default_factory=dict)   # role -> columns the checks ran on
     skipped: dict[str, str] = field(default_factory=dict)        # check -> why it did not run here
+    problems: list[str] = field(default_factory=list)            # wrong-typed configured columns
 
     def summary(self) -> dict:
         return {
@@ -39,6 +40,7 @@ class ShardResult:
             "error": self.error, "checks": dict(sorted(self.checks.items())),
             "lengths": {k: v.state() for k, v in sorted(self.lengths.items())},
             "examples": self.examples, "fields": self.fields, "skipped": dict(sorted(self.skipped.items())),
+            "problems": self.problems,
         }
 
 
@@ -51,6 +53,7 @@ def _note_plan(result: ShardResult, plan: FieldPlan) -> None:
                 result.fields[role].append(col)
     for name, why in plan.skipped.items():
         result.skipped.setdefault(name, why)
+    result.problems += [p for p in plan.problems if p not in result.problems]
 
 
 def _context_for(stat_key: str, plan: FieldPlan, config: AuditConfig) -> int | None:
@@ -70,8 +73,11 @@ def audit_shard(path: str, config: AuditConfig, batch_rows: int = 4096, examples
         schema = read_schema(path)
         # Parquet: read only the columns some check needs (the footer tells us which exist). A shard none of
         # whose columns is checked is still read in full, so its integrity is verified.
-        columns = resolve_plan(schema, config).columns() if schema is not None else None
-        columns = columns or None
+        columns = None
+        if schema is not None:
+            footer_plan = resolve_plan(schema, config)
+            result.problems += list(footer_plan.problems)
+            columns = footer_plan.columns() or None
         for batch in iter_shard(path, columns=columns, batch_rows=batch_rows):
             plan = plans.get(batch.schema)
             if plan is None:

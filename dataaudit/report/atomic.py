@@ -19,6 +19,14 @@ def _temp_beside(path: Path) -> Path:
     return Path(tmp)
 
 
+def remove_stale_temps(folder: Path) -> int:
+    """Delete temporary files a killed run left behind in `folder` (and its subfolders); returns how many."""
+    stale = [p for p in Path(folder).rglob(".*.tmp") if p.is_file()] if Path(folder).is_dir() else []
+    for p in stale:
+        p.unlink(missing_ok=True)
+    return len(stale)
+
+
 def write_text(path: Path, text: str) -> None:
     tmp = _temp_beside(path)
     try:

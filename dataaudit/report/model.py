@@ -66,14 +66,16 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
             kept = examples.setdefault(name, [])
             kept.extend(items[: 5 - len(kept)])
     lengths = _lengths(summaries, config)
+    notes = _notes(lengths, totals) + [f"{s['path']}: {p}" for s in summaries for p in s["problems"]]
     return {
         "schema_version": SCHEMA_VERSION,
         "totals": totals,
         "checks": checks,
         "shards": [{"path": s["path"], "samples": s["samples"], "flagged": s["flagged"], "status": s["status"],
-                    "error": s["error"], "checks": s["checks"], "fields": s["fields"]} for s in summaries],
+                    "error": s["error"], "checks": s["checks"], "fields": s["fields"], "problems": s["problems"]}
+                   for s in summaries],
         "lengths": lengths,
-        "notes": _notes(lengths, totals),
+        "notes": notes,
         "examples": {k: examples[k] for k in REGISTRY if k in examples},   # report order = check order
         "config": config.fingerprint(),
         "run": run,

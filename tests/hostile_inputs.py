@@ -1,0 +1,264 @@
+"""Hostile and corrupt inputs, each with the outcome a correct audit reports.
+
+Used by tests/test_reliability_inputs.py; `python tests/hostile_inputs.py` prints the table of inputs, what the
+report said and records lost (the closing note's table).
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import shutil
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+GiB = 1 << 30
+
+
+@dataclass
+class Hostile:
+    name: str
+    build: callable                 # (folder) -> path of the shard
+    records: int                    # records really in the file that a reader can reach
+    status: str = "ok"
+    flags: dict = field(default_factory=dict)   # check -> flagged samples
+    error: str | None = None        # substring of the shard error
+    config: dict | None = None
+
+
+def _tar(path: Path, members: list[tuple[str, bytes]], mode: str = "w") -> Path:
+    with tarfile.open(path, mode, format=tarfile.USTAR_FORMAT) as tf:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return path
+
+
+def _npy(a: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, a, allow_pickle=False)
+    return buf.getvalue()
+
+
+def _text_members(n: int, prefix: str = "s") -> list[tuple[str, bytes]]:
+    return [(f"{prefix}{i:04d}.txt", f"An ordinary caption number {i} about a quiet harbour.".encode())
+            for i in range(n)]
+
+
+def _copy(name: str):
+    def build(folder: Path) -> Path:
+        return Path(shutil.copy(SHARED / "parquet-testing" / name, folder / name))
+    return build
+
+
+def _valid_parquet(folder: Path, name="valid.parquet", rows=100) -> Path:
+    path = folder / name
+    pq.write_table(pa.table({"text": [f"Row {i} says something sensible about boats." for i in range(rows)]}),
+                   path, row_group_size=25)
+    return path
+
+
+def _zero_bytes(folder):
+    (folder / "empty.parquet").write_bytes(b"")
+    return folder / "empty.parquet"
+
+
+def _wrong_magic(folder):
+    path = _valid_parquet(folder, "wrong-magic.parquet")
+    data = bytearray(path.read_bytes())
+    data[-4:] = b"XXXX"
+    path.write_bytes(bytes(data))
+    return path
+
+
+def _truncated_footer(folder):
+    path = _valid_parquet(folder, "truncated-footer.parquet")
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 40])
+    return path
+
+
+def _wrong_type_column(folder):
+    path = folder / "wrong-type.parquet"
+    pq.write_table(pa.table({"text": ["fine text here"] * 4, "label": ["cat", "dog", "cat", "eel"],
+                             "features": [[0.5, 0.25], [0.1, 0.9], [0.3, 0.4], [0.7, 0.2]]}), path)
+    return path
+
+
+def _nonfinite_everywhere(folder):
+    path = folder / "nonfinite.parquet"
+    nan, inf = float("nan"), float("inf")
+    table = pa.table({
+        "scalar": pa.array([1.0, nan, inf, -inf, 2.0], pa.float64()),
+        "half": pa.array(np.array([1, np.nan, 2, 3, np.inf], dtype=np.float16)),
+        "ragged": pa.array([[1.0, 2.0], [], None, [3.0, nan], [-inf]], pa.list_(pa.float32())),
+        "fixed": pa.FixedSizeListArray.from_arrays(pa.array([0.0, 1.0, inf, 2.0, 1.0, 2.0, 3.0, 4.0, nan, nan],
+                                                            pa.float32()), 2),
+        "nested": pa.array([[[1.0], [nan]], [[2.0]], [[3.0, 4.0]], [], [[inf]]], pa.list_(pa.list_(pa.float64()))),
+    })
+    pq.write_table(table, path)
+    return path
+
+
+def _npy_nonfinite(folder):
+    members = []
+    for i, a in enumerate([np.array([1.0, np.nan], np.float32), np.array([[np.inf, 0.0]], np.float64),
+                           np.array([0.5, 0.25], np.float32), np.array([-np.inf], np.float16)]):
+        members.append((f"n{i}.x.npy", _npy(a)))
+    return _tar(folder / "npy-nonfinite.tar", members)
+
+
+def _json_nonfinite(folder):
+    path = folder / "nonfinite.jsonl"
+    path.write_text('{"x": NaN, "v": [1.0, 2.0]}\n{"x": 1.5, "v": [3.0, NaN]}\n{"x": -Infinity, "v": []}\n'
+                    '{"x": 2.0, "v": [4.0]}\n', encoding="utf-8")
+    return path
+
+
+def _truncated_tar(folder):
+    full = _tar(folder / "full.tar", _text_members(20)).read_bytes()
+    path = folder / "truncated.tar"
+    # Cut inside the data of the 11th member: 10 records whole, the 11th reported as truncated.
+    path.write_bytes(full[: 10 * 1024 + 512 + 20])
+    (folder / "full.tar").unlink()
+    return path
+
+
+def _not_a_tar(folder):
+    path = folder / "not-a-tar.tar"
+    path.write_bytes(np.random.default_rng(7).bytes(5000))
+    return path
+
+
+def _unsafe_paths(folder):
+    return _tar(folder / "unsafe-paths.tar", [("/abs/a.txt", b"absolute path member text"),
+                                               ("../up/b.txt", b"parent dir member text"),
+                                               ("ok/c.txt", b"a normal member text")])
+
+
+def _non_adjacent(folder):
+    return _tar(folder / "non-adjacent.tar", [("a.txt", b"first part of a"), ("b.txt", b"all of b"),
+                                               ("a.cls", b"3")])
+
+
+def _duplicate_keys(folder):
+    return _tar(folder / "duplicate-keys.tar", [("a.txt", b"text one"), ("a.txt", b"text two"),
+                                                 ("b.txt", b"text of b")])
+
+
+def _bad_gzip_member(folder):
+    return _tar(folder / "bad-gzip.tar", [("a.txt.gz", b"\x1f\x8b\x08\x00 definitely not deflate"),
+                                          ("b.txt.gz", gzip.compress(b"fine compressed text", mtime=0))])
+
+
+def _gzip_bomb(folder):
+    bomb = gzip.compress(b"\x00" * (300 << 20), compresslevel=9, mtime=0)
+    return _tar(folder / "gzip-bomb.tar", [("bomb.txt.gz", bomb), ("ok.txt", b"a normal member")])
+
+
+def _huge_member(folder):
+    """A 1 GiB member written as a sparse file: the reader must skip it without holding it."""
+    path = folder / "huge-member.tar"
+    header = tarfile.TarInfo("big.txt")
+    header.size = GiB
+    with open(path, "wb") as f:
+        f.write(header.tobuf(format=tarfile.USTAR_FORMAT))
+        f.seek(512 + GiB)
+        small = tarfile.TarInfo("small.txt")
+        small.size = len(b"a small member")
+        f.write(small.tobuf(format=tarfile.USTAR_FORMAT) + b"a small member".ljust(512, b"\0"))
+        f.write(b"\0" * 1024)
+    return path
+
+
+def _non_utf8(folder):
+    return _tar(folder / "non-utf8.tar", [("a.txt", "caf\u00e9 au lait".encode("latin-1")),
+                                          ("b.txt", b"valid text")])
+
+
+def _pickle_member(folder):
+    return _tar(folder / "pickle.tar", [("a.txt", b"caption"), ("a.pkl", b"cos\nsystem\n(S'echo pwned'\ntR.")])
+
+
+def _broken_jsonl(folder):
+    path = folder / "broken.jsonl"
+    path.write_bytes(b'{"text": "fine line one"}\n{"text": broken\n\xff\xfe\n{"text": "fine line four"}\n')
+    return path
+
+
+def _schema_a(folder):
+    return _valid_parquet(folder, "schema-a.parquet", rows=10)
+
+
+def _schema_b(folder):
+    path = folder / "schema-b.parquet"
+    pq.write_table(pa.table({"text": pa.array([1, 2, 3], pa.int64()), "other": ["x", "y", "z"]}), path)
+    return path
+
+
+HOSTILE = [
+    Hostile("parquet-testing/alltypes_plain.parquet", _copy("alltypes_plain.parquet"), 8),
+    Hostile("parquet-testing/PARQUET-1481.parquet", _copy("PARQUET-1481.parquet"), 0, "unreadable",
+            error="parquet: "),
+    Hostile("parquet-testing/ARROW-GH-41321.parquet", _copy("ARROW-GH-41321.parquet"), 0, "unreadable",
+            error="parquet: "),
+    Hostile("parquet-testing/ARROW-GH-45185.parquet", _copy("ARROW-GH-45185.parquet"), 0, "unreadable",
+            error="parquet: "),
+    Hostile("parquet, zero bytes", _zero_bytes, 0, "unreadable", error="parquet: "),
+    Hostile("parquet, wrong magic", _wrong_magic, 0, "unreadable", error="parquet: "),
+    Hostile("parquet, truncated footer", _truncated_footer, 0, "unreadable", error="parquet: "),
+    Hostile("parquet, label column of the wrong type (strings)", _wrong_type_column, 4,
+            config={"fields": {"label": "label"}, "data": {"num_classes": 3}}),
+    Hostile("parquet, schema A (text: string)", _schema_a, 10),
+    Hostile("parquet, schema B (text: int64) in the same job", _schema_b, 3),
+    Hostile("parquet, NaN/Inf in float64/float16 scalars, ragged, fixed-size and nested lists",
+            _nonfinite_everywhere, 5, flags={"nonfinite": 5}),
+    Hostile("tar, .npy members with NaN/Inf (float16/32/64)", _npy_nonfinite, 4, flags={"nonfinite": 3}),
+    Hostile("jsonl, NaN/Infinity numbers", _json_nonfinite, 4, flags={"nonfinite": 3}),
+    Hostile("tar, truncated mid-member", _truncated_tar, 11, "unreadable", flags={"unreadable_record": 1},
+            error="tar: "),
+    Hostile("not a tar (random bytes)", _not_a_tar, 0, "unreadable", error="tar: "),
+    Hostile("tar, absolute and '..' member paths", _unsafe_paths, 3, flags={"reader_warning": 2}),
+    # The split-off fragment `a.cls` has no text member: its text is missing, hence empty_text too.
+    Hostile("tar, non-adjacent keys", _non_adjacent, 3, flags={"reader_warning": 1, "empty_text": 1}),
+    Hostile("tar, duplicate member in one key", _duplicate_keys, 2, flags={"reader_warning": 1}),
+    Hostile("tar, gzip member that fails to decompress", _bad_gzip_member, 2, flags={"unreadable_record": 1}),
+    Hostile("tar, gzip bomb member (300 MiB of zeros)", _gzip_bomb, 2, flags={"unreadable_record": 1}),
+    Hostile("tar, 1 GiB single member", _huge_member, 2, flags={"unreadable_record": 1}),
+    Hostile("tar, text member not UTF-8", _non_utf8, 2, flags={"unreadable_record": 1}),
+    Hostile("tar, pickle member (not unpickled)", _pickle_member, 1, flags={"reader_warning": 1}),
+    Hostile("jsonl, broken and non-UTF-8 lines", _broken_jsonl, 4, flags={"unreadable_record": 2}),
+]
+
+
+def audit_one(h: Hostile, folder: Path) -> dict:
+    from dataaudit.config import build_config
+    from pipelines.audit import run_audit
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = h.build(folder)
+    report = run_audit([str(path)], build_config(h.config or {}), folder / "out", engine="local")
+    return report
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    print("| hostile input | status | error / findings | records in file | samples counted | records lost |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, h in enumerate(HOSTILE):
+            report = audit_one(h, Path(tmp) / str(i))
+            shard = report["shards"][0]
+            found = {k: v["flagged"] for k, v in report["checks"].items() if v["flagged"]}
+            said = "; ".join(filter(None, [shard["error"], ", ".join(f"{k}={v}" for k, v in found.items()),
+                                           *shard["problems"]]))
+            print(f"| {h.name} | {shard['status']} | {said.replace('|', '/') or '-'} | {h.records} | "
+                  f"{shard['samples']} | {h.records - shard['samples']} |")

@@ -1,0 +1,37 @@
+"""A Ray worker that dies mid-shard leads to a retry of that shard, not a failed job; the report is complete."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from dataaudit.config import load_config
+from pipelines.audit import run_audit
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_worker_death_mid_shard_is_retried(fixture_dir, tmp_path, ray_session):
+    config = load_config(REPO / "fixtures" / "audit.toml")
+    paths = [str(fixture_dir / n) for n in ("train-000.parquet", "images-000.tar", "train-001.parquet")]
+    marker = tmp_path / "died-once"
+
+    def dying_stage(path, config, **kwargs):
+        # First attempt at the tar: the worker process dies after reading part of it, as on an OOM kill.
+        from dataaudit.audit.shard import audit_shard
+
+        if path.endswith(".tar") and not marker.exists():
+            def die_after_first_batch(rows):
+                marker.write_text("x")
+                os._exit(137)
+            return audit_shard(path, config, batch_rows=16, on_batch=die_after_first_batch)
+        return audit_shard(path, config, **kwargs)
+
+    report = run_audit(paths, config, tmp_path / "ray", engine="ray", stage=dying_stage)
+    assert marker.exists()                       # the worker really died once
+    reference = run_audit(paths, config, tmp_path / "local", engine="local")
+    report.pop("run"), reference.pop("run")
+    assert report == reference
+    assert pq.read_table(tmp_path / "ray" / "flags.parquet").equals(pq.read_table(tmp_path / "local" / "flags.parquet"))
+    assert report["totals"]["samples"] == 200 + 81 + 120
