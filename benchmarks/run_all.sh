@@ -32,6 +32,7 @@ step() {  # step NAME CMD...
 }
 
 step setup_bench bash benchmarks/setup_bench.sh
+step setup_dedup_bench bash benchmarks/setup_dedup_bench.sh
 # shellcheck disable=SC2086
 step make_corpus "$PY" benchmarks/make_corpus.py --mb "$MB" --seed "$SEED" $EXTRA_ARGS
 # shellcheck disable=SC2086
@@ -43,6 +44,13 @@ step parquet_read "$PY" benchmarks/parquet_read.py --mb "$MB" --seed "$SEED" \
 # shellcheck disable=SC2086
 step memory_scaling "$PY" benchmarks/memory_scaling.py --sizes "$MEM_SIZES" --seed "$SEED" \
   --json "$RESULTS/memory_scaling.json" $EXTRA_ARGS
+
+# shellcheck disable=SC2086
+step dedup_signatures "$PY" benchmarks/dedup_signatures.py --docs "${DEDUP_DOCS:-50000}" --threshold 0.5 \
+  --json "$RESULTS/dedup_signatures.json" $EXTRA_ARGS
+# shellcheck disable=SC2086
+step dedup_lsh_scale "$PY" benchmarks/dedup_lsh_scale.py --signatures "${DEDUP_SIGNATURES:-1000000}" \
+  --json "$RESULTS/dedup_lsh_scale.json" $EXTRA_ARGS
 
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "run_all: FAILED: ${failed[*]} (outputs in $RESULTS/)"

@@ -85,6 +85,10 @@ def audit(shards, out, config_path, engine, ray_address, workers):
 
 # Other commands register here, one line each (their modules import click and dataaudit.cli_common only).
 # COMMANDS-BEGIN
+from dataaudit.cli_tokenizer_drift import tokenizer_drift  # noqa: E402
+main.add_command(tokenizer_drift)
+from dataaudit.cli_dedup import dedup  # noqa: E402
+main.add_command(dedup)
 # COMMANDS-END
 
 

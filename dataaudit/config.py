@@ -18,7 +18,9 @@ class ConfigError(ValueError):
 
 
 FIELD_KEYS = ("text", "numeric", "label", "input_ids", "attention_mask")
-DATA_KEYS = ("num_classes", "vocab_size", "pad_id", "context_length", "tokenizer", "numeric_dtype")
+DATA_KEYS = ("num_classes", "vocab_size", "pad_id", "context_length", "tokenizer", "numeric_dtype",
+             "inference_tokenizer", "drift_sample")
+DEFAULT_DRIFT_SAMPLE = 1000   # records per shard re-encoded with the inference tokenizer (0: all)
 CHECK_KEYS = ("enabled", "severity")
 
 # Facts about the data that fill check parameters: [data] key -> [(check, param)].
@@ -77,6 +79,34 @@ def _tokenizer_vocab_size(source: str, path: Path) -> int:
         raise _fail(source, f"[data] tokenizer {path} cannot be loaded: {exc}") from None
 
 
+def _validate_inference_tokenizer(source: str, data: dict[str, Any]) -> None:
+    """[data] inference_tokenizer (a tokenizer.json or a folder with it) and drift_sample (records per shard)."""
+    if "drift_sample" in data:
+        n = data["drift_sample"]
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise _fail(source, f"[data] drift_sample must be a non-negative integer (0: every record), got {n!r}")
+        if "inference_tokenizer" not in data:
+            raise _fail(source, "[data] drift_sample needs [data] inference_tokenizer")
+    if "inference_tokenizer" not in data:
+        return
+    if not isinstance(data["inference_tokenizer"], str):
+        raise _fail(source, f"[data] inference_tokenizer must be a path, got {data['inference_tokenizer']!r}")
+    tok = Path(data["inference_tokenizer"])
+    if not tok.is_absolute() and source not in ("<config>", "<defaults>"):
+        tok = Path(source).parent / tok
+    if not tok.exists():
+        raise _fail(source, f"[data] inference_tokenizer not found: {tok}")
+    from dataaudit.tokenization.audit_drift import cached_bundle
+    from dataaudit.tokenization.loading import TokenizerLoadError
+
+    try:
+        cached_bundle(str(tok))
+    except TokenizerLoadError as exc:
+        raise _fail(source, f"[data] inference_tokenizer cannot be loaded: {exc}") from None
+    data["inference_tokenizer"] = str(tok)
+    data.setdefault("drift_sample", DEFAULT_DRIFT_SAMPLE)
+
+
 def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
     """Validate a parsed TOML document and resolve every check's parameters."""
     for section in raw:
@@ -103,6 +133,8 @@ def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
         data["tokenizer"] = str(tok)
         if "vocab_size" not in data:
             data["vocab_size"] = _tokenizer_vocab_size(source, tok)
+
+    _validate_inference_tokenizer(source, data)
 
     overrides = raw.get("checks", {})
     checks: dict[str, CheckSettings] = {}

@@ -18,6 +18,7 @@ from dataaudit.config import AuditConfig
 from dataaudit.sources import ShardReadError, iter_shard, read_schema
 from dataaudit.stats.lengths import LengthStats
 from dataaudit.stats.token_lengths import load_tokenizer
+from dataaudit.tokenization.audit_drift import cached_bundle, drift_batch, empty_state, merge_state
 
 
 @dataclass
@@ -33,6 +34,8 @@ class ShardResult:
     fields: dict[str, list[str]] = field(default_factory=dict)   # role -> columns the checks ran on
     skipped: dict[str, str] = field(default_factory=dict)        # check -> why it did not run here
     problems: list[str] = field(default_factory=list)            # wrong-typed configured columns
+    # Stored token ids vs the inference tokenizer ([data] inference_tokenizer); None when not configured.
+    tokenizer_drift: dict | None = None
 
     def summary(self) -> dict:
         return {
@@ -40,7 +43,7 @@ class ShardResult:
             "error": self.error, "checks": dict(sorted(self.checks.items())),
             "lengths": {k: v.state() for k, v in sorted(self.lengths.items())},
             "examples": self.examples, "fields": self.fields, "skipped": dict(sorted(self.skipped.items())),
-            "problems": self.problems,
+            "problems": self.problems, "tokenizer_drift": self.tokenizer_drift,
         }
 
 
@@ -68,6 +71,11 @@ def audit_shard(path: str, config: AuditConfig, batch_rows: int = 4096, examples
     result = ShardResult(path)
     flag_tables: list[pa.Table] = []
     tokenizer = load_tokenizer(config.data["tokenizer"]) if config.data.get("tokenizer") else None
+    drift_tok = cached_bundle(config.data["inference_tokenizer"]) if config.data.get("inference_tokenizer") else None
+    if drift_tok is not None:
+        result.tokenizer_drift = empty_state()
+        drift_quota = config.data.get("drift_sample") or None     # 0: every record
+        drift_pad = config.data.get("pad_id", drift_tok.special["pad"].id)
     plans: dict[pa.Schema, FieldPlan] = {}
     try:
         schema = read_schema(path)
@@ -93,6 +101,12 @@ def audit_shard(path: str, config: AuditConfig, batch_rows: int = 4096, examples
                 per_check = out.flags.group_by("check").aggregate([("row", "count_distinct")])
                 for name, count in zip(per_check["check"].to_pylist(), per_check["row_count_distinct"].to_pylist()):
                     result.checks[name] += count
+            if drift_tok is not None and plan.text is not None and plan.input_ids is not None:
+                state = result.tokenizer_drift
+                left = None if drift_quota is None else drift_quota - state["checked"]
+                if left is None or left > 0:
+                    merge_state(state, drift_batch(batch, plan.text, plan.input_ids, plan.attention_mask, drift_tok,
+                                                   path, left, drift_pad, examples_per_check), examples_per_check)
             for name, examples in out.examples.items():
                 kept = result.examples.setdefault(name, [])
                 kept.extend(examples[: examples_per_check - len(kept)])

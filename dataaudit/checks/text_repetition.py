@@ -35,18 +35,8 @@ from .text_common import char_lengths, flatten_lists, safe_ratio
 TOP_NS = (2, 3, 4)
 DUP_NS = (5, 6, 7, 8, 9, 10)
 
-_C1 = np.uint64(0xBF58476D1CE4E5B9)
-_C2 = np.uint64(0x94D049BB133111EB)
-_GOLD = np.uint64(0x9E3779B97F4A7C15)
-
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64 finalizer, elementwise on uint64 (wrapping arithmetic)."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * _C1
-    x = x ^ (x >> np.uint64(27))
-    x = x * _C2
-    return x ^ (x >> np.uint64(31))
+from dataaudit.textops.hashing import GOLD as _GOLD  # noqa: E402
+from dataaudit.textops.hashing import mix as _mix  # noqa: E402  (splitmix64, shared with dedup/contamination)
 
 
 def _ids(values: pa.Array) -> np.ndarray:

@@ -42,6 +42,47 @@ def _notes(lengths: dict, totals: dict) -> list[str]:
     return notes
 
 
+DRIFT_CATEGORIES = ("same", "same_without_special_tokens", "truncated", "differs")
+
+
+def _tokenizer_drift(summaries: list[dict], config: AuditConfig) -> dict | None:
+    """Stored ids vs the inference tokenizer, merged over shards (only when [data] inference_tokenizer is set)."""
+    if not config.data.get("inference_tokenizer"):
+        return None
+    states = [(s["path"], s.get("tokenizer_drift") or {}) for s in summaries]
+    merged = {c: sum(st.get(c, 0) for _, st in states) for c in ("checked", *DRIFT_CATEGORIES)}
+    examples: list[dict] = []
+    for _, st in states:
+        examples.extend(st.get("examples", [])[: 5 - len(examples)])
+    checked = merged["checked"]
+    return {
+        "inference_tokenizer": config.data["inference_tokenizer"],
+        "sample_per_shard": config.data.get("drift_sample"),
+        "severity": "error",
+        "ran": checked > 0,
+        "skipped": None if checked else "no shard holds both a text field and token ids",
+        **merged,
+        "differs_share": round(merged["differs"] / checked, 6) if checked else 0.0,
+        "shards": [{"path": p, "checked": st.get("checked", 0), "differs": st.get("differs", 0)}
+                   for p, st in states if st.get("checked")],
+        "examples": examples,
+    }
+
+
+def _drift_notes(drift: dict | None) -> list[str]:
+    if not drift or not drift["checked"]:
+        return []
+    notes = []
+    if drift["differs"]:
+        notes.append(f"tokenizer_drift: {drift['differs']} of {drift['checked']} sampled records "
+                     f"({drift['differs_share']:.1%}) hold token ids that the inference tokenizer does not produce "
+                     "from their text")
+    if drift["same_without_special_tokens"]:
+        notes.append(f"tokenizer_drift: {drift['same_without_special_tokens']} of {drift['checked']} sampled records "
+                     "lack the special tokens (BOS/EOS) the inference tokenizer adds")
+    return notes
+
+
 def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
     samples = sum(s["samples"] for s in summaries)
     flagged = sum(s["flagged"] for s in summaries)
@@ -66,8 +107,10 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
             kept = examples.setdefault(name, [])
             kept.extend(items[: 5 - len(kept)])
     lengths = _lengths(summaries, config)
+    drift = _tokenizer_drift(summaries, config)
     notes = _notes(lengths, totals) + [f"{s['path']}: {p}" for s in summaries for p in s["problems"]]
-    return {
+    notes += _drift_notes(drift)
+    report = {
         "schema_version": SCHEMA_VERSION,
         "totals": totals,
         "checks": checks,
@@ -80,10 +123,16 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
         "config": config.fingerprint(),
         "run": run,
     }
+    if drift is not None:
+        report["tokenizer_drift"] = drift
+    return report
 
 
 def has_errors(report: dict) -> bool:
-    """Exit-code rule: anything at error severity, or a shard that could not be read."""
+    """Exit-code rule: anything at error severity, a shard that could not be read, or stored token ids that the
+    inference tokenizer does not produce (tokenizer_drift)."""
     if report["totals"]["unreadable_shards"]:
+        return True
+    if (report.get("tokenizer_drift") or {}).get("differs"):
         return True
     return any(c["severity"] == "error" and c["flagged"] for c in report["checks"].values())

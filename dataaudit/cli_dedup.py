@@ -1,0 +1,148 @@
+"""`dataaudit dedup`: exact and MinHash near-duplicates in train shards, and train/validation overlap.
+
+Exit codes: 0 done (duplicates inside the training set are a warning: they are listed, and the keep-list
+drops them); 1 a validation sample has an exact or near copy in train (`--against`; a leak that makes the
+validation loss too good: error severity) or a shard could not be read to the end; 2 usage or I/O error.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from dataaudit.cli_common import InputError, progress_bar
+from dataaudit.cli_paths import InputPathError, expand_shards
+
+_STAGES = {"sign": ("signing", "shards"), "map": ("banding", "shards"), "reduce": ("clustering", "partitions")}
+
+
+def _print_summary(console: Console, r: dict, out: Path) -> None:
+    p = r["params"]
+    table = Table(title=f"dataaudit dedup: {r['documents']} documents in {len(r['shards'])} shards "
+                        f"({p['shingles']} {p['ngram']}-grams, threshold {p['threshold']}, "
+                        f"{p['bands']}x{p['rows']} bands)")
+    table.add_column("")
+    table.add_column("groups", justify="right")
+    table.add_column("documents", justify="right")
+    table.add_column("removable", justify="right")
+    table.add_row("exact duplicates", str(r["exact"]["groups"]), str(r["exact"]["documents"]),
+                  str(r["exact"]["duplicates"]))
+    table.add_row("near duplicates", str(r["near"]["clusters"]), str(r["near"]["documents"]),
+                  str(r["near"]["duplicates"]))
+    table.add_row("all clusters", str(r["clusters"]["count"]), str(r["clusters"]["documents"]),
+                  f"[yellow]{r['duplicates']}[/]" if r["duplicates"] else "0")
+    console.print(table)
+    console.print(f"duplicate rate {100 * r['duplicate_rate']:.2f}%; kept {r['kept']} of {r['documents']}; "
+                  f"empty documents (not clustered) {r['empty_documents']}; "
+                  f"unreadable shards {r['unreadable_shards']}", highlight=False)
+    if r["against"]:
+        a = r["against"]
+        style = "red" if a["overlapping"] else "green"
+        console.print(f"[{style}]validation samples with a copy in train: {a['overlapping']} / "
+                      f"{a['validation_samples']}[/] ({a['exact']} exact, {a['near']} near)", highlight=False)
+    for s in r["shards"] + r["validation_shards"]:
+        if s["status"] != "ok":
+            console.print(f"[red]unreadable[/] {s['path']}: {s['error']}", markup=True, highlight=False)
+    files = ["dedup.json", "clusters.parquet", "keep.parquet", "dedup.html"] + (["overlap.parquet"] if r["against"] else [])
+    console.print("wrote " + ", ".join(str(out / f) for f in files), highlight=False)
+
+
+class _DedupCommand(click.Command):
+    """`--against V1 V2 ...` takes every following value up to the next option (click options take one value
+    each): rewritten as `--against V1 --against V2` before parsing. Training shards go before --against."""
+
+    def parse_args(self, ctx, args):
+        out, i = [], 0
+        while i < len(args):
+            a = args[i]
+            if a == "--":
+                out += args[i:]
+                break
+            if a == "--against":
+                i += 1
+                vals = []
+                while i < len(args) and not args[i].startswith("-"):
+                    vals.append(args[i])
+                    i += 1
+                out += [x for v in vals for x in ("--against", v)] if vals else ["--against"]
+                continue
+            out.append(a)
+            i += 1
+        return super().parse_args(ctx, out)
+
+
+@click.command(cls=_DedupCommand)
+@click.argument("shards", nargs=-1, required=True)
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for dedup.json, clusters.parquet, keep.parquet, dedup.html (created if missing).")
+@click.option("--against", multiple=True, metavar="VAL_SHARDS",
+              help="Validation shards (files, folders, globs; several may follow) to check for copies in train.")
+@click.option("--threshold", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True), default=0.8,
+              show_default=True, help="Jaccard similarity of near duplicates (sets LSH bands and rows).")
+@click.option("--num-perm", type=click.IntRange(1, 1024), default=128, show_default=True,
+              help="MinHash permutations.")
+@click.option("--ngram", type=click.IntRange(1, 1000), default=5, show_default=True,
+              help="Shingle size: words (or characters with --char-shingles).")
+@click.option("--char-shingles", is_flag=True, help="Character n-grams instead of word n-grams.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Permutation seed (datasketch's).")
+@click.option("--verify/--no-verify", default=False, show_default=True,
+              help="Check candidate pairs by the exact Jaccard of their shingle sets before clustering.")
+@click.option("--nfc/--no-nfc", default=True, show_default=True, help="Unicode NFC normalization.")
+@click.option("--lowercase/--no-lowercase", default=True, show_default=True, help="Lowercase.")
+@click.option("--strip-punct/--keep-punct", default=False, show_default=True, help="Remove punctuation.")
+@click.option("--collapse-ws/--keep-ws", default=True, show_default=True,
+              help="Collapse whitespace runs to one space and trim.")
+@click.option("--text-field", default=None,
+              help="Column with the text (default: text, else content, else the first string column).")
+@click.option("--engine", type=click.Choice(["auto", "local", "ray"]), default="auto", show_default=True,
+              help="local: in this process; ray: one task per shard and per partition; auto: local for small inputs.")
+@click.option("--ray-address", default=None, help="Address of a running Ray cluster (default: start a local one).")
+@click.option("--partitions", default="auto", show_default=True,
+              help="Band-hash partitions (reduce units); auto: about 64 MB of entries each.")
+def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed, verify, nfc, lowercase,
+          strip_punct, collapse_ws, text_field, engine, ray_address, partitions):
+    """Find exact and near-duplicate documents in SHARD_OR_GLOB... (and validation samples copied in train)."""
+    from dataaudit.dedup.shard import DedupSpec
+
+    try:
+        paths = expand_shards(list(shards))
+        val_paths = expand_shards(list(against)) if against else []
+    except InputPathError as exc:
+        raise InputError(str(exc)) from None
+    both = set(paths) & set(val_paths)
+    if both:
+        raise InputError(f"{sorted(both)[0]}: given both as a training shard and in --against")
+    if partitions != "auto":
+        try:
+            partitions = int(partitions)
+            if partitions < 1:
+                raise ValueError
+        except ValueError:
+            raise InputError(f"--partitions: expected 'auto' or a positive integer, got {partitions!r}") from None
+    spec = DedupSpec(text_field=text_field, nfc=nfc, lowercase=lowercase, strip_punct=strip_punct,
+                     collapse_ws=collapse_ws, shingles="char" if char_shingles else "word", ngram=ngram,
+                     num_perm=num_perm, seed=seed, threshold=threshold, verify=verify)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{out}: cannot create output folder: {exc.strerror}") from None
+
+    from pipelines.dedup import run_dedup   # imported late: keeps `--help` fast
+
+    console = Console(stderr=False)
+    with progress_bar(console, "signing", "shards") as progress:
+        task = progress.add_task("dedup", total=len(paths) + len(val_paths), samples=0)
+
+        def on_progress(stage: str, done: int, total: int, samples: int) -> None:
+            verb, unit = _STAGES.get(stage, (stage, ""))
+            progress.columns[0].text_format = verb
+            progress.columns[3].text_format = unit
+            progress.update(task, completed=done, total=total, samples=samples)
+
+        report = run_dedup(paths, spec, out, against=val_paths, engine=engine, ray_address=ray_address,
+                           partitions=partitions, on_progress=on_progress)
+    _print_summary(console, report, out)
+    leak = bool(report["against"] and report["against"]["overlapping"])
+    raise SystemExit(1 if leak or report["unreadable_shards"] else 0)

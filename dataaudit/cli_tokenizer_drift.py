@@ -1,0 +1,106 @@
+"""`dataaudit tokenizer-drift TRAIN_TOKENIZER INFER_TOKENIZER --out DIR [--sample SHARDS...]`.
+
+Exit codes: 0 identical or compatible, 1 breaking, 2 usage or I/O errors (one line naming the file).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from dataaudit.cli_common import InputError, progress_bar
+
+_STYLE = {"breaking": "red", "compatible": "yellow", "identical": "green"}
+
+
+def _print_summary(console: Console, result: dict, json_path: Path, html_path: Path) -> None:
+    beh = result["behaviour"]
+    verdict = result["verdict"]
+    console.print(f"verdict: [{_STYLE[verdict]}]{verdict}[/]")
+    table = Table(title=f"tokenizer drift on {beh['texts']} texts ({beh['by_source']['probe']['texts']} probes, "
+                        f"{beh['by_source']['sample']['texts']} sample)")
+    table.add_column("")
+    table.add_column("train", justify="right")
+    table.add_column("infer", justify="right")
+    vocab = result["static"]["vocab"]
+    rows = [
+        ("vocabulary", vocab["size"]["train"], vocab["size"]["infer"]),
+        ("tokens", beh["train"]["tokens"], beh["infer"]["tokens"]),
+        ("round-trip failures", beh["train"]["roundtrip_failures"], beh["infer"]["roundtrip_failures"]),
+        ("unknown-token rate", f"{beh['train']['unk_rate']:.4%}", f"{beh['infer']['unk_rate']:.4%}"),
+        ("byte-fallback rate", *(f"{beh[s]['byte_fallback_rate']:.4%}" if beh[s]["byte_fallback_rate"] is not None
+                                 else "n/a" for s in ("train", "infer"))),
+        ("hazards", len(result["hazards"]["train"]), len(result["hazards"]["infer"])),
+    ]
+    for name, a, b in rows:
+        table.add_row(name, str(a), str(b))
+    console.print(table)
+    console.print(f"identical ids on {beh['identical']} of {beh['texts']} texts; {beh['texts_per_second']} texts/s",
+                  highlight=False)
+    for r in result["reasons"]:
+        console.print(f"[{_STYLE[r['level']]}]{r['level']}[/] {r['code']}: {r['message']}", highlight=False)
+    console.print(f"wrote {json_path}, {html_path}", highlight=False)
+
+
+@click.command("tokenizer-drift")
+@click.argument("train_tokenizer", type=click.Path(path_type=Path))
+@click.argument("infer_tokenizer", type=click.Path(path_type=Path))
+@click.argument("more_samples", nargs=-1, metavar="")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for tokenizer_drift.json and tokenizer_drift.html (created if missing).")
+@click.option("--sample", "samples", multiple=True,
+              help="Shards (files, folders or quoted globs) whose text is compared; takes one or more values.")
+@click.option("--max-texts", type=click.IntRange(min=0), default=10000, show_default=True,
+              help="Sample texts read in all (split evenly over the shards, first records first); 0: every text.")
+@click.option("--text-field", default=None, help="Column holding the text (default: text, content, first string).")
+@click.option("--examples", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Differing texts shown aligned in the outputs.")
+def tokenizer_drift(train_tokenizer, infer_tokenizer, more_samples, out, samples, max_texts, text_field, examples):
+    """Compare TRAIN_TOKENIZER with INFER_TOKENIZER (each a tokenizer.json, or a folder with tokenizer.json and
+    its tokenizer_config.json / special_tokens_map.json): static diff, behaviour on probe and sample texts, and a
+    verdict (identical / compatible / breaking; exit 1 on breaking)."""
+    from dataaudit.tokenization.compare import compare_bundles
+    from dataaudit.tokenization.loading import TokenizerLoadError, load_bundle
+    from dataaudit.tokenization.report import write_outputs
+
+    if more_samples and not samples:
+        raise click.UsageError(f"unexpected extra argument {more_samples[0]!r} (sample shards go after --sample)")
+    sample_args = list(samples) + list(more_samples)
+    try:
+        train = load_bundle(train_tokenizer)
+        infer = load_bundle(infer_tokenizer)
+    except TokenizerLoadError as exc:
+        raise InputError(str(exc)) from None
+    console = Console(stderr=False)
+    sample = None
+    if sample_args:
+        from dataaudit.cli_paths import InputPathError, expand_shards
+        from dataaudit.tokenization.sample import SampleError, read_sample
+
+        try:
+            paths = expand_shards(sample_args)
+        except InputPathError as exc:
+            raise InputError(str(exc)) from None
+        with progress_bar(console, "reading samples", "shards") as progress:
+            task = progress.add_task("sample", total=len(paths), samples=0)
+            try:
+                sample = read_sample(paths, max_texts, text_field,
+                                     on_shard=lambda done, n: progress.update(task, completed=done, samples=n))
+            except SampleError as exc:
+                raise InputError(str(exc)) from None
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{out}: cannot create output folder: {exc.strerror}") from None
+    with progress_bar(console, "encoding", "texts") as progress:
+        task = progress.add_task("encode", total=None, samples=0)
+        result = compare_bundles(train, infer, sample, examples=examples,
+                                 on_chunk=lambda done: progress.update(task, samples=done))
+    try:
+        json_path, html_path = write_outputs(result, out)
+    except OSError as exc:
+        raise InputError(f"{out}: cannot write outputs: {exc.strerror}") from None
+    _print_summary(console, result, json_path, html_path)
+    raise SystemExit(1 if result["verdict"] == "breaking" else 0)

@@ -1,0 +1,92 @@
+"""From candidate edges to clusters: exact Jaccard verification, connected components, representatives.
+
+Documents are identified by a global index (gid) in corpus order (shards in the order given, rows in shard
+order), so "the first document of a cluster" is its smallest gid: deterministic, whatever the engine.
+Only documents that appear in some edge enter the graph (relabelled densely), so memory follows the number
+of duplicates, not the size of the corpus.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def unique_edges(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Edges with src < dst, self-loops and repeats dropped, sorted."""
+    src = np.asarray(src, np.int64)
+    dst = np.asarray(dst, np.int64)
+    lo, hi = np.minimum(src, dst), np.maximum(src, dst)
+    keep = lo != hi
+    lo, hi = lo[keep], hi[keep]
+    if len(lo) == 0:
+        return lo, hi
+    pairs = np.unique(np.stack([lo, hi], axis=1), axis=0)
+    return pairs[:, 0].copy(), pairs[:, 1].copy()
+
+
+def jaccard_pairs(values: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarray,
+                  chunk_elems: int = 1 << 22) -> np.ndarray:
+    """Exact Jaccard |A & B| / |A | B| for pairs of sets, set k = values[offsets[k]:offsets[k+1]] (each set
+    sorted and unique). Two empty sets -> 0 (empty documents are never duplicates). Vectorized per chunk."""
+    a = np.asarray(a, np.int64)
+    b = np.asarray(b, np.int64)
+    lens = np.diff(offsets)
+    out = np.zeros(len(a), np.float64)
+    if len(a) == 0:
+        return out
+    la, lb = lens[a], lens[b]
+    cost = np.cumsum(la + lb)
+    start = 0
+    while start < len(a):
+        stop = int(np.searchsorted(cost, (cost[start - 1] if start else 0) + chunk_elems, side="right"))
+        stop = max(stop, start + 1)
+        ia, ib = a[start:stop], b[start:stop]
+        na, nb = la[start:stop], lb[start:stop]
+        m = stop - start
+        pid = np.concatenate([np.repeat(np.arange(m), na), np.repeat(np.arange(m), nb)])
+        idx_a = np.repeat(offsets[ia], na) + (np.arange(na.sum()) - np.repeat(np.cumsum(na) - na, na))
+        idx_b = np.repeat(offsets[ib], nb) + (np.arange(nb.sum()) - np.repeat(np.cumsum(nb) - nb, nb))
+        vals = np.concatenate([values[idx_a], values[idx_b]])
+        order = np.lexsort((vals, pid))
+        vs, ps = vals[order], pid[order]
+        same = (vs[1:] == vs[:-1]) & (ps[1:] == ps[:-1])
+        inter = np.bincount(ps[1:][same], minlength=m)
+        union = na + nb - inter
+        out[start:stop] = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
+        start = stop
+    return out
+
+
+def components(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Connected components of the graph given by edges -> (nodes: sorted gids, label per node), labels
+    numbered 0.. in order of each component's smallest gid."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    src = np.asarray(src, np.int64)
+    dst = np.asarray(dst, np.int64)
+    if len(src) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    nodes, inv = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    n, e = len(nodes), len(src)
+    g = coo_matrix((np.ones(e, np.int8), (inv[:e], inv[e:])), shape=(n, n)).tocsr()
+    _, labels = connected_components(g, directed=False)
+    # renumber: component of nodes[0] (smallest gid) first, and so on
+    first = np.full(labels.max() + 1, n, np.int64)
+    np.minimum.at(first, labels, np.arange(n))
+    rank = np.empty_like(first)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return nodes, rank[labels]
+
+
+def cluster_table(src: np.ndarray, dst: np.ndarray) -> dict[str, np.ndarray]:
+    """{gid, cluster_id, is_representative, size} for every document in a cluster of size >= 2.
+    The representative (the one kept) is the cluster's smallest gid; cluster ids follow corpus order."""
+    nodes, labels = components(src, dst)
+    if len(nodes) == 0:
+        z = np.zeros(0, np.int64)
+        return {"gid": z, "cluster_id": z.copy(), "is_representative": np.zeros(0, bool), "size": z.copy()}
+    sizes = np.bincount(labels)
+    rep = np.full(len(sizes), np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(rep, labels, nodes)
+    return {"gid": nodes, "cluster_id": labels, "is_representative": nodes == rep[labels],
+            "size": sizes[labels]}

@@ -1,0 +1,35 @@
+"""Exact duplicates: a 128-bit xxhash (XXH3-128) of each document's normalized UTF-8 text.
+
+The hash runs over the string array's own byte buffer, one slice per document (no Python string is built);
+that is the only per-document step in dedup, about 0.1 us a document, next to ~30 us for its signature.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import xxhash
+
+from dataaudit.textops.hashing import _string_buffers
+
+
+def exact_hashes(normalized: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(hi, lo): the big-endian halves of XXH3-128 of each string's UTF-8 bytes; null -> hash of b""."""
+    n = len(normalized)
+    if n == 0:
+        return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
+    if normalized.null_count:
+        import pyarrow.compute as pc
+        normalized = pc.fill_null(normalized, "")
+    offsets, data = _string_buffers(normalized)
+    view = memoryview(data)
+    digest = xxhash.xxh3_128_digest
+    o = offsets.tolist()
+    raw = b"".join([digest(view[o[i]:o[i + 1]]) for i in range(n)])
+    both = np.frombuffer(raw, dtype=">u8").reshape(n, 2).astype(np.uint64)
+    return np.ascontiguousarray(both[:, 0]), np.ascontiguousarray(both[:, 1])
+
+
+def exact_hash_of(text: str) -> tuple[int, int]:
+    """(hi, lo) of one already-normalized text, as `exact_hashes` computes it."""
+    d = xxhash.xxh3_128_intdigest(text.encode("utf-8"))
+    return d >> 64, d & ((1 << 64) - 1)

@@ -1,0 +1,65 @@
+"""Sample texts for the behavioural diff from shards, through the audit's readers and text-field detection."""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dataaudit.audit.plan import resolve_plan
+from dataaudit.config import build_config
+from dataaudit.sources import ERROR, KEY, ShardReadError, iter_shard, read_schema
+from dataaudit.tokenization.behaviour import TextSet
+
+
+class SampleError(ValueError):
+    """A sample shard that cannot be used; the message is one line naming the file."""
+
+
+def read_sample(paths: list[str], max_texts: int, text_field: str | None = None,
+                on_shard: Callable[[int, int], None] | None = None, into: TextSet | None = None) -> TextSet:
+    """The first ceil(max_texts / shards) non-null texts of each shard, in shard order (max_texts 0: all)."""
+    out = into if into is not None else TextSet()
+    config = build_config({"fields": {"text": text_field}} if text_field else {}, "--text-field")
+    quota = math.ceil(max_texts / len(paths)) if max_texts and paths else None
+    for done, path in enumerate(paths, 1):
+        taken = 0
+        try:
+            schema = read_schema(path)
+            columns = None
+            if schema is not None:
+                plan = resolve_plan(schema, config)
+                if plan.text is None:
+                    raise SampleError(_no_text(path, text_field))
+                columns = [plan.text]
+            for batch in iter_shard(path, columns=columns):
+                if quota is not None and taken >= quota:
+                    break
+                plan = resolve_plan(batch.schema, config)
+                if plan.text is None:
+                    if batch.num_rows and pc.all(pc.is_valid(batch.column(ERROR))).as_py():
+                        continue      # every record of this batch is unreadable: no columns to look at
+                    raise SampleError(_no_text(path, text_field))
+                ok = pc.and_(pc.is_null(batch.column(ERROR)), pc.is_valid(batch.column(plan.text)))
+                texts = batch.column(plan.text).filter(ok)
+                keys = batch.column(KEY).filter(ok)
+                if quota is not None:
+                    texts, keys = texts.slice(0, quota - taken), keys.slice(0, quota - taken)
+                out.texts.extend(texts.to_pylist())
+                out.kinds.extend(["sample"] * len(texts))
+                out.labels.extend(f"{path}#{key}" for key in keys.to_pylist())
+                taken += len(texts)
+        except ShardReadError as exc:
+            raise SampleError(f"{path}: {exc}") from None
+        except pa.ArrowException as exc:
+            raise SampleError(f"{path}: {' '.join(str(exc).split())}") from None
+        if on_shard:
+            on_shard(done, len(out))
+    return out
+
+
+def _no_text(path: str, text_field: str | None) -> str:
+    if text_field:
+        return f"{path}: no string column {text_field!r}"
+    return f"{path}: no text column (none named text/content and no string column; use --text-field)"
