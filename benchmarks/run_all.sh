@@ -33,6 +33,7 @@ step() {  # step NAME CMD...
 
 step setup_bench bash benchmarks/setup_bench.sh
 step setup_dedup_bench bash benchmarks/setup_dedup_bench.sh
+step setup_contamination_bench bash benchmarks/setup_contamination_bench.sh
 # shellcheck disable=SC2086
 step make_corpus "$PY" benchmarks/make_corpus.py --mb "$MB" --seed "$SEED" $EXTRA_ARGS
 # shellcheck disable=SC2086
@@ -51,6 +52,9 @@ step dedup_signatures "$PY" benchmarks/dedup_signatures.py --docs "${DEDUP_DOCS:
 # shellcheck disable=SC2086
 step dedup_lsh_scale "$PY" benchmarks/dedup_lsh_scale.py --signatures "${DEDUP_SIGNATURES:-1000000}" \
   --json "$RESULTS/dedup_lsh_scale.json" $EXTRA_ARGS
+# shellcheck disable=SC2086
+step contamination_vs_janitor "$PY" benchmarks/contamination_vs_janitor.py --mb "$MB" --seed "$SEED" \
+  --janitor-docs "${JANITOR_DOCS:-20000}" --json "$RESULTS/contamination_vs_janitor.json" $EXTRA_ARGS
 
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "run_all: FAILED: ${failed[*]} (outputs in $RESULTS/)"

@@ -87,6 +87,8 @@ def audit(shards, out, config_path, engine, ray_address, workers):
 # COMMANDS-BEGIN
 from dataaudit.cli_tokenizer_drift import tokenizer_drift  # noqa: E402
 main.add_command(tokenizer_drift)
+from dataaudit.cli_contamination import contamination  # noqa: E402
+main.add_command(contamination)
 from dataaudit.cli_dedup import dedup  # noqa: E402
 main.add_command(dedup)
 # COMMANDS-END

@@ -1,0 +1,121 @@
+"""`dataaudit contamination`: which benchmark items the training data already contains.
+
+Exit codes: 0 no item contaminated; 1 some item contaminated (or a training shard could not be read to the
+end, so the answer is incomplete); 2 usage or I/O error (one line naming the file, line and field).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from dataaudit.cli_common import InputError, progress_bar
+
+RESERVED_NAMES = {"parts"}
+
+
+def _print_summary(console: Console, report: dict, out: Path) -> None:
+    t = report["totals"]
+    table = Table(title=f"dataaudit contamination: {t['items']} items in {t['benchmarks']} benchmarks vs "
+                        f"{t['train_records']} training records in {t['train_shards']} shards")
+    for col, just in (("benchmark", "left"), ("items", "right"), ("contaminated", "right"), ("rate", "right"),
+                      ("ngram", "right"), ("exact", "right"), ("minhash", "right"), ("empty", "right")):
+        table.add_column(col, justify=just)
+    for name, b in report["benchmarks"].items():
+        style = "red" if b["contaminated"] else "green"
+        table.add_row(name, str(b["items"]), f"[{style}]{b['contaminated']}[/]", f"{100 * b['rate']:.2f}%",
+                      *("-" if b["methods"][m] is None else str(b["methods"][m])
+                        for m in ("ngram", "exact", "minhash")),
+                      str(b["empty"]))
+    console.print(table)
+    m = report["methods"]
+    parts = []
+    if m["ngram"]["enabled"]:
+        parts.append(f"ngram n={m['ngram']['n']} threshold={m['ngram']['threshold']}")
+    if m["exact"]["enabled"]:
+        parts.append("exact")
+    if m["minhash"]["enabled"]:
+        parts.append(f"minhash threshold={m['minhash']['threshold']}")
+    console.print("methods: " + (", ".join(parts) or "none"), highlight=False)
+    for shard in report["train"]["shards"]:
+        if shard["status"] != "ok":
+            console.print(f"[red]unreadable[/] {shard['path']}: {shard['error']}", markup=True, highlight=False)
+    for note in report["notes"]:
+        console.print(f"note: {note}", highlight=False)
+    files = [str(out / "contamination.json"), str(out / "contamination.html"),
+             str(out / "BENCHMARK" / "items.parquet"), str(out / "BENCHMARK" / "clean.jsonl")]
+    if report["decontaminate"]:
+        files.append(f"{out / report['decontaminate']['file']} ({report['decontaminate']['records']} records)")
+    console.print("wrote " + ", ".join(files), highlight=False)
+
+
+@click.command()
+@click.option("--train", "train", multiple=True, required=True, metavar="SHARD_OR_GLOB",
+              help="Training shards: files, folders or quoted globs (Parquet, WebDataset tar, JSONL). Repeat the "
+                   "option, or list several after it.")
+@click.argument("more_train", nargs=-1, metavar="[SHARD_OR_GLOB...]")
+@click.option("--benchmark", "benchmarks", multiple=True, required=True, metavar="NAME=PATH[:FIELD+FIELD]",
+              help="A benchmark file (JSONL, JSON, CSV, Parquet, optionally gzipped) with the fields to match "
+                   "(dots for nested fields, '+' to join several). Known names (gsm8k, arc, mmlu, hellaswag, "
+                   "humaneval, mbpp, truthfulqa) pick their fields by preset. Repeatable.")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for contamination.json, contamination.html and one folder per benchmark.")
+@click.option("--ngram", type=click.IntRange(min=1), default=None,
+              help="Word n-gram size of the ngram method (default 13, or the config's; 8 for PaLM-style).")
+@click.option("--decontaminate-train", is_flag=True,
+              help="Also write decontaminate.parquet: the (shard, key) of every training record to drop.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="contamination.toml: methods and thresholds, training text field, per-benchmark fields.")
+@click.option("--engine", type=click.Choice(["auto", "local", "ray"]), default="auto", show_default=True,
+              help="local: in this process; ray: one task per training shard; auto: local for small inputs.")
+@click.option("--ray-address", default=None, help="Address of a running Ray cluster (default: start a local one).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Ray engine: at most this many shards in flight.")
+def contamination(train, more_train, benchmarks, out, ngram, decontaminate_train, config_path, engine,
+                  ray_address, workers):
+    """Report which benchmark items the training shards already contain, per benchmark and per item, and write
+    a clean subset of every benchmark. Exit 0: none contaminated; 1: some; 2: usage or I/O error."""
+    from dataaudit.cli_paths import InputPathError, expand_shards
+    from dataaudit.contamination.config import ContaminationConfigError, load_contamination_config
+    from dataaudit.contamination.load import BenchmarkError, load_benchmark, parse_benchmark_arg
+
+    try:
+        paths = expand_shards(list(train) + list(more_train))
+        config = load_contamination_config(config_path).with_overrides(ngram=ngram)
+        specs = [parse_benchmark_arg(b) for b in benchmarks]
+        names = [s[0] for s in specs]
+        dup = next((n for n in names if names.count(n) > 1), None)
+        if dup is not None:
+            raise InputError(f"--benchmark: the name {dup!r} is given twice (names must be unique: each names an "
+                             "output folder)")
+        bad = next((n for n in names if n.lower() in RESERVED_NAMES), None)
+        if bad is not None:
+            raise InputError(f"--benchmark: the name {bad!r} is reserved (the output folder holds {bad}/)")
+        unknown = sorted(set(config.benchmarks) - set(names))
+        if unknown:
+            raise InputError(f"{config.source}: [benchmarks.{unknown[0]}] names no --benchmark "
+                             f"(given: {', '.join(names)})")
+        loaded = [load_benchmark(n, p, f, config.benchmarks.get(n)) for n, p, f in specs]
+    except (InputPathError, ContaminationConfigError, BenchmarkError) as exc:
+        raise InputError(str(exc)) from None
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{out}: cannot create output folder: {exc.strerror}") from None
+
+    from pipelines.contamination import has_errors, run_contamination   # late: keeps `--help` fast
+
+    console = Console(stderr=False)
+    with progress_bar(console, "scanning", "shards") as progress:
+        task = progress.add_task("contamination", total=len(paths), samples=0)
+
+        def on_progress(shards_done: int, records_done: int) -> None:
+            progress.update(task, completed=shards_done, samples=records_done)
+
+        report = run_contamination(paths, loaded, config, out, engine=engine, ray_address=ray_address,
+                                   decontaminate_train=decontaminate_train, on_progress=on_progress,
+                                   workers=workers)
+    _print_summary(console, report, out)
+    raise SystemExit(1 if has_errors(report) else 0)

@@ -1,0 +1,310 @@
+"""The training side: one batch (then one shard) of training text against the broadcast benchmark index.
+
+Per batch: normalize, split into words, hash (textops), then for every gram length the index holds, look the
+batch's k-grams up in that table (a bitmap gather plus a binary search of the few that pass: no Python set, no
+per-document loop). What comes out is small: which benchmark grams occur in the batch, and one row per
+(training record, benchmark item) that share a gram, are an exact occurrence, or are MinHash-similar.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dataaudit.audit.plan import TEXT_NAMES
+from dataaudit.sources import ERROR, KEY, ROW, ShardReadError, iter_shard, read_schema, shard_format
+from dataaudit.sources.batch import one_line
+
+from .config import ContaminationConfig
+from .grams import Tokens, kgram_hits, normalize_for_contamination, word_tokens
+from .index import ContaminationIndex
+from .snippet import make_snippet, word_spans
+
+MATCH_SCHEMA = pa.schema([
+    ("item", pa.int64()),          # benchmark item gid
+    ("row", pa.int64()),           # training record: row in its shard
+    ("key", pa.string()),          # training record: key in its shard
+    ("shared", pa.int32()),        # distinct item grams the record holds
+    ("exact", pa.bool_()),         # the whole normalized item occurs in the record
+    ("minhash", pa.float32()),     # estimated Jaccard (null: not a MinHash match)
+    ("snippet", pa.string()),      # original training text around the match (only for the best few per item)
+    ("match_start", pa.int32()),   # the match inside the snippet
+    ("match_end", pa.int32()),
+])
+
+
+@dataclass
+class BatchMatches:
+    """(record, item) pairs of one batch; doc is the row index within the batch. lo/hi: normalized word span
+    of the match in the record (exact occurrence, else first to last shared gram)."""
+    doc: np.ndarray
+    item: np.ndarray
+    shared: np.ndarray
+    exact: np.ndarray
+    minhash: np.ndarray     # float32, NaN where not a MinHash match
+    lo: np.ndarray
+    hi: np.ndarray
+    found: dict[int, np.ndarray]   # k -> indices of the k table's keys that occur in the batch
+    words: int = 0
+
+    def __len__(self) -> int:
+        return len(self.doc)
+
+
+def _empty_pairs() -> dict[str, np.ndarray]:
+    z = np.zeros(0, np.int64)
+    return {"doc": z, "item": z.copy(), "shared": z.copy(), "exact": np.zeros(0, bool), "lo": z.copy(),
+            "hi": z.copy()}
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(owner, flat index) for concatenated ranges [starts[i], starts[i] + counts[i])."""
+    owner = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    first = np.cumsum(counts) - counts
+    return owner, starts[owner] + (np.arange(int(counts.sum()), dtype=np.int64) - first[owner])
+
+
+def _gram_pairs(index: ContaminationIndex, tokens: Tokens, k: int, p: np.ndarray, u: np.ndarray,
+                num_items: int, want_exact: bool) -> dict[str, np.ndarray]:
+    """(record, item) pairs from the batch's hits (flat word position p, key u) in the k table."""
+    t = index.tables[k]
+    d = tokens.doc[p]
+    # distinct (record, gram), at its first position in the record
+    du = (d.astype(np.uint64) << np.uint64(32)) | u.astype(np.uint64)
+    _, first = np.unique(du, return_index=True)
+    d1, u1, p1 = d[first], u[first], p[first]
+    owner, flat = _ranges(t.ptr[u1], t.ptr[u1 + 1] - t.ptr[u1])
+    items = t.items[flat]
+    dd, pp = d1[owner], p1[owner]
+    pk = dd * num_items + items
+    upk, inv, shared = np.unique(pk, return_inverse=True, return_counts=True)
+    lo = np.full(len(upk), np.iinfo(np.int64).max, np.int64)
+    hi = np.zeros(len(upk), np.int64)
+    np.minimum.at(lo, inv, pp)
+    np.maximum.at(hi, inv, pp)
+    hi += k
+    pdoc = upk // num_items
+    pitem = upk % num_items
+    if k != index.n:                     # short items have one gram: their whole text, so a hit is exact
+        exact = np.ones(len(upk), bool)
+    else:
+        exact = np.zeros(len(upk), bool)
+        if want_exact and t.first_ptr is not None:
+            # positions whose n-gram starts some item: compare the item word by word from there
+            fc = t.first_ptr[u + 1] - t.first_ptr[u]
+            has = fc > 0
+            if has.any():
+                own, flat = _ranges(t.first_ptr[u[has]], fc[has])
+                pc_ = p[has][own]
+                it = t.first_items[flat]
+                length = index.words[it]
+                dc = tokens.doc[pc_]
+                left = tokens.count[dc] - (pc_ - tokens.first[dc])
+                fits = left >= length
+                pc_, it, length, dc = pc_[fits], it[fits], length[fits], dc[fits]
+                if len(pc_):
+                    own2, wpos = _ranges(index.item_tok_start[it], length)
+                    off = wpos - index.item_tok_start[it][own2]
+                    eq = tokens.hash[pc_[own2] + off] == index.item_tok[wpos]
+                    ok = np.logical_and.reduceat(eq, np.cumsum(length) - length)
+                    ek = dc[ok] * num_items + it[ok]
+                    epos = pc_[ok]
+                    ek_u, ek_first = np.unique(ek, return_index=True)   # first occurrence of each pair
+                    where = np.searchsorted(upk, ek_u)
+                    exact[where] = True
+                    lo[where] = epos[ek_first]
+                    hi[where] = epos[ek_first] + index.words[it[ok][ek_first]]
+    first_word = tokens.first[pdoc]
+    return {"doc": pdoc, "item": pitem, "shared": shared.astype(np.int64), "exact": exact,
+            "lo": lo - first_word, "hi": hi - first_word}
+
+
+def match_texts(texts: pa.Array, index: ContaminationIndex, config: ContaminationConfig) -> BatchMatches:
+    """All (record, item) matches of a batch of training texts (a string array; nulls match nothing)."""
+    norm = normalize_for_contamination(texts)
+    tokens = word_tokens(norm)
+    num_items = max(index.num_items, 1)
+    found: dict[int, np.ndarray] = {}
+    parts = []
+    if config.ngram.enabled or config.exact.enabled:
+        for k, (p, u) in sorted(kgram_hits(tokens, index.lookup).items()):
+            if config.ngram.enabled:
+                found[k] = np.unique(u)
+            parts.append(_gram_pairs(index, tokens, k, p, u, num_items, config.exact.enabled))
+    cols = {c: np.concatenate([p[c] for p in parts]) if parts else v for c, v in _empty_pairs().items()}
+    mh = np.full(len(cols["doc"]), np.nan, np.float32)
+    if not config.ngram.enabled:         # exact only: keep just the exact occurrences
+        keep = cols["exact"]
+        cols = {c: v[keep] for c, v in cols.items()}
+        mh = mh[keep]
+    if not config.exact.enabled:
+        cols["exact"] = np.zeros(len(cols["doc"]), bool)
+    if index.minhash is not None and config.minhash.enabled:
+        from .minhash import minhash_pairs
+        md, mi, mj = minhash_pairs(tokens, index.minhash, config.minhash)
+        if len(md):
+            pk = cols["doc"] * num_items + cols["item"]
+            mk = md * num_items + mi
+            allk, inv = np.unique(np.concatenate([pk, mk]), return_inverse=True)
+            n = len(allk)
+            merged = {"doc": allk // num_items, "item": allk % num_items}
+            for c, fill in (("shared", 0), ("exact", False), ("lo", 0), ("hi", 0)):
+                arr = np.full(n, fill, dtype=cols[c].dtype)
+                arr[inv[:len(pk)]] = cols[c]
+                merged[c] = arr
+            mh2 = np.full(n, np.nan, np.float32)
+            mh2[inv[len(pk):]] = mj
+            only_mh = np.ones(n, bool)
+            only_mh[inv[:len(pk)]] = False
+            merged["lo"][only_mh] = 0
+            merged["hi"][only_mh] = 0
+            cols, mh = merged, mh2
+    return BatchMatches(cols["doc"], cols["item"], cols["shared"], cols["exact"], mh, cols["lo"], cols["hi"],
+                        found, int(len(tokens.hash)))
+
+
+def rank_order(item: np.ndarray, exact: np.ndarray, shared: np.ndarray, minhash: np.ndarray,
+               tiebreak: list[np.ndarray]) -> np.ndarray:
+    """Order of match rows: by item, then best first (exact, most shared grams, highest MinHash), then
+    tiebreak arrays ascending (shard index, row)."""
+    mh = np.nan_to_num(np.asarray(minhash, np.float64), nan=-1.0)
+    keys = [*reversed(tiebreak), -mh, -np.asarray(shared, np.int64), ~np.asarray(exact, bool), item]
+    return np.lexsort(keys)
+
+
+def top_mask(item: np.ndarray, order: np.ndarray, k: int) -> np.ndarray:
+    """Rows among the first k of their item in `order`."""
+    ranked = item[order]
+    starts = np.ones(len(ranked), bool)
+    starts[1:] = ranked[1:] != ranked[:-1]
+    group_start = np.maximum.accumulate(np.where(starts, np.arange(len(ranked)), 0))
+    rank = np.arange(len(ranked)) - group_start
+    mask = np.zeros(len(item), bool)
+    mask[order[rank < k]] = True
+    return mask
+
+
+def matches_table(m: BatchMatches, texts: pa.Array, rows: np.ndarray, keys: pa.Array,
+                  max_matches: int) -> pa.Table:
+    """The batch's match rows, with a snippet for the best `max_matches` of each item."""
+    n = len(m)
+    if n == 0:
+        return MATCH_SCHEMA.empty_table()
+    order = rank_order(m.item, m.exact, m.shared, m.minhash, [m.doc])
+    top = top_mask(m.item, order, max_matches)
+    snippets: list[str | None] = [None] * n
+    starts = np.zeros(n, np.int32)
+    ends = np.zeros(n, np.int32)
+    spans_cache: dict[int, tuple[str, list]] = {}
+    for i in np.flatnonzero(top):          # bounded: items x max_matches per batch
+        d = int(m.doc[i])
+        if d not in spans_cache:
+            text = texts[d].as_py() or ""
+            spans_cache[d] = (text, word_spans(text))
+        text, spans = spans_cache[d]
+        s, a, b = make_snippet(text, int(m.lo[i]), int(m.hi[i]), spans)
+        snippets[i], starts[i], ends[i] = s, a, b
+    mh = pa.array(m.minhash, pa.float32(), mask=np.isnan(m.minhash))
+    return pa.table({
+        "item": pa.array(m.item, pa.int64()), "row": pa.array(rows[m.doc], pa.int64()),
+        "key": keys.take(pa.array(m.doc)), "shared": pa.array(m.shared.astype(np.int32)),
+        "exact": pa.array(m.exact), "minhash": mh, "snippet": pa.array(snippets, pa.string()),
+        "match_start": pa.array(starts), "match_end": pa.array(ends)}, schema=MATCH_SCHEMA)
+
+
+def _is_string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def pick_text_field(schema: pa.Schema, configured: str | None) -> str | None:
+    """The configured field, else `text`, else `content`, else the first string column (as the audit does)."""
+    cols = {f.name: f.type for f in schema if not f.name.startswith("__")}
+    if configured is not None:
+        return configured if configured in cols else None
+    for name in TEXT_NAMES:
+        if name in cols and _is_string(cols[name]):
+            return name
+    return next((n for n, t in cols.items() if _is_string(t)), None)
+
+
+@dataclass
+class ShardScan:
+    summary: dict
+    matches: pa.Table
+
+
+def scan_shard(path: str, index: ContaminationIndex, config: ContaminationConfig,
+               on_batch: Callable[[int], None] | None = None) -> ShardScan:
+    """Stream one training shard through the index. Never raises for a bad shard: it is reported with
+    status `unreadable` and its error; the records read before the break are scanned and counted."""
+    summary = {"path": path, "status": "ok", "error": None, "records": 0, "unreadable_records": 0,
+               "text_field": None, "words": 0, "matches": 0}
+    found_bits: dict[int, np.ndarray] = {}
+    tables: list[pa.Table] = []
+    field = config.text_field
+    seen_field = False
+    try:
+        columns = None
+        if field is not None:
+            columns = [field]
+        elif shard_format(path) == "parquet":
+            field = pick_text_field(read_schema(path), None)
+            if field is None:
+                raise ShardReadError("no string column to scan")
+            columns = [field]
+        for batch in iter_shard(path, columns=columns, batch_rows=config.batch_rows):
+            if field is None:
+                field = pick_text_field(batch.schema, None)
+            n = batch.num_rows
+            summary["records"] += n
+            err = batch.column(batch.schema.get_field_index(ERROR))
+            summary["unreadable_records"] += n - int(pc.sum(pc.is_null(err)).as_py() or 0) if n else 0
+            col_i = batch.schema.get_field_index(field) if field is not None else -1
+            if col_i >= 0 and not _is_string(batch.schema.field(col_i).type) and \
+                    not pa.types.is_null(batch.schema.field(col_i).type):
+                raise ShardReadError(f"text field {field!r} is {batch.schema.field(col_i).type}, not text")
+            seen_field |= col_i >= 0
+            if col_i < 0 or pa.types.is_null(batch.schema.field(col_i).type):
+                if on_batch:
+                    on_batch(n)
+                continue
+            texts = batch.column(col_i)
+            m = match_texts(texts, index, config)
+            summary["words"] += m.words
+            for k, u in m.found.items():
+                if k not in found_bits:
+                    found_bits[k] = np.zeros(len(index.tables[k].set), bool)
+                found_bits[k][u] = True
+            if len(m):
+                rows = batch.column(batch.schema.get_field_index(ROW)).to_numpy()
+                keys = batch.column(batch.schema.get_field_index(KEY))
+                tables.append(matches_table(m, texts, rows, keys, config.max_matches))
+            if on_batch:
+                on_batch(n)
+    except (ShardReadError, OSError) as exc:
+        summary["status"] = "unreadable"
+        summary["error"] = one_line(exc) or type(exc).__name__
+    summary["text_field"] = field
+    if summary["status"] == "ok" and summary["records"] and not seen_field:
+        summary["status"] = "unreadable"
+        summary["error"] = (f"text field {field!r} not found" if field is not None
+                            else "no string column to scan")
+    summary["found"] = {str(k): np.flatnonzero(bits).tolist() for k, bits in sorted(found_bits.items())}
+    table = pa.concat_tables(tables) if tables else MATCH_SCHEMA.empty_table()
+    if table.num_rows:
+        # keep snippets only for the shard's best few per item (the candidates for the report)
+        item = table.column("item").to_numpy()
+        exact = table.column("exact").to_numpy(zero_copy_only=False)
+        shared = table.column("shared").to_numpy()
+        mh = table.column("minhash").to_numpy(zero_copy_only=False).astype(np.float64)
+        rows = table.column("row").to_numpy()
+        order = rank_order(item, exact, shared, mh, [rows])
+        top = top_mask(item, order, config.max_matches)
+        table = table.set_column(table.schema.get_field_index("snippet"), "snippet",
+                                 pc.if_else(pa.array(top), table.column("snippet"), pa.scalar(None, pa.string())))
+        table = table.take(pa.array(np.lexsort((rows, item))))
+    summary["matches"] = table.num_rows
+    return ShardScan(summary, table)

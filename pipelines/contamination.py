@@ -1,0 +1,213 @@
+"""The contamination job: benchmark index built once and broadcast, training shards streamed through it (in this
+process or one Ray task per shard), per-shard parts merged into the outputs.
+
+Each finished shard's result (a small JSON summary and its match rows) is written to OUT/parts/contamination/
+before the report is assembled, so a rerun with the same --out, benchmarks and config redoes only unfinished
+shards. The merge reads the parts in shard order, so both engines give identical outputs.
+"""
+from __future__ import annotations
+
+import platform
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from dataaudit.contamination.config import ContaminationConfig
+from dataaudit.contamination.grams import NORMALIZE
+from dataaudit.contamination.html import write_contamination_html
+from dataaudit.contamination.index import ContaminationIndex, build_index
+from dataaudit.contamination.load import Benchmark, write_clean
+from dataaudit.contamination.results import (DECON_SCHEMA, ITEMS_SCHEMA, SCHEMA_VERSION, Accumulator,
+                                             matches_by_item, benchmark_summary, decontaminate_tables,
+                                             items_table)
+from dataaudit.contamination.scan import MATCH_SCHEMA, scan_shard
+from dataaudit.report.atomic import write_json, write_parquet
+from pipelines.audit import _version, choose_engine
+from pipelines.units import PartStore
+
+RULES = {
+    "ngram": "at least `threshold` of the item's distinct word n-grams occur in the training data (an item "
+             "shorter than n words: its whole text occurs)",
+    "exact": "the whole normalized item occurs inside one training record",
+    "minhash": "a training record's estimated Jaccard similarity (word shingles) with the item is at least "
+               "`threshold`",
+}
+
+
+class MatchParts(PartStore):
+    """`OUT/parts/contamination/<index>-<path digest>.{json,matches.parquet}`; the JSON marks completion."""
+
+    def __init__(self, out_dir: Path, job_fingerprint: dict):
+        super().__init__(out_dir, job_fingerprint)
+        self.dir = Path(out_dir) / "parts" / "contamination"
+
+    def save(self, index: int, path: str, summary: dict, matches) -> None:
+        stem = self._stem(index, path)
+        write_parquet(stem.with_suffix(".matches.parquet"), [matches], MATCH_SCHEMA)
+        write_json(stem.with_suffix(".json"), {"job": self.digest, "summary": summary})
+
+    def matches(self, index: int, path: str):
+        return pq.read_table(self._stem(index, path).with_suffix(".matches.parquet"), schema=MATCH_SCHEMA)
+
+
+def _run_local(pending, index, config, on_done, on_rows, stage):
+    for i, path in pending:
+        result = stage(path, index, config, on_batch=on_rows)
+        on_done(i, path, result.summary, result.matches)
+
+
+def _run_ray(pending, index, config, on_done, ray_address, stage, workers):
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+
+    @ray.remote(max_retries=3)
+    def shard_task(path, index, config):
+        result = stage(path, index, config)
+        return result.summary, result.matches
+
+    index_ref = ray.put(index)           # the benchmark index is broadcast once, not sent per task
+    config_ref = ray.put(config)
+    queue = list(pending)
+    limit = workers or len(queue)
+    futures: dict = {}
+    while queue or futures:
+        while queue and len(futures) < limit:
+            i, path = queue.pop(0)
+            futures[shard_task.remote(path, index_ref, config_ref)] = (i, path)
+        done, _ = ray.wait(list(futures), num_returns=1)
+        i, path = futures.pop(done[0])
+        summary, matches = ray.get(done[0])
+        on_done(i, path, summary, matches)
+
+
+def _methods_report(config: ContaminationConfig, index: ContaminationIndex, v: dict) -> dict:
+    out = {}
+    for name, settings in config.methods().items():
+        entry = dict(settings)
+        entry["contaminated"] = int(v[name].sum()) if settings["enabled"] else None
+        entry["rule"] = RULES[name]
+        if name == "minhash" and index.minhash is not None:
+            entry["lsh"] = {"bands": index.minhash.bands, "rows": index.minhash.rows}
+        out[name] = entry
+    return out
+
+
+def run_contamination(train_paths: Sequence[str], benchmarks: list[Benchmark], config: ContaminationConfig,
+                      out_dir: Path, engine: str = "auto", ray_address: str | None = None,
+                      decontaminate_train: bool = False, on_progress: Callable[[int, int], None] | None = None,
+                      workers: int | None = None, stage: Callable = scan_shard,
+                      notes: list[str] | None = None) -> dict:
+    """Check `benchmarks` against the training shards; writes contamination.json, contamination.html,
+    <benchmark>/items.parquet and clean subsets (and decontaminate.parquet) into `out_dir`; returns the report.
+
+    `on_progress(shards_done, records_done)` is called as work finishes: per batch with the local engine, per
+    shard with Ray. `workers` caps the shards in flight on Ray.
+    """
+    out_dir = Path(out_dir)
+    started = time.time()
+    index = build_index(benchmarks, config)
+    engine = choose_engine(train_paths, engine, ray_address)
+    store = MatchParts(out_dir, {"index": index.digest, "config": config.fingerprint(),
+                                 "schema": MATCH_SCHEMA.to_string()})
+    summaries: dict[int, dict] = {}
+    pending = []
+    for i, path in enumerate(train_paths):
+        done = store.load(i, path)
+        if done is None:
+            pending.append((i, path))
+        else:
+            summaries[i] = done
+    counted = {"finished": sum(s["records"] for s in summaries.values()), "current": 0}
+
+    def tell():
+        if on_progress:
+            on_progress(len(summaries), counted["finished"] + counted["current"])
+
+    def on_rows(rows):
+        counted["current"] += rows
+        tell()
+
+    def on_done(i, path, summary, matches):
+        store.save(i, path, summary, matches)
+        summaries[i] = summary
+        counted["finished"] += summary["records"]
+        counted["current"] = 0
+        tell()
+
+    tell()
+    if pending:
+        if engine == "ray":
+            _run_ray(pending, index, config, on_done, ray_address, stage, workers)
+        else:
+            _run_local(pending, index, config, on_done, on_rows, stage)
+
+    acc = Accumulator(index, config)
+    for i, path in enumerate(train_paths):
+        acc.add(i, summaries[i], store.matches(i, path))
+    v = acc.verdicts()
+    matches = matches_by_item(acc.top, index)
+
+    bench_reports = {}
+    for b, bench in enumerate(benchmarks):
+        folder = out_dir / bench.name
+        table = items_table(b, bench, index, v, matches)
+        write_parquet(folder / "items.parquet", [table], ITEMS_SCHEMA)
+        lo, hi = int(index.offsets[b]), int(index.offsets[b + 1])
+        files = ["items.parquet"] + write_clean(bench, ~v["contaminated"][lo:hi], folder)
+        bench_reports[bench.name] = benchmark_summary(b, bench, index, v, config, matches, files)
+
+    decon = None
+    if decontaminate_train:
+        labels = np.array([f"{bench.name}/{i}" for bench in benchmarks for i in bench.ids], dtype=object)
+        parts = ((path, store.matches(i, path)) for i, path in enumerate(train_paths))
+        n = write_parquet(out_dir / "decontaminate.parquet",
+                          decontaminate_tables(v["contaminated"], index, labels, parts), DECON_SCHEMA)
+        decon = {"file": "decontaminate.parquet", "records": n}
+
+    shards = [{k: s[k] for k in ("path", "status", "error", "records", "unreadable_records", "text_field",
+                                 "words", "matches")} for s in (summaries[i] for i in range(len(train_paths)))]
+    all_notes = list(notes or [])
+    short = int(((index.words > 0) & (index.words < index.n)).sum())
+    if short:
+        all_notes.append(f"{short} item(s) have fewer than {index.n} words: each is matched on its whole "
+                         "normalized text")
+    tiny = int(((index.words > 0) & (index.words < 4)).sum())
+    if tiny:
+        all_notes.append(f"{tiny} item(s) have fewer than 4 words: their matches may be coincidental")
+    empty = int(v["empty"].sum())
+    if empty:
+        all_notes.append(f"{empty} empty item(s) (no words after normalization): reported, never matched")
+    run = {"engine": engine, "resumed_shards": len(train_paths) - len(pending), "started": started,
+           "seconds": round(time.time() - started, 3), "host": platform.node(),
+           "python": platform.python_version(), "dataaudit": _version()}
+    report = {
+        "schema_version": SCHEMA_VERSION,
+        "totals": {"benchmarks": len(benchmarks), "items": index.num_items,
+                   "contaminated": int(v["contaminated"].sum()), "empty_items": empty,
+                   "train_shards": len(train_paths), "train_records": sum(s["records"] for s in shards),
+                   "unreadable_shards": sum(s["status"] != "ok" for s in shards),
+                   "unreadable_records": sum(s["unreadable_records"] for s in shards)},
+        "methods": _methods_report(config, index, v),
+        "normalization": NORMALIZE,
+        "benchmarks": bench_reports,
+        "train": {"text_field": config.text_field, "shards": shards},
+        "decontaminate": decon,
+        "notes": all_notes,
+        "config": {"source": config.source, "methods": config.methods(), "text_field": config.text_field,
+                   "batch_rows": config.batch_rows, "max_matches": config.max_matches},
+        "run": run,
+    }
+    write_json(out_dir / "contamination.json", report)
+    write_contamination_html(out_dir / "contamination.html", report)
+    return report
+
+
+def has_errors(report: dict) -> bool:
+    """Exit 1: some benchmark item is contaminated, or a training shard could not be read to the end."""
+    t = report["totals"]
+    return bool(t["contaminated"] or t["unreadable_shards"])
