@@ -28,8 +28,10 @@ DATA_TO_PARAMS = {
     "num_classes": [("label_out_of_range", "num_classes")],
     "vocab_size": [("token_id_out_of_range", "vocab_size")],
     "context_length": [("too_long", "context_length")],
-    "pad_id": [("all_padding", "pad_id"), ("mask_mismatch", "pad_id")],
+    "pad_id": [("all_padding", "pad_id"), ("mask_mismatch", "pad_id"), ("tokenizer_drift", "pad_id")],
     "numeric_dtype": [("dtype_mismatch", "expected")],
+    "inference_tokenizer": [("tokenizer_drift", "inference_tokenizer")],
+    "drift_sample": [("tokenizer_drift", "sample")],
 }
 
 

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -75,7 +76,7 @@ def test_planted_records_are_found_exactly(data, tmp_path):
 
 def test_sample_size_per_shard_spans_batches(data):
     cfg = load_config(data["config"])
-    cfg.data["drift_sample"] = 10
+    cfg.check("tokenizer_drift").params["sample"] = 10   # the resolved [data] drift_sample
     result, _ = audit_shard(data["paths"][0], cfg, batch_rows=7)
     state = result.summary()["tokenizer_drift"]
     # the first 10 records: rows 3 (planted) and none of the others
@@ -135,3 +136,17 @@ def test_inference_tokenizer_relative_to_config_and_default_sample(shared_data, 
     with pytest.raises(ConfigError, match=r"audit.toml: \[data\] inference_tokenizer cannot be loaded: .*broken.json: "
                                           r"not valid JSON"):
         load_config(cfg_path)
+
+
+def test_drifted_records_are_flags_with_their_shard_and_key(data, tmp_path):
+    """Every record whose stored ids differ is a flags.parquet row (check tokenizer_drift) and counts as flagged."""
+    import pyarrow.parquet as pq
+
+    from pipelines.audit import run_audit
+
+    report = run_audit(data["paths"], load_config(data["config"]), tmp_path, engine="local")
+    flags = pq.read_table(tmp_path / "flags.parquet").filter(pc.equal(pc.field("check"), "tokenizer_drift"))
+    assert {(Path(s).name, k, r) for s, k, r in zip(*(flags[c].to_pylist() for c in ("shard", "key", "row")))} == \
+        {("a.parquet", str(r), r) for r in PLANTED_PARQUET} | {("b.jsonl", str(r), r) for r in PLANTED_JSONL}
+    assert set(flags["severity"].to_pylist()) == {"error"} and set(flags["value"].to_pylist()) == {0.0}
+    assert report["checks"]["tokenizer_drift"]["flagged"] == 4 and report["checks"]["tokenizer_drift"]["ran"]

@@ -52,6 +52,21 @@ def _details(name: str, out: CheckOutput, idx: np.ndarray, values: np.ndarray, p
     return [fmt.format(value=values[i], **params) for i in idx]
 
 
+def flag_table(batch: pa.RecordBatch, idx: np.ndarray, shard: str, field_name: str | None, check: str,
+               severity: str, values: np.ndarray, details: list) -> pa.Table:
+    """flags.parquet rows for the batch rows `idx` flagged by one check."""
+    take = pa.array(idx)
+    n = idx.size
+    return pa.table({
+        "shard": pa.repeat(pa.scalar(shard, pa.string()), n),
+        "key": batch.column(KEY).take(take), "row": batch.column(ROW).take(take),
+        "field": pa.repeat(pa.scalar(field_name, pa.string()), n),
+        "check": pa.repeat(pa.scalar(check, pa.string()), n),
+        "severity": pa.repeat(pa.scalar(severity, pa.string()), n),
+        "value": pa.array(np.asarray(values, dtype=np.float64)), "detail": pa.array(details, pa.string()),
+    }, schema=FLAG_SCHEMA)
+
+
 def _numeric(batch: pa.RecordBatch, column: str, device) -> NumericField:
     dtype_col = column + DTYPE_SUFFIX
     dtypes = batch.column(dtype_col) if dtype_col in batch.schema.names else None
@@ -113,16 +128,9 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
             continue
         flagged_rows[idx] = True
         values = _to_numpy(out.value).astype(np.float64, copy=False)
-        take = pa.array(idx)
         details = _details(name, out, idx, values, params)
-        tables.append(pa.table({
-            "shard": pa.array([shard] * idx.size, pa.string()),
-            "key": keys.take(take), "row": rows.take(take),
-            "field": pa.array([field_name] * idx.size, pa.string()),
-            "check": pa.array([name] * idx.size, pa.string()),
-            "severity": pa.array([config.check(name).severity] * idx.size, pa.string()),
-            "value": pa.array(values[idx]), "detail": pa.array(details, pa.string()),
-        }, schema=FLAG_SCHEMA))
+        tables.append(flag_table(batch, idx, shard, field_name, name, config.check(name).severity, values[idx],
+                                 details))
         first = idx[:examples_per_check]
         snippets = text.take(pa.array(first)).to_pylist() if text is not None else [None] * first.size
         examples[name] = [

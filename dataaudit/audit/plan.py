@@ -90,7 +90,7 @@ def resolve_plan(schema: pa.Schema, config: AuditConfig) -> FieldPlan:
                         and pa.types.is_floating(_leaf_type(t)))
 
     has_target = {"text": text is not None, "numeric": bool(numeric), "label": label is not None,
-                  "tokens": ids is not None, "reader": True}
+                  "tokens": ids is not None, "text_tokens": text is not None and ids is not None, "reader": True}
     skipped = {}
     for name, spec in REGISTRY.items():
         settings = config.check(name)

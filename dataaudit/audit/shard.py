@@ -12,8 +12,9 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
-from dataaudit.audit.batch import FLAG_SCHEMA, audit_batch
+from dataaudit.audit.batch import FLAG_SCHEMA, audit_batch, flag_table
 from dataaudit.audit.plan import FieldPlan, resolve_plan
+from dataaudit.checks import REGISTRY
 from dataaudit.config import AuditConfig
 from dataaudit.sources import ShardReadError, iter_shard, read_schema
 from dataaudit.stats.lengths import LengthStats
@@ -71,11 +72,15 @@ def audit_shard(path: str, config: AuditConfig, batch_rows: int = 4096, examples
     result = ShardResult(path)
     flag_tables: list[pa.Table] = []
     tokenizer = load_tokenizer(config.data["tokenizer"]) if config.data.get("tokenizer") else None
-    drift_tok = cached_bundle(config.data["inference_tokenizer"]) if config.data.get("inference_tokenizer") else None
-    if drift_tok is not None:
+    drift = config.check("tokenizer_drift")
+    drift_tok = None
+    if drift.enabled and drift.params.get("inference_tokenizer"):
+        drift_tok = cached_bundle(drift.params["inference_tokenizer"])
         result.tokenizer_drift = empty_state()
-        drift_quota = config.data.get("drift_sample") or None     # 0: every record
-        drift_pad = config.data.get("pad_id", drift_tok.special["pad"].id)
+        drift_quota = drift.params.get("sample") or None     # 0: every record
+        drift_pad = drift.params.get("pad_id")
+        if drift_pad is None:
+            drift_pad = drift_tok.special["pad"].id
     plans: dict[pa.Schema, FieldPlan] = {}
     try:
         schema = read_schema(path)
@@ -101,12 +106,19 @@ def audit_shard(path: str, config: AuditConfig, batch_rows: int = 4096, examples
                 per_check = out.flags.group_by("check").aggregate([("row", "count_distinct")])
                 for name, count in zip(per_check["check"].to_pylist(), per_check["row_count_distinct"].to_pylist()):
                     result.checks[name] += count
-            if drift_tok is not None and plan.text is not None and plan.input_ids is not None:
+            if drift_tok is not None and "tokenizer_drift" not in plan.skipped:
                 state = result.tokenizer_drift
                 left = None if drift_quota is None else drift_quota - state["checked"]
                 if left is None or left > 0:
-                    merge_state(state, drift_batch(batch, plan.text, plan.input_ids, plan.attention_mask, drift_tok,
-                                                   path, left, drift_pad, examples_per_check), examples_per_check)
+                    part, rows, first = drift_batch(batch, plan.text, plan.input_ids, plan.attention_mask,
+                                                    drift_tok, path, left, drift_pad, examples_per_check)
+                    merge_state(state, part, examples_per_check)
+                    if rows.size:
+                        details = [REGISTRY["tokenizer_drift"].detail.format(value=v) for v in first]
+                        flag_tables.append(flag_table(batch, rows, path, plan.input_ids, "tokenizer_drift",
+                                                      drift.severity, first, details))
+                        result.checks["tokenizer_drift"] += int(rows.size)
+                        result.flagged += int(np.count_nonzero(~out.flagged_rows[rows]))
             for name, examples in out.examples.items():
                 kept = result.examples.setdefault(name, [])
                 kept.extend(examples[: examples_per_check - len(kept)])

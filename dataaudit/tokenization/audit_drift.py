@@ -83,16 +83,21 @@ def _match(stored: Ragged, variants: list[Ragged]):
 
 
 def drift_batch(batch: pa.RecordBatch, text_col: str, ids_col: str, mask_col: str | None, bundle: TokenizerBundle,
-                shard: str, limit: int | None, pad_id: int | None = None, examples: int = 5) -> dict:
-    """Check up to `limit` usable records of one batch (None: all); returns a mergeable state (see merge_state)."""
+                shard: str, limit: int | None, pad_id: int | None = None, examples: int = 5
+                ) -> tuple[dict, np.ndarray, np.ndarray]:
+    """Check up to `limit` usable records of one batch (None: all).
+
+    Returns a mergeable state (see merge_state), the batch rows whose ids differ, and for each of them the
+    first token position where stored and inference ids part."""
     state = empty_state()
+    none = np.zeros(0, dtype=np.int64)
     ok = pc.and_(pc.and_(pc.is_null(batch.column(ERROR)), pc.is_valid(batch.column(text_col))),
                  pc.is_valid(batch.column(ids_col)))
     idx = np.flatnonzero(ok.to_numpy(zero_copy_only=False))
     if limit is not None:
         idx = idx[:limit]
     if idx.size == 0:
-        return state
+        return state, none, none
     take = pa.array(idx)
     texts = batch.column(text_col).take(take)
     stored = _real_tokens(_flat_ids(batch.column(ids_col).take(take)),
@@ -128,7 +133,7 @@ def drift_batch(batch: pa.RecordBatch, text_col: str, ids_col: str, mask_col: st
                 "stored_tokens": int(stored.lengths[i]), "inference_tokens": int(full.lengths[i]),
                 "window_start": lo, "stored_ids": stored_lists[i][lo:lo + IDS_WINDOW],
                 "inference_ids": full_lists[i][lo:lo + IDS_WINDOW], "snippet": text[:SNIPPET_CHARS]})
-    return state
+    return state, idx[differs], best[differs]
 
 
 def merge_state(into: dict, part: dict, examples: int = 5) -> dict:
