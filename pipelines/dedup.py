@@ -587,14 +587,16 @@ def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: Path, against: Seq
         "kept": kept,
         "against": against_json,
         "params": {**spec.as_dict(), "partitions": parts, "minhash_scheme": "datasketch legacy (mod 2^61-1)"},
-        "shards": train.summaries,
-        "validation_shards": val.summaries,
+        # Timings belong to `run`: everything else must be identical between two runs on the same input.
+        "shards": [{k: v for k, v in s.items() if k != "seconds"} for s in train.summaries],
+        "validation_shards": [{k: v for k, v in s.items() if k != "seconds"} for s in val.summaries],
         "notes": _notes(train.summaries + val.summaries, bands, rows, spec),
     }
     report["examples"] = _examples(ct, kind, order, train, fields, val_examples, val)
     report["run"] = {"engine": engine, "resumed_shards": total_shards - len(pending), "started": started,
                      "seconds": {"sign": round(t_sign, 3), "lsh": round(t_lsh, 3), "cluster": round(t_cluster, 3),
-                                 "outputs": round(time.time() - t0, 3), "total": round(time.time() - started, 3)},
+                                 "outputs": round(time.time() - t0, 3), "total": round(time.time() - started, 3),
+                                 "shards": [s.get("seconds") for s in train.summaries + val.summaries]},
                      "host": platform.node(), "python": platform.python_version(), "dataaudit": _version()}
     write_json(out_dir / "dedup.json", report)
     if html:
