@@ -50,6 +50,67 @@ class NumericField:
         return self.values.device
 
 
+class _TensorField(NumericField):
+    """What `from_tensor` returns: a NumericField whose per-element `sample` index (and per-sample `dtypes`, all
+    the same code) are built only when something reads them. The dense layout (reshape to [B, per]) never needs
+    the index, so wrapping a training batch costs no per-element work; `field.sample` and `field.dtypes` still
+    give the full tensors on demand (it is an ordinary NumericField)."""
+
+    @property
+    def dtypes(self) -> torch.Tensor:
+        d = self.__dict__.get("_dtypes")
+        if d is None:
+            d = torch.full((self.num_samples,), self.__dict__["_dtype_code"], dtype=torch.int8,
+                           device=self.values.device)
+            self.__dict__["_dtypes"] = d
+        return d
+
+    @dtypes.setter
+    def dtypes(self, value) -> None:
+        self.__dict__["_dtypes"] = value
+
+    @property
+    def sample(self) -> torch.Tensor:
+        s = self.__dict__.get("_sample")
+        if s is None:
+            b = self.num_samples
+            per = self.values.shape[0] // b if b else 0
+            s = torch.arange(b, device=self.values.device).unsqueeze(1).expand(b, per).reshape(-1)
+            self.__dict__["_sample"] = s
+            lay = self.__dict__.get("_layout")
+            if lay is not None and lay.sample is _LAZY:
+                lay.sample = s
+        return s
+
+    @sample.setter
+    def sample(self, value) -> None:
+        self.__dict__["_sample"] = value
+
+
+_LAZY = object()  # stands for a _TensorField's sample index that has not been built yet
+
+
+def _sample_ref(field: NumericField):
+    """The field's sample tensor, or _LAZY for a _TensorField that has not built it (without building it)."""
+    if "_sample" in field.__dict__:
+        s = field.__dict__["_sample"]
+        return _LAZY if s is None else s
+    return field.sample
+
+
+def _replace(field: NumericField, **changes) -> NumericField:
+    """A copy of the field with some attributes changed; keeps a lazy sample index lazy."""
+    lazy = isinstance(field, _TensorField)
+    kw = dict(values=field.values, sample=field.__dict__["_sample"] if lazy else field.sample,
+              num_samples=field.num_samples, dtypes=field.__dict__.get("_dtypes") if lazy else field.dtypes,
+              valid=field.valid, present=field.present)
+    kw.update(changes)
+    out = type(field)(**kw)
+    if lazy:
+        out.__dict__["_dtype_code"] = field.__dict__["_dtype_code"]
+    return out
+
+
 @dataclass
 class TokenFields:
     """Token ids of a batch and, when the data has one, its attention mask (same element layout)."""
@@ -79,6 +140,9 @@ _ARROW_DTYPE_NAME = {
 }
 
 _INT64_MAX = 2 ** 63 - 1
+# torch dtypes whose CPU tensors convert to numpy without a copy (CPU fast paths use numpy for small kernels)
+_NUMPY_OK = frozenset({torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+                       torch.float32, torch.float64})
 
 
 def dtype_name(code) -> str:
@@ -218,7 +282,12 @@ def _to_device(field: NumericField, device) -> NumericField:
 
 def _broadcast_mask(mask: torch.Tensor, shape: torch.Size) -> torch.Tensor:
     """Bool mask broadcast over `shape`, aligned on the leading dims (mask [B, T] over x [B, T, D])."""
-    m = mask if mask.dtype == torch.bool else mask != 0
+    if mask.dtype == torch.bool:
+        m = mask
+    elif mask.is_cpu and mask.dtype in _NUMPY_OK:  # numpy compares small integer tensors several times faster
+        m = torch.from_numpy(mask.numpy() != 0)
+    else:
+        m = mask != 0
     extra = len(shape) - m.dim()
     if extra < 0:
         raise ValueError(f"mask of shape {tuple(mask.shape)} has more dims than the data {tuple(shape)}")
@@ -230,20 +299,19 @@ def from_tensor(x: torch.Tensor, mask: torch.Tensor | None = None) -> NumericFie
     """A NumericField from a batch tensor [B, ...] (a training batch, any device); sample = the row.
 
     mask: optional, aligned with x's leading dims ([B, T] for x [B, T] or [B, T, D]; broadcastable): nonzero marks
-    real elements (attention mask) -> `valid`. No host sync: only views, expand, arange, elementwise ops.
+    real elements (attention mask) -> `valid`. No host sync: only views, expand, elementwise ops; no per-element
+    work at all without a mask (the sample index is built only if something asks for it).
     Values keep the tensor's dtype (a view when x is contiguous).
     """
     if x.dim() == 0:
         raise ValueError("from_tensor needs a batch tensor [B, ...]")
     b = x.shape[0]
     per = math.prod(x.shape[1:])
-    dev = x.device
     values = x.reshape(-1)
-    sample = torch.arange(b, device=dev).unsqueeze(1).expand(b, per).reshape(-1)
-    valid = None if mask is None else _broadcast_mask(mask.to(dev), x.shape).reshape(-1)
-    code = dtype_code(x.dtype)
-    dtypes = torch.full((b,), code, dtype=torch.int8, device=dev)
-    field = NumericField(values=values, sample=sample, num_samples=b, dtypes=dtypes, valid=valid, present=None)
+    valid = None if mask is None else _broadcast_mask(mask.to(x.device), x.shape).reshape(-1)
+    # sample (arange(b) repeated per times) and dtypes (b times the tensor's code) are built lazily: _TensorField.
+    field = _TensorField(values=values, sample=None, num_samples=b, dtypes=None, valid=valid, present=None)
+    field.__dict__["_dtype_code"] = dtype_code(x.dtype)
     _set_layout(field, "dense", per)
     return field
 
@@ -315,13 +383,13 @@ class _Layout:
 
 
 def _set_layout(field: NumericField, kind: str, per: int = 0, offsets: torch.Tensor | None = None) -> None:
-    field.__dict__["_layout"] = _Layout(field.sample, field.num_samples, kind, per, offsets)
+    field.__dict__["_layout"] = _Layout(_sample_ref(field), field.num_samples, kind, per, offsets)
 
 
 def _layout(field: NumericField) -> _Layout:
     lay = field.__dict__.get("_layout")
-    n = field.sample.shape[0]
-    if (lay is not None and lay.sample is field.sample and lay.num_samples == field.num_samples
+    n = field.values.shape[0]  # == len(sample) by contract; read without building a lazy sample index
+    if (lay is not None and lay.sample is _sample_ref(field) and lay.num_samples == field.num_samples
             and (lay.kind != "dense" or lay.per * lay.num_samples == n)):
         return lay
     kind, offsets = "scatter", None
@@ -336,11 +404,10 @@ def _layout(field: NumericField) -> _Layout:
 
 def with_valid(field: NumericField, valid: torch.Tensor | None) -> NumericField:
     """The same field with `valid` replaced (None: every element counts); keeps the cached layout."""
-    out = NumericField(values=field.values, sample=field.sample, num_samples=field.num_samples,
-                       dtypes=field.dtypes, valid=valid, present=field.present)
+    out = _replace(field, valid=valid)
     lay = field.__dict__.get("_layout")
-    if lay is not None:
-        out.__dict__["_layout"] = lay
+    if lay is not None:  # a copy: building one field's lazy sample index must not touch the other's layout
+        out.__dict__["_layout"] = _Layout(lay.sample, lay.num_samples, lay.kind, lay.per, lay.offsets)
     return out
 
 
@@ -373,6 +440,8 @@ def _count_mask(field: NumericField, m: torch.Tensor) -> torch.Tensor:
     lay = _layout(field)
     b = field.num_samples
     if lay.kind == "dense":
+        if m.is_cpu and b and lay.per:  # torch's CPU sum over bool is slow; numpy counts at memory speed
+            return torch.from_numpy(np.count_nonzero(m.numpy().reshape(b, lay.per), axis=1).astype(np.int64))
         return m.reshape(b, lay.per).sum(1, dtype=torch.int64)
     if lay.kind == "grouped":
         if m.shape[0] == 0:
@@ -539,3 +608,86 @@ def aligned_index(src: NumericField, dst: NumericField) -> tuple[torch.Tensor, t
     idx = starts.index_select(0, dst.sample) + element_position(dst)
     idx = torch.where(same, idx, torch.zeros_like(idx))
     return idx, same
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Reduce once, read by many checks.
+#
+# `memo(field, key, fn)` caches a per-sample reduction on the field (keyed by the identity of its values and
+# valid tensors, so replacing either drops the cache), so checks that need the same statistic share one pass:
+# on a dense float field nonfinite, extreme_span and out_of_range together read the data twice (row min and
+# row max) instead of once or more per check. It works on every device (it only keeps tensors).
+#
+# `dense_rows(field)` is the CPU fast path's entry: the [B, per] matrix of a dense CPU field. On the CPU a
+# check may read small per-sample results back (there is no device to stall) and branch on them, e.g. redo
+# the exact, generic computation only for the few rows a cheap row reduction marks as suspect. On any other
+# device it returns None and the checks keep the generic sync-free path above.
+# ---------------------------------------------------------------------------------------------------------
+
+def memo(field: NumericField, key: str, fn):
+    """fn() computed once per field (and per values/valid tensors) under `key`."""
+    m = field.__dict__.get("_memo")
+    if m is None or m["_values"] is not field.values or m["_valid"] is not field.valid:
+        m = {"_values": field.values, "_valid": field.valid}
+        field.__dict__["_memo"] = m
+    if key not in m:
+        m[key] = fn()
+    return m[key]
+
+
+def has_memo(field: NumericField, key: str) -> bool:
+    m = field.__dict__.get("_memo")
+    return m is not None and m["_values"] is field.values and m["_valid"] is field.valid and key in m
+
+
+def dense_rows(field: NumericField, allow_valid: bool = False) -> torch.Tensor | None:
+    """The values as a [B, per] matrix when the CPU fast path applies: CPU, dense layout, per > 0 and (unless
+    allow_valid) no `valid` mask. None otherwise."""
+    v = field.values
+    if not v.is_cpu or field.num_samples == 0 or (field.valid is not None and not allow_valid):
+        return None
+    lay = _layout(field)
+    if lay.kind != "dense" or lay.per == 0:
+        return None
+    return v.view(field.num_samples, lay.per) if v.is_contiguous() else v.reshape(field.num_samples, lay.per)
+
+
+def row_reduce(field: NumericField, op: str, x2: torch.Tensor | None = None) -> torch.Tensor:
+    """Cached row reduction ("amin", "amax" or "sum", in the values' dtype) of a `dense_rows` field (x2: its
+    dense_rows, when the caller has it), over all elements: NaN propagates into min, max and sum, +-Inf into the
+    extreme they are."""
+    key = "row_" + op
+    d = field.__dict__
+    m = d.get("_memo")
+    if m is None or m["_values"] is not field.values or m["_valid"] is not field.valid:
+        m = d["_memo"] = {"_values": field.values, "_valid": field.valid}
+    else:
+        r = m.get(key)
+        if r is not None:
+            return r
+    r = m[key] = getattr(dense_rows(field) if x2 is None else x2, op)(1)
+    return r
+
+
+def host_np(t: torch.Tensor) -> np.ndarray:
+    """Numpy view of a small CPU tensor (float16 / bfloat16 widened to float32, exactly)."""
+    if t.dtype in (torch.float16, torch.bfloat16):
+        t = t.float()
+    return t.numpy()
+
+
+def same_dense_layout(a: NumericField, b: NumericField) -> bool:
+    """Both fields dense with the same number of samples and elements per sample (element i of one is element
+    i of the other): a padded ids tensor and its attention mask. Known from construction, on every device."""
+    la, lb = _layout(a), _layout(b)
+    return (la.kind == "dense" and lb.kind == "dense" and la.per == lb.per
+            and a.num_samples == b.num_samples)
+
+
+def uniform_dtype_code(field: NumericField) -> int | None:
+    """The storage dtype code every sample shares when that is known without reading `dtypes` (a from_tensor
+    field whose per-sample codes were never replaced), else None."""
+    d = field.__dict__
+    if "_dtype_code" in d and d.get("_dtypes") is None:
+        return d["_dtype_code"]
+    return None

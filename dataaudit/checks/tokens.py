@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from dataaudit.checks.base import CheckOutput, register
@@ -19,6 +20,9 @@ from dataaudit.checks.numeric_field import (
     NumericField,
     TokenFields,
     aligned_index,
+    dense_rows,
+    memo,
+    same_dense_layout,
     seg_any,
     seg_count,
     seg_lengths,
@@ -27,6 +31,10 @@ from dataaudit.checks.numeric_field import (
     valid_from_mask,
     with_valid,
 )
+
+_I64_MIN, _I64_MAX = -(2 ** 63), 2 ** 63 - 1
+_NUMPY_OK = frozenset({torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+                       torch.float32, torch.float64})
 
 __all__ = ["label_out_of_range", "token_id_out_of_range", "too_long", "all_padding", "mask_mismatch"]
 
@@ -59,6 +67,10 @@ def _class_range(field: NumericField, upper: int, ignore=None) -> CheckOutput:
     value: the largest offending element if one is >= upper (+inf included), else the smallest if one is < 0,
     else NaN if one is NaN; for an unflagged sample its largest element (0 if it has none)."""
     v = field.values
+    if not v.is_floating_point() and abs(upper) < 2 ** 62:
+        x2 = dense_rows(field, allow_valid=True)
+        if x2 is not None:
+            return _class_range_rows(field, x2, upper, ignore)
     where = None if ignore is None else ~_eq(v, ignore)
     if v.is_floating_point():
         isnan = torch.isnan(v)
@@ -78,6 +90,36 @@ def _class_range(field: NumericField, upper: int, ignore=None) -> CheckOutput:
     fine = torch.where(n > 0, mxf, torch.zeros_like(mxf))
     value = torch.where(too_big, mxf, torch.where(too_small, mnf, torch.where(any_nan, nan, fine)))
     return _out(too_big | too_small | any_nan, value)
+
+
+def _class_range_rows(field: NumericField, x2: torch.Tensor, upper: int, ignore) -> CheckOutput:
+    """CPU fast path of _class_range for an integer dense field (valid mask allowed): row max / min / count of
+    the kept elements in numpy, then the same per-sample rules, exactly (int64 throughout)."""
+    a = x2.numpy()
+    if a.dtype != np.int64:
+        a = a.astype(np.int64)
+    keep = None
+    if ignore is not None:
+        ig = float(ignore)
+        if ig == math.floor(ig) and -(2 ** 63) <= ignore < 2 ** 63:  # else no integer equals it (as _eq)
+            keep = a != int(ignore)
+    if field.valid is not None:
+        vm = field.valid.numpy().reshape(a.shape)
+        keep = vm if keep is None else keep & vm
+    if keep is None:
+        mx = a.max(1)
+        has = np.full(a.shape[0], a.shape[1] > 0)
+    else:  # masked reductions without a temporary copy
+        mx = np.max(a, axis=1, where=keep, initial=_I64_MIN)
+        has = keep.any(1)
+    too_big = has & (mx >= upper)
+    if a.min() >= 0:  # nothing negative anywhere (padding included): no row is too small
+        mn, too_small = mx, np.zeros(a.shape[0], dtype=bool)
+    else:
+        mn = a.min(1) if keep is None else np.min(a, axis=1, where=keep, initial=_I64_MAX)
+        too_small = has & (mn < 0)
+    value = np.where(too_big, mx, np.where(too_small, mn, np.where(has, mx, 0))).astype(np.float64)
+    return CheckOutput(flagged=torch.from_numpy(too_big | too_small), value=torch.from_numpy(value))
 
 
 @register("label_out_of_range", target="label", severity="error", params={"num_classes": None,
@@ -101,10 +143,37 @@ def token_id_out_of_range(tokens: TokenFields, vocab_size: int) -> CheckOutput:
     return _class_range(_real_ids(tokens), int(vocab_size))
 
 
+def _mask_count(mask: NumericField) -> torch.Tensor:
+    """mask != 0 count per sample (shared by too_long and all_padding through the field's memo)."""
+    def count():
+        m2 = _np_rows(mask)
+        if m2 is not None:  # CPU fast path: numpy counts nonzeros at memory speed
+            return torch.from_numpy(np.count_nonzero(m2, axis=1).astype(np.int64))
+        return seg_count(mask, mask.values != 0)
+    return memo(mask, "nonzero_count", count)
+
+
+def _np_rows(field: NumericField, allow_valid: bool = False) -> np.ndarray | None:
+    """CPU fast path: the dense field's [B, per] values as a numpy view (see numeric_field.dense_rows)."""
+    x2 = dense_rows(field, allow_valid)
+    if x2 is None or x2.dtype not in _NUMPY_OK:
+        return None
+    return x2.numpy()
+
+
+def _eq_np(a: np.ndarray, scalar) -> np.ndarray:
+    """numpy twin of _eq for the CPU fast paths: exact for integers of any width."""
+    if a.dtype.kind == "f":
+        return a == scalar
+    if float(scalar) != math.floor(float(scalar)) or not -(2 ** 63) <= scalar < 2 ** 63:
+        return np.zeros(a.shape, dtype=bool)
+    return (a if a.dtype == np.int64 else a.astype(np.int64)) == int(scalar)
+
+
 def _real_count(tokens: TokenFields) -> torch.Tensor:
     """Real tokens per sample: mask != 0 count when there is a mask, else the valid ids."""
     if tokens.mask is not None:
-        return seg_count(tokens.mask, tokens.mask.values != 0)
+        return _mask_count(tokens.mask)
     return seg_count(_real_ids(tokens))
 
 
@@ -125,12 +194,18 @@ def too_long(tokens: TokenFields, context_length: int) -> CheckOutput:
 def all_padding(tokens: TokenFields, pad_id=None) -> CheckOutput:
     ids = _real_ids(tokens)
     length = seg_count(ids)
-    if pad_id is None:
+    a = None if pad_id is None else _np_rows(ids, allow_valid=True)
+    if a is not None:  # CPU fast path: "no real non-pad token" as one numpy any() per row
+        real = ~_eq_np(a, pad_id)
+        if ids.valid is not None:
+            real &= ids.valid.numpy().reshape(a.shape)
+        flagged = torch.from_numpy(~real.any(1))
+    elif pad_id is None:
         flagged = length == 0
     else:
         flagged = seg_count(ids, ~_eq(ids.values, pad_id)) == 0
     if tokens.mask is not None:
-        flagged = flagged | (seg_count(tokens.mask, tokens.mask.values != 0) == 0)
+        flagged = flagged | (_mask_count(tokens.mask) == 0)
     if ids.present is not None:
         flagged = flagged & ids.present
     return _out(flagged, length)
@@ -150,19 +225,40 @@ def mask_mismatch(tokens: TokenFields, pad_id=None, pad_in_content_ok: bool = Fa
         z = torch.zeros(b, dtype=torch.float64, device=ids.device)
         return _out(torch.zeros(b, dtype=torch.bool, device=ids.device), z)
     mask = with_valid(mask, None)
+    if same_dense_layout(ids, mask):
+        a, mv2 = _np_rows(ids), _np_rows(mask)
+        if a is not None and mv2 is not None:
+            return _mask_mismatch_rows(a, mv2, pad_id, pad_in_content_ok)
     len_bad = seg_lengths(ids) != seg_lengths(mask)
     mv = mask.values
     m0, m1 = mv == 0, mv == 1
     disagree = ~(m0 | m1)  # values other than 0/1 (NaN included)
     if pad_id is not None and ids.values.shape[0] > 0 and mv.shape[0] > 0:
-        idx, same = aligned_index(ids, mask)
-        tok = ids.values.index_select(0, idx)
+        if same_dense_layout(ids, mask):  # a padded batch: element i of the mask is element i of the ids
+            tok, same = ids.values, None
+        else:
+            idx, same = aligned_index(ids, mask)
+            tok = ids.values.index_select(0, idx)
         is_pad = _eq(tok, pad_id)
         wrong = m0 & ~is_pad
         if not pad_in_content_ok:
             wrong = wrong | (m1 & is_pad)
-        disagree = disagree | (same & wrong)
+        disagree = disagree | (wrong if same is None else same & wrong)
     n = seg_count(mask, disagree)
     flagged = len_bad | (n > 0)
     value = torch.where(len_bad, torch.full_like(n, -1), n)
     return _out(flagged, value)
+
+
+def _mask_mismatch_rows(a: np.ndarray, mv: np.ndarray, pad_id, pad_in_content_ok: bool) -> CheckOutput:
+    """CPU fast path of mask_mismatch for a padded batch (ids and mask of the same shape): the same rules in
+    numpy, element i of the mask against element i of the ids."""
+    m0, m1 = mv == 0, mv == 1
+    disagree = ~(m0 | m1)  # values other than 0/1 (NaN included)
+    if pad_id is not None:
+        is_pad = _eq_np(a, pad_id)
+        disagree |= m0 & ~is_pad
+        if not pad_in_content_ok:
+            disagree |= m1 & is_pad
+    n = np.count_nonzero(disagree, axis=1)
+    return CheckOutput(flagged=torch.from_numpy(n > 0), value=torch.from_numpy(n.astype(np.float64)))

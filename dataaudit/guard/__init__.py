@@ -1,0 +1,33 @@
+"""Training-time guard: the audit's checks inside the training loop, plus a throughput profiler.
+
+Importable with torch alone (no Ray; pyarrow is only touched for ragged samples in the collate guard).
+
+    from dataaudit.guard import CollateGuard, DeviceGuard
+
+    loader = DataLoader(ds, batch_size=64, num_workers=4, pin_memory=True,
+                        collate_fn=CollateGuard(None, "audit.toml"))       # provenance + worker-side checks
+    guard = DeviceGuard(loader, "audit.toml", device="cuda", policy="mask")
+    for batch in guard:
+        ...
+    print(guard.summary())
+
+See README.md, "The training guard".
+"""
+from dataaudit.guard.collate import CollateError, CollateGuard, GuardedBatch
+from dataaudit.guard.device import POLICIES, BadBatchError, DeviceGuard, Finding
+from dataaudit.guard.plan import GUARD_DEFAULT_CHECKS, BatchChecks, CheckCall, GuardPlan
+from dataaudit.guard.profiler import StepRecord, ThroughputProfiler
+from dataaudit.guard.snapshot import Snapshot, load_snapshot, save_snapshot
+
+__all__ = [
+    "CollateGuard", "CollateError", "GuardedBatch", "DeviceGuard", "BadBatchError", "Finding", "POLICIES",
+    "GuardPlan", "BatchChecks", "CheckCall", "GUARD_DEFAULT_CHECKS", "ThroughputProfiler", "StepRecord",
+    "Snapshot", "load_snapshot", "save_snapshot", "GuardCallback",
+]
+
+
+def __getattr__(name):  # the Lightning callback imports lightning (optional): only when asked for
+    if name == "GuardCallback":
+        from dataaudit.guard.lightning import GuardCallback
+        return GuardCallback
+    raise AttributeError(name)

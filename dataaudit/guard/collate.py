@@ -1,0 +1,219 @@
+"""CollateGuard: the audit's checks on the samples of a batch, inside the DataLoader workers, before collation.
+
+    loader = DataLoader(dataset, batch_size=64, num_workers=4,
+                        collate_fn=CollateGuard(my_collate, "audit.toml"))
+
+Each sample is a dict (or a tuple, with names=...) whose entries the config's [fields] name; `__key__` and
+`__shard__` (and `__row__`), when a sample has them, are its provenance (the audit's (shard, key)). The guard
+takes them out, checks the samples as they are (ragged token lists and per-sample dtypes included: the same
+fields the audit builds from Arrow), calls the user's collate_fn on the samples, and returns the collated batch
+with the provenance and the results attached:
+
+    dict batch   -> the same dict plus "__key__" [B], "__shard__" [B] and "__guard__" (the check results)
+    other batch  -> GuardedBatch(data, keys, shards, guard)
+
+The device guard (DeviceGuard) consumes those entries: it names every flagged sample by (shard, key), merges
+the worker-side results with its own and applies its policy. The work here runs in the workers, in parallel
+with training, and costs the training process nothing; `drop=True` removes flagged samples before collation.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from dataaudit.checks.numeric_field import from_arrow, from_tensor, tokens_from_arrow, tokens_from_tensor
+from dataaudit.guard.plan import BatchChecks, CheckCall, GuardPlan, empty_checks
+
+log = logging.getLogger("dataaudit.guard")
+
+KEY, SHARD, ROW, GUARD = "__key__", "__shard__", "__row__", "__guard__"
+
+
+class CollateError(RuntimeError):
+    """The user's collate_fn failed; the message names the batch's samples by (shard, key)."""
+
+
+@dataclass
+class GuardedBatch:
+    """A collated batch that is not a dict, with its provenance and the collate guard's results."""
+
+    data: Any
+    keys: list | None = None
+    shards: list | None = None
+    guard: dict | None = None
+
+    def pin_memory(self) -> "GuardedBatch":  # called by the DataLoader's pin-memory thread
+        from dataaudit.guard.device import pin_tree
+        return GuardedBatch(pin_tree(self.data), self.keys, self.shards, pin_tree(self.guard))
+
+    def to(self, device, non_blocking: bool = False) -> "GuardedBatch":
+        from dataaudit.guard.device import move_tree
+        return GuardedBatch(move_tree(self.data, device, non_blocking), self.keys, self.shards,
+                            move_tree(self.guard, device, non_blocking))
+
+
+def checks_to_payload(res: BatchChecks, dropped: list | None = None) -> dict:
+    """The `__guard__` entry: results as tensors (moved and pinned with the batch) plus the call list."""
+    return {"calls": [(c.check, c.field, c.severity, c.params) for c in res.calls],
+            "flagged": res.flagged, "value": res.value, "dropped": list(dropped or [])}
+
+
+def checks_from_payload(payload: Mapping) -> BatchChecks:
+    calls = tuple(CheckCall(c[0], c[1], c[2], tuple(tuple(p) for p in c[3])) for c in payload["calls"])
+    return BatchChecks(calls, payload["flagged"], payload["value"])
+
+
+def _as_array(v) -> np.ndarray | None:
+    if v is None:
+        return None
+    if isinstance(v, torch.Tensor):
+        v = v.detach()
+        if v.dtype == torch.bfloat16:
+            v = v.float()
+        return v.cpu().numpy()
+    return np.asarray(v)
+
+
+def _list_array(vals: list, dtypes: bool = False):
+    """Ragged per-sample arrays as one Arrow large_list column (no per-element Python work), and per-sample
+    dtype names when asked (so dtype_mismatch sees each sample's own storage dtype, as the audit does)."""
+    import pyarrow as pa  # lazy: only ragged samples need Arrow
+
+    present = [v for v in vals if v is not None]
+    lens = np.array([0 if v is None else v.size for v in vals], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    if present:
+        flat = np.concatenate([v.reshape(-1) for v in present])
+    else:
+        flat = np.zeros(0, dtype=np.float32)
+    nulls = pa.array([v is None for v in vals]) if len(present) < len(vals) else None
+    arr = pa.LargeListArray.from_arrays(pa.array(offsets, pa.int64()), pa.array(flat), mask=nulls)
+    names = [None if v is None else v.dtype.name for v in vals] if dtypes else None
+    return arr, names
+
+
+def _numeric_field(vals: list):
+    """A NumericField of the samples' values: a stacked tensor (from_tensor) when every sample has the same
+    shape and dtype, else the ragged Arrow form (from_arrow) with per-sample dtypes."""
+    if all(v is not None for v in vals) and len({(v.shape, v.dtype) for v in vals}) == 1:
+        return from_tensor(torch.from_numpy(np.stack(vals)))
+    arr, names = _list_array(vals, dtypes=True)
+    return from_arrow(arr, dtypes=names)
+
+
+def _token_fields(ids: list, mask: list | None):
+    same = all(v is not None for v in ids) and len({v.shape for v in ids}) == 1
+    if mask is not None:
+        same = same and all(m is not None and m.shape == i.shape for m, i in zip(mask, ids))
+    if same and ids and ids[0].ndim == 1:
+        return tokens_from_tensor(torch.from_numpy(np.stack(ids)),
+                                  None if mask is None else torch.from_numpy(np.stack(mask)))
+    return tokens_from_arrow(_list_array(ids)[0], None if mask is None else _list_array(mask)[0])
+
+
+class CollateGuard:
+    """Wrap a collate_fn: check the samples (audit semantics) in the worker, keep their provenance.
+
+    collate_fn: the user's (default: torch's default_collate).
+    config, checks, names, fields: as GuardPlan (the audit's TOML; None -> the guard's default checks).
+    drop: remove samples flagged by a check whose severity is in `act_on` before collation (they are listed
+        in the batch's "__guard__"["dropped"] and logged); the default keeps them for the device guard.
+    """
+
+    def __init__(self, collate_fn: Callable | None = None, config=None, *, checks=None,
+                 names: Sequence[str] | None = None, fields: Mapping[str, Any] | None = None,
+                 drop: bool = False, act_on: Iterable[str] = ("error",)):
+        if collate_fn is None:
+            from torch.utils.data import default_collate
+            collate_fn = default_collate
+        self.collate_fn = collate_fn
+        self.plan = GuardPlan(config, checks=checks, names=names, fields=fields)
+        self.names = tuple(names) if names is not None else None
+        self.drop = drop
+        self.act_on = frozenset(act_on)
+
+    # Picklable for DataLoader workers started with spawn: the plan is rebuilt lazily per worker.
+
+    def _sample_dict(self, s) -> dict:
+        if isinstance(s, Mapping):
+            return dict(s)
+        if isinstance(s, (tuple, list)) and self.names is not None:
+            return dict(zip(self.names, s))
+        raise TypeError("CollateGuard needs dict samples (or tuples with names=...), got "
+                        f"{type(s).__name__}")
+
+    def check(self, samples: Sequence) -> tuple[BatchChecks, list, list, list]:
+        """(results, keys, shards, rows) for a list of samples; no collation."""
+        dicts = [self._sample_dict(s) for s in samples]
+        keys = [d.get(KEY) for d in dicts]
+        shards = [d.get(SHARD) for d in dicts]
+        rows = [d.get(ROW) for d in dicts]
+        n = len(dicts)
+        if n == 0:
+            return empty_checks(0), keys, shards, rows
+        proto = {}
+        for k, v in dicts[0].items():
+            if k in (KEY, SHARD, ROW):
+                continue
+            a = _as_array(v)
+            if a is not None and a.dtype.kind in "biuf":  # a one-sample stand-in: resolves keys and dtypes
+                proto[k] = torch.from_numpy(np.array(a, copy=True).reshape((1,) + a.shape))
+        plans = self.plan.resolve(proto)
+        args = []
+        for p in plans:
+            vals = [_as_array(d.get(p.key)) for d in dicts]
+            if p.target == "tokens":
+                masks = None
+                if p.mask_key is not None:
+                    masks = [_as_array(d.get(p.mask_key)) for d in dicts]
+                args.append(_token_fields(vals, masks))
+            elif p.target == "label" and all(v is not None and v.ndim == 0 for v in vals):
+                args.append(from_tensor(torch.from_numpy(np.stack(vals))))
+            else:
+                args.append(_numeric_field(vals))
+        res = self.plan.run_fields(plans, args, [torch.zeros(n)])
+        return res, keys, shards, rows
+
+    def __call__(self, samples: Sequence):
+        res, keys, shards, rows = self.check(samples)
+        dropped = []
+        samples = list(samples)
+        if self.drop and res.calls:
+            acting = [c.severity in self.act_on for c in res.calls]
+            bad = res.rows(acting).numpy()
+            if bad.any():
+                fl = res.flagged.numpy()
+                for i in np.flatnonzero(bad).tolist():
+                    dropped.append({"key": keys[i], "shard": shards[i], "row": rows[i],
+                                    "checks": [c.label for j, c in enumerate(res.calls) if fl[j, i]]})
+                keep = np.flatnonzero(~bad)
+                log.warning("collate guard: dropped %d of %d samples: %s", len(dropped), len(samples),
+                            ", ".join(f"{d['shard']}:{d['key']} ({'/'.join(d['checks'])})" for d in dropped[:5]))
+                samples = [samples[i] for i in keep.tolist()]
+                keys, shards = [keys[i] for i in keep], [shards[i] for i in keep]
+                res = BatchChecks(res.calls, res.flagged[:, torch.from_numpy(keep)],
+                                  res.value[:, torch.from_numpy(keep)])
+        clean = [_strip(s) for s in samples]
+        try:
+            data = self.collate_fn(clean)
+        except Exception as exc:
+            named = ", ".join(f"{s}:{k}" for s, k in zip(shards, keys))
+            raise CollateError(f"collate_fn failed on samples [{named}]: {exc}") from exc
+        payload = checks_to_payload(res, dropped)
+        if isinstance(data, dict):
+            data[KEY], data[SHARD], data[GUARD] = keys, shards, payload
+            return data
+        return GuardedBatch(data, keys, shards, payload)
+
+
+def _strip(s):
+    if isinstance(s, Mapping) and (KEY in s or SHARD in s or ROW in s):
+        return {k: v for k, v in s.items() if k not in (KEY, SHARD, ROW)}
+    return s
+
+
+__all__ = ["CollateGuard", "CollateError", "GuardedBatch", "checks_from_payload", "checks_to_payload"]

@@ -1,0 +1,575 @@
+"""DeviceGuard: wraps a DataLoader; moves each batch to the device and runs the audit's checks on it there.
+
+    guard = DeviceGuard(loader, "audit.toml", device="cuda", policy="mask")
+    for batch in guard:                     # batch: on the device, bad samples neutralized
+        loss = (F.cross_entropy(model(batch["pixels"]), batch["label"], reduction="none")
+                * batch["loss_weight"]).mean()
+        ...
+    print(guard.summary())
+
+Per batch: (pinned) host memory -> non_blocking copy -> GuardPlan.run (the registered checks on from_tensor /
+tokens_from_tensor fields) -> policy. The flags ([C, B]) stay on the device; a non_blocking copy into pinned
+memory plus a CUDA event carries them back, and they are read when the event has completed (usually at the
+next step): no host sync per check, and none at all in the hot path for `mask` and `warn`.
+
+Policies (they act on checks whose severity is in `act_on`, default error; flagged checks at other severities
+are recorded and logged, as `warn`):
+    raise  stop with BadBatchError naming the checks, the sample positions and their (shard, key), after saving
+           a safetensors snapshot of the batch. On the CPU it raises before the batch is handed out. On an
+           accelerator (late_raise=True, the default) the batch is handed out masked (so the bad samples never
+           reach the loss) and the error is raised when the flags come back, one or two steps later, with no
+           sync in the hot path; late_raise=False reads the flag at once (one sync per batch).
+    skip   drop the whole batch and record it. Deciding needs the flag before the batch is handed out: on an
+           accelerator that is one small read (a sync) per batch; use mask to avoid it.
+    mask   keep the batch, neutralize the bad samples: label -> ignore index, token ids -> pad id, their float
+           inputs -> 0 and attention mask -> 1 (finite activations), and batch[weight_key] = 0.0 for them (1.0
+           for the others). No host read on an accelerator.
+    warn   record and log only.
+"""
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from dataaudit.guard.collate import GUARD, KEY, ROW, SHARD, GuardedBatch, checks_from_payload
+from dataaudit.guard.plan import BatchChecks, GuardPlan, format_value
+from dataaudit.guard.profiler import StepRecord, ThroughputProfiler
+from dataaudit.guard.snapshot import save_snapshot
+
+log = logging.getLogger("dataaudit.guard")
+
+POLICIES = ("raise", "skip", "mask", "warn")
+_ACTION = {"raise": "raised", "skip": "skipped", "mask": "masked", "warn": "warned"}
+
+
+class BadBatchError(RuntimeError):
+    """A batch failed an acting check under policy "raise". Attributes: step, trace_id, snapshot (path or None),
+    findings (list of Finding)."""
+
+    def __init__(self, message: str, *, step: int, trace_id: str, snapshot, findings):
+        super().__init__(message)
+        self.step, self.trace_id, self.snapshot, self.findings = step, trace_id, snapshot, findings
+
+
+@dataclass
+class Finding:
+    """One flagged (sample, check) of one batch."""
+
+    step: int
+    position: int          # row in the batch handed to the training loop
+    key: Any
+    shard: Any
+    check: str
+    field: str
+    severity: str
+    value: float
+    detail: str
+    action: str            # raised | skipped | masked | warned
+    source: str = "device"  # device | collate
+
+
+# ------------------------------------------------------------------------------------------------ tensor trees
+
+def pin_tree(x):
+    """Pin every CPU tensor of a dict / list / tuple tree (the DataLoader's pin_memory does the same)."""
+    if isinstance(x, torch.Tensor):
+        return x.pin_memory() if x.device.type == "cpu" and not x.is_pinned() else x
+    if isinstance(x, dict):
+        return {k: pin_tree(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(pin_tree(v) for v in x) if not hasattr(x, "_fields") else type(x)(*[pin_tree(v) for v in x])
+    return x
+
+
+def move_tree(x, device, non_blocking: bool = True, pin: bool = False):
+    """Every tensor of a dict / list / tuple tree on `device` (non_blocking; pinned first when `pin`)."""
+    if isinstance(x, torch.Tensor):
+        if x.device == device:
+            return x
+        if pin and x.device.type == "cpu" and not x.is_pinned():
+            x = x.pin_memory()
+        return x.to(device, non_blocking=non_blocking)
+    if isinstance(x, dict):
+        return {k: move_tree(v, device, non_blocking, pin) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        items = [move_tree(v, device, non_blocking, pin) for v in x]
+        return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)
+    return x
+
+
+# ------------------------------------------------------------------------------------------------ per batch
+
+class _Entry:
+    """One batch on its way through the guard; its flags are read back when `event` has completed."""
+
+    __slots__ = ("step", "batch_size", "keys", "shards", "rows", "checks", "device_calls", "acting",
+                 "flagged_host", "value_host", "tokens_host", "event", "staged", "timing_events", "snapshot_batch",
+                 "action", "wait_s", "copy_s", "guard_s", "compute_s", "wall_s", "skipped_before", "gpu", "read")
+
+    def __init__(self, step, batch_size, keys, shards, rows, checks, device_calls, acting, copy_s):
+        self.step, self.batch_size, self.keys, self.shards, self.rows = step, batch_size, keys, shards, rows
+        self.checks, self.device_calls, self.acting, self.copy_s = checks, device_calls, acting, copy_s
+        self.flagged_host = self.value_host = self.tokens_host = None   # numpy [C, B] once read back
+        self.event = self.staged = self.timing_events = self.snapshot_batch = None
+        self.action = ""
+        self.wait_s = self.guard_s = self.wall_s = 0.0
+        self.compute_s = None
+        self.skipped_before = 0
+        self.gpu = None
+        self.read = False
+
+
+class DeviceGuard:
+    """Wrap a DataLoader (any iterable of batches): device copy, the audit's checks, a policy, a profiler.
+
+    loader: yields dict batches (tuple/list with names=...), possibly from CollateGuard (provenance + its
+        results are then merged in).
+    config, checks, names, fields: as GuardPlan (config: the audit TOML path, an AuditConfig or None).
+    device: where batches go (None: leave them where they are, e.g. CPU training).
+    policy: raise | skip | mask | warn (see the module doc); act_on: severities the policy acts on.
+    ignore_index, pad_id: mask fill values (default: the config's label_out_of_range ignore_index, -100, and
+        [data] pad_id, else 0). weight_key: per-sample loss weight added to dict batches under mask (None: no).
+    snapshot_dir: where raise writes its snapshot (None: no snapshot).
+    profile: True (a ThroughputProfiler with log_every / jsonl), a ThroughputProfiler, or False.
+    """
+
+    def __init__(self, loader: Iterable, config=None, *, device=None, policy: str = "raise",
+                 act_on: Iterable[str] = ("error",), checks=None, names: Sequence[str] | None = None,
+                 fields: Mapping[str, Any] | None = None, ignore_index: int | None = None,
+                 pad_id: int | None = None, weight_key: str | None = "loss_weight",
+                 snapshot_dir: str | Path | None = "guard_snapshots", profile=True, log_every: int = 100,
+                 jsonl: str | Path | None = None, late_raise: bool = True, non_blocking: bool = True,
+                 pin_memory: bool = True, max_findings: int = 10_000):
+        if policy not in POLICIES:
+            raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+        self.loader = loader
+        self.plan = GuardPlan(config, checks=checks, names=names, fields=fields)
+        self.device = torch.device(device) if device is not None else None
+        self.policy = policy
+        self.act_on = frozenset(act_on)
+        lab = self.plan.config.check("label_out_of_range").params
+        self.ignore_index = ignore_index if ignore_index is not None else (
+            lab.get("ignore_index") if lab.get("ignore_index") is not None else -100)
+        self.pad_id = pad_id if pad_id is not None else self.plan.config.data.get("pad_id", 0)
+        self.weight_key = weight_key
+        self.snapshot_dir = snapshot_dir
+        if profile is True:
+            self.profiler = ThroughputProfiler(log_every=log_every, jsonl=jsonl)
+        else:
+            self.profiler = profile or None
+        self.late_raise = late_raise
+        self.non_blocking = non_blocking
+        self.pin_memory = pin_memory
+        self.max_findings = max_findings
+        self.findings: list[Finding] = []
+        self.bad_batches: list[dict] = []
+        self.snapshots: list[Path] = []
+        self.step = -1                 # index of the last batch drawn from the loader
+        self.last_checks: BatchChecks | None = None
+        self.sample_weight: torch.Tensor | None = None   # mask: the last batch's weights (tuple batches)
+        self._acting_key = self._acting_val = None
+        self._step_end = None
+        self._pending: deque[_Entry] = deque()
+        self._unrecorded: deque[_Entry] = deque()
+
+    def __len__(self) -> int:
+        return len(self.loader)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator:
+        return self._iterate()
+
+    # ------------------------------------------------------------------------------------------ the loop
+
+    def _iterate(self):
+        it = iter(self.loader)
+        prev: _Entry | None = None
+        carry = [0.0, 0.0, 0.0, 0]   # wait, copy, guard, batches of skipped batches -> the next step
+        clock = time.perf_counter
+        done = False
+        try:
+            while True:
+                t_req = clock()
+                self._step_end = _timing_event(self.device)  # CUDA: the GPU reaches it when the step's work is done
+                if prev is not None:
+                    prev.compute_s = t_req - prev.wall_s   # wall_s holds the hand-out time until here
+                    prev.wall_s = prev.wait_s + prev.copy_s + prev.guard_s + prev.compute_s
+                    self._unrecorded.append(prev)
+                    prev = None
+                self._drain(block=False)
+                t0 = clock()
+                try:
+                    raw = next(it)
+                except StopIteration:
+                    done = True
+                    break
+                t1 = clock()
+                out, entry = self.process(raw)
+                t2 = clock()
+                copy_s = entry.copy_s
+                entry.wait_s = (t1 - t0) + carry[0]
+                entry.copy_s = copy_s + carry[1]
+                # the guard's time: reading back earlier flags (t_req..t0) and this batch's checks and policy
+                entry.guard_s = (t0 - t_req) + (t2 - t1 - copy_s) + carry[2]
+                if out is None:  # skipped: its time goes to the next batch handed out
+                    carry = [entry.wait_s, entry.copy_s, entry.guard_s, carry[3] + 1]
+                    continue
+                entry.skipped_before = carry[3]
+                carry = [0.0, 0.0, 0.0, 0]
+                entry.wall_s = clock()
+                entry.guard_s += entry.wall_s - t2
+                prev = entry
+                yield out
+        finally:
+            if prev is not None:
+                prev.compute_s = time.perf_counter() - prev.wall_s
+                prev.wall_s = prev.wait_s + prev.copy_s + prev.guard_s + prev.compute_s
+                self._unrecorded.append(prev)
+            if done:
+                self.flush()
+            else:  # stopped early (break, or an error in the training step): record what is complete
+                self._record_ready()
+
+    def flush(self) -> None:
+        """Read back every pending batch's flags (waits for the device) and record them. Called at the end of
+        the iteration; call it before reading `findings` mid-epoch on an accelerator."""
+        self._drain(block=True)
+        self._record_ready()
+
+    # ------------------------------------------------------------------------------------------ one batch
+
+    def _acting(self, calls) -> list:
+        if calls is not self._acting_key:
+            self._acting_key = calls
+            self._acting_val = [c.severity in self.act_on for c in calls]
+        return self._acting_val
+
+    def process(self, raw):
+        """Guard one batch as drawn from the loader: (batch for the training loop or None if skipped, entry).
+        Usable without the iterator (e.g. the Lightning callback)."""
+        clock = time.perf_counter
+        self.step += 1
+        data, keys, shards, rows, worker = _unwrap(raw)
+        t0 = clock()
+        ev0 = ev1 = None
+        if self.device is not None:
+            pin = self.pin_memory and self.device.type == "cuda"
+            ev0 = _timing_event(self.device)
+            data = move_tree(data, self.device, self.non_blocking, pin)
+            if worker is not None:
+                worker = move_tree(worker, self.device, self.non_blocking, pin)
+            ev1 = _timing_event(self.device)
+        t1 = clock()
+        res = self.plan.run(data)
+        device_calls = len(res.calls)
+        if worker is not None:
+            res = res.concat(checks_from_payload(worker))
+            if worker.get("dropped"):
+                for d in worker["dropped"]:
+                    self.bad_batches.append({"step": self.step, "dropped_in_collate": d})
+        acting = self._acting(res.calls)
+        entry = _Entry(self.step, res.num_samples, keys, shards, rows, res, device_calls, acting, t1 - t0)
+        self.last_checks = res
+        if res.flagged.is_cpu:
+            return self._process_host(data, entry)
+        # An accelerator: nothing below reads device memory back, except skip and late_raise=False.
+        act = res.rows(acting)
+        out = data
+        if self.policy == "skip" or (self.policy == "raise" and not self.late_raise):
+            if bool(act.any()):  # the one host read of these policies (a sync per batch)
+                self._read_now(entry)
+                if self.policy == "raise":
+                    self._raise(entry, data)
+                entry.action = "skipped"
+                self._record_skipped(entry)
+                return None, entry
+        elif self.policy in ("mask", "raise"):
+            out = self._mask(data, act)
+            if self.policy == "raise":  # late raise: keep the batch as checked, for the snapshot
+                entry.snapshot_batch = data
+        if self.policy == "mask" and self.weight_key is not None:
+            w = (~act).to(torch.float32)
+            self.sample_weight = w
+            if type(out) is dict:
+                out = out if out is not data else dict(out)
+                out[self.weight_key] = w
+        tokens = self._tokens(data)
+        ev2 = _timing_event(self.device) if self.device is not None else None
+        if ev0 is not None:
+            entry.timing_events = (self._step_end, ev0, ev1, ev2)
+            self._step_end = None
+        self._stage(entry, tokens)
+        return out, entry
+
+    def _process_host(self, data, entry: _Entry):
+        """The CPU path: flags are host memory already, so read them now (no device to stall) and do only
+        what a flagged batch needs."""
+        res = entry.checks
+        fl = res.flagged.numpy()
+        entry.flagged_host, entry.value_host, entry.read = fl, res.value.numpy(), True
+        any_flag = fl.any()
+        act = None
+        if any_flag:
+            sel = [i for i, a in enumerate(entry.acting) if a]
+            act = fl[sel].any(0) if sel else np.zeros(fl.shape[1], dtype=bool)
+            if not act.any():
+                act = None
+        out = data
+        policy = self.policy
+        if act is not None:
+            if policy == "raise":
+                self._raise(entry, data)
+            if policy == "skip":
+                entry.action = "skipped"
+                self._record_skipped(entry)
+                return None, entry
+            if policy == "mask":
+                out = self._mask(data, torch.from_numpy(act))
+        if policy == "mask" and self.weight_key is not None:
+            w = torch.from_numpy(~act if act is not None else np.ones(fl.shape[1], dtype=bool)).to(torch.float32)
+            self.sample_weight = w
+            if type(out) is dict:
+                out = out if out is not data else dict(out)
+                out[self.weight_key] = w
+        entry.tokens_host = self._tokens(data) if self.plan.ids_key is not None else 0
+        if any_flag:
+            self._on_read(entry)
+        return out, entry
+
+    def _tokens(self, data):
+        p = self.plan
+        if p.ids_key is None:
+            return 0
+        named = data if isinstance(data, Mapping) else dict(enumerate(data))
+        m = named.get(p.mask_key) if p.mask_key is not None else None
+        if m is None:
+            return named[p.ids_key].numel()
+        if m.is_cpu:
+            return int(m.sum())
+        return m.sum(dtype=torch.int64)   # read back late with the flags
+
+    def _mask(self, data, act: torch.Tensor):
+        """Neutralize the samples marked in act (bool [B]) without reading anything back."""
+        p = self.plan
+        named = dict(data) if isinstance(data, Mapping) else dict(enumerate(data))
+
+        def rows_of(x):
+            return act.view((-1,) + (1,) * (x.dim() - 1))
+
+        for k in p.numeric_keys:
+            x = named[k]
+            named[k] = x.masked_fill(rows_of(x), 0)
+        if p.label_key is not None:
+            y = named[p.label_key]
+            named[p.label_key] = y.masked_fill(rows_of(y), self.ignore_index)
+        if p.ids_key is not None:
+            x = named[p.ids_key]
+            named[p.ids_key] = x.masked_fill(rows_of(x), self.pad_id)
+        if p.mask_key is not None and p.mask_key in named:
+            m = named[p.mask_key]
+            named[p.mask_key] = m.masked_fill(rows_of(m), 1)
+        if isinstance(data, Mapping):
+            return named
+        return type(data)(named[i] for i in range(len(data)))
+
+    # ------------------------------------------------------------------------------------------ readback
+
+    def _stage(self, entry: _Entry, tokens) -> None:
+        fl, va = entry.checks.flagged, entry.checks.value
+        if fl.device.type == "cpu":
+            entry.flagged_host, entry.value_host = fl.numpy(), va.numpy()
+            entry.tokens_host = int(tokens)
+            entry.read = True
+            self._on_read(entry)
+            return
+        if fl.device.type != "cuda":  # e.g. meta: nothing to read back
+            entry.read = True
+            entry.flagged_host = entry.value_host = None
+            entry.tokens_host = 0
+            return
+        pf = torch.empty(fl.shape, dtype=fl.dtype, pin_memory=True)
+        pv = torch.empty(va.shape, dtype=va.dtype, pin_memory=True)
+        pf.copy_(fl, non_blocking=True)
+        pv.copy_(va, non_blocking=True)
+        if isinstance(tokens, torch.Tensor):
+            pt = torch.empty((), dtype=torch.int64, pin_memory=True)
+            pt.copy_(tokens, non_blocking=True)
+        else:
+            pt = int(tokens)
+        ev = torch.cuda.Event()
+        ev.record()
+        entry.staged, entry.event = (pf, pv, pt), ev
+        self._pending.append(entry)
+
+    def _drain(self, block: bool) -> None:
+        while self._pending:
+            e = self._pending[0]
+            if not block and not e.event.query():
+                break
+            if block:
+                e.event.synchronize()
+            self._pending.popleft()
+            pf, pv, pt = e.staged
+            e.flagged_host, e.value_host = pf.numpy(), pv.numpy()
+            e.tokens_host = int(pt) if isinstance(pt, torch.Tensor) else pt
+            if e.timing_events is not None:  # complete: recorded before e.event on the same stream
+                end_prev, a, b, c = e.timing_events
+                e.gpu = (a.elapsed_time(b) / 1e3, b.elapsed_time(c) / 1e3,
+                         end_prev.elapsed_time(a) / 1e3 if end_prev is not None else None)
+            e.staged = e.event = None
+            e.read = True
+            self._on_read(e)
+        self._record_ready()
+
+    def _read_now(self, entry: _Entry) -> None:
+        """skip / raise (immediate): the flags of this batch on the host now."""
+        if entry.read:
+            return
+        entry.flagged_host = entry.checks.flagged.cpu().numpy()
+        entry.value_host = entry.checks.value.cpu().numpy()
+        entry.read = True
+
+    def _on_read(self, e: _Entry) -> None:
+        """The batch's flags are on the host: findings, log line, late raise."""
+        if e.flagged_host is None or e.action == "skipped":
+            return
+        fl = e.flagged_host
+        if not fl.size or not fl.any():
+            return
+        acted = any(a and fl[c].any() for c, a in enumerate(e.acting))
+        if self.policy == "raise" and acted and e.snapshot_batch is not None:
+            self._raise(e, e.snapshot_batch)  # late raise (the batch went out masked)
+        e.action = _ACTION[self.policy] if acted else "warned"
+        self._findings(e, e.action)
+
+    def _findings(self, e: _Entry, action: str) -> list[Finding]:
+        fl, va = e.flagged_host, e.value_host
+        out = []
+        for c, call in enumerate(e.checks.calls):
+            idx = np.flatnonzero(fl[c])
+            for i in idx.tolist():
+                v = float(va[c, i])
+                out.append(Finding(e.step, i, _at(e.keys, i), _at(e.shards, i), call.check, call.field,
+                                   call.severity, v, format_value(call, v),
+                                   action if e.acting[c] else "warned",
+                                   "device" if c < e.device_calls else "collate"))
+        room = self.max_findings - len(self.findings)
+        if room > 0:
+            self.findings.extend(out[:room])
+        by_check: dict[str, list[int]] = {}
+        for f in out:
+            by_check.setdefault(f"{f.check}:{f.field}", []).append(f.position)
+        self.bad_batches.append({"step": e.step, "action": action,
+                                 "checks": {k: len(v) for k, v in by_check.items()},
+                                 "positions": by_check,
+                                 "keys": sorted({str(f.key) for f in out if f.key is not None})})
+        log.warning("guard: step %d: %s -> %s", e.step, _describe(out), action)
+        return out
+
+    def _raise(self, e: _Entry, data) -> None:
+        trace_id = uuid.uuid4().hex
+        e.action = "raised"
+        out = self._findings(e, "raised")
+        path = None
+        if self.snapshot_dir is not None:
+            named = dict(data) if isinstance(data, Mapping) else dict(enumerate(data))
+            path = save_snapshot(self.snapshot_dir, named=named, is_dict=isinstance(data, Mapping),
+                                 checks=e.checks, device_calls=e.device_calls, keys=e.keys, shards=e.shards,
+                                 rows=e.rows, step=e.step, trace_id=trace_id, policy=self.policy, plan=self.plan)
+            self.snapshots.append(path)
+        acting = [f for f in out if f.severity in self.act_on]
+        msg = (f"guard: bad batch at step {e.step} (trace {trace_id}): {_describe(acting or out)}"
+               + (f"; snapshot: {path}" if path else ""))
+        if self.profiler is not None:
+            self.profiler.record_bad(sorted({f"{f.check}:{f.field}" for f in out}), "raised")
+        raise BadBatchError(msg, step=e.step, trace_id=trace_id, snapshot=path, findings=out)
+
+    def _record_skipped(self, e: _Entry) -> None:
+        self._findings(e, "skipped")
+        if self.profiler is not None:
+            fl = e.flagged_host
+            self.profiler.record_bad([c.label for i, c in enumerate(e.checks.calls) if fl[i].any()], "skipped")
+
+    def _record_ready(self) -> None:
+        """Profiler records for steps whose compute time and flags are both known, in step order."""
+        while self._unrecorded and self._unrecorded[0].read:
+            e = self._unrecorded.popleft()
+            if self.profiler is None:
+                continue
+            fl = e.flagged_host
+            bad = [] if fl is None else [c.label for i, c in enumerate(e.checks.calls) if fl[i].any()]
+            self.profiler.add(StepRecord(
+                step=e.step, samples=e.batch_size, tokens=int(e.tokens_host or 0), wait_s=e.wait_s,
+                copy_s=e.copy_s, guard_s=e.guard_s, compute_s=e.compute_s or 0.0, wall_s=e.wall_s,
+                bad_checks=bad, action=e.action if bad else "", skipped_batches=e.skipped_before,
+                gpu_copy_s=e.gpu[0] if e.gpu else None, gpu_guard_s=e.gpu[1] if e.gpu else None,
+                gpu_idle_s=e.gpu[2] if e.gpu else None))
+
+    # ------------------------------------------------------------------------------------------ reporting
+
+    def summary(self) -> dict:
+        """Profiler summary plus the guard's record: bad batches, findings count, snapshots, skipped checks."""
+        s = self.profiler.summary() if self.profiler is not None else {}
+        s.update({"policy": self.policy, "act_on": sorted(self.act_on),
+                  "checks": [c.label for c in self.plan.calls], "skipped_checks": dict(self.plan.skipped),
+                  "findings": len(self.findings), "bad_batch_records": len(self.bad_batches),
+                  "snapshots": [str(p) for p in self.snapshots]})
+        return s
+
+    def close(self) -> None:
+        self.flush()
+        if self.profiler is not None:
+            self.profiler.close()
+
+
+def _timing_event(device):
+    if device is None or device.type != "cuda":
+        return None
+    ev = torch.cuda.Event(enable_timing=True)
+    ev.record()
+    return ev
+
+
+def _unwrap(raw):
+    """(data, keys, shards, rows, collate guard payload) of what the loader yielded."""
+    if isinstance(raw, GuardedBatch):
+        return raw.data, raw.keys, raw.shards, None, raw.guard
+    if isinstance(raw, dict) and (KEY in raw or SHARD in raw or ROW in raw or GUARD in raw):
+        data = dict(raw)
+        keys, shards, rows, payload = (data.pop(KEY, None), data.pop(SHARD, None), data.pop(ROW, None),
+                                       data.pop(GUARD, None))
+        return data, _listify(keys), _listify(shards), _listify(rows), payload
+    return raw, None, None, None, None
+
+
+def _listify(v):
+    if isinstance(v, torch.Tensor):
+        return v.tolist()
+    return None if v is None else list(v)
+
+
+def _at(seq, i):
+    return None if seq is None or i >= len(seq) else seq[i]
+
+
+def _describe(findings: list[Finding], limit: int = 6) -> str:
+    by: dict[str, list[Finding]] = {}
+    for f in findings:
+        by.setdefault(f"{f.check}:{f.field}", []).append(f)
+    parts = []
+    for label, fs in by.items():
+        names = ", ".join(f"{f.position}={f.shard}:{f.key}" if f.key is not None else str(f.position)
+                          for f in fs[:limit])
+        more = f" +{len(fs) - limit} more" if len(fs) > limit else ""
+        parts.append(f"{label} at [{names}{more}] ({fs[0].detail})")
+    return "; ".join(parts)
+
+
+__all__ = ["DeviceGuard", "BadBatchError", "Finding", "POLICIES", "move_tree", "pin_tree"]

@@ -1,0 +1,126 @@
+"""A small PyTorch Lightning callback: the device guard's checks, policy and profiler in a Lightning run.
+
+Lightning is optional: the callback subclasses `lightning.pytorch.Callback` (or `pytorch_lightning.Callback`)
+when one of them imports, and is a plain class otherwise (its hooks are ordinary methods, testable with a stub
+trainer).
+
+    from dataaudit.guard import GuardCallback
+    guard = GuardCallback("audit.toml", policy="mask")
+    trainer = L.Trainer(callbacks=[guard])
+
+Lightning has already moved the batch to the device when `on_train_batch_start` runs; the callback checks it
+there and applies the policy to the batch in place (dict batches):
+    raise  BadBatchError (stops fit) after saving the snapshot; late on an accelerator (see DeviceGuard)
+    mask   bad samples neutralized in place, batch["loss_weight"] added
+    skip   Lightning cannot drop a batch from a callback: `callback.skip_requested` is True for a bad batch;
+           have training_step `return None` then (automatic optimization then skips the step)
+    warn   record and log
+Profiler figures: "wait" is the time between the end of one training batch and the start of the next (data
+loading plus Lightning's own transfer), "copy" is 0 (Lightning's transfer is in "wait"). Every `log_every`
+steps the figures go to trainer.logger.log_metrics (TensorBoard, wandb, CSV...) under "guard/...".
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from dataaudit.guard.device import DeviceGuard
+
+try:  # the optional dependency
+    from lightning.pytorch.callbacks import Callback as _Base
+except ImportError:  # pragma: no cover - depends on the environment
+    try:
+        from pytorch_lightning.callbacks import Callback as _Base
+    except ImportError:
+        _Base = object
+
+LIGHTNING_AVAILABLE = _Base is not object
+
+
+class GuardCallback(_Base):
+    """The guard as a Lightning callback. Arguments as DeviceGuard (config, policy, act_on, checks, names, fields,
+    ignore_index, pad_id, weight_key, snapshot_dir, late_raise, log_every, jsonl)."""
+
+    def __init__(self, config=None, *, log_every: int = 50, metrics_prefix: str = "guard/", **guard_kwargs: Any):
+        super().__init__()
+        self.guard = DeviceGuard(None, config, device=None, log_every=0,
+                                 **{k: v for k, v in guard_kwargs.items() if k != "device"})
+        self.log_every = log_every
+        self.metrics_prefix = metrics_prefix
+        self.skip_requested = False
+        self._entry = None
+        self._t_end: float | None = None
+        self._t_ready = 0.0
+
+    # ------------------------------------------------------------------------------------------ hooks
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        t0 = time.perf_counter()
+        wait = t0 - self._t_end if self._t_end is not None else 0.0
+        g = self.guard
+        g._drain(block=False)  # earlier steps' flags (may raise late)
+        out, entry = g.process(batch)
+        self.skip_requested = out is None
+        if out is not None and out is not batch:
+            _update_in_place(batch, out)
+        t1 = time.perf_counter()
+        entry.wait_s, entry.copy_s, entry.guard_s = wait, 0.0, t1 - t0
+        self._entry = None if out is None else entry
+        self._t_ready = t1
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        t = time.perf_counter()
+        e, g = self._entry, self.guard
+        if e is not None:
+            e.compute_s = t - self._t_ready
+            e.wall_s = e.wait_s + e.copy_s + e.guard_s + e.compute_s
+            g._unrecorded.append(e)
+            g._record_ready()
+            self._entry = None
+        self._t_end = t
+        prof = g.profiler
+        if prof is not None and self.log_every and prof.steps and prof.steps % self.log_every == 0:
+            self._log(trainer, prof.summary())
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        self.guard.flush()
+        if self.guard.profiler is not None:
+            self._log(trainer, self.guard.profiler.summary())
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        self.guard.close()
+
+    # ------------------------------------------------------------------------------------------ helpers
+
+    def _log(self, trainer, summary: dict) -> None:
+        logger = getattr(trainer, "logger", None)
+        if logger is None:
+            return
+        metrics = {self.metrics_prefix + k: float(v) for k, v in summary.items()
+                   if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        for check, n in summary.get("bad_batches_by_check", {}).items():
+            metrics[f"{self.metrics_prefix}bad_batches/{check}"] = float(n)
+        logger.log_metrics(metrics, step=getattr(trainer, "global_step", None))
+
+    def summary(self) -> dict:
+        return self.guard.summary()
+
+    @property
+    def findings(self):
+        return self.guard.findings
+
+
+def _update_in_place(batch, out) -> None:
+    """Lightning hands the same batch object to training_step: change it in place."""
+    if isinstance(batch, dict):
+        for k in [k for k in batch if k not in out]:
+            del batch[k]
+        batch.update(out)
+    elif isinstance(batch, list):
+        batch[:] = list(out)
+    else:
+        raise TypeError("GuardCallback can only change dict or list batches in place (policy mask); "
+                        f"got {type(batch).__name__}")
+
+
+__all__ = ["GuardCallback", "LIGHTNING_AVAILABLE"]

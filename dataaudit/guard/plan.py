@@ -1,0 +1,359 @@
+"""Which registered checks the guard runs on which tensors of a batch, and running them.
+
+The plan is resolved from the audit's own config (the same TOML: [fields] names the batch keys, [data] gives
+num_classes / vocab_size / pad_id / context_length, [checks.NAME] enabled / severity / params) and from the
+first batch's keys. Running it calls the registered check functions (`REGISTRY[name].fn`) on fields built with
+`from_tensor` / `tokens_from_tensor`: the same validators as the audit, no second implementation.
+
+Nothing here reads a device tensor back to the host: the result (`BatchChecks`) holds the per-sample flags and
+values as [C, B] tensors on the batch's device, for the device guard to act on and read back late.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from dataaudit.checks import REGISTRY
+from dataaudit.checks.numeric_field import from_tensor, tokens_from_tensor
+from dataaudit.config import AuditConfig, ConfigError, load_config
+
+# What the guard runs by default (when `checks` is not given), each only where the config enables it and its
+# required settings are there. Chosen for what breaks or silently poisons a training step, at a cost near the
+# memory bandwidth of one read of the batch (see README, "The training guard"):
+#   nonfinite              NaN/Inf inputs -> NaN loss; one row sum per float tensor (min/max when shared)
+#   out_of_range           only with bounds configured; shares the row min/max
+#   dtype_mismatch         only with [data] numeric_dtype; per-sample codes, no pass over the data
+#   label_out_of_range     a class index past the head: device-side assert in cross_entropy on CUDA
+#   token_id_out_of_range  an id past the embedding table: device-side assert
+#   all_padding            no real token: NaN attention softmax / empty loss
+#   too_long               shares all_padding's per-row mask count
+# Opt-in (checks=[...] or "all"): extreme_span (two extra reductions), constant (a two-pass float64 std:
+# ~20x the cost of the rest), mask_mismatch (an elementwise pass over ids and mask).
+GUARD_DEFAULT_CHECKS = ("nonfinite", "out_of_range", "dtype_mismatch", "label_out_of_range",
+                        "token_id_out_of_range", "all_padding", "too_long")
+GUARD_TARGETS = ("numeric", "label", "tokens")
+LABEL_NAMES = ("label", "labels", "cls")
+PROVENANCE_KEYS = ("__key__", "__shard__", "__row__", "__guard__")
+
+# Reduce-once ordering inside one numeric field: checks that compute the row min/max run first, so nonfinite
+# and constant reuse them instead of a row sum of their own.
+_ORDER = {"extreme_span": 0, "out_of_range": 1}
+
+
+@dataclass(frozen=True)
+class CheckCall:
+    """One check on one field of the batch."""
+
+    check: str
+    field: str          # report name of the field: the batch key (ids for token checks)
+    severity: str
+    params: tuple       # sorted (name, value) pairs: hashable, JSON-able
+
+    @property
+    def label(self) -> str:
+        return f"{self.check}:{self.field}"
+
+
+@dataclass
+class FieldPlan:
+    """A tensor of the batch (or ids + attention mask) and the checks run on it."""
+
+    target: str                         # numeric | label | tokens
+    key: Any                            # batch key (str for dicts, int position for tuples)
+    name: str                           # report name
+    calls: tuple[CheckCall, ...]
+    mask_key: Any = None                # tokens: the attention mask's key
+    fns: tuple = ()                     # (registered function, params dict) per call, looked up once
+
+    def __post_init__(self):
+        self.fns = tuple((REGISTRY[c.check].fn, dict(c.params)) for c in self.calls)
+
+
+@dataclass
+class BatchChecks:
+    """Per-sample results of every check call on one batch, on the batch's device.
+
+    flagged: bool [C, B]; value: float64 [C, B] (row c = calls[c]). Built without any host read."""
+
+    calls: tuple[CheckCall, ...]
+    flagged: torch.Tensor
+    value: torch.Tensor
+
+    @property
+    def num_samples(self) -> int:
+        return self.flagged.shape[1]
+
+    def rows(self, acting: Sequence[bool]) -> torch.Tensor:
+        """bool [B]: samples flagged by at least one call whose entry in `acting` is True (no host read)."""
+        idx = [i for i, a in enumerate(acting) if a]
+        if not idx:
+            return torch.zeros(self.num_samples, dtype=torch.bool, device=self.flagged.device)
+        if len(idx) == len(self.calls):
+            return self.flagged.any(0)
+        return self.flagged[idx].any(0)
+
+    def concat(self, other: "BatchChecks") -> "BatchChecks":
+        """Both results in one (e.g. the collate guard's, carried with the batch, and the device guard's)."""
+        if not other.calls:
+            return self
+        if not self.calls:
+            return other
+        return BatchChecks(self.calls + other.calls,
+                           torch.cat([self.flagged, other.flagged.to(self.flagged.device)]),
+                           torch.cat([self.value, other.value.to(self.value.device)]))
+
+    def to_dict(self) -> dict:
+        """Host copy as plain Python: {"check:field": {"flagged": [...], "value": [...]}} (reads back: off the
+        hot path only)."""
+        f = self.flagged.cpu().numpy()
+        v = self.value.cpu().numpy()
+        return {c.label: {"flagged": f[i].tolist(), "value": v[i].tolist()} for i, c in enumerate(self.calls)}
+
+
+def empty_checks(num_samples: int, device=None) -> BatchChecks:
+    return BatchChecks((), torch.zeros((0, num_samples), dtype=torch.bool, device=device),
+                       torch.zeros((0, num_samples), dtype=torch.float64, device=device))
+
+
+def as_config(config) -> AuditConfig:
+    """An AuditConfig from a path (the audit's TOML), None (defaults) or an AuditConfig."""
+    if isinstance(config, AuditConfig):
+        return config
+    if config is None or isinstance(config, (str, Path)):
+        return load_config(config)
+    raise TypeError(f"config must be a path, None or an AuditConfig, not {type(config).__name__}")
+
+
+def _is_float_tensor(x) -> bool:
+    return isinstance(x, torch.Tensor) and x.is_floating_point() and x.dim() >= 1
+
+
+class GuardPlan:
+    """The guard's checks for one kind of batch, from the audit config.
+
+    config: path of the audit TOML, an AuditConfig, or None (defaults).
+    checks: None -> GUARD_DEFAULT_CHECKS; "all" -> every numeric/label/token check; or a list of check names.
+        Only checks the config enables run; a check whose required setting is missing (label_out_of_range without
+        num_classes) is listed in `skipped` with the reason, never silently passed.
+    names: for tuple/list batches, the name of each position (("pixels", "label")); dict batches use their keys.
+    fields: overrides of the config's [fields] (numeric, label, input_ids, attention_mask).
+    """
+
+    def __init__(self, config=None, *, checks: Iterable[str] | str | None = None,
+                 names: Sequence[str] | None = None, fields: Mapping[str, Any] | None = None):
+        self.config = as_config(config)
+        self.fields_cfg = {**self.config.fields, **dict(fields or {})}
+        if isinstance(self.fields_cfg.get("numeric"), str):
+            self.fields_cfg["numeric"] = [self.fields_cfg["numeric"]]
+        self.names = tuple(names) if names is not None else None
+        self.requested = self._requested(checks)
+        self.skipped: dict[str, str] = {}
+        self.fields: tuple[FieldPlan, ...] | None = None   # resolved from the first batch
+        self._signature = None
+
+    # ------------------------------------------------------------------------------------------ resolution
+
+    @staticmethod
+    def _requested(checks) -> tuple[str, ...]:
+        if checks is None:
+            return GUARD_DEFAULT_CHECKS
+        if isinstance(checks, str):
+            if checks != "all":
+                checks = [checks]
+            else:
+                return tuple(n for n, s in REGISTRY.items() if s.target in GUARD_TARGETS)
+        out = []
+        for name in checks:
+            if name not in REGISTRY:
+                raise ConfigError(f"guard: unknown check {name!r} (known: {', '.join(sorted(REGISTRY))})")
+            if REGISTRY[name].target not in GUARD_TARGETS:
+                raise ConfigError(f"guard: {name!r} is a {REGISTRY[name].target} check; the guard runs numeric, "
+                                  "label and token checks on tensors (text checks run in the audit)")
+            out.append(name)
+        return tuple(dict.fromkeys(out))
+
+    def _named(self, batch) -> dict[Any, Any]:
+        """key -> value of the batch's top level (dict keys, or tuple positions named by `names`); read only."""
+        if type(batch) is dict:
+            return batch
+        if isinstance(batch, Mapping):
+            return dict(batch)
+        if isinstance(batch, (tuple, list)):
+            if self.names is None:
+                raise ValueError("the guard needs names=(...) for tuple/list batches (the name of each position, "
+                                 "as used in the config's [fields])")
+            if len(self.names) != len(batch):
+                raise ValueError(f"names has {len(self.names)} entries, the batch {len(batch)}")
+            return dict(enumerate(batch))
+        raise TypeError(f"the guard checks dict or tuple/list batches, not {type(batch).__name__}")
+
+    def display(self, key) -> str:
+        return self.names[key] if isinstance(key, int) and self.names is not None else str(key)
+
+    def key_of(self, name: str | None, named: Mapping) -> Any:
+        if name is None:
+            return None
+        if name in named:
+            return name
+        if self.names is not None and name in self.names:
+            return self.names.index(name)
+        return None
+
+    def resolve(self, batch) -> tuple[FieldPlan, ...]:
+        """Resolve (once per batch structure) which checks run on which batch entries."""
+        named = self._named(batch)
+        sig = tuple(named)  # resolved once per set of batch keys
+        if self.fields is not None and sig == self._signature:
+            return self.fields
+        self._signature = sig
+        cfg, data, f = self.config, self.config.data, self.fields_cfg
+        tensors = {k: v for k, v in named.items() if isinstance(v, torch.Tensor)
+                   and self.display(k) not in PROVENANCE_KEYS}
+
+        def pick(cfg_key: str, defaults: tuple[str, ...]):
+            if cfg_key in f:
+                k = self.key_of(f[cfg_key], named)
+                return k if k in tensors else None
+            for n in defaults:
+                k = self.key_of(n, named)
+                if k in tensors:
+                    return k
+            return None
+
+        label = pick("label", LABEL_NAMES if "num_classes" in data else ())
+        ids = pick("input_ids", ("input_ids",))
+        mask = pick("attention_mask", ("attention_mask",))
+        special = {label, ids, mask}
+        if "numeric" in f:
+            numeric = [self.key_of(n, named) for n in f["numeric"]]
+            numeric = [k for k in numeric if k in tensors and tensors[k].dim() >= 1]
+        else:
+            numeric = [k for k, v in tensors.items() if k not in special and _is_float_tensor(v)]
+
+        has = {"numeric": bool(numeric), "label": label is not None, "tokens": ids is not None}
+        skipped: dict[str, str] = {}
+        runnable: dict[str, dict] = {}
+        for name in self.requested:
+            spec, settings = REGISTRY[name], cfg.check(name)
+            if not settings.enabled:
+                skipped[name] = "disabled in config"
+                continue
+            if not has[spec.target]:
+                skipped[name] = f"no {spec.target} field in the batch"
+                continue
+            missing = [p for p in spec.required if settings.params.get(p) is None]
+            if name == "out_of_range" and settings.params.get("min") is None and settings.params.get("max") is None:
+                missing = ["min or max"]
+            if missing:
+                skipped[name] = "not configured: " + ", ".join(missing)
+                continue
+            runnable[name] = settings.params
+
+        def calls(target: str, fname: str) -> tuple[CheckCall, ...]:
+            names = [n for n in runnable if REGISTRY[n].target == target]
+            names.sort(key=lambda n: _ORDER.get(n, 9))
+            return tuple(CheckCall(n, fname, cfg.check(n).severity, tuple(sorted(runnable[n].items())))
+                         for n in names)
+
+        plans = []
+        for k in numeric:
+            plans.append(FieldPlan("numeric", k, self.display(k), calls("numeric", self.display(k))))
+        if label is not None:
+            plans.append(FieldPlan("label", label, self.display(label), calls("label", self.display(label))))
+        if ids is not None:
+            plans.append(FieldPlan("tokens", ids, self.display(ids), calls("tokens", self.display(ids)), mask))
+        self.skipped = skipped
+        self.fields = tuple(p for p in plans if p.calls)
+        self._all_calls = tuple(c for p in self.fields for c in p.calls)
+        self.label_key, self.ids_key, self.mask_key, self.numeric_keys = label, ids, mask, tuple(numeric)
+        return self.fields
+
+    @property
+    def calls(self) -> tuple[CheckCall, ...]:
+        return tuple(c for p in (self.fields or ()) for c in p.calls)
+
+    def describe(self) -> dict:
+        """JSON-able: what runs where (for snapshots and logs)."""
+        return {"fields": [{"target": p.target, "key": p.key, "name": p.name, "mask_key": p.mask_key,
+                            "checks": [c.check for c in p.calls]} for p in (self.fields or ())],
+                "skipped": dict(self.skipped), "names": list(self.names) if self.names else None}
+
+    # ------------------------------------------------------------------------------------------ running
+
+    def run(self, batch) -> BatchChecks:
+        """Every planned check on the batch: per-sample flags and values as [C, B] tensors on the batch's device.
+        No host read on a non-CPU device (tested on the meta device)."""
+        named = self._named(batch)
+        plans = self.resolve(named)
+        args = []
+        for p in plans:
+            x = named[p.key]
+            if p.target == "tokens":
+                m = named.get(p.mask_key) if p.mask_key is not None else None
+                args.append(tokens_from_tensor(x, m))
+            else:
+                args.append(from_tensor(x))
+        return self.run_fields(plans, args, named.values())
+
+    def run_fields(self, plans: Sequence[FieldPlan], args: Sequence, batch_values: Iterable = ()) -> BatchChecks:
+        """Run the planned calls on fields already built (NumericField / TokenFields, one per plan)."""
+        flagged, values, calls = [], [], []
+        b = None
+        for p, arg in zip(plans, args):
+            n = arg.ids.num_samples if p.target == "tokens" else arg.num_samples
+            if b is None:
+                b = n
+            elif n != b:
+                raise ValueError(f"guard: {p.name} has {n} samples, the batch's other fields {b}")
+            for c, (fn, kw) in zip(p.calls, p.fns):
+                out = fn(arg, **kw)
+                flagged.append(out.flagged)
+                values.append(out.value)
+                calls.append(c)
+        if not calls:
+            batch_values = list(batch_values)
+            return empty_checks(batch_size(batch_values), _device_of(batch_values))
+        calls = self._all_calls if plans is self.fields else tuple(calls)  # stable identity: callers cache on it
+        if len(calls) == 1:
+            return BatchChecks(calls, flagged[0].unsqueeze(0), values[0].unsqueeze(0))
+        if flagged[0].is_cpu:  # small host arrays: filled row by row in numpy (faster than any stack)
+            fl = np.empty((len(calls), b), dtype=bool)
+            va = np.empty((len(calls), b), dtype=np.float64)
+            for i, (f, v) in enumerate(zip(flagged, values)):
+                fl[i] = f.numpy()
+                va[i] = v.numpy()
+            return BatchChecks(calls, torch.from_numpy(fl), torch.from_numpy(va))
+        return BatchChecks(calls, torch.stack(flagged), torch.stack(values))
+
+
+def batch_size(values: Iterable) -> int:
+    for v in values:
+        if isinstance(v, torch.Tensor) and v.dim() >= 1:
+            return v.shape[0]
+        if isinstance(v, (list, tuple)):
+            return len(v)
+    return 0
+
+
+def _device_of(values: Iterable):
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            return v.device
+    return torch.device("cpu")
+
+
+def format_value(call: CheckCall, value: float) -> str:
+    """The check's detail line for one flagged sample (its registered format string)."""
+    try:
+        return REGISTRY[call.check].detail.format(value=value, **dict(call.params))
+    except (KeyError, ValueError, IndexError):
+        return f"value {value:g}" if not math.isnan(value) else "value nan"
+
+
+__all__ = ["GuardPlan", "BatchChecks", "CheckCall", "FieldPlan", "GUARD_DEFAULT_CHECKS", "as_config",
+           "empty_checks", "format_value"]

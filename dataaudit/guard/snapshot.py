@@ -1,0 +1,181 @@
+"""Snapshots of a failing batch: safetensors only (tensors + a JSON header), never pickle or torch.load.
+
+A snapshot holds the batch's tensors as the guard saw them (before any masking), the samples' provenance
+(shard, key, row), every check result (flags and values, [C, B]), the check calls with their parameters, the
+resolved config, a trace id and the step. `load_snapshot(path).reproduce()` re-runs the same registered checks
+on the stored tensors and `verify()` says whether they give the stored results again.
+
+    snap = load_snapshot("guard_snapshots/step000041-1f0c9a.safetensors")
+    print(snap.trace_id, snap.step, snap.findings()[:3])
+    assert snap.verify()
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from dataaudit.guard.plan import BatchChecks, CheckCall, GuardPlan, format_value
+
+FORMAT = "dataaudit-guard-snapshot/1"
+_META_KEY = "dataaudit"
+
+
+def _jsonable(v):
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (np.integer, np.floating)):
+        return v.item()
+    return str(v)
+
+
+def _host(t: torch.Tensor) -> torch.Tensor:
+    # own, contiguous CPU copy: safetensors refuses shared or strided storage
+    return t.detach().to("cpu").contiguous().clone()
+
+
+def _config_from_fingerprint(fp: dict):
+    from dataaudit.config import AuditConfig, CheckSettings
+    checks = {n: CheckSettings(c["enabled"], c["severity"], dict(c["params"])) for n, c in fp["checks"].items()}
+    return AuditConfig(fields=dict(fp["fields"]), data=dict(fp["data"]), checks=checks, source="<snapshot>")
+
+
+def save_snapshot(directory, *, named: dict, is_dict: bool, checks: BatchChecks, device_calls: int,
+                  keys, shards, rows, step: int, trace_id: str, policy: str, plan: GuardPlan,
+                  reason: str = "") -> Path:
+    """Write one snapshot file into `directory`; returns its path.
+
+    named: the batch's top-level entries (dict keys, or tuple positions); tensors are stored, JSON-able lists
+    (e.g. strings) go to the header, anything else is named in the header as not stored.
+    device_calls: how many of checks.calls (the first ones) the device guard ran (the rest came from the
+    collate guard)."""
+    from safetensors.torch import save_file
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"step{step:06d}-{trace_id[:8]}.safetensors"
+    tensors: dict[str, torch.Tensor] = {}
+    entries, extra, not_stored = [], {}, []
+    for k, v in named.items():
+        name = str(k)
+        entries.append([k if isinstance(k, int) else name, isinstance(v, torch.Tensor)])
+        if isinstance(v, torch.Tensor):
+            tensors["batch/" + name] = _host(v)
+        elif isinstance(v, (list, tuple, str, int, float, bool)) or v is None:
+            extra[name] = _jsonable(v)
+        else:
+            not_stored.append(name)
+    tensors["checks/flagged"] = _host(checks.flagged)
+    tensors["checks/value"] = _host(checks.value)
+    meta = {
+        "format": FORMAT, "trace_id": trace_id, "step": step, "policy": policy, "reason": reason,
+        "batch": {"kind": "dict" if is_dict else "tuple", "entries": entries, "extra": extra,
+                  "not_stored": not_stored},
+        "keys": _jsonable(keys), "shards": _jsonable(shards), "rows": _jsonable(rows),
+        "calls": [[c.check, c.field, c.severity, _jsonable(c.params)] for c in checks.calls],
+        "device_calls": device_calls,
+        "plan": {"requested": list(plan.requested), "names": list(plan.names) if plan.names else None,
+                 "fields": _jsonable(plan.fields_cfg), "resolved": _jsonable(plan.describe())},
+        "config": _jsonable(plan.config.fingerprint()),
+        "torch": torch.__version__,
+    }
+    tmp = path.with_suffix(".tmp")
+    save_file(tensors, str(tmp), metadata={_META_KEY: json.dumps(meta)})
+    tmp.replace(path)
+    return path
+
+
+@dataclass
+class Snapshot:
+    path: Path
+    batch: Any                      # dict or tuple, as the guard saw it (tensors on the CPU)
+    keys: list | None
+    shards: list | None
+    rows: list | None
+    checks: BatchChecks             # stored results (all calls: device guard's first, then collate guard's)
+    device_calls: int
+    step: int
+    trace_id: str
+    policy: str
+    meta: dict = field(default_factory=dict)
+
+    def plan(self) -> GuardPlan:
+        """The device guard's plan, rebuilt from the stored config and call list."""
+        p = self.meta["plan"]
+        checks = list(dict.fromkeys(c.check for c in self.checks.calls[:self.device_calls]))
+        return GuardPlan(_config_from_fingerprint(self.meta["config"]), checks=checks,
+                         names=p["names"], fields=p["fields"])
+
+    def reproduce(self) -> BatchChecks:
+        """Run the device guard's checks again on the stored tensors."""
+        return self.plan().run(self.batch)
+
+    def verify(self) -> bool:
+        """True when re-running the checks gives the stored device-guard results exactly (flags and values)."""
+        again = self.reproduce()
+        n = self.device_calls
+        stored = BatchChecks(self.checks.calls[:n], self.checks.flagged[:n], self.checks.value[:n])
+        if [c.label for c in again.calls] != [c.label for c in stored.calls]:
+            return False
+        return (torch.equal(again.flagged.cpu(), stored.flagged)
+                and bool(np.array_equal(again.value.cpu().numpy(), stored.value.numpy(), equal_nan=True)))
+
+    def findings(self) -> list[dict]:
+        """Every flagged (sample, check): position, key, shard, check, field, severity, value, detail."""
+        f, v = self.checks.flagged.numpy(), self.checks.value.numpy()
+        out = []
+        for c, call in enumerate(self.checks.calls):
+            for i in np.flatnonzero(f[c]).tolist():
+                val = float(v[c, i])
+                out.append({"position": i, "key": _at(self.keys, i), "shard": _at(self.shards, i),
+                            "check": call.check, "field": call.field, "severity": call.severity,
+                            "value": val if not math.isnan(val) else None, "detail": format_value(call, val)})
+        return out
+
+
+def _at(seq, i):
+    return None if seq is None or i >= len(seq) else seq[i]
+
+
+def load_snapshot(path) -> Snapshot:
+    """Read a snapshot written by the guard (safetensors header + tensors; no code is executed)."""
+    from safetensors import safe_open
+
+    path = Path(path)
+    with safe_open(str(path), framework="pt") as f:
+        meta = json.loads((f.metadata() or {})[_META_KEY])
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"{path}: not a dataaudit guard snapshot (format {meta.get('format')!r})")
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    b = meta["batch"]
+    values = {}
+    for k, is_tensor in b["entries"]:
+        name = str(k)
+        if is_tensor:
+            values[k] = tensors["batch/" + name]
+        elif name in b["extra"]:
+            values[k] = b["extra"][name]
+    if b["kind"] == "dict":
+        batch = {str(k): v for k, v in values.items()}
+    else:
+        batch = tuple(values[k] for k, _ in b["entries"] if k in values)
+    calls = tuple(CheckCall(c[0], c[1], c[2], tuple((p[0], _tuplify(p[1])) for p in c[3])) for c in meta["calls"])
+    checks = BatchChecks(calls, tensors["checks/flagged"], tensors["checks/value"])
+    return Snapshot(path, batch, meta["keys"], meta["shards"], meta["rows"], checks, meta["device_calls"],
+                    meta["step"], meta["trace_id"], meta["policy"], meta)
+
+
+def _tuplify(v):
+    return tuple(_tuplify(x) for x in v) if isinstance(v, list) else v
+
+
+__all__ = ["Snapshot", "load_snapshot", "save_snapshot"]
