@@ -24,8 +24,8 @@ from dataaudit.contamination.results import (DECON_SCHEMA, ITEMS_SCHEMA, SCHEMA_
                                              matches_by_item, benchmark_summary, decontaminate_tables,
                                              items_table)
 from dataaudit.contamination.scan import MATCH_SCHEMA, scan_shard
-from dataaudit.report.atomic import write_json, write_parquet
-from pipelines.audit import _version, choose_engine
+from dataaudit.report.atomic import remove_stale_temps, write_json, write_parquet
+from pipelines.engine import choose_engine, package_version
 from pipelines.units import PartStore
 
 RULES = {
@@ -109,6 +109,7 @@ def run_contamination(train_paths: Sequence[str], benchmarks: list[Benchmark], c
     shard with Ray. `workers` caps the shards in flight on Ray.
     """
     out_dir = Path(out_dir)
+    remove_stale_temps(out_dir)   # a killed run's half-written files; finished parts are reused
     started = time.time()
     index = build_index(benchmarks, config)
     engine = choose_engine(train_paths, engine, ray_address)
@@ -184,7 +185,7 @@ def run_contamination(train_paths: Sequence[str], benchmarks: list[Benchmark], c
         all_notes.append(f"{empty} empty item(s) (no words after normalization): reported, never matched")
     run = {"engine": engine, "resumed_shards": len(train_paths) - len(pending), "started": started,
            "seconds": round(time.time() - started, 3), "host": platform.node(),
-           "python": platform.python_version(), "dataaudit": _version()}
+           "python": platform.python_version(), "dataaudit": package_version()}
     report = {
         "schema_version": SCHEMA_VERSION,
         "totals": {"benchmarks": len(benchmarks), "items": index.num_items,

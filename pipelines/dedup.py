@@ -41,11 +41,11 @@ import pyarrow.parquet as pq
 from dataaudit.dedup import DedupSpec, band_hashes, cluster_table, jaccard_pairs, sign_shard, unique_edges
 from dataaudit.dedup.clusters import components
 from dataaudit.dedup.lsh import all_pair_edges, runs, star_edges
-from dataaudit.report.atomic import write_json, write_parquet
+from dataaudit.report.atomic import remove_stale_temps, write_json, write_parquet
+from pipelines.engine import choose_engine, package_version
 from pipelines.units import _fingerprint_digest
 
 SCHEMA_VERSION = 1
-LOCAL_MAX_BYTES = 512 * 2**20   # auto engine: below this much input, starting Ray costs more than it saves
 PARTITION_BYTES = 64 << 20       # auto partitions: about this much band/exact entries per reduce unit
 VERIFY_ALL_PAIRS = 32            # with verification, runs up to this size give every pair (else a star)
 MAX_MATCHES = 20                 # train matches listed per validation sample (all are counted)
@@ -64,16 +64,6 @@ _MATCH = pa.struct([pa.field("shard", pa.string()), pa.field("key", pa.string())
 OVERLAP_SCHEMA = pa.schema([pa.field("shard", pa.string()), pa.field("key", pa.string()),
                             pa.field("row", pa.int64()), pa.field("match", pa.string()),
                             pa.field("train_matches", pa.int64()), pa.field("train", pa.list_(_MATCH))])
-
-
-def choose_engine(paths: Sequence[str], engine: str, ray_address: str | None) -> str:
-    """As the audit's (pipelines.audit.choose_engine), without importing the audit (and torch)."""
-    if engine != "auto":
-        return engine
-    if ray_address:
-        return "ray"
-    total = sum(os.path.getsize(p) for p in paths if os.path.exists(p))
-    return "local" if total < LOCAL_MAX_BYTES or len(paths) < 2 else "ray"
 
 
 # ------------------------------------------------------------------------------------------ stage 1: parts
@@ -374,15 +364,6 @@ def _fetch_texts(wanted: dict[str, set[int]], field_of: dict[str, str | None]) -
     return out
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("dataaudit")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 # ------------------------------------------------------------------------------------------ the job
 
 def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: Path, against: Sequence[str] = (),
@@ -393,6 +374,7 @@ def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: Path, against: Seq
     Returns dedup.json's content. `on_progress(stage, done, total, samples)` reports the signature stage per
     batch (local) or per shard (Ray), then the later stages."""
     out_dir = Path(out_dir)
+    remove_stale_temps(out_dir)   # a killed run's half-written files; finished parts are reused
     started = time.time()
     paths, against = list(paths), list(against)
     engine = choose_engine(paths + against, engine, ray_address)
@@ -597,7 +579,7 @@ def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: Path, against: Seq
                      "seconds": {"sign": round(t_sign, 3), "lsh": round(t_lsh, 3), "cluster": round(t_cluster, 3),
                                  "outputs": round(time.time() - t0, 3), "total": round(time.time() - started, 3),
                                  "shards": [s.get("seconds") for s in train.summaries + val.summaries]},
-                     "host": platform.node(), "python": platform.python_version(), "dataaudit": _version()}
+                     "host": platform.node(), "python": platform.python_version(), "dataaudit": package_version()}
     write_json(out_dir / "dedup.json", report)
     if html:
         from dataaudit.report.dedup_html import write_dedup_html
