@@ -55,6 +55,8 @@ step dedup_lsh_scale "$PY" benchmarks/dedup_lsh_scale.py --signatures "${DEDUP_S
 # shellcheck disable=SC2086
 step contamination_vs_janitor "$PY" benchmarks/contamination_vs_janitor.py --mb "$MB" --seed "$SEED" \
   --janitor-docs "${JANITOR_DOCS:-20000}" --json "$RESULTS/contamination_vs_janitor.json" $EXTRA_ARGS
+# shellcheck disable=SC2086
+step guard_overhead "$PY" benchmarks/guard_overhead.py --threads 1 --json "$RESULTS/guard_overhead.json" $EXTRA_ARGS
 
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "run_all: FAILED: ${failed[*]} (outputs in $RESULTS/)"
