@@ -6,7 +6,6 @@ runs. Each finished shard is written to OUT/parts before the report is assembled
 """
 from __future__ import annotations
 
-import os
 import platform
 import time
 from pathlib import Path
@@ -18,18 +17,8 @@ from dataaudit.config import AuditConfig
 from dataaudit.report.atomic import remove_stale_temps, write_json, write_parquet
 from dataaudit.report.html import write_report_html
 from dataaudit.report.model import build_report
+from pipelines.engine import choose_engine, package_version
 from pipelines.units import PartStore
-
-LOCAL_MAX_BYTES = 512 * 2**20   # auto engine: below this much input, starting Ray costs more than it saves
-
-
-def choose_engine(paths: Sequence[str], engine: str, ray_address: str | None) -> str:
-    if engine != "auto":
-        return engine
-    if ray_address:
-        return "ray"
-    total = sum(os.path.getsize(p) for p in paths if os.path.exists(p))
-    return "local" if total < LOCAL_MAX_BYTES or len(paths) < 2 else "ray"
 
 
 def _run_local(pending, config, on_done, on_rows, stage):
@@ -118,17 +107,8 @@ def run_audit(paths: Sequence[str], config: AuditConfig, out_dir: Path, engine: 
     write_parquet(out_dir / "flags.parquet", (store.flags(i, p) for i, p in enumerate(paths)), FLAG_SCHEMA)
     run = {"engine": engine, "resumed_shards": len(paths) - len(pending), "started": started,
            "seconds": round(time.time() - started, 3), "host": platform.node(),
-           "python": platform.python_version(), "dataaudit": _version()}
+           "python": platform.python_version(), "dataaudit": package_version()}
     report = build_report(ordered, config, run)
     write_json(out_dir / "report.json", report)
     write_report_html(out_dir / "report.html", report)
     return report
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("dataaudit")
-    except PackageNotFoundError:
-        return "unknown"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 
 import datasketch
@@ -16,9 +17,9 @@ from hypothesis import strategies as st
 from dataaudit.cli import main
 from dataaudit.contamination import grams
 from dataaudit.contamination.config import ContaminationConfig, ExactSettings, MinhashSettings, NgramSettings
-from dataaudit.contamination.grams import HashSet, build_lookup, kgram_hits, normalize_for_contamination, word_tokens
+from dataaudit.contamination.grams import HashSet, build_lookup, kgram_hits, normalize_for_contamination
 from dataaudit.contamination.load import load_benchmark
-from dataaudit.textops import fold_ngrams, ngram_hash_of, normalize, word_ngram_hashes
+from dataaudit.textops import fold_ngrams, ngram_hash_of, normalize, word_hash_of, word_ngram_hashes, word_tokens
 from pipelines.contamination import run_contamination
 
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
@@ -215,9 +216,13 @@ def test_kernels_equal_numpy_twins_and_textops(texts, start):
     norm = normalize_for_contamination(arr)
     ref = word_ngram_hashes(normalize(arr, strip_punct=True), 1)
     tk = word_tokens(norm)
-    saved = grams._KERNELS
+    py = [(d, word_hash_of(w)) for d, t in enumerate(norm.to_pylist()) for w in (t or "").split()]
+    assert tk.doc.tolist() == [d for d, _ in py] and tk.hash.tolist() == [h for _, h in py]
+    assert grams.kernels() is not None or os.environ.get("DATAAUDIT_NO_NUMBA")
+    saved = os.environ.get("DATAAUDIT_NO_NUMBA")
     try:
-        grams._KERNELS = False
+        os.environ["DATAAUDIT_NO_NUMBA"] = "1"                  # the numpy twins (textops' and grams')
+        assert grams.kernels() is None
         tn = word_tokens(norm)
         assert np.array_equal(tk.hash, tn.hash) and np.array_equal(tk.doc, tn.doc)
         assert np.array_equal(tk.hash, ref.hash) and np.array_equal(tk.doc, ref.doc)
@@ -228,7 +233,10 @@ def test_kernels_equal_numpy_twins_and_textops(texts, start):
         lk = build_lookup(sets)
         h_np = kgram_hits(tn, lk)
     finally:
-        grams._KERNELS = saved
+        if saved is None:
+            os.environ.pop("DATAAUDIT_NO_NUMBA", None)
+        else:
+            os.environ["DATAAUDIT_NO_NUMBA"] = saved
     h_k = kgram_hits(tk, lk)
     assert h_k.keys() == h_np.keys()
     for k in h_k:

@@ -7,9 +7,8 @@ import pyarrow as pa
 
 from dataaudit.checks import REGISTRY
 from dataaudit.config import AuditConfig
-from dataaudit.sources.base import PROVENANCE_COLUMNS
+from dataaudit.sources.base import PROVENANCE_COLUMNS, TEXT_NAMES
 
-TEXT_NAMES = ("text", "content")
 LABEL_NAMES = ("label", "labels", "cls")
 DTYPE_SUFFIX = ".dtype"   # WebDataset .npy members carry their per-sample dtype in "<name>.dtype"
 SHAPE_SUFFIX = ".shape"

@@ -6,44 +6,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-# Arrays whose character data exceeds this are promoted to large_string before combining chunks.
-_STRING_LIMIT = 2**31 - 1
+# The Arrow helpers are textops' (pure pyarrow); re-exported here for the checks.
+from dataaudit.textops.arrow import as_string_array, flatten_lists, to_bool, to_int64
 
-
-def as_string_array(arr) -> pa.Array:
-    """Return `arr` as one contiguous pa.Array of string / large_string (nulls preserved).
-
-    Accepts pa.Array, pa.ChunkedArray, dictionary-encoded strings, string_view, an all-null array, or a
-    plain Python sequence of str/None.
-    """
-    if isinstance(arr, pa.ChunkedArray):
-        t = arr.type
-        if pa.types.is_string(t) and sum(c.nbytes for c in arr.chunks) >= _STRING_LIMIT:
-            arr = arr.cast(pa.large_string())
-        arr = pa.concat_arrays(arr.chunks) if arr.num_chunks else pa.array([], type=arr.type)
-    elif not isinstance(arr, pa.Array):
-        arr = pa.array(list(arr), type=pa.string())
-    t = arr.type
-    if pa.types.is_dictionary(t):
-        arr = arr.dictionary_decode()
-        t = arr.type
-    if pa.types.is_null(t):
-        return arr.cast(pa.string())
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return arr
-    if hasattr(pa.types, "is_string_view") and pa.types.is_string_view(t):
-        return arr.cast(pa.large_string())
-    raise TypeError(f"text checks need a string array, got {t}")
-
-
-def to_int64(result) -> np.ndarray:
-    """Arrow integer result (nulls -> 0) as an int64 numpy array."""
-    return np.asarray(pc.fill_null(result, 0).to_numpy(zero_copy_only=False), dtype=np.int64)
-
-
-def to_bool(result) -> np.ndarray:
-    """Arrow boolean result (nulls -> False) as a numpy bool array."""
-    return np.asarray(pc.fill_null(result, False).to_numpy(zero_copy_only=False), dtype=bool)
+__all__ = ["as_string_array", "flatten_lists", "to_bool", "to_int64", "char_lengths", "count_regex", "null_mask",
+           "segment_max", "safe_ratio", "rows_as_str", "clip"]
 
 
 def char_lengths(arr: pa.Array) -> np.ndarray:
@@ -58,14 +25,6 @@ def count_regex(arr: pa.Array, pattern: str) -> np.ndarray:
 
 def null_mask(arr: pa.Array) -> np.ndarray:
     return to_bool(pc.is_null(arr))
-
-
-def flatten_lists(lists: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
-    """Flatten a list array -> (values, parent row of each value (int64), number of values per row)."""
-    counts = to_int64(pc.list_value_length(lists))
-    values = pc.list_flatten(lists)
-    parents = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-    return values, parents, counts
 
 
 def segment_max(values: np.ndarray, counts: np.ndarray, empty=0) -> np.ndarray:

@@ -7,7 +7,6 @@ with k = its length), and each k is looked up as soon as it is computed, so no k
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -15,9 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataaudit.checks.text_common import as_string_array, flatten_lists
-from dataaudit.textops import GOLD, mix, normalize, token_hashes_of_strings
-from dataaudit.textops.hashing import POLY
+from dataaudit.textops import GOLD, Tokens, mix, normalize, numba_kernels
+from dataaudit.textops.arrow import as_string_array
 
 # What the report records. Whitespace runs are not rewritten in the text: words are split on any run of Unicode
 # whitespace, which gives exactly the words `normalize(collapse_ws=True)` would (and saves the costliest regex).
@@ -38,93 +36,9 @@ def normalize_for_contamination(arr) -> pa.Array:
     return normalize(arr, nfc=False, lowercase=True, strip_punct=True, collapse_ws=False)
 
 
-@dataclass
-class Tokens:
-    """The words of a batch, flat: hash of each word and the document (row) it belongs to, in order."""
-    hash: np.ndarray      # uint64
-    doc: np.ndarray       # int64
-    count: np.ndarray     # int64 per document
-    first: np.ndarray     # int64 per document: index of its first word in the flat arrays
-
-    @property
-    def pos(self) -> np.ndarray:
-        """Word index of every word inside its document."""
-        return np.arange(len(self.hash), dtype=np.int64) - self.first[self.doc]
-
-
-_WS_ASCII = np.zeros(256, bool)   # ASCII bytes `pc.utf8_split_whitespace` splits on (the kernel adds multi-byte ones)
-_WS_ASCII[[0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x1F, 0x20]] = True
-_CLASS = np.zeros(256, np.uint8)  # for the kernel: 1 ASCII whitespace, 2 lead byte of a multi-byte whitespace
-_CLASS[_WS_ASCII] = 1
-_CLASS[[0xC2, 0xE1, 0xE2, 0xE3]] = 2
-_KERNEL_POWERS = np.ones(256, np.uint64)      # POLY**j: the byte polynomial of `textops.word_hash_of`
-with np.errstate(over="ignore"):
-    _KERNEL_POWERS[1:] = np.cumprod(np.full(255, POLY, np.uint64), dtype=np.uint64)
-_KERNELS = None
-
-
 def kernels():
-    """The numba kernels module, or None (numba missing, or DATAAUDIT_NO_NUMBA set): numpy twins are used."""
-    global _KERNELS
-    if _KERNELS is None:
-        _KERNELS = False
-        if not os.environ.get("DATAAUDIT_NO_NUMBA"):
-            try:
-                from . import _kernels
-                _KERNELS = _kernels
-            except ImportError:
-                pass
-    return _KERNELS or None
-
-
-def _buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(offsets rebased to 0, int64; the bytes they index, uint8) of a string array; null rows own no bytes."""
-    bufs = arr.buffers()
-    n = len(arr)
-    if n == 0 or bufs[1] is None:
-        return np.zeros(n + 1, np.int64), np.zeros(0, np.uint8)
-    odt = np.int64 if pa.types.is_large_string(arr.type) else np.int32
-    off = np.frombuffer(bufs[1], dtype=odt)[arr.offset: arr.offset + n + 1].astype(np.int64)
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    if arr.null_count:
-        valid = np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), bool)
-        lengths = np.diff(off)
-        if (lengths[~valid] != 0).any():
-            keep = np.repeat(valid, lengths)
-            data = data[off[0]:off[-1]][keep]
-            off = np.concatenate(([0], np.cumsum(np.where(valid, lengths, 0))))
-            return off.astype(np.int64), data
-    return off - off[0], data[off[0]:off[-1]]
-
-
-def _tokens_from(tok: np.ndarray, doc: np.ndarray, num_docs: int) -> Tokens:
-    count = np.bincount(doc, minlength=num_docs).astype(np.int64) if len(doc) else np.zeros(num_docs, np.int64)
-    first = np.zeros(num_docs, np.int64)
-    if num_docs:
-        np.cumsum(count[:-1], out=first[1:])
-    return Tokens(tok, doc, count, first)
-
-
-def word_tokens(norm: pa.Array) -> Tokens:
-    """Words of already normalized text with their `textops.word_hash_of` hashes: exactly the words (split on
-    Unicode whitespace runs) and values `textops.word_ngram_hashes(norm, 1)` gives."""
-    norm = as_string_array(norm)
-    num_docs = len(norm)
-    k = kernels()
-    if k is not None:
-        off, data = _buffers(norm)
-        cap = (len(data) + num_docs) // 2 + 1       # a word takes a byte and a separator (or a row end)
-        tok = np.empty(cap, np.uint64)
-        doc = np.empty(cap, np.int64)
-        nw = k.tokens_kernel(data, off, _CLASS, _KERNEL_POWERS, POLY, tok, doc)
-        return _tokens_from(tok[:nw].copy(), doc[:nw].copy(), num_docs)
-    words, doc, _ = flatten_lists(pc.utf8_split_whitespace(norm))
-    if len(words):
-        keep = np.asarray(pc.greater(pc.binary_length(words), 0).to_numpy(zero_copy_only=False), dtype=bool)
-        if not keep.all():
-            words, doc = words.filter(pa.array(keep)), doc[keep]
-    tok = token_hashes_of_strings(words) if len(words) else np.zeros(0, np.uint64)
-    return _tokens_from(tok, doc.astype(np.int64), num_docs)
+    """contamination's numba kernels module, or None (numba missing, or DATAAUDIT_NO_NUMBA set): numpy twins."""
+    return numba_kernels("dataaudit.contamination._kernels")
 
 
 def iter_kgrams(tokens: Tokens, ks) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:

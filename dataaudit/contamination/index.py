@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from dataaudit.textops import fold_ngrams
+from dataaudit.textops import word_tokens
 
 from .config import ContaminationConfig
-from .grams import HashSet, KgramLookup, build_lookup, normalize_for_contamination, word_tokens
+from .grams import HashSet, KgramLookup, build_lookup, normalize_for_contamination
 from .load import Benchmark
 
 
@@ -98,8 +98,7 @@ def build_index(benchmarks: list[Benchmark], config: ContaminationConfig) -> Con
     norm = normalize_for_contamination(pa.array(texts, pa.string()))
     tokens = word_tokens(norm)
     words = tokens.count
-    grams = fold_ngrams(tokens.hash, tokens.doc, len(texts), n)   # long items: every n-gram in order; short
-                                                                  # items: one gram of all their words
+    grams = tokens.ngrams(n)      # long items: every n-gram in order; short items: one gram of all their words
     num = len(texts)
     is_long = words >= n
     tables: dict[int, GramTable] = {}

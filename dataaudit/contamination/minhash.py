@@ -15,10 +15,10 @@ import numpy as np
 
 from dataaudit.dedup.lsh import band_hashes, optimal_params
 from dataaudit.dedup.minhash import signatures_u32
-from dataaudit.textops import fold_ngrams
+from dataaudit.textops import Tokens
 
 from .config import MinhashSettings
-from .grams import HashSet, Tokens
+from .grams import HashSet
 
 
 @dataclass
@@ -37,7 +37,7 @@ def lsh_params(settings: MinhashSettings) -> tuple[int, int]:
 
 
 def build_minhash_index(tokens: Tokens, settings: MinhashSettings) -> MinhashIndex:
-    grams = fold_ngrams(tokens.hash, tokens.doc, len(tokens.count), settings.ngram)
+    grams = tokens.ngrams(settings.ngram)
     sig = signatures_u32(grams.hash, grams.offsets(), settings.num_perm, settings.seed)
     bands, rows = lsh_params(settings)
     has = np.flatnonzero(grams.count > 0)
@@ -55,10 +55,9 @@ def minhash_pairs(tokens: Tokens, mi: MinhashIndex, settings: MinhashSettings
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(record, item, estimated Jaccard) of the batch's pairs at or above the threshold."""
     z = np.zeros(0, np.int64)
-    num_docs = len(tokens.count)
     if not len(mi.set) or not len(tokens.hash):
         return z, z.copy(), np.zeros(0, np.float32)
-    grams = fold_ngrams(tokens.hash, tokens.doc, num_docs, settings.ngram)
+    grams = tokens.ngrams(settings.ngram)
     has = np.flatnonzero(grams.count > 0)
     offsets = grams.offsets()
     sig = signatures_u32(grams.hash, offsets, settings.num_perm, settings.seed)

@@ -14,12 +14,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataaudit.audit.plan import TEXT_NAMES
 from dataaudit.sources import ERROR, KEY, ROW, ShardReadError, iter_shard, read_schema, shard_format
+from dataaudit.sources.base import TEXT_NAMES
 from dataaudit.sources.batch import one_line
+from dataaudit.textops import Tokens, word_tokens
 
 from .config import ContaminationConfig
-from .grams import Tokens, kgram_hits, normalize_for_contamination, word_tokens
+from .grams import kgram_hits, normalize_for_contamination
 from .index import ContaminationIndex
 from .snippet import make_snippet, word_spans
 

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import xxhash
 
-from dataaudit.textops.hashing import _string_buffers
+from dataaudit.textops.arrow import string_buffers
 
 
 def exact_hashes(normalized: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -17,10 +17,7 @@ def exact_hashes(normalized: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     n = len(normalized)
     if n == 0:
         return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
-    if normalized.null_count:
-        import pyarrow.compute as pc
-        normalized = pc.fill_null(normalized, "")
-    offsets, data = _string_buffers(normalized)
+    offsets, data = string_buffers(normalized)             # null rows own no bytes: hash of b""
     view = memoryview(data)
     digest = xxhash.xxh3_128_digest
     o = offsets.tolist()

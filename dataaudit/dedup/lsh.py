@@ -12,11 +12,10 @@ equal bands of the same band number (up to 64-bit collisions). Candidate pairs c
 from __future__ import annotations
 
 import functools
-import os
 
 import numpy as np
 
-from dataaudit.textops.hashing import GOLD, mix
+from dataaudit.textops.hashing import GOLD, mix, numba_kernels
 
 
 def _fp(threshold: float, b: int, r: int) -> float:
@@ -53,14 +52,10 @@ def band_hashes(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
     out = np.empty((n, bands), np.uint64)
     if n == 0:
         return out
-    if not os.environ.get("DATAAUDIT_NO_NUMBA"):
-        try:
-            from ._kernels import band_kernel
-        except ImportError:
-            band_kernel = None
-        if band_kernel is not None:
-            band_kernel(np.ascontiguousarray(sig), bands, rows, out)
-            return out
+    k = numba_kernels("dataaudit.dedup._kernels")
+    if k is not None:
+        k.band_kernel(np.ascontiguousarray(sig), bands, rows, out)
+        return out
     cols = np.ascontiguousarray(sig[:, :bands * rows].T).astype(np.uint64)
     with np.errstate(over="ignore"):
         for j in range(bands):

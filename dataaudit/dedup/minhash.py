@@ -22,11 +22,10 @@ once more), and only the low 32 bits are kept, so no division is ever executed.
 from __future__ import annotations
 
 import functools
-import os
 
 import numpy as np
 
-from dataaudit.textops import NgramHashes
+from dataaudit.textops import NgramHashes, numba_kernels
 
 MERSENNE_PRIME = (1 << 61) - 1
 MAX_HASH = (1 << 32) - 1          # datasketch's initial hash value: the signature of an empty set
@@ -82,21 +81,10 @@ def _signatures_numpy(h: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.n
         out[ids] = np.minimum(out[ids], np.minimum.reduceat(v, starts, axis=0))
 
 
-_NUMBA_KERNEL = None
-
-
 def _numba_kernel():
     """The compiled kernel, or None when numba is not installed (or DATAAUDIT_NO_NUMBA is set)."""
-    global _NUMBA_KERNEL
-    if os.environ.get("DATAAUDIT_NO_NUMBA"):
-        return None
-    if _NUMBA_KERNEL is None:
-        try:
-            from ._kernels import minhash_kernel
-            _NUMBA_KERNEL = minhash_kernel
-        except ImportError:
-            _NUMBA_KERNEL = False
-    return _NUMBA_KERNEL or None
+    k = numba_kernels("dataaudit.dedup._kernels")
+    return None if k is None else k.minhash_kernel
 
 
 def backend() -> str:

@@ -17,13 +17,13 @@ import numpy as np
 import pyarrow as pa
 
 from dataaudit.sources import ERROR, KEY, ROW, ShardReadError, iter_shard, read_schema
+from dataaudit.sources.base import TEXT_NAMES
 from dataaudit.textops import char_ngram_hashes, normalize, word_ngram_hashes
 
 from .exact import exact_hashes
 from .lsh import optimal_params
 from .minhash import signatures_u32
 
-TEXT_NAMES = ("text", "content")
 SHINGLE_KINDS = ("word", "char")
 
 

@@ -11,6 +11,7 @@ ROW = "__row__"          # int64: 0-based record index within the shard
 ERROR = "__error__"      # string, null when fine: the record could not be decoded (its data columns are null)
 WARNING = "__warning__"  # string, null when fine: the record was read but something in it was skipped
 PROVENANCE_COLUMNS = (KEY, ROW, ERROR, WARNING)
+TEXT_NAMES = ("text", "content")  # default text column: the first of these present, else the first string column
 
 
 class ShardReadError(Exception):

@@ -14,12 +14,15 @@ time, so tests (and datasketch, through `hashfunc=`) can hash a shingle independ
 """
 from __future__ import annotations
 
+import functools
+import importlib
 import os
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+
+from .arrow import as_string_array, string_buffers
 
 M64 = (1 << 64) - 1
 _C1_INT = 0xBF58476D1CE4E5B9
@@ -122,22 +125,39 @@ class NgramHashes:
         return out
 
 
-def _string_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(offsets int64 of len(arr)+1, data uint8) of a string/large_string array, zero-copy where possible."""
-    bufs = arr.buffers()
-    large = pa.types.is_large_string(arr.type)
-    odt = np.int64 if large else np.int32
-    n = len(arr)
-    if bufs[1] is None or n == 0:
-        return np.zeros(n + 1, np.int64), np.zeros(0, np.uint8)
-    offsets = np.frombuffer(bufs[1], dtype=odt)[arr.offset: arr.offset + n + 1].astype(np.int64)
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    return offsets, data
+@dataclass
+class Tokens:
+    """The words of a batch, flat, in document order then position order.
 
+    hash:  uint64, `word_hash_of` of each word
+    doc:   int64, row index in the input array of each word
+    count: int64 per document (len = number of documents): how many words it has (0 for null/empty)
+    first: int64 per document: index of its first word in the flat arrays
+    """
+    hash: np.ndarray
+    doc: np.ndarray
+    count: np.ndarray
+    first: np.ndarray
 
-def _as_strings(arr) -> pa.Array:
-    from ._arrow import as_string_array
-    return as_string_array(arr)
+    @classmethod
+    def of(cls, hash_: np.ndarray, doc: np.ndarray, count: np.ndarray) -> "Tokens":
+        first = np.zeros(len(count), np.int64)
+        if len(count):
+            np.cumsum(count[:-1], out=first[1:])
+        return cls(hash_, doc, count, first)
+
+    @property
+    def num_docs(self) -> int:
+        return len(self.count)
+
+    @property
+    def pos(self) -> np.ndarray:
+        """Word index of every word inside its document."""
+        return np.arange(len(self.hash), dtype=np.int64) - self.first[self.doc]
+
+    def ngrams(self, n: int) -> "NgramHashes":
+        """The word n-gram hashes of these words (`fold_ngrams`)."""
+        return fold_ngrams(self.hash, self.doc, self.num_docs, n, count=self.count)
 
 
 _POW_CACHE = np.ones(1, np.uint64)
@@ -155,24 +175,20 @@ def _powers(n: int) -> np.ndarray:
     return _POW_CACHE[:n]
 
 
-def token_hashes_of_strings(words: pa.Array) -> np.ndarray:
-    """`word_hash_of` of every string of a (non-null, non-empty) string array, vectorized over its bytes."""
-    n = len(words)
+def _poly_hashes(starts: np.ndarray, lengths: np.ndarray, data: np.ndarray) -> np.ndarray:
+    """`word_hash_of` of the byte runs data[starts[i]:starts[i] + lengths[i]], vectorized over their bytes."""
+    n = len(starts)
     if n == 0:
         return np.zeros(0, np.uint64)
-    offsets, data = _string_buffers(words)
-    starts, ends = offsets[:-1], offsets[1:]
-    lengths = ends - starts
     total = int(lengths.sum())
     if total == 0:
         return mix(np.zeros(n, np.uint64))
-    # byte index of every byte that belongs to a word, and its position inside the word
+    # byte index of every byte that belongs to a run, and its position inside the run
     owner = np.repeat(np.arange(n, dtype=np.int64), lengths)
     first = np.zeros(n, np.int64)
     np.cumsum(lengths[:-1], out=first[1:])
     pos = np.arange(total, dtype=np.int64) - first[owner]
-    byte_idx = starts[owner] + pos
-    term = data[byte_idx].astype(np.uint64)
+    term = data[starts[owner] + pos].astype(np.uint64)
     term += np.uint64(1)
     term *= _powers(int(lengths.max()))[pos]
     nonempty = lengths > 0
@@ -182,11 +198,64 @@ def token_hashes_of_strings(words: pa.Array) -> np.ndarray:
     return mix(h)
 
 
+def token_hashes_of_strings(words: pa.Array) -> np.ndarray:
+    """`word_hash_of` of every string of a (non-null) string array, vectorized over its bytes."""
+    offsets, data = string_buffers(words)
+    return _poly_hashes(offsets[:-1], np.diff(offsets), data)
+
+
+# Byte classes of Python's `str.split()` whitespace, for the kernels' `cls` argument: 1 ASCII whitespace, 2 lead
+# byte of a possible multi-byte whitespace character (U+0085/U+00A0: C2; U+1680: E1; U+2000..U+205F: E2;
+# U+3000: E3), 0 anything else.
+WS_CLASS = np.zeros(256, np.uint8)
+WS_CLASS[[0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x1F, 0x20]] = 1
+WS_CLASS[[0xC2, 0xE1, 0xE2, 0xE3]] = 2
+
+
+def whitespace_bytes(off: np.ndarray, data: np.ndarray) -> np.ndarray:
+    """bool per byte of `data`: part of a whitespace character (a multi-byte one only when it lies inside one
+    document, as the kernels see it). No multi-byte match can overlap another (continuation bytes are never lead
+    bytes), so testing every position at once equals the kernels' left-to-right scan, on any bytes."""
+    nb = len(data)
+    cls = WS_CLASS[data]
+    ws = cls == 1
+    lead = np.flatnonzero(cls == 2)
+    if lead.size:
+        inner = np.ones(nb + 2, bool)                    # byte j continues the document of byte j - 1
+        inner[off[:-1]] = False
+        inner[nb:] = False
+        pad = np.zeros(nb + 2, np.uint8)
+        pad[:nb] = data
+        b, c, d = data[lead], pad[lead + 1], pad[lead + 2]
+        two = (b == 0xC2) & ((c == 0x85) | (c == 0xA0)) & inner[lead + 1]
+        e2 = (((c == 0x80) & (((d >= 0x80) & (d <= 0x8A)) | (d == 0xA8) | (d == 0xA9) | (d == 0xAF)))
+              | ((c == 0x81) & (d == 0x9F)))
+        three = (((b == 0xE2) & e2) | ((b == 0xE1) & (c == 0x9A) & (d == 0x80))
+                 | ((b == 0xE3) & (c == 0x80) & (d == 0x80))) & inner[lead + 1] & inner[lead + 2]
+        for length, hit in ((2, two), (3, three)):
+            at = lead[hit]
+            for j in range(length):
+                ws[at + j] = True
+    return ws
+
+
+def _word_tokens_numpy(off: np.ndarray, data: np.ndarray, num_docs: int) -> Tokens:
+    """The numpy twin of the `word_tokens` kernel: word byte ranges from a whitespace mask over all bytes."""
+    nb = len(data)
+    if nb == 0:
+        return Tokens.of(np.zeros(0, np.uint64), np.zeros(0, np.int64), np.zeros(num_docs, np.int64))
+    word = ~whitespace_bytes(off, data)
+    boundary = np.zeros(nb + 1, bool)                    # a document starts here (or the data ends)
+    boundary[off] = True
+    starts = np.flatnonzero(word & (boundary[:-1] | np.concatenate(([True], ~word[:-1]))))
+    ends = np.flatnonzero(word & (boundary[1:] | np.append(~word[1:], True))) + 1
+    doc = np.searchsorted(off, starts, side="right").astype(np.int64) - 1
+    return Tokens.of(_poly_hashes(starts, ends - starts, data), doc, np.bincount(doc, minlength=num_docs))
+
+
 def char_hashes_of_text(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(char hash, document index) of every character of every string (nulls: none), in order."""
-    offsets, data = _string_buffers(arr)
-    lo, hi = int(offsets[0]), int(offsets[-1])
-    seg = data[lo:hi]
+    offsets, seg = string_buffers(arr)
     if seg.size == 0:
         return np.zeros(0, np.uint64), np.zeros(0, np.int64)
     lead = np.flatnonzero((seg & 0xC0) != 0x80)             # first byte of every code point
@@ -199,12 +268,30 @@ def char_hashes_of_text(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         packed[more] |= padded[lead[more] + k] << np.uint64(8 * k)
     packed += GOLD
     # document of each character: byte position -> row (nulls and empty strings own no bytes)
-    doc = np.searchsorted(offsets[1:] - lo, lead, side="right").astype(np.int64)
+    doc = np.searchsorted(offsets[1:], lead, side="right").astype(np.int64)
     return mix(packed), doc
 
 
-def fold_ngrams(tok: np.ndarray, doc: np.ndarray, num_docs: int, n: int) -> NgramHashes:
-    """n-gram hashes from flat token hashes (grouped by document, in order).
+@functools.lru_cache(maxsize=None)
+def _import_kernels(module: str):
+    try:
+        return importlib.import_module(module)
+    except ImportError:                                   # numba not installed
+        return None
+
+
+def numba_kernels(module: str = "dataaudit.textops._kernels"):
+    """The numba kernels module `module` (textops' by default; dedup and contamination name theirs), or None
+    (numba missing, or the DATAAUDIT_NO_NUMBA environment variable set): the caller then runs its numpy twin."""
+    if os.environ.get("DATAAUDIT_NO_NUMBA"):
+        return None
+    return _import_kernels(module)
+
+
+def fold_ngrams(tok: np.ndarray, doc: np.ndarray, num_docs: int, n: int,
+                count: np.ndarray | None = None) -> NgramHashes:
+    """n-gram hashes from flat token hashes (grouped by document, in order; `count`, the tokens per document,
+    is derived from `doc` when not given).
 
     A document with at least n tokens has len - n + 1 n-grams; one with 1..n-1 tokens has exactly one n-gram of
     all its tokens; one with none has none.
@@ -212,20 +299,29 @@ def fold_ngrams(tok: np.ndarray, doc: np.ndarray, num_docs: int, n: int) -> Ngra
     if n < 1:
         raise ValueError(f"n-gram size must be >= 1, got {n}")
     N = len(tok)
-    ntok = np.bincount(doc, minlength=num_docs).astype(np.int64) if N else np.zeros(num_docs, np.int64)
+    if count is None:
+        count = np.bincount(doc, minlength=num_docs).astype(np.int64) if N else np.zeros(num_docs, np.int64)
+    k = numba_kernels()
+    if k is not None:
+        out_hash, out_doc, out_start = np.empty(N, np.uint64), np.empty(N, np.int64), np.empty(N, np.int64)
+        out_count = np.empty(num_docs, np.int64)
+        m = k.fold_ngrams(np.ascontiguousarray(tok, np.uint64), np.ascontiguousarray(count, np.int64), n,
+                          out_hash, out_doc, out_start, out_count)
+        return NgramHashes(out_doc[:m], out_hash[:m], out_count, out_start[:m])
     if N == 0:
         z = np.zeros(0, np.int64)
-        return NgramHashes(z, np.zeros(0, np.uint64), ntok * 0, z.copy())
+        return NgramHashes(z, np.zeros(0, np.uint64), np.zeros(num_docs, np.int64), z.copy())
+    ntok = count[doc]
     first = np.zeros(num_docs, np.int64)
-    np.cumsum(ntok[:-1], out=first[1:])
+    np.cumsum(count[:-1], out=first[1:])
     pos = np.arange(N, dtype=np.int64) - first[doc]
-    left = ntok[doc] - pos
+    left = ntok - pos
     out = np.empty(N, np.uint64)
     select = left >= n                                    # start of a full n-gram
-    short = (pos == 0) & (ntok[doc] < n)                   # the one n-gram of a short document
+    short = (pos == 0) & (ntok < n)                       # the one n-gram of a short document
     h = tok.copy()
     for k in range(1, n + 1):                             # h[i] = fold of tokens i..i+k-1
-        grab = np.flatnonzero(short & (ntok[doc] == k))
+        grab = np.flatnonzero(short & (ntok == k))
         out[grab] = h[grab]
         if k == n:
             break
@@ -239,55 +335,36 @@ def fold_ngrams(tok: np.ndarray, doc: np.ndarray, num_docs: int, n: int) -> Ngra
     return NgramHashes(d, out[keep], np.bincount(d, minlength=num_docs).astype(np.int64), pos[keep])
 
 
-def numba_kernels():
-    """textops' numba kernels, or None (numba missing, or DATAAUDIT_NO_NUMBA set: the numpy path)."""
-    if os.environ.get("DATAAUDIT_NO_NUMBA"):
-        return None
-    try:
-        from . import _kernels
-    except ImportError:
-        return None
-    return _kernels
-
-
-# Python's str.split() whitespace, as an RE2 class (the numba kernels test the same set byte-wise)
-PY_WHITESPACE = (r"[\t\n\x{0B}\x{0C}\r\x{1C}-\x{1F} \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}"
-                 r"\x{202F}\x{205F}\x{3000}]+")
-
-
-def _filled(arr) -> pa.Array:
-    arr = _as_strings(arr)
-    if arr.null_count:
-        arr = pc.fill_null(arr, "")                      # a null slot's bytes are unspecified in Arrow
-    return arr
+def word_tokens(arr) -> Tokens:
+    """The words of every document of a string array with their `word_hash_of` hashes. Words are split on
+    whitespace runs as Python's `str.split()` does (Unicode spaces included); nulls and empty documents have
+    none."""
+    arr = as_string_array(arr)
+    num_docs = len(arr)
+    off, data = string_buffers(arr)
+    k = numba_kernels()
+    if k is not None:
+        cap = (len(data) + num_docs) // 2 + 1       # a word takes a byte and a separator (or a row end)
+        tok = np.empty(cap, np.uint64)
+        doc = np.empty(cap, np.int64)
+        ends = np.empty(num_docs, np.int64)
+        nw = k.word_tokens(data, off, WS_CLASS, _powers(256), POLY, tok, doc, ends)
+        return Tokens.of(tok[:nw].copy(), doc[:nw].copy(), np.diff(ends, prepend=0))
+    return _word_tokens_numpy(off, data, num_docs)
 
 
 def word_ngram_hashes(arr, n: int) -> NgramHashes:
-    """Word n-gram hashes of every document of a string array. Words are split on whitespace as Python's
-    `str.split()` does (Unicode spaces included); nulls and empty documents have no n-grams."""
+    """Word n-gram hashes of every document of a string array (words as `word_tokens` splits them); nulls and
+    empty documents have no n-grams."""
     if n < 1:
         raise ValueError(f"n-gram size must be >= 1, got {n}")
-    arr = _filled(arr)
-    num_docs = len(arr)
-    k = numba_kernels()
-    if k is not None:
-        offsets, data = _string_buffers(arr)
-        bound = int((np.diff(offsets) + 1).sum() // 2) + num_docs   # words <= (bytes + 1) // 2 per document
-        doc, h, st = np.empty(bound, np.int64), np.empty(bound, np.uint64), np.empty(bound, np.int64)
-        counts = np.empty(num_docs, np.int64)
-        m = k.word_ngrams(offsets, data, n, POLY, k.ASCII_WS, doc, h, st, counts)
-        return NgramHashes(doc[:m].copy(), h[:m].copy(), counts, st[:m].copy())
-    from ._arrow import flatten_lists
-    spaced = pc.replace_substring_regex(arr, pattern=PY_WHITESPACE, replacement=" ")
-    words, doc = flatten_lists(pc.split_pattern(spaced, pattern=" "))
-    if len(words):
-        keep = np.diff(_string_buffers(words)[0]) > 0     # leading/trailing spaces give empty pieces
-        if not keep.all():
-            words, doc = words.filter(pa.array(keep)), doc[keep]
-    return fold_ngrams(token_hashes_of_strings(words), doc, num_docs, n)
+    return word_tokens(arr).ngrams(n)
 
 
 def char_ngram_hashes(arr, n: int) -> NgramHashes:
     """Character n-gram hashes (n code points, whitespace included) of every document of a string array."""
-    tok, doc = char_hashes_of_text(_filled(arr))
+    if n < 1:
+        raise ValueError(f"n-gram size must be >= 1, got {n}")
+    arr = as_string_array(arr)
+    tok, doc = char_hashes_of_text(arr)
     return fold_ngrams(tok, doc, len(arr), n)

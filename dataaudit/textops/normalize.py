@@ -5,7 +5,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .arrow import as_string_array, string_buffers
+from .hashing import WS_CLASS, numba_kernels
+
 PUNCT_RUN = r"\p{P}+"
+# Python's str.split() whitespace, as an RE2 class (the numba kernels test the same set byte-wise)
+PY_WHITESPACE = (r"[\t\n\x{0B}\x{0C}\r\x{1C}-\x{1F} \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}"
+                 r"\x{202F}\x{205F}\x{3000}]+")
 
 
 def normalize(arr, *, nfc: bool = True, lowercase: bool = True, strip_punct: bool = False,
@@ -18,7 +24,6 @@ def normalize(arr, *, nfc: bool = True, lowercase: bool = True, strip_punct: boo
     collapse_ws  every run of whitespace (Python's str.split() set: ASCII and Unicode spaces, line and
                  paragraph separators) -> one space, leading/trailing whitespace removed
     """
-    from ._arrow import as_string_array
     arr = as_string_array(arr)
     if nfc:
         arr = pc.utf8_normalize(arr, form="NFC")
@@ -33,16 +38,15 @@ def normalize(arr, *, nfc: bool = True, lowercase: bool = True, strip_punct: boo
 
 def collapse_whitespace(arr: pa.Array) -> pa.Array:
     """Every run of whitespace (Python's `str.split()` set) -> one space, leading/trailing removed."""
-    from .hashing import PY_WHITESPACE, _string_buffers, numba_kernels
     k = numba_kernels()
     if k is None:
         return pc.utf8_trim(pc.replace_substring_regex(arr, pattern=PY_WHITESPACE, replacement=" "), characters=" ")
     if arr.offset:
         arr = pa.concat_arrays([arr])                   # offset 0: the validity bitmap can be reused as is
-    offsets, data = _string_buffers(arr)
+    offsets, data = string_buffers(arr)
     out_off = np.empty(len(arr) + 1, np.int64)
-    out_data = np.empty(max(int(offsets[-1] - offsets[0]), 1), np.uint8)
-    k.collapse_ws(offsets, data, out_off, out_data, k.ASCII_WS)
+    out_data = np.empty(max(len(data), 1), np.uint8)
+    k.collapse_ws(offsets, data, out_off, out_data, WS_CLASS)
     large = pa.types.is_large_string(arr.type) or out_off[-1] >= 2**31
     typ = pa.large_string() if large else pa.string()
     out_off = out_off if large else out_off.astype(np.int32)
