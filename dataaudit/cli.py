@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from dataaudit.cli_common import InputError, progress_bar
+from dataaudit.cli_common import InputError, make_out_dir, shard_progress
 from dataaudit.cli_paths import InputPathError, expand_shards
 from dataaudit.config import ConfigError, load_config
 from dataaudit.report.model import has_errors
@@ -63,20 +63,12 @@ def audit(shards, out, config_path, engine, ray_address, workers):
         config = load_config(config_path)
     except (InputPathError, ConfigError) as exc:
         raise InputError(str(exc)) from None
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"{out}: cannot create output folder: {exc.strerror}") from None
+    make_out_dir(out)
 
     from pipelines.audit import run_audit   # imported late: keeps `--help` fast
 
     console = Console(stderr=False)
-    with progress_bar(console, "auditing", "shards") as progress:
-        task = progress.add_task("audit", total=len(paths), samples=0)
-
-        def on_progress(shards_done: int, samples_done: int) -> None:
-            progress.update(task, completed=shards_done, samples=samples_done)
-
+    with shard_progress(console, "auditing", len(paths)) as on_progress:
         report = run_audit(paths, config, out, engine=engine, ray_address=ray_address, on_progress=on_progress,
                            workers=workers)
     _print_summary(console, report, out)

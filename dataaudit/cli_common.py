@@ -1,6 +1,9 @@
 """What every `dataaudit` command shares: the usage-error type (exit 2) and the progress bar."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+from pathlib import Path
+
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -17,3 +20,19 @@ def progress_bar(console: Console, verb: str, unit: str) -> Progress:
     return Progress(TextColumn(verb), BarColumn(), MofNCompleteColumn(), TextColumn(unit),
                     TextColumn("{task.fields[samples]} samples"), TimeElapsedColumn(),
                     console=console, transient=True)
+
+
+def make_out_dir(out: Path) -> None:
+    """Create the --out folder, or fail with one line naming it (exit 2)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{out}: cannot create output folder: {exc.strerror}") from None
+
+
+@contextmanager
+def shard_progress(console: Console, verb: str, total: int):
+    """A progress bar over `total` shards; yields `on_progress(shards_done, samples_done)` for the pipelines."""
+    with progress_bar(console, verb, "shards") as progress:
+        task = progress.add_task(verb, total=total, samples=0)
+        yield lambda shards_done, samples_done: progress.update(task, completed=shards_done, samples=samples_done)

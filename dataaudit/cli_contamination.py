@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from dataaudit.cli_common import InputError, progress_bar
+from dataaudit.cli_common import InputError, make_out_dir, shard_progress
 
 RESERVED_NAMES = {"parts"}
 
@@ -100,20 +100,12 @@ def contamination(train, more_train, benchmarks, out, ngram, decontaminate_train
         loaded = [load_benchmark(n, p, f, config.benchmarks.get(n)) for n, p, f in specs]
     except (InputPathError, ContaminationConfigError, BenchmarkError) as exc:
         raise InputError(str(exc)) from None
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"{out}: cannot create output folder: {exc.strerror}") from None
+    make_out_dir(out)
 
     from pipelines.contamination import has_errors, run_contamination   # late: keeps `--help` fast
 
     console = Console(stderr=False)
-    with progress_bar(console, "scanning", "shards") as progress:
-        task = progress.add_task("contamination", total=len(paths), samples=0)
-
-        def on_progress(shards_done: int, records_done: int) -> None:
-            progress.update(task, completed=shards_done, samples=records_done)
-
+    with shard_progress(console, "scanning", len(paths)) as on_progress:
         report = run_contamination(paths, loaded, config, out, engine=engine, ray_address=ray_address,
                                    decontaminate_train=decontaminate_train, on_progress=on_progress,
                                    workers=workers)

@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from dataaudit.cli_common import InputError, progress_bar
+from dataaudit.cli_common import InputError, make_out_dir, progress_bar
 from dataaudit.cli_paths import InputPathError, expand_shards
 
 _STAGES = {"sign": ("signing", "shards"), "map": ("banding", "shards"), "reduce": ("clustering", "partitions")}
@@ -124,10 +124,7 @@ def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed,
     spec = DedupSpec(text_field=text_field, nfc=nfc, lowercase=lowercase, strip_punct=strip_punct,
                      collapse_ws=collapse_ws, shingles="char" if char_shingles else "word", ngram=ngram,
                      num_perm=num_perm, seed=seed, threshold=threshold, verify=verify)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"{out}: cannot create output folder: {exc.strerror}") from None
+    make_out_dir(out)
 
     from pipelines.dedup import run_dedup   # imported late: keeps `--help` fast
 

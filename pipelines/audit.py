@@ -17,42 +17,16 @@ from dataaudit.config import AuditConfig
 from dataaudit.report.atomic import remove_stale_temps, write_json, write_parquet
 from dataaudit.report.html import write_report_html
 from dataaudit.report.model import build_report
-from pipelines.engine import choose_engine, package_version
+from pipelines.engine import choose_engine, package_version, run_units
 from pipelines.units import PartStore
 
 
-def _run_local(pending, config, on_done, on_rows, stage):
-    for index, path in pending:
-        result, flags = stage(path, config, on_batch=on_rows)
-        on_done(index, path, result.summary(), flags)
-
-
-def _run_ray(pending, config, on_done, ray_address, stage, workers):
-    import ray
-
-    if not ray.is_initialized():
-        ray.init(address=ray_address, include_dashboard=False, log_to_driver=False,
-                 configure_logging=False)
-
-    # max_retries: a worker that dies mid-shard gets its shard redone elsewhere, not a failed job.
-    @ray.remote(max_retries=3)
-    def shard_task(path, config):
-        result, flags = stage(path, config)
+def _summarized(stage: Callable) -> Callable:
+    """An `audit_shard`-like stage as a unit: (summary dict, flags table), as the part store keeps them."""
+    def unit(path, config, on_batch=None):
+        result, flags = stage(path, config, on_batch=on_batch)
         return result.summary(), flags
-
-    config_ref = ray.put(config)
-    queue = list(pending)
-    limit = workers or len(queue)
-    futures: dict = {}
-    # At most `limit` shards in flight: bounded driver memory, and a worker count the user controls.
-    while queue or futures:
-        while queue and len(futures) < limit:
-            index, path = queue.pop(0)
-            futures[shard_task.remote(path, config_ref)] = (index, path)
-        done, _ = ray.wait(list(futures), num_returns=1)
-        index, path = futures.pop(done[0])
-        summary, flags = ray.get(done[0])
-        on_done(index, path, summary, flags)
+    return unit
 
 
 def run_audit(paths: Sequence[str], config: AuditConfig, out_dir: Path, engine: str = "auto",
@@ -70,42 +44,10 @@ def run_audit(paths: Sequence[str], config: AuditConfig, out_dir: Path, engine: 
     engine = choose_engine(paths, engine, ray_address)
     remove_stale_temps(out_dir)   # a killed run's half-written files; finished parts are kept and reused
     store = PartStore(out_dir, {"config": config.fingerprint(), "schema": FLAG_SCHEMA.to_string()})
-    summaries: dict[int, dict] = {}
-    pending = []
-    for index, path in enumerate(paths):
-        done = store.load(index, path)
-        if done is None:
-            pending.append((index, path))
-        else:
-            summaries[index] = done
-    # Samples of finished shards, plus those counted batch by batch in the shard under way (local engine).
-    counted = {"finished": sum(s["samples"] for s in summaries.values()), "current": 0}
-
-    def tell():
-        if on_progress:
-            on_progress(len(summaries), counted["finished"] + counted["current"])
-
-    def on_rows(rows):
-        counted["current"] += rows
-        tell()
-
-    def on_done(index, path, summary, flags):
-        store.save(index, path, summary, flags)
-        summaries[index] = summary
-        counted["finished"] += summary["samples"]
-        counted["current"] = 0
-        tell()
-
-    tell()
-    if pending:
-        if engine == "ray":
-            _run_ray(pending, config, on_done, ray_address, stage, workers)
-        else:
-            _run_local(pending, config, on_done, on_rows, stage)
-
-    ordered = [summaries[i] for i in range(len(paths))]
+    ordered, resumed = run_units(paths, store, _summarized(stage), (config,), engine=engine, count="samples",
+                                 ray_address=ray_address, workers=workers, on_progress=on_progress)
     write_parquet(out_dir / "flags.parquet", (store.flags(i, p) for i, p in enumerate(paths)), FLAG_SCHEMA)
-    run = {"engine": engine, "resumed_shards": len(paths) - len(pending), "started": started,
+    run = {"engine": engine, "resumed_shards": resumed, "started": started,
            "seconds": round(time.time() - started, 3), "host": platform.node(),
            "python": platform.python_version(), "dataaudit": package_version()}
     report = build_report(ordered, config, run)

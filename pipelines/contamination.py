@@ -25,7 +25,7 @@ from dataaudit.contamination.results import (DECON_SCHEMA, ITEMS_SCHEMA, SCHEMA_
                                              items_table)
 from dataaudit.contamination.scan import MATCH_SCHEMA, scan_shard
 from dataaudit.report.atomic import remove_stale_temps, write_json, write_parquet
-from pipelines.engine import choose_engine, package_version
+from pipelines.engine import choose_engine, package_version, run_units
 from pipelines.units import PartStore
 
 RULES = {
@@ -53,36 +53,12 @@ class MatchParts(PartStore):
         return pq.read_table(self._stem(index, path).with_suffix(".matches.parquet"), schema=MATCH_SCHEMA)
 
 
-def _run_local(pending, index, config, on_done, on_rows, stage):
-    for i, path in pending:
-        result = stage(path, index, config, on_batch=on_rows)
-        on_done(i, path, result.summary, result.matches)
-
-
-def _run_ray(pending, index, config, on_done, ray_address, stage, workers):
-    import ray
-
-    if not ray.is_initialized():
-        ray.init(address=ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False)
-
-    @ray.remote(max_retries=3)
-    def shard_task(path, index, config):
-        result = stage(path, index, config)
+def _as_unit(stage: Callable) -> Callable:
+    """A `scan_shard`-like stage as a unit: (summary dict, matches table), as the part store keeps them."""
+    def unit(path, index, config, on_batch=None):
+        result = stage(path, index, config, on_batch=on_batch)
         return result.summary, result.matches
-
-    index_ref = ray.put(index)           # the benchmark index is broadcast once, not sent per task
-    config_ref = ray.put(config)
-    queue = list(pending)
-    limit = workers or len(queue)
-    futures: dict = {}
-    while queue or futures:
-        while queue and len(futures) < limit:
-            i, path = queue.pop(0)
-            futures[shard_task.remote(path, index_ref, config_ref)] = (i, path)
-        done, _ = ray.wait(list(futures), num_returns=1)
-        i, path = futures.pop(done[0])
-        summary, matches = ray.get(done[0])
-        on_done(i, path, summary, matches)
+    return unit
 
 
 def _methods_report(config: ContaminationConfig, index: ContaminationIndex, v: dict) -> dict:
@@ -115,37 +91,10 @@ def run_contamination(train_paths: Sequence[str], benchmarks: list[Benchmark], c
     engine = choose_engine(train_paths, engine, ray_address)
     store = MatchParts(out_dir, {"index": index.digest, "config": config.fingerprint(),
                                  "schema": MATCH_SCHEMA.to_string()})
-    summaries: dict[int, dict] = {}
-    pending = []
-    for i, path in enumerate(train_paths):
-        done = store.load(i, path)
-        if done is None:
-            pending.append((i, path))
-        else:
-            summaries[i] = done
-    counted = {"finished": sum(s["records"] for s in summaries.values()), "current": 0}
-
-    def tell():
-        if on_progress:
-            on_progress(len(summaries), counted["finished"] + counted["current"])
-
-    def on_rows(rows):
-        counted["current"] += rows
-        tell()
-
-    def on_done(i, path, summary, matches):
-        store.save(i, path, summary, matches)
-        summaries[i] = summary
-        counted["finished"] += summary["records"]
-        counted["current"] = 0
-        tell()
-
-    tell()
-    if pending:
-        if engine == "ray":
-            _run_ray(pending, index, config, on_done, ray_address, stage, workers)
-        else:
-            _run_local(pending, index, config, on_done, on_rows, stage)
+    # The benchmark index is broadcast once (Ray object store), training shards stream through it.
+    summaries, resumed = run_units(train_paths, store, _as_unit(stage), (index, config), engine=engine,
+                                   count="records", ray_address=ray_address, workers=workers,
+                                   on_progress=on_progress)
 
     acc = Accumulator(index, config)
     for i, path in enumerate(train_paths):
@@ -183,7 +132,7 @@ def run_contamination(train_paths: Sequence[str], benchmarks: list[Benchmark], c
     empty = int(v["empty"].sum())
     if empty:
         all_notes.append(f"{empty} empty item(s) (no words after normalization): reported, never matched")
-    run = {"engine": engine, "resumed_shards": len(train_paths) - len(pending), "started": started,
+    run = {"engine": engine, "resumed_shards": resumed, "started": started,
            "seconds": round(time.time() - started, 3), "host": platform.node(),
            "python": platform.python_version(), "dataaudit": package_version()}
     report = {

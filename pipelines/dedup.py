@@ -42,7 +42,7 @@ from dataaudit.dedup import DedupSpec, band_hashes, cluster_table, jaccard_pairs
 from dataaudit.dedup.clusters import components
 from dataaudit.dedup.lsh import all_pair_edges, runs, star_edges
 from dataaudit.report.atomic import remove_stale_temps, write_json, write_parquet
-from pipelines.engine import choose_engine, package_version
+from pipelines.engine import choose_engine, package_version, ray_init
 from pipelines.units import _fingerprint_digest
 
 SCHEMA_VERSION = 1
@@ -108,16 +108,8 @@ def _sign_local(pending, spec, with_shingles, on_done, on_rows):
         on_done(store, index, path, summary, table)
 
 
-def _ray_init(ray_address):
-    import ray
-
-    if not ray.is_initialized():
-        ray.init(address=ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    return ray
-
-
 def _sign_ray(pending, spec, with_shingles, on_done, ray_address):
-    ray = _ray_init(ray_address)
+    ray = ray_init(ray_address)
 
     @ray.remote(max_retries=3)
     def sign_task(path, spec, with_shingles):
@@ -440,7 +432,7 @@ def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: Path, against: Seq
     band_files = [m[2] for m in maps]
     exact_files = [m[3] for m in maps]
     if engine == "ray":
-        ray = _ray_init(ray_address)
+        ray = ray_init(ray_address)
         map_task = ray.remote(max_retries=3)(map_shard)
         ray.get([map_task.remote(sp, base, bands, rows, parts, bf, ef) for sp, base, bf, ef in maps])
         tell("map", len(maps), len(maps))
