@@ -126,3 +126,12 @@ def run_guarded(name: str, run, args) -> int:
         traceback.print_exc()
         print(f"{name}: FAILED", file=sys.stderr)
         return 1
+
+
+def write_json_result(path: str | None, result: dict) -> None:
+    """--json: the figures as JSON, for comparing runs."""
+    if path:
+        import json
+
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(result, indent=1))

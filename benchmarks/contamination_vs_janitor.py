@@ -36,7 +36,6 @@ _common.single_core_env()
 import contextlib  # noqa: E402
 import gc  # noqa: E402
 import io  # noqa: E402
-import json  # noqa: E402
 import time  # noqa: E402
 from dataclasses import replace  # noqa: E402
 
@@ -244,9 +243,7 @@ def run(args) -> int:
         if args.min_ratio is not None and ratio < args.min_ratio:
             print(f"contamination_vs_janitor: ratio {ratio:.1f}x < --min-ratio {args.min_ratio:g}", file=sys.stderr)
             status = 3
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=1))
+    _common.write_json_result(args.json, result)
     return status
 
 

@@ -62,6 +62,22 @@ class AuditConfig:
         }
 
 
+def skip_reason(name: str, config: "AuditConfig", has_target: dict[str, bool], where: str) -> str | None:
+    """Why check `name` cannot run on data that has the targets in `has_target` (None: it can run).
+
+    Shared by the audit's and the guard's plans: disabled, no field of its target, or a required setting
+    missing. `where` names the data in the message ("this shard", "the batch")."""
+    spec, settings = REGISTRY[name], config.check(name)
+    if not settings.enabled:
+        return "disabled in config"
+    if not has_target.get(spec.target, False):
+        return f"no {spec.target} field in {where}"
+    missing = [p for p in spec.required if settings.params.get(p) is None]
+    if name == "out_of_range" and settings.params.get("min") is None and settings.params.get("max") is None:
+        missing = ["min or max"]
+    return "not configured: " + ", ".join(missing) if missing else None
+
+
 def _fail(source: str, msg: str) -> ConfigError:
     return ConfigError(f"{source}: {msg}")
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from dataaudit.checks import REGISTRY
-from dataaudit.config import AuditConfig
+from dataaudit.config import AuditConfig, skip_reason
 from dataaudit.sources.base import PROVENANCE_COLUMNS, TEXT_NAMES
 
 LABEL_NAMES = ("label", "labels", "cls")
@@ -91,19 +91,10 @@ def resolve_plan(schema: pa.Schema, config: AuditConfig) -> FieldPlan:
     has_target = {"text": text is not None, "numeric": bool(numeric), "label": label is not None,
                   "tokens": ids is not None, "text_tokens": text is not None and ids is not None, "reader": True}
     skipped = {}
-    for name, spec in REGISTRY.items():
-        settings = config.check(name)
-        if not settings.enabled:
-            skipped[name] = "disabled in config"
-            continue
-        if name == "dtype_mismatch" and (label or ids):
+    for name in REGISTRY:
+        if name == "dtype_mismatch" and (label or ids) and config.check(name).enabled:
             continue  # labels and token ids are always expected to be integers
-        if not has_target[spec.target]:
-            skipped[name] = f"no {spec.target} field in this shard"
-            continue
-        missing = [p for p in spec.required if settings.params.get(p) is None]
-        if name == "out_of_range" and settings.params.get("min") is None and settings.params.get("max") is None:
-            missing = ["min or max"]
-        if missing:
-            skipped[name] = "not configured: " + ", ".join(missing)
+        why = skip_reason(name, config, has_target, "this shard")
+        if why is not None:
+            skipped[name] = why
     return FieldPlan(text, numeric, label, ids, mask, skipped, tuple(problems))

@@ -20,7 +20,7 @@ import torch
 
 from dataaudit.checks import REGISTRY
 from dataaudit.checks.numeric_field import from_tensor, tokens_from_tensor
-from dataaudit.config import AuditConfig, ConfigError, load_config
+from dataaudit.config import AuditConfig, ConfigError, load_config, skip_reason
 
 # What the guard runs by default (when `checks` is not given), each only where the config enables it and its
 # required settings are there. Chosen for what breaks or silently poisons a training step, at a cost near the
@@ -239,20 +239,11 @@ class GuardPlan:
         skipped: dict[str, str] = {}
         runnable: dict[str, dict] = {}
         for name in self.requested:
-            spec, settings = REGISTRY[name], cfg.check(name)
-            if not settings.enabled:
-                skipped[name] = "disabled in config"
-                continue
-            if not has[spec.target]:
-                skipped[name] = f"no {spec.target} field in the batch"
-                continue
-            missing = [p for p in spec.required if settings.params.get(p) is None]
-            if name == "out_of_range" and settings.params.get("min") is None and settings.params.get("max") is None:
-                missing = ["min or max"]
-            if missing:
-                skipped[name] = "not configured: " + ", ".join(missing)
-                continue
-            runnable[name] = settings.params
+            why = skip_reason(name, cfg, has, "the batch")
+            if why is None:
+                runnable[name] = cfg.check(name).params
+            else:
+                skipped[name] = why
 
         def calls(target: str, fname: str) -> tuple[CheckCall, ...]:
             names = [n for n in runnable if REGISTRY[n].target == target]
