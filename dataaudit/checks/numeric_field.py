@@ -133,6 +133,8 @@ for _n in ("uint16", "uint32", "uint64"):
     if hasattr(torch, _n):
         _TORCH_DTYPE_NAME[getattr(torch, _n)] = _n
 
+_TORCH_DTYPE_CODE = {t: DTYPE_CODE[n] for t, n in _TORCH_DTYPE_NAME.items()}  # from_tensor's lookup
+
 _ARROW_DTYPE_NAME = {
     pa.bool_(): "bool", pa.uint8(): "uint8", pa.int8(): "int8", pa.int16(): "int16", pa.int32(): "int32",
     pa.int64(): "int64", pa.uint16(): "uint16", pa.uint32(): "uint32", pa.uint64(): "uint64",
@@ -305,14 +307,22 @@ def from_tensor(x: torch.Tensor, mask: torch.Tensor | None = None) -> NumericFie
     """
     if x.dim() == 0:
         raise ValueError("from_tensor needs a batch tensor [B, ...]")
-    b = x.shape[0]
-    per = math.prod(x.shape[1:])
+    shape = x.shape
+    b = shape[0]
+    per = math.prod(shape[1:])
     values = x.reshape(-1)
-    valid = None if mask is None else _broadcast_mask(mask.to(x.device), x.shape).reshape(-1)
+    valid = None if mask is None else _broadcast_mask(mask.to(x.device), shape).reshape(-1)
     # sample (arange(b) repeated per times) and dtypes (b times the tensor's code) are built lazily: _TensorField.
-    field = _TensorField(values=values, sample=None, num_samples=b, dtypes=None, valid=valid, present=None)
-    field.__dict__["_dtype_code"] = dtype_code(x.dtype)
-    _set_layout(field, "dense", per)
+    # Built straight into __dict__ (what the dataclass __init__, the lazy setters and _set_layout would store).
+    code = _TORCH_DTYPE_CODE.get(x.dtype)
+    field = _TensorField.__new__(_TensorField)
+    d = field.__dict__
+    d["values"], d["_sample"], d["num_samples"], d["_dtypes"], d["valid"], d["present"] = (
+        values, None, b, None, valid, None)
+    d["_dtype_code"] = code if code is not None else dtype_code(x.dtype)
+    d["_layout"] = _Layout(_LAZY, b, "dense", per, None)
+    if len(shape) == 2 and x.is_cpu and x.is_contiguous():
+        d["_rows"] = (values, x)  # dense_rows: x itself is the [B, per] matrix (no second view per batch)
     return field
 
 
@@ -649,6 +659,9 @@ def dense_rows(field: NumericField, allow_valid: bool = False) -> torch.Tensor |
     lay = _layout(field)
     if lay.kind != "dense" or lay.per == 0:
         return None
+    r = field.__dict__.get("_rows")
+    if r is not None and r[0] is v:  # from_tensor of a contiguous 2-D tensor: that tensor
+        return r[1]
     return v.view(field.num_samples, lay.per) if v.is_contiguous() else v.reshape(field.num_samples, lay.per)
 
 

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from dataaudit.guard.collate import GUARD, KEY, ROW, SHARD, GuardedBatch, checks_from_payload
-from dataaudit.guard.plan import BatchChecks, GuardPlan, format_value
+from dataaudit.guard.plan import BatchChecks, GuardPlan, HostChecks, format_value
 from dataaudit.guard.profiler import StepRecord, ThroughputProfiler
 from dataaudit.guard.snapshot import save_snapshot
 
@@ -111,13 +111,14 @@ class _Entry:
     """One batch on its way through the guard; its flags are read back when `event` has completed."""
 
     __slots__ = ("step", "batch_size", "keys", "shards", "rows", "checks", "device_calls", "acting",
-                 "flagged_host", "value_host", "tokens_host", "event", "staged", "timing_events", "snapshot_batch",
-                 "action", "wait_s", "copy_s", "guard_s", "compute_s", "wall_s", "skipped_before", "gpu", "read")
+                 "flagged_host", "_value_host", "_value_from", "tokens_host", "event", "staged", "timing_events",
+                 "snapshot_batch", "action", "wait_s", "copy_s", "guard_s", "compute_s", "wall_s", "skipped_before",
+                 "gpu", "read")
 
     def __init__(self, step, batch_size, keys, shards, rows, checks, device_calls, acting, copy_s):
         self.step, self.batch_size, self.keys, self.shards, self.rows = step, batch_size, keys, shards, rows
         self.checks, self.device_calls, self.acting, self.copy_s = checks, device_calls, acting, copy_s
-        self.flagged_host = self.value_host = self.tokens_host = None   # numpy [C, B] once read back
+        self.flagged_host = self._value_host = self._value_from = self.tokens_host = None  # numpy [C, B] once read
         self.event = self.staged = self.timing_events = self.snapshot_batch = None
         self.action = ""
         self.wait_s = self.guard_s = self.wall_s = 0.0
@@ -125,6 +126,17 @@ class _Entry:
         self.skipped_before = 0
         self.gpu = None
         self.read = False
+
+    @property
+    def value_host(self):
+        """numpy [C, B] values once read back (on the CPU path taken from the HostChecks when first read)."""
+        if self._value_host is None and self._value_from is not None:
+            self._value_host = self._value_from.value_np
+        return self._value_host
+
+    @value_host.setter
+    def value_host(self, v) -> None:
+        self._value_host, self._value_from = v, None
 
 
 class DeviceGuard:
@@ -277,7 +289,7 @@ class DeviceGuard:
         acting = self._acting(res.calls)
         entry = _Entry(self.step, res.num_samples, keys, shards, rows, res, device_calls, acting, t1 - t0)
         self.last_checks = res
-        if res.flagged.is_cpu:
+        if type(res) is HostChecks or res.flagged.is_cpu:
             return self._process_host(data, entry)
         # An accelerator: nothing below reads device memory back, except skip and late_raise=False.
         act = res.rows(acting)
@@ -312,9 +324,14 @@ class DeviceGuard:
         """The CPU path: flags are host memory already, so read them now (no device to stall) and do only
         what a flagged batch needs."""
         res = entry.checks
-        fl = res.flagged.numpy()
-        entry.flagged_host, entry.value_host, entry.read = fl, res.value.numpy(), True
-        any_flag = fl.any()
+        if type(res) is HostChecks:  # numpy already: no tensor round trip (values: when first read)
+            fl = entry.flagged_host = res.flagged_np
+            entry._value_from = res
+        else:
+            fl = entry.flagged_host = res.flagged.numpy()
+            entry.value_host = res.value.numpy()
+        entry.read = True
+        any_flag = np.count_nonzero(fl) > 0  # == fl.any(), a fraction of its fixed cost
         act = None
         if any_flag:
             sel = [i for i, a in enumerate(entry.acting) if a]

@@ -115,6 +115,52 @@ class BatchChecks:
         return {c.label: {"flagged": f[i].tolist(), "value": v[i].tolist()} for i, c in enumerate(self.calls)}
 
 
+class _NumpyBacked:
+    """A HostChecks tensor attribute (`flagged`, `value`): a torch view of the numpy array `<name>_np`, built on
+    first read; assigning a tensor replaces both."""
+
+    def __set_name__(self, owner, name):
+        self.np_name, self.slot = name + "_np", "_" + name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        t = obj.__dict__.get(self.slot)
+        if t is None:
+            t = obj.__dict__[self.slot] = torch.from_numpy(getattr(obj, self.np_name))
+        return t
+
+    def __set__(self, obj, t: torch.Tensor) -> None:
+        obj.__dict__[self.slot] = t
+        obj.__dict__[self.np_name] = t.cpu().numpy()
+
+
+class HostChecks(BatchChecks):
+    """BatchChecks of CPU results held as numpy [C, B] arrays (`flagged_np`, `value_np`): the guard's CPU path
+    reads those directly; the `flagged` / `value` tensors (views of the same memory) are built on first use.
+    value_row: for one call, its value tensor [B] instead of value_np (then built when first read)."""
+
+    flagged = _NumpyBacked()
+    value = _NumpyBacked()
+
+    def __init__(self, calls: tuple[CheckCall, ...], flagged_np: np.ndarray, value_np: np.ndarray | None,
+                 value_row: torch.Tensor | None = None):
+        self.calls, self.flagged_np = calls, flagged_np
+        if value_np is not None:
+            self.value_np = value_np
+        self._value_row = value_row
+
+    def __getattr__(self, name):  # only for what __dict__ lacks: value_np of a one-call result, on first read
+        if name == "value_np" and self.__dict__.get("_value_row") is not None:
+            a = self.__dict__["value_np"] = self._value_row.numpy()[None]
+            return a
+        raise AttributeError(name)
+
+    @property
+    def num_samples(self) -> int:
+        return self.flagged_np.shape[1]
+
+
 def empty_checks(num_samples: int, device=None) -> BatchChecks:
     return BatchChecks((), torch.zeros((0, num_samples), dtype=torch.bool, device=device),
                        torch.zeros((0, num_samples), dtype=torch.float64, device=device))
@@ -155,6 +201,7 @@ class GuardPlan:
         self.skipped: dict[str, str] = {}
         self.fields: tuple[FieldPlan, ...] | None = None   # resolved from the first batch
         self._signature = None
+        self._one = None
 
     # ------------------------------------------------------------------------------------------ resolution
 
@@ -261,6 +308,9 @@ class GuardPlan:
         self.skipped = skipped
         self.fields = tuple(p for p in plans if p.calls)
         self._all_calls = tuple(c for p in self.fields for c in p.calls)
+        one = self.fields[0] if len(self.fields) == 1 else None
+        self._one = ((one.key,) + one.fns[0]) if one is not None and one.target != "tokens" and len(one.calls) == 1 \
+            else None  # run's straight-line path: (batch key, registered function, params)
         self.label_key, self.ids_key, self.mask_key, self.numeric_keys = label, ids, mask, tuple(numeric)
         return self.fields
 
@@ -281,6 +331,14 @@ class GuardPlan:
         No host read on a non-CPU device (tested on the meta device)."""
         named = self._named(batch)
         plans = self.resolve(named)
+        one = self._one
+        if one is not None:  # the common case of one tensor and one check (the defaults on an image batch)
+            key, fn, kw = one
+            out = fn(from_tensor(named[key]), **kw)
+            f = out.flagged
+            if f.is_cpu:
+                return HostChecks(self._all_calls, f.numpy()[None], None, out.value)
+            return BatchChecks(self._all_calls, f.unsqueeze(0), out.value.unsqueeze(0))
         args = []
         for p in plans:
             x = named[p.key]
@@ -310,15 +368,17 @@ class GuardPlan:
             batch_values = list(batch_values)
             return empty_checks(batch_size(batch_values), _device_of(batch_values))
         calls = self._all_calls if plans is self.fields else tuple(calls)  # stable identity: callers cache on it
-        if len(calls) == 1:
-            return BatchChecks(calls, flagged[0].unsqueeze(0), values[0].unsqueeze(0))
-        if flagged[0].is_cpu:  # small host arrays: filled row by row in numpy (faster than any stack)
+        if flagged[0].is_cpu:  # small host arrays: numpy rows (views for one call, else filled row by row)
+            if len(calls) == 1:
+                return HostChecks(calls, flagged[0].numpy()[None], values[0].numpy()[None])
             fl = np.empty((len(calls), b), dtype=bool)
             va = np.empty((len(calls), b), dtype=np.float64)
             for i, (f, v) in enumerate(zip(flagged, values)):
                 fl[i] = f.numpy()
                 va[i] = v.numpy()
-            return BatchChecks(calls, torch.from_numpy(fl), torch.from_numpy(va))
+            return HostChecks(calls, fl, va)
+        if len(calls) == 1:
+            return BatchChecks(calls, flagged[0].unsqueeze(0), values[0].unsqueeze(0))
         return BatchChecks(calls, torch.stack(flagged), torch.stack(values))
 
 
@@ -346,5 +406,5 @@ def format_value(call: CheckCall, value: float) -> str:
         return f"value {value:g}" if not math.isnan(value) else "value nan"
 
 
-__all__ = ["GuardPlan", "BatchChecks", "CheckCall", "FieldPlan", "GUARD_DEFAULT_CHECKS", "as_config",
-           "empty_checks", "format_value"]
+__all__ = ["GuardPlan", "BatchChecks", "HostChecks", "CheckCall", "FieldPlan", "GUARD_DEFAULT_CHECKS",
+           "as_config", "empty_checks", "format_value"]
