@@ -1,13 +1,11 @@
 """Hostile and corrupt inputs, each with the outcome a correct audit reports.
 
-Used by tests/test_reliability_inputs.py; `python tests/hostile_inputs.py` prints the table of inputs, what the
-report said and records lost (the closing note's table).
+Used by tests/test_reliability_inputs.py. From the repo root, `.venv/bin/python -m tests.hostile_inputs` prints
+the table of inputs, what the report said and records lost (the closing note's table).
 """
 from __future__ import annotations
 
 import gzip
-import io
-import json
 import shutil
 import tarfile
 from dataclasses import dataclass, field
@@ -16,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from tests.builders import make_tar, npy_bytes
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 GiB = 1 << 30
@@ -33,18 +33,7 @@ class Hostile:
 
 
 def _tar(path: Path, members: list[tuple[str, bytes]], mode: str = "w") -> Path:
-    with tarfile.open(path, mode, format=tarfile.USTAR_FORMAT) as tf:
-        for name, data in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tf.addfile(info, io.BytesIO(data))
-    return path
-
-
-def _npy(a: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, a, allow_pickle=False)
-    return buf.getvalue()
+    return make_tar(path, members, mode, format=tarfile.USTAR_FORMAT)
 
 
 def _text_members(n: int, prefix: str = "s") -> list[tuple[str, bytes]]:
@@ -111,7 +100,7 @@ def _npy_nonfinite(folder):
     members = []
     for i, a in enumerate([np.array([1.0, np.nan], np.float32), np.array([[np.inf, 0.0]], np.float64),
                            np.array([0.5, 0.25], np.float32), np.array([-np.inf], np.float16)]):
-        members.append((f"n{i}.x.npy", _npy(a)))
+        members.append((f"n{i}.x.npy", npy_bytes(a)))
     return _tar(folder / "npy-nonfinite.tar", members)
 
 

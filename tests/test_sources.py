@@ -2,11 +2,9 @@
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import os
 import pickle
-import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.builders import make_tar, npy_bytes
 from dataaudit.sources import (ERROR, KEY, ROW, WARNING, ShardReadError, iter_shard, read_schema,
                                shard_format)
 
@@ -45,21 +44,6 @@ def read_until_error(path, **kw) -> tuple[list[pa.RecordBatch], ShardReadError |
     except ShardReadError as e:
         return got, e
     return got, None
-
-
-def make_tar(path: Path, members: list[tuple[str, bytes]], mode: str = "w") -> Path:
-    with tarfile.open(path, mode) as tf:
-        for name, data in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tf.addfile(info, io.BytesIO(data))
-    return path
-
-
-def npy_bytes(a: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, a, allow_pickle=True)
-    return buf.getvalue()
 
 
 def gz(b: bytes) -> bytes:
