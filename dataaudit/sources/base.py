@@ -6,11 +6,8 @@ could not be decoded is still a row (data columns null, `__error__` set), so not
 """
 from __future__ import annotations
 
-KEY = "__key__"          # string: WebDataset sample key, or the record number for Parquet/JSONL
-ROW = "__row__"          # int64: 0-based record index within the shard
-ERROR = "__error__"      # string, null when fine: the record could not be decoded (its data columns are null)
-WARNING = "__warning__"  # string, null when fine: the record was read but something in it was skipped
-PROVENANCE_COLUMNS = (KEY, ROW, ERROR, WARNING)
+from dataaudit.provenance import ERROR, KEY, PROVENANCE_COLUMNS, ROW, WARNING  # noqa: F401  (re-exported)
+
 TEXT_NAMES = ("text", "content")  # default text column: the first of these present, else the first string column
 
 

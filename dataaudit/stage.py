@@ -1,0 +1,51 @@
+"""One shard read batch by batch into a stage: the loop every job runs on each shard (its unit of work).
+
+A stage overrides `add` (what to do with one batch) and usually `start`, `columns` and `finish`; this base owns
+the rest: reading the schema, choosing the columns to read, streaming the batches, telling progress, and handing
+a read failure to the job's error policy (`dataaudit.handlers`). The shape of datatrove's filter base: a step
+overrides one method, the base runs the loop.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pyarrow as pa
+
+from dataaudit.handlers import READ_ERRORS, report_unreadable
+from dataaudit.sources import iter_shard, read_schema
+
+
+class ShardStage:
+    """Per-shard work; `stage(path)` -> `finish`'s result (usually a (summary dict, table) pair)."""
+
+    batch_rows = 4096
+
+    def start(self, path: str) -> Any:
+        """A fresh per-shard state (anything `add` and `finish` share)."""
+        return {}
+
+    def columns(self, state: Any, schema: pa.Schema | None) -> list[str] | None:
+        """Columns to read, from the schema Parquet knows before reading (None: every column; schema is None
+        for formats that have none before reading)."""
+        return None
+
+    def add(self, state: Any, batch: pa.RecordBatch) -> None:
+        raise NotImplementedError
+
+    def finish(self, state: Any, error: str | None) -> Any:
+        """The shard's result; `error` is the handler's one-line message when the shard broke (else None)."""
+        raise NotImplementedError
+
+    def __call__(self, path: str, on_batch: Callable[[int], None] | None = None,
+                 handler: Callable[[BaseException, str], str] = report_unreadable) -> Any:
+        state = self.start(path)
+        error = None
+        try:
+            columns = self.columns(state, read_schema(path))
+            for batch in iter_shard(path, columns=columns, batch_rows=self.batch_rows):
+                self.add(state, batch)
+                if on_batch is not None:
+                    on_batch(batch.num_rows)
+        except READ_ERRORS as exc:
+            error = handler(exc, path)
+        return self.finish(state, error)
