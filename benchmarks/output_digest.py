@@ -34,10 +34,19 @@ def _shakespeare_parquet(path: Path) -> None:
     pq.write_table(pa.table({"id": [f"p{i}" for i in range(len(paragraphs))], "text": paragraphs}), path)
 
 
+def _drift_config(data: Path, config: Path) -> Path:
+    """The fixtures' config plus an inference tokenizer: the audit's stateful check runs on every shard."""
+    tok = SHARED / "tokenizers" / "llama-test-tokenizer.json"
+    path = data / "audit-drift.toml"
+    path.write_text(config.read_text().replace("[data]\n", f'[data]\ninference_tokenizer = "{tok}"\ndrift_sample = 0\n'))
+    return path
+
+
 def _jobs(data: Path, fixtures: Path, config: Path) -> dict[str, list[str]]:
     s = SHARED
     return {
         "audit-fixtures": ["audit", str(fixtures), "--config", str(config), "--engine", "local"],
+        "audit-drift": ["audit", str(fixtures), "--config", str(_drift_config(data, config)), "--engine", "local"],
         "audit-shared": ["audit", str(s / "webdataset" / "testgz.tar"), str(s / "benchmarks" / "gsm8k_test.jsonl"),
                          str(s / "benchmarks" / "arc_challenge_test.jsonl"), str(s / "chat" / "v1_sft_demo.jsonl"),
                          str(s / "parquet-testing"), str(data / "shakespeare.parquet"), "--engine", "local"],
