@@ -21,6 +21,7 @@ import torch
 from dataaudit.checks import REGISTRY
 from dataaudit.checks.numeric_field import from_tensor, tokens_from_tensor
 from dataaudit.config import AuditConfig, ConfigError, load_config, skip_reason
+from dataaudit.fields import Column, FieldSpec, resolve
 
 # What the guard runs by default (when `checks` is not given), each only where the config enables it and its
 # required settings are there. Chosen for what breaks or silently poisons a training step, at a cost near the
@@ -37,8 +38,6 @@ from dataaudit.config import AuditConfig, ConfigError, load_config, skip_reason
 GUARD_DEFAULT_CHECKS = ("nonfinite", "out_of_range", "dtype_mismatch", "label_out_of_range",
                         "token_id_out_of_range", "all_padding", "too_long")
 GUARD_TARGETS = ("numeric", "label", "tokens")
-LABEL_NAMES = ("label", "labels", "cls")
-PROVENANCE_KEYS = ("__key__", "__shard__", "__row__", "__guard__")
 
 # Reduce-once ordering inside one numeric field: checks that compute the row min/max run first, so nonfinite
 # and constant reuse them instead of a row sum of their own.
@@ -175,8 +174,14 @@ def as_config(config) -> AuditConfig:
     raise TypeError(f"config must be a path, None or an AuditConfig, not {type(config).__name__}")
 
 
-def _is_float_tensor(x) -> bool:
-    return isinstance(x, torch.Tensor) and x.is_floating_point() and x.dim() >= 1
+def _tensor_column(name: str, value) -> Column:
+    """A batch entry as the field rule sees it: a tensor's element kind; a 0-dim tensor is no per-sample field;
+    anything else (lists of strings, provenance) is no tensor field."""
+    if not isinstance(value, torch.Tensor):
+        return Column(name, "other", type(value).__name__)
+    kind = ("float" if value.is_floating_point() else "bool" if value.dtype == torch.bool
+            else "other" if value.is_complex() else "int")
+    return Column(name, kind, f"tensor {str(value.dtype).removeprefix('torch.')}", per_sample=value.dim() >= 1)
 
 
 class GuardPlan:
@@ -199,6 +204,7 @@ class GuardPlan:
         self.names = tuple(names) if names is not None else None
         self.requested = self._requested(checks)
         self.skipped: dict[str, str] = {}
+        self.problems: tuple[str, ...] = ()   # configured batch keys of the wrong kind (their checks are skipped)
         self.fields: tuple[FieldPlan, ...] | None = None   # resolved from the first batch
         self._signature = None
         self._one = None
@@ -242,15 +248,6 @@ class GuardPlan:
     def display(self, key) -> str:
         return self.names[key] if isinstance(key, int) and self.names is not None else str(key)
 
-    def key_of(self, name: str | None, named: Mapping) -> Any:
-        if name is None:
-            return None
-        if name in named:
-            return name
-        if self.names is not None and name in self.names:
-            return self.names.index(name)
-        return None
-
     def resolve(self, batch) -> tuple[FieldPlan, ...]:
         """Resolve (once per batch structure) which checks run on which batch entries."""
         named = self._named(batch)
@@ -258,29 +255,13 @@ class GuardPlan:
         if self.fields is not None and sig == self._signature:
             return self.fields
         self._signature = sig
-        cfg, data, f = self.config, self.config.data, self.fields_cfg
-        tensors = {k: v for k, v in named.items() if isinstance(v, torch.Tensor)
-                   and self.display(k) not in PROVENANCE_KEYS}
-
-        def pick(cfg_key: str, defaults: tuple[str, ...]):
-            if cfg_key in f:
-                k = self.key_of(f[cfg_key], named)
-                return k if k in tensors else None
-            for n in defaults:
-                k = self.key_of(n, named)
-                if k in tensors:
-                    return k
-            return None
-
-        label = pick("label", LABEL_NAMES if "num_classes" in data else ())
-        ids = pick("input_ids", ("input_ids",))
-        mask = pick("attention_mask", ("attention_mask",))
-        special = {label, ids, mask}
-        if "numeric" in f:
-            numeric = [self.key_of(n, named) for n in f["numeric"]]
-            numeric = [k for k in numeric if k in tensors and tensors[k].dim() >= 1]
-        else:
-            numeric = [k for k, v in tensors.items() if k not in special and _is_float_tensor(v)]
+        cfg = self.config
+        by_name = {self.display(k): k for k in named}
+        resolved = resolve((_tensor_column(name, named[k]) for name, k in by_name.items()),
+                           FieldSpec.from_config(self.fields_cfg, cfg.data))
+        self.problems = resolved.problems
+        label, ids, mask = (by_name.get(n) for n in (resolved.label, resolved.input_ids, resolved.attention_mask))
+        numeric = [by_name[n] for n in resolved.numeric]
 
         has = {"numeric": bool(numeric), "label": label is not None, "tokens": ids is not None}
         skipped: dict[str, str] = {}
@@ -322,7 +303,8 @@ class GuardPlan:
         """JSON-able: what runs where (for snapshots and logs)."""
         return {"fields": [{"target": p.target, "key": p.key, "name": p.name, "mask_key": p.mask_key,
                             "checks": [c.check for c in p.calls]} for p in (self.fields or ())],
-                "skipped": dict(self.skipped), "names": list(self.names) if self.names else None}
+                "skipped": dict(self.skipped), "problems": list(self.problems),
+                "names": list(self.names) if self.names else None}
 
     # ------------------------------------------------------------------------------------------ running
 

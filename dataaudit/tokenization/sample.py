@@ -1,4 +1,4 @@
-"""Sample texts for the behavioural diff from shards, through the audit's readers and text-field detection."""
+"""Sample texts for the behavioural diff from shards, through the audit's readers and the shared field rule."""
 from __future__ import annotations
 
 import math
@@ -7,8 +7,7 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataaudit.audit.plan import resolve_plan
-from dataaudit.config import build_config
+from dataaudit.fields import FieldSpec, resolve_schema
 from dataaudit.sources import ERROR, KEY, ShardReadError, iter_shard, read_schema
 from dataaudit.tokenization.behaviour import TextSet
 
@@ -21,7 +20,7 @@ def read_sample(paths: list[str], max_texts: int, text_field: str | None = None,
                 on_shard: Callable[[int, int], None] | None = None, into: TextSet | None = None) -> TextSet:
     """The first ceil(max_texts / shards) non-null texts of each shard, in shard order (max_texts 0: all)."""
     out = into if into is not None else TextSet()
-    config = build_config({"fields": {"text": text_field}} if text_field else {}, "--text-field")
+    spec = FieldSpec(text=text_field or None)
     quota = math.ceil(max_texts / len(paths)) if max_texts and paths else None
     for done, path in enumerate(paths, 1):
         taken = 0
@@ -29,14 +28,14 @@ def read_sample(paths: list[str], max_texts: int, text_field: str | None = None,
             schema = read_schema(path)
             columns = None
             if schema is not None:
-                plan = resolve_plan(schema, config)
+                plan = resolve_schema(schema, spec)
                 if plan.text is None:
                     raise SampleError(_no_text(path, text_field))
                 columns = [plan.text]
             for batch in iter_shard(path, columns=columns):
                 if quota is not None and taken >= quota:
                     break
-                plan = resolve_plan(batch.schema, config)
+                plan = resolve_schema(batch.schema, spec)
                 if plan.text is None:
                     if batch.num_rows and pc.all(pc.is_valid(batch.column(ERROR))).as_py():
                         continue      # every record of this batch is unreadable: no columns to look at
