@@ -37,6 +37,23 @@ def read_schema(path: str) -> pa.Schema | None:
     return None
 
 
+def peek_schema(path: str, rows: int = 256) -> pa.Schema | None:
+    """The shard's columns without reading it all: Parquet's footer, else the schema of its first `rows` records
+    (JSONL and tar records carry their own fields). None when the shard cannot be read (the job reports it)."""
+    try:
+        schema = read_schema(path)
+        if schema is not None:
+            return schema
+        batches = iter(iter_shard(path, batch_rows=rows))
+        try:
+            first = next(batches, None)
+        finally:
+            getattr(batches, "close", lambda: None)()   # release the file now, not at garbage collection
+    except (ShardReadError, OSError):
+        return None
+    return None if first is None else first.schema
+
+
 def iter_shard(path: str, columns: list[str] | None = None, batch_rows: int = 4096, *,
                max_member_bytes: int = MAX_MEMBER_BYTES) -> Iterator[pa.RecordBatch]:
     """Record batches of one shard: data columns plus __key__, __row__, __error__, __warning__.
