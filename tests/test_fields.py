@@ -1,0 +1,88 @@
+"""The one field-resolution rule (dataaudit.fields), on Arrow schemas and on guard batches."""
+from __future__ import annotations
+
+import pyarrow as pa
+import torch
+
+from dataaudit.config import build_config
+from dataaudit.fields import Column, Fields, FieldSpec, arrow_columns, missing_fields, resolve, resolve_schema
+from dataaudit.guard.plan import GuardPlan
+
+SCHEMA = pa.schema([
+    ("id", pa.string()), ("text", pa.string()), ("label", pa.int64()), ("features", pa.list_(pa.float32())),
+    ("input_ids", pa.list_(pa.int32())), ("attention_mask", pa.list_(pa.int8())),
+    ("pixels.shape", pa.list_(pa.int64())), ("score", pa.float64()), ("pixels.dtype", pa.string()),
+    ("__key__", pa.string()), ("__row__", pa.int64()), ("__error__", pa.string()), ("__warning__", pa.string()),
+])
+
+
+def test_automatic_roles():
+    f = resolve_schema(SCHEMA, FieldSpec())
+    assert f == Fields(text="text", numeric=("features", "score"), label=None, input_ids="input_ids",
+                       attention_mask="attention_mask", problems=())
+    assert f.columns() == ["text", "features", "score", "input_ids", "attention_mask", "features.dtype",
+                           "score.dtype"]
+    assert f.roles() == {"text": ["text"], "numeric": ["features", "score"], "label": [],
+                         "input_ids": ["input_ids"], "attention_mask": ["attention_mask"]}
+
+
+def test_label_by_name_only_when_the_data_has_classes():
+    spec = FieldSpec.from_config({}, {"num_classes": 10})
+    assert spec.auto_label
+    f = resolve_schema(SCHEMA, spec)
+    assert f.label == "label" and f.numeric == ("features", "score")
+
+
+def test_text_falls_back_to_the_first_string_column_never_a_dtype_column():
+    schema = pa.schema([("pixels.dtype", pa.string()), ("caption", pa.string()), ("body", pa.string())])
+    assert resolve_schema(schema, FieldSpec()).text == "caption"
+    assert resolve_schema(pa.schema([("text", pa.int64()), ("id", pa.string())]), FieldSpec()).text == "id"
+    assert resolve_schema(pa.schema([("n", pa.int64())]), FieldSpec()).text is None
+
+
+def test_configured_names_win_and_a_wrong_type_is_a_problem_not_another_column():
+    spec = FieldSpec.from_config({"text": "label", "numeric": "features", "label": "text"})
+    f = resolve_schema(SCHEMA, spec)
+    assert (f.text, f.numeric, f.label) == (None, ("features",), None)
+    assert f.problems == (
+        "column 'label' (text) is int64, expected a string: its checks are skipped",
+        "column 'text' (label) is string, expected numbers: its checks are skipped",
+    )
+
+
+def test_a_configured_name_absent_from_one_shard_resolves_to_nothing_there():
+    f = resolve_schema(SCHEMA, FieldSpec(text="caption", numeric=("nope", "score")))
+    assert (f.text, f.numeric, f.problems) == (None, ("score",), ())
+
+
+def test_missing_fields_names_what_no_shard_has():
+    spec = FieldSpec(text="caption", numeric=("features", "nope"), label="label")
+    schemas = [arrow_columns(SCHEMA), [Column("caption", "string", "string")]]
+    assert missing_fields(spec, schemas) == ["numeric 'nope'"]
+    assert missing_fields(spec, []) == ["text 'caption'", "label 'label'", "numeric 'features'",
+                                        "numeric 'nope'"]
+
+
+def test_provenance_is_never_data():
+    schema = pa.schema([("__key__", pa.string()), ("__shard__", pa.string()), ("v", pa.float32())])
+    assert resolve_schema(schema, FieldSpec()) == Fields(numeric=("v",))
+
+
+def test_the_guard_resolves_batches_with_the_same_rule():
+    config = build_config({"data": {"num_classes": 10, "vocab_size": 100}})
+    plan = GuardPlan(config, checks="all", names=("pixels", "label", "step", "input_ids", "caption"))
+    batch = (torch.zeros(2, 3), torch.tensor([1, 2]), torch.tensor(5.0), torch.ones(2, 4, dtype=torch.long),
+             ["a", "b"])
+    plan.resolve(batch)
+    assert [(p.target, p.key, p.name) for p in plan.fields] == [
+        ("numeric", 0, "pixels"), ("label", 1, "label"), ("tokens", 3, "input_ids")]
+    # a 0-dim tensor holds no value per sample: never a numeric field
+    assert resolve([Column("step", "float", "tensor float32", per_sample=False)], FieldSpec()).numeric == ()
+
+
+def test_the_guard_reports_a_configured_entry_of_the_wrong_kind():
+    plan = GuardPlan(fields={"numeric": ["caption"]})
+    plan.resolve({"caption": ["a", "b"], "pixels": torch.zeros(2, 3)})
+    assert plan.problems == ("column 'caption' (numeric) is list, expected numbers: its checks are skipped",)
+    assert plan.describe()["problems"] == list(plan.problems)
+    assert plan.fields == ()
