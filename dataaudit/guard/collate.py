@@ -25,8 +25,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import torch
 
-from dataaudit.checks.numeric_field import from_arrow, from_tensor, tokens_from_arrow, tokens_from_tensor
 from dataaudit.guard.plan import BatchChecks, CheckCall, GuardPlan, empty_checks
+from dataaudit.tensors import from_arrow, from_tensor, tokens_from_arrow, tokens_from_tensor
 
 log = logging.getLogger("dataaudit.guard")
 

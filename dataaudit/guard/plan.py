@@ -19,8 +19,8 @@ import numpy as np
 import torch
 
 from dataaudit.checks import REGISTRY
-from dataaudit.checks.numeric_field import from_tensor, tokens_from_tensor
 from dataaudit.config import AuditConfig, ConfigError, load_config, skip_reason
+from dataaudit.tensors import from_tensor, tokens_from_tensor
 
 # What the guard runs by default (when `checks` is not given), each only where the config enables it and its
 # required settings are there. Chosen for what breaks or silently poisons a training step, at a cost near the
