@@ -60,7 +60,7 @@ class CheckCall:
 
 
 @dataclass
-class FieldPlan:
+class FieldChecks:
     """A tensor of the batch (or ids + attention mask) and the checks run on it."""
 
     target: str                         # numeric | label | tokens
@@ -199,7 +199,7 @@ class GuardPlan:
         self.names = tuple(names) if names is not None else None
         self.requested = self._requested(checks)
         self.skipped: dict[str, str] = {}
-        self.fields: tuple[FieldPlan, ...] | None = None   # resolved from the first batch
+        self.fields: tuple[FieldChecks, ...] | None = None   # resolved from the first batch
         self._signature = None
         self._one = None
 
@@ -251,7 +251,7 @@ class GuardPlan:
             return self.names.index(name)
         return None
 
-    def resolve(self, batch) -> tuple[FieldPlan, ...]:
+    def resolve(self, batch) -> tuple[FieldChecks, ...]:
         """Resolve (once per batch structure) which checks run on which batch entries."""
         named = self._named(batch)
         sig = tuple(named)  # resolved once per set of batch keys
@@ -300,11 +300,11 @@ class GuardPlan:
 
         plans = []
         for k in numeric:
-            plans.append(FieldPlan("numeric", k, self.display(k), calls("numeric", self.display(k))))
+            plans.append(FieldChecks("numeric", k, self.display(k), calls("numeric", self.display(k))))
         if label is not None:
-            plans.append(FieldPlan("label", label, self.display(label), calls("label", self.display(label))))
+            plans.append(FieldChecks("label", label, self.display(label), calls("label", self.display(label))))
         if ids is not None:
-            plans.append(FieldPlan("tokens", ids, self.display(ids), calls("tokens", self.display(ids)), mask))
+            plans.append(FieldChecks("tokens", ids, self.display(ids), calls("tokens", self.display(ids)), mask))
         self.skipped = skipped
         self.fields = tuple(p for p in plans if p.calls)
         self._all_calls = tuple(c for p in self.fields for c in p.calls)
@@ -349,7 +349,7 @@ class GuardPlan:
                 args.append(from_tensor(x))
         return self.run_fields(plans, args, named.values())
 
-    def run_fields(self, plans: Sequence[FieldPlan], args: Sequence, batch_values: Iterable = ()) -> BatchChecks:
+    def run_fields(self, plans: Sequence[FieldChecks], args: Sequence, batch_values: Iterable = ()) -> BatchChecks:
         """Run the planned calls on fields already built (NumericField / TokenFields, one per plan)."""
         flagged, values, calls = [], [], []
         b = None
@@ -406,5 +406,5 @@ def format_value(call: CheckCall, value: float) -> str:
         return f"value {value:g}" if not math.isnan(value) else "value nan"
 
 
-__all__ = ["GuardPlan", "BatchChecks", "HostChecks", "CheckCall", "FieldPlan", "GUARD_DEFAULT_CHECKS",
+__all__ = ["GuardPlan", "BatchChecks", "HostChecks", "CheckCall", "FieldChecks", "GUARD_DEFAULT_CHECKS",
            "as_config", "empty_checks", "format_value"]
