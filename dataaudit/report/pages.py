@@ -1,20 +1,19 @@
-"""The four HTML pages: which template each renders and the context it gets (all rendered by render.py).
+"""The pages of the audit, dedup and contamination pipelines: which template each renders and the context it gets.
 
-The audit's charts are imported when report.html is written: they need matplotlib, which the other commands
-never load.
+All rendering goes through render.py; tokenizer_drift.html is written by dataaudit.tokenization.report with
+the same write_page (that command never needs the charts, and so never loads matplotlib).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+from dataaudit.report.charts import length_charts
 from dataaudit.report.diff import examples_with_segments
 from dataaudit.report.render import write_page
 
 
 def write_report_html(path: Path, report: dict) -> None:
     """report.html of `dataaudit audit`, with a length histogram per length statistic."""
-    from dataaudit.report.charts import length_charts
-
     write_page(path, "report.html", report=report, charts=length_charts(report))
 
 
@@ -26,8 +25,3 @@ def write_dedup_html(path: Path, report: dict) -> None:
 def write_contamination_html(path: Path, report: dict) -> None:
     """contamination.html of `dataaudit contamination`."""
     write_page(path, "contamination.html", report=report)
-
-
-def write_tokenizer_drift_html(path: Path, result: dict) -> None:
-    """tokenizer_drift.html of `dataaudit tokenizer-drift`."""
-    write_page(path, "tokenizer_drift.html", r=result)
