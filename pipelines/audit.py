@@ -15,8 +15,8 @@ from dataaudit.audit.batch import FLAG_SCHEMA
 from dataaudit.audit.shard import audit_shard
 from dataaudit.config import AuditConfig
 from dataaudit.report.atomic import remove_stale_temps, write_json, write_parquet
-from dataaudit.report.html import write_report_html
 from dataaudit.report.model import build_report
+from dataaudit.report.pages import write_report_html
 from pipelines.engine import choose_engine, package_version, run_units
 from pipelines.units import PartStore
 

@@ -17,7 +17,6 @@ import pyarrow.parquet as pq
 
 from dataaudit.contamination.config import ContaminationConfig
 from dataaudit.contamination.grams import NORMALIZE
-from dataaudit.contamination.html import write_contamination_html
 from dataaudit.contamination.index import ContaminationIndex, build_index
 from dataaudit.contamination.load import Benchmark, write_clean
 from dataaudit.contamination.results import (DECON_SCHEMA, ITEMS_SCHEMA, SCHEMA_VERSION, Accumulator,
@@ -25,6 +24,7 @@ from dataaudit.contamination.results import (DECON_SCHEMA, ITEMS_SCHEMA, SCHEMA_
                                              items_table)
 from dataaudit.contamination.scan import MATCH_SCHEMA, scan_shard
 from dataaudit.report.atomic import remove_stale_temps, write_json, write_parquet
+from dataaudit.report.pages import write_contamination_html
 from pipelines.engine import choose_engine, package_version, run_units
 from pipelines.units import PartStore
 

@@ -574,7 +574,7 @@ def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: Path, against: Seq
                      "host": platform.node(), "python": platform.python_version(), "dataaudit": package_version()}
     write_json(out_dir / "dedup.json", report)
     if html:
-        from dataaudit.report.dedup_html import write_dedup_html
+        from dataaudit.report.pages import write_dedup_html
         write_dedup_html(out_dir / "dedup.html", report)
     return report
 

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dataaudit.checks import REGISTRY
-from dataaudit.checks.numeric_field import (
+from dataaudit.tensors import (
     DTYPE_CODE,
     NumericField,
     TokenFields,

@@ -14,10 +14,10 @@ import torch
 
 from dataaudit.audit.plan import DTYPE_SUFFIX, FieldPlan
 from dataaudit.checks import REGISTRY, CheckOutput
-from dataaudit.checks.numeric_field import NumericField, from_arrow, tokens_from_arrow
 from dataaudit.config import AuditConfig
 from dataaudit.sources.base import ERROR, KEY, ROW, WARNING
 from dataaudit.stats.token_lengths import token_lengths
+from dataaudit.tensors import NumericField, from_arrow, tokens_from_arrow
 
 FLAG_SCHEMA = pa.schema([
     ("shard", pa.string()), ("key", pa.string()), ("row", pa.int64()), ("field", pa.string()),

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from dataaudit.checks.base import CheckOutput, register
-from dataaudit.checks.numeric_field import (
+from dataaudit.tensors import (
     DTYPE_CODE,
     DTYPE_NAMES,
     FLOAT_DTYPES,

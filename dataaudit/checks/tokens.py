@@ -16,7 +16,7 @@ import torch
 
 from dataaudit.checks.base import CheckOutput, register
 from dataaudit.checks.numeric import below
-from dataaudit.checks.numeric_field import (
+from dataaudit.tensors import (
     NumericField,
     TokenFields,
     aligned_index,

@@ -13,8 +13,9 @@ Importable with torch alone (no Ray; pyarrow is only touched for ragged samples 
 
 See README.md, "The training guard".
 """
-from dataaudit.guard.collate import CollateError, CollateGuard, GuardedBatch
+from dataaudit.guard.collate import CollateError, CollateGuard
 from dataaudit.guard.device import POLICIES, BadBatchError, DeviceGuard, Finding
+from dataaudit.guard.payload import GuardedBatch
 from dataaudit.guard.plan import GUARD_DEFAULT_CHECKS, BatchChecks, CheckCall, GuardPlan
 from dataaudit.guard.profiler import StepRecord, ThroughputProfiler
 from dataaudit.guard.snapshot import Snapshot, load_snapshot, save_snapshot

@@ -19,52 +19,21 @@ with training, and costs the training process nothing; `drop=True` removes flagg
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
 
-from dataaudit.checks.numeric_field import from_arrow, from_tensor, tokens_from_arrow, tokens_from_tensor
-from dataaudit.guard.plan import BatchChecks, CheckCall, GuardPlan, empty_checks
+from dataaudit.guard.payload import GuardedBatch, checks_to_payload
+from dataaudit.guard.plan import BatchChecks, GuardPlan, empty_checks
+from dataaudit.provenance import GUARD, KEY, ROW, SHARD
+from dataaudit.tensors import from_arrow, from_tensor, tokens_from_arrow, tokens_from_tensor
 
 log = logging.getLogger("dataaudit.guard")
-
-KEY, SHARD, ROW, GUARD = "__key__", "__shard__", "__row__", "__guard__"
 
 
 class CollateError(RuntimeError):
     """The user's collate_fn failed; the message names the batch's samples by (shard, key)."""
-
-
-@dataclass
-class GuardedBatch:
-    """A collated batch that is not a dict, with its provenance and the collate guard's results."""
-
-    data: Any
-    keys: list | None = None
-    shards: list | None = None
-    guard: dict | None = None
-
-    def pin_memory(self) -> "GuardedBatch":  # called by the DataLoader's pin-memory thread
-        from dataaudit.guard.device import pin_tree
-        return GuardedBatch(pin_tree(self.data), self.keys, self.shards, pin_tree(self.guard))
-
-    def to(self, device, non_blocking: bool = False) -> "GuardedBatch":
-        from dataaudit.guard.device import move_tree
-        return GuardedBatch(move_tree(self.data, device, non_blocking), self.keys, self.shards,
-                            move_tree(self.guard, device, non_blocking))
-
-
-def checks_to_payload(res: BatchChecks, dropped: list | None = None) -> dict:
-    """The `__guard__` entry: results as tensors (moved and pinned with the batch) plus the call list."""
-    return {"calls": [(c.check, c.field, c.severity, c.params) for c in res.calls],
-            "flagged": res.flagged, "value": res.value, "dropped": list(dropped or [])}
-
-
-def checks_from_payload(payload: Mapping) -> BatchChecks:
-    calls = tuple(CheckCall(c[0], c[1], c[2], tuple(tuple(p) for p in c[3])) for c in payload["calls"])
-    return BatchChecks(calls, payload["flagged"], payload["value"])
 
 
 def _as_array(v) -> np.ndarray | None:
@@ -216,4 +185,4 @@ def _strip(s):
     return s
 
 
-__all__ = ["CollateGuard", "CollateError", "GuardedBatch", "checks_from_payload", "checks_to_payload"]
+__all__ = ["CollateGuard", "CollateError"]

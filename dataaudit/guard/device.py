@@ -39,10 +39,12 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import torch
 
-from dataaudit.guard.collate import GUARD, KEY, ROW, SHARD, GuardedBatch, checks_from_payload
+from dataaudit.guard.payload import GuardedBatch, checks_from_payload
 from dataaudit.guard.plan import BatchChecks, GuardPlan, HostChecks, format_value
 from dataaudit.guard.profiler import StepRecord, ThroughputProfiler
 from dataaudit.guard.snapshot import save_snapshot
+from dataaudit.guard.tree import move_tree
+from dataaudit.provenance import GUARD, KEY, ROW, SHARD
 
 log = logging.getLogger("dataaudit.guard")
 
@@ -74,35 +76,6 @@ class Finding:
     detail: str
     action: str            # raised | skipped | masked | warned
     source: str = "device"  # device | collate
-
-
-# ------------------------------------------------------------------------------------------------ tensor trees
-
-def pin_tree(x):
-    """Pin every CPU tensor of a dict / list / tuple tree (the DataLoader's pin_memory does the same)."""
-    if isinstance(x, torch.Tensor):
-        return x.pin_memory() if x.device.type == "cpu" and not x.is_pinned() else x
-    if isinstance(x, dict):
-        return {k: pin_tree(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return type(x)(pin_tree(v) for v in x) if not hasattr(x, "_fields") else type(x)(*[pin_tree(v) for v in x])
-    return x
-
-
-def move_tree(x, device, non_blocking: bool = True, pin: bool = False):
-    """Every tensor of a dict / list / tuple tree on `device` (non_blocking; pinned first when `pin`)."""
-    if isinstance(x, torch.Tensor):
-        if x.device == device:
-            return x
-        if pin and x.device.type == "cpu" and not x.is_pinned():
-            x = x.pin_memory()
-        return x.to(device, non_blocking=non_blocking)
-    if isinstance(x, dict):
-        return {k: move_tree(v, device, non_blocking, pin) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        items = [move_tree(v, device, non_blocking, pin) for v in x]
-        return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)
-    return x
 
 
 # ------------------------------------------------------------------------------------------------ per batch
@@ -589,4 +562,4 @@ def _describe(findings: list[Finding], limit: int = 6) -> str:
     return "; ".join(parts)
 
 
-__all__ = ["DeviceGuard", "BadBatchError", "Finding", "POLICIES", "move_tree", "pin_tree"]
+__all__ = ["DeviceGuard", "BadBatchError", "Finding", "POLICIES"]

@@ -19,9 +19,9 @@ import numpy as np
 import torch
 
 from dataaudit.checks import REGISTRY
-from dataaudit.checks.numeric_field import from_tensor, tokens_from_tensor
 from dataaudit.config import AuditConfig, ConfigError, load_config, skip_reason
 from dataaudit.fields import Column, FieldSpec, resolve
+from dataaudit.tensors import from_tensor, tokens_from_tensor
 
 # What the guard runs by default (when `checks` is not given), each only where the config enables it and its
 # required settings are there. Chosen for what breaks or silently poisons a training step, at a cost near the
@@ -59,7 +59,7 @@ class CheckCall:
 
 
 @dataclass
-class FieldPlan:
+class FieldChecks:
     """A tensor of the batch (or ids + attention mask) and the checks run on it."""
 
     target: str                         # numeric | label | tokens
@@ -205,7 +205,7 @@ class GuardPlan:
         self.requested = self._requested(checks)
         self.skipped: dict[str, str] = {}
         self.problems: tuple[str, ...] = ()   # configured batch keys of the wrong kind (their checks are skipped)
-        self.fields: tuple[FieldPlan, ...] | None = None   # resolved from the first batch
+        self.fields: tuple[FieldChecks, ...] | None = None   # resolved from the first batch
         self._signature = None
         self._one = None
 
@@ -248,7 +248,7 @@ class GuardPlan:
     def display(self, key) -> str:
         return self.names[key] if isinstance(key, int) and self.names is not None else str(key)
 
-    def resolve(self, batch) -> tuple[FieldPlan, ...]:
+    def resolve(self, batch) -> tuple[FieldChecks, ...]:
         """Resolve (once per batch structure) which checks run on which batch entries."""
         named = self._named(batch)
         sig = tuple(named)  # resolved once per set of batch keys
@@ -281,11 +281,11 @@ class GuardPlan:
 
         plans = []
         for k in numeric:
-            plans.append(FieldPlan("numeric", k, self.display(k), calls("numeric", self.display(k))))
+            plans.append(FieldChecks("numeric", k, self.display(k), calls("numeric", self.display(k))))
         if label is not None:
-            plans.append(FieldPlan("label", label, self.display(label), calls("label", self.display(label))))
+            plans.append(FieldChecks("label", label, self.display(label), calls("label", self.display(label))))
         if ids is not None:
-            plans.append(FieldPlan("tokens", ids, self.display(ids), calls("tokens", self.display(ids)), mask))
+            plans.append(FieldChecks("tokens", ids, self.display(ids), calls("tokens", self.display(ids)), mask))
         self.skipped = skipped
         self.fields = tuple(p for p in plans if p.calls)
         self._all_calls = tuple(c for p in self.fields for c in p.calls)
@@ -331,7 +331,7 @@ class GuardPlan:
                 args.append(from_tensor(x))
         return self.run_fields(plans, args, named.values())
 
-    def run_fields(self, plans: Sequence[FieldPlan], args: Sequence, batch_values: Iterable = ()) -> BatchChecks:
+    def run_fields(self, plans: Sequence[FieldChecks], args: Sequence, batch_values: Iterable = ()) -> BatchChecks:
         """Run the planned calls on fields already built (NumericField / TokenFields, one per plan)."""
         flagged, values, calls = [], [], []
         b = None
@@ -388,5 +388,5 @@ def format_value(call: CheckCall, value: float) -> str:
         return f"value {value:g}" if not math.isnan(value) else "value nan"
 
 
-__all__ = ["GuardPlan", "BatchChecks", "HostChecks", "CheckCall", "FieldPlan", "GUARD_DEFAULT_CHECKS",
+__all__ = ["GuardPlan", "BatchChecks", "HostChecks", "CheckCall", "FieldChecks", "GUARD_DEFAULT_CHECKS",
            "as_config", "empty_checks", "format_value"]

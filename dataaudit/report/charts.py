@@ -5,6 +5,7 @@ import io
 import re
 
 import matplotlib
+from markupsafe import Markup
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -34,3 +35,9 @@ def histogram_svg(histogram: dict, unit: str, context_length: int | None) -> str
     svg = buf.getvalue()
     svg = re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.S)
     return svg[svg.index("<svg"):]   # drop the XML prolog so it can be inlined
+
+
+def length_charts(report: dict) -> dict[str, Markup]:
+    """report.html's charts: one length histogram per length statistic, marked safe (our SVG, no data text)."""
+    return {key: Markup(histogram_svg(stat["histogram"], stat["unit"], stat["context_length"]))
+            for key, stat in report["lengths"].items()}

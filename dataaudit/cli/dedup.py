@@ -12,8 +12,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from dataaudit.cli_common import InputError, make_out_dir, progress_bar
-from dataaudit.cli_paths import InputPathError, expand_shards
+from dataaudit.cli.common import InputError, make_out_dir, progress_bar
+from dataaudit.cli.paths import InputPathError, expand_shards
 
 _STAGES = {"sign": ("signing", "shards"), "map": ("banding", "shards"), "reduce": ("clustering", "partitions")}
 

@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from dataaudit.cli_common import InputError, make_out_dir, shard_progress
+from dataaudit.cli.common import InputError, make_out_dir, shard_progress
 
 RESERVED_NAMES = {"parts"}
 
@@ -77,7 +77,7 @@ def contamination(train, more_train, benchmarks, out, ngram, decontaminate_train
                   ray_address, workers):
     """Report which benchmark items the training shards already contain, per benchmark and per item, and write
     a clean subset of every benchmark. Exit 0: none contaminated; 1: some; 2: usage or I/O error."""
-    from dataaudit.cli_paths import InputPathError, expand_shards
+    from dataaudit.cli.paths import InputPathError, expand_shards
     from dataaudit.contamination.config import ContaminationConfigError, load_contamination_config
     from dataaudit.contamination.load import BenchmarkError, load_benchmark, parse_benchmark_arg
 

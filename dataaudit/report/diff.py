@@ -1,16 +1,11 @@
-"""dedup.html: totals, the cluster-size histogram, example clusters side by side, validation overlaps.
+"""dedup.html's word diff: the words of a duplicate that differ from its cluster's representative are marked.
 
-Texts come from data: jinja2 autoescapes them and the `visible` filter shows control characters; words that
-differ from the cluster's representative are marked (difflib over the words of the two excerpts).
+difflib over the (lowercased) words of the two excerpts; whitespace is kept as it is in the text.
 """
 from __future__ import annotations
 
 import difflib
 import re
-from pathlib import Path
-
-from dataaudit.report.atomic import write_text
-from dataaudit.report.html import _env
 
 _SPLIT = re.compile(r"(\s+)")
 
@@ -43,7 +38,9 @@ def diff_segments(base: str | None, text: str | None) -> list[dict]:
     return segs
 
 
-def render_dedup(report: dict) -> str:
+def examples_with_segments(report: dict) -> dict:
+    """The report's example clusters and validation overlaps, each text given its `segments` (in place):
+    cluster members against the cluster's first member, a validation sample against its training copy."""
     ex = report.get("examples") or {"clusters": [], "overlap": []}
     for c in ex.get("clusters", []):
         base = c["members"][0].get("text") if c["members"] else None
@@ -52,8 +49,4 @@ def render_dedup(report: dict) -> str:
     for o in ex.get("overlap", []):
         o["val"]["segments"] = diff_segments(o["train"].get("text"), o["val"].get("text"))
         o["train"]["segments"] = diff_segments(None, o["train"].get("text"))
-    return _env.get_template("dedup.html").render(report=report, examples=ex)
-
-
-def write_dedup_html(path: Path, report: dict) -> None:
-    write_text(path, render_dedup(report))
+    return ex

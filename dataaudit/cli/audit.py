@@ -1,4 +1,4 @@
-"""The `dataaudit` command.
+"""`dataaudit audit`: scan shards with the configured checks and report every bad sample.
 
 Exit codes: 0 nothing at error severity, 1 something at error severity (or an unreadable shard),
 2 usage or I/O errors (one line naming the file).
@@ -11,8 +11,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from dataaudit.cli_common import InputError, make_out_dir, shard_progress
-from dataaudit.cli_paths import InputPathError, expand_shards
+from dataaudit.cli.common import InputError, make_out_dir, shard_progress
+from dataaudit.cli.paths import InputPathError, expand_shards
 from dataaudit.config import ConfigError, load_config
 from dataaudit.report.model import has_errors
 
@@ -39,13 +39,7 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     console.print(f"wrote {out / 'report.json'}, {out / 'flags.parquet'}, {out / 'report.html'}")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="dataaudit")
-def main() -> None:
-    """Find the bad data that wrecks training runs."""
-
-
-@main.command()
+@click.command()
 @click.argument("shards", nargs=-1, required=True)
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder for report.json, flags.parquet and report.html (created if missing).")
@@ -74,17 +68,3 @@ def audit(shards, out, config_path, engine, ray_address, workers):
     _print_summary(console, report, out)
     raise SystemExit(1 if has_errors(report) else 0)
 
-
-# Other commands register here, one line each (their modules import click and dataaudit.cli_common only).
-# COMMANDS-BEGIN
-from dataaudit.cli_tokenizer_drift import tokenizer_drift  # noqa: E402
-main.add_command(tokenizer_drift)
-from dataaudit.cli_contamination import contamination  # noqa: E402
-main.add_command(contamination)
-from dataaudit.cli_dedup import dedup  # noqa: E402
-main.add_command(dedup)
-# COMMANDS-END
-
-
-if __name__ == "__main__":
-    main()

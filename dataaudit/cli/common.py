@@ -1,4 +1,4 @@
-"""What every `dataaudit` command shares: the usage-error type (exit 2) and the progress bar."""
+"""What every `dataaudit` command shares: the usage-error type (exit 2), the --out folder and the progress bars."""
 from __future__ import annotations
 
 from contextlib import contextmanager

@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from dataaudit.cli_common import InputError, progress_bar
+from dataaudit.cli.common import InputError, progress_bar
 
 _STYLE = {"breaking": "red", "compatible": "yellow", "identical": "green"}
 
@@ -76,7 +76,7 @@ def tokenizer_drift(train_tokenizer, infer_tokenizer, more_samples, out, samples
     console = Console(stderr=False)
     sample = None
     if sample_args:
-        from dataaudit.cli_paths import InputPathError, expand_shards
+        from dataaudit.cli.paths import InputPathError, expand_shards
         from dataaudit.tokenization.sample import SampleError, read_sample
 
         try:

@@ -1,0 +1,27 @@
+"""The `dataaudit` command: the click group `main`, with one module per subcommand.
+
+Exit codes (each command's module says what counts as an error): 0 no error found, 1 an error found (or a
+shard that could not be read to the end), 2 usage or I/O error (one line naming the file). Each command imports
+its pipeline inside the command function, so `dataaudit --help` loads none of them.
+"""
+from __future__ import annotations
+
+import click
+
+from dataaudit.cli.audit import audit
+from dataaudit.cli.contamination import contamination
+from dataaudit.cli.dedup import dedup
+from dataaudit.cli.tokenizer_drift import tokenizer_drift
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="dataaudit")
+def main() -> None:
+    """Find the bad data that wrecks training runs."""
+
+
+# The commands, one line each.
+main.add_command(audit)
+main.add_command(tokenizer_drift)
+main.add_command(contamination)
+main.add_command(dedup)

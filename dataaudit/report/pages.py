@@ -1,0 +1,27 @@
+"""The pages of the audit, dedup and contamination pipelines: which template each renders and the context it gets.
+
+All rendering goes through render.py; tokenizer_drift.html is written by dataaudit.tokenization.report with
+the same write_page (that command never needs the charts, and so never loads matplotlib).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from dataaudit.report.charts import length_charts
+from dataaudit.report.diff import examples_with_segments
+from dataaudit.report.render import write_page
+
+
+def write_report_html(path: Path, report: dict) -> None:
+    """report.html of `dataaudit audit`, with a length histogram per length statistic."""
+    write_page(path, "report.html", report=report, charts=length_charts(report))
+
+
+def write_dedup_html(path: Path, report: dict) -> None:
+    """dedup.html of `dataaudit dedup`; adds the word-diff `segments` to the report's examples."""
+    write_page(path, "dedup.html", report=report, examples=examples_with_segments(report))
+
+
+def write_contamination_html(path: Path, report: dict) -> None:
+    """contamination.html of `dataaudit contamination`."""
+    write_page(path, "contamination.html", report=report)

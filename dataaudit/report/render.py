@@ -1,0 +1,45 @@
+"""The one place HTML is rendered: a single Jinja2 environment over dataaudit/report/templates/.
+
+Autoescaping is on for every template, so every string that comes from data (text snippets, keys, file names,
+errors, tokens) is escaped; only what a page marks safe itself (the audit's SVG charts) is not. The `visible`
+filter shows control and invisible characters so a person sees what a check saw.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from jinja2 import Environment, PackageLoader
+
+from dataaudit.report.atomic import write_text
+
+_INVISIBLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\ufeff]")
+
+
+def visible(text) -> str:
+    """Control and invisible characters shown as \\xNN / \\uNNNN so a person sees what the check saw."""
+    if text is None:
+        return ""
+    return _INVISIBLE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                          else f"\\u{ord(m.group()):04x}", str(text))
+
+
+def dumps(value) -> str:
+    """A value as compact JSON, keys sorted, non-ASCII kept (tokenizer settings shown as they are stored)."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+_env = Environment(loader=PackageLoader("dataaudit.report", "templates"), autoescape=True)
+_env.filters["visible"] = visible
+_env.filters["dumps"] = dumps
+
+
+def render(template_name: str, **context) -> str:
+    """The page `template_name` (a file in report/templates/) rendered with `context`."""
+    return _env.get_template(template_name).render(**context)
+
+
+def write_page(path: Path, template_name: str, **context) -> None:
+    """Render a page and write it atomically (a reader never sees half a page)."""
+    write_text(Path(path), render(template_name, **context))

@@ -1,0 +1,153 @@
+"""One representation for numeric data in both worlds: the NumericField / TokenFields dataclasses and the
+cached layout (dense, grouped or scatter) that decides how a field is reduced.
+
+Ragged Arrow lists, fixed-shape tensors and padded+masked training batches all become a flat vector of
+element values plus, for each element, the index of the sample it belongs to (and optionally whether it is a
+real element or padding). Checks reduce over samples with `scatter_reduce`, so one torch implementation serves
+the CPU audit and the GPU guard. The constructors are in arrow.py and torch_batch.py, the reductions in
+reductions.py and rows.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class NumericField:
+    """A numeric field of a batch of `num_samples` samples.
+
+    values:  1-D tensor of every element of every sample (float or integer dtype).
+    sample:  1-D int64 tensor, same length: the sample each element belongs to (0 <= sample < num_samples).
+    valid:   optional 1-D bool tensor, same length: False marks padding that checks must ignore.
+    dtypes:  1-D int8 tensor [num_samples]: storage dtype code per sample (index into DTYPE_NAMES).
+    present: optional 1-D bool tensor [num_samples]: False where the sample has no value (null / missing).
+    """
+
+    values: torch.Tensor
+    sample: torch.Tensor
+    num_samples: int
+    dtypes: torch.Tensor
+    valid: torch.Tensor | None = None
+    present: torch.Tensor | None = None
+
+    @property
+    def device(self) -> torch.device:
+        return self.values.device
+
+
+class TensorField(NumericField):
+    """What `from_tensor` returns: a NumericField whose per-element `sample` index (and per-sample `dtypes`, all
+    the same code) are built only when something reads them. The dense layout (reshape to [B, per]) never needs
+    the index, so wrapping a training batch costs no per-element work; `field.sample` and `field.dtypes` still
+    give the full tensors on demand (it is an ordinary NumericField)."""
+
+    @property
+    def dtypes(self) -> torch.Tensor:
+        d = self.__dict__.get("_dtypes")
+        if d is None:
+            d = torch.full((self.num_samples,), self.__dict__["_dtype_code"], dtype=torch.int8,
+                           device=self.values.device)
+            self.__dict__["_dtypes"] = d
+        return d
+
+    @dtypes.setter
+    def dtypes(self, value) -> None:
+        self.__dict__["_dtypes"] = value
+
+    @property
+    def sample(self) -> torch.Tensor:
+        s = self.__dict__.get("_sample")
+        if s is None:
+            b = self.num_samples
+            per = self.values.shape[0] // b if b else 0
+            s = torch.arange(b, device=self.values.device).unsqueeze(1).expand(b, per).reshape(-1)
+            self.__dict__["_sample"] = s
+            lay = self.__dict__.get("_layout")
+            if lay is not None and lay.sample is LAZY:
+                lay.sample = s
+        return s
+
+    @sample.setter
+    def sample(self, value) -> None:
+        self.__dict__["_sample"] = value
+
+
+LAZY = object()  # stands for a TensorField's sample index that has not been built yet
+
+
+def _sample_ref(field: NumericField):
+    """The field's sample tensor, or LAZY for a TensorField that has not built it (without building it)."""
+    if "_sample" in field.__dict__:
+        s = field.__dict__["_sample"]
+        return LAZY if s is None else s
+    return field.sample
+
+
+def _replace(field: NumericField, **changes) -> NumericField:
+    """A copy of the field with some attributes changed; keeps a lazy sample index lazy."""
+    lazy = isinstance(field, TensorField)
+    kw = dict(values=field.values, sample=field.__dict__["_sample"] if lazy else field.sample,
+              num_samples=field.num_samples, dtypes=field.__dict__.get("_dtypes") if lazy else field.dtypes,
+              valid=field.valid, present=field.present)
+    kw.update(changes)
+    out = type(field)(**kw)
+    if lazy:
+        out.__dict__["_dtype_code"] = field.__dict__["_dtype_code"]
+    return out
+
+
+@dataclass
+class TokenFields:
+    """Token ids of a batch and, when the data has one, its attention mask (same element layout)."""
+
+    ids: NumericField
+    mask: NumericField | None = None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Layout invariant of every field the constructors (arrow.py, torch_batch.py) build: elements are grouped by
+# sample in ascending sample order (sample is non-decreasing). Segment reductions do not need it;
+# `element_position` / `aligned_index` do.
+# ---------------------------------------------------------------------------------------------------------
+
+@dataclass
+class Layout:
+    """How a field's elements are laid out, cached on the field (keyed by its `sample` tensor); the reductions
+    pick their execution path from it (see reductions.py)."""
+
+    sample: torch.Tensor           # the field.sample this describes (identity-checked)
+    num_samples: int
+    kind: str                      # "dense" | "grouped" | "scatter"
+    per: int = 0                   # dense: elements per sample
+    offsets: torch.Tensor | None = None  # grouped (and dense, lazily, on CPU): [B + 1] segment starts
+
+
+def set_layout(field: NumericField, kind: str, per: int = 0, offsets: torch.Tensor | None = None) -> None:
+    field.__dict__["_layout"] = Layout(_sample_ref(field), field.num_samples, kind, per, offsets)
+
+
+def layout_of(field: NumericField) -> Layout:
+    lay = field.__dict__.get("_layout")
+    n = field.values.shape[0]  # == len(sample) by contract; read without building a lazy sample index
+    if (lay is not None and lay.sample is _sample_ref(field) and lay.num_samples == field.num_samples
+            and (lay.kind != "dense" or lay.per * lay.num_samples == n)):
+        return lay
+    kind, offsets = "scatter", None
+    s = field.sample
+    if s.device.type == "cpu":  # verifying the order is a host read: only where that costs no sync
+        if n == 0 or bool((s[1:] >= s[:-1]).all()):
+            kind = "grouped"
+            offsets = torch.searchsorted(s, torch.arange(field.num_samples + 1, dtype=s.dtype))
+    set_layout(field, kind, 0, offsets)
+    return field.__dict__["_layout"]
+
+
+def with_valid(field: NumericField, valid: torch.Tensor | None) -> NumericField:
+    """The same field with `valid` replaced (None: every element counts); keeps the cached layout."""
+    out = _replace(field, valid=valid)
+    lay = field.__dict__.get("_layout")
+    if lay is not None:  # a copy: building one field's lazy sample index must not touch the other's layout
+        out.__dict__["_layout"] = Layout(lay.sample, lay.num_samples, lay.kind, lay.per, lay.offsets)
+    return out
