@@ -13,7 +13,9 @@ from rich.table import Table
 
 from dataaudit.cli.common import InputError, make_out_dir, shard_progress
 from dataaudit.cli.paths import InputPathError, expand_shards
+from dataaudit.cli.fields import fields_line, require_fields
 from dataaudit.config import ConfigError, load_config
+from dataaudit.fields import FieldSpec
 from dataaudit.report.model import has_errors
 
 
@@ -34,6 +36,7 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     for shard in report["shards"]:
         if shard["status"] != "ok":
             console.print(f"[red]unreadable[/] {shard['path']}: {shard['error']}", markup=True, highlight=False)
+    console.print(fields_line(s["fields"] for s in report["shards"]), highlight=False)
     for note in report["notes"]:
         console.print(f"note: {note}", highlight=False)
     console.print(f"wrote {out / 'report.json'}, {out / 'flags.parquet'}, {out / 'report.html'}")
@@ -55,6 +58,7 @@ def audit(shards, out, config_path, engine, ray_address, workers):
     try:
         paths = expand_shards(list(shards))
         config = load_config(config_path)
+        require_fields(paths, FieldSpec.from_config(config.fields, config.data), f"{config.source}: [fields]")
     except (InputPathError, ConfigError) as exc:
         raise InputError(str(exc)) from None
     make_out_dir(out)

@@ -12,6 +12,8 @@ from rich.console import Console
 from rich.table import Table
 
 from dataaudit.cli.common import InputError, make_out_dir, shard_progress
+from dataaudit.cli.fields import fields_line, require_fields
+from dataaudit.fields import FieldSpec
 
 RESERVED_NAMES = {"parts"}
 
@@ -39,6 +41,8 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     if m["minhash"]["enabled"]:
         parts.append(f"minhash threshold={m['minhash']['threshold']}")
     console.print("methods: " + (", ".join(parts) or "none"), highlight=False)
+    console.print(fields_line({"text": [s["text_field"]] if s.get("text_field") else []}
+                              for s in report["train"]["shards"]), highlight=False)
     for shard in report["train"]["shards"]:
         if shard["status"] != "ok":
             console.print(f"[red]unreadable[/] {shard['path']}: {shard['error']}", markup=True, highlight=False)
@@ -98,6 +102,7 @@ def contamination(train, more_train, benchmarks, out, ngram, decontaminate_train
             raise InputError(f"{config.source}: [benchmarks.{unknown[0]}] names no --benchmark "
                              f"(given: {', '.join(names)})")
         loaded = [load_benchmark(n, p, f, config.benchmarks.get(n)) for n, p, f in specs]
+        require_fields(paths, FieldSpec(text=config.text_field), f"{config.source}: [train] text_field")
     except (InputPathError, ContaminationConfigError, BenchmarkError) as exc:
         raise InputError(str(exc)) from None
     make_out_dir(out)

@@ -13,7 +13,9 @@ from rich.console import Console
 from rich.table import Table
 
 from dataaudit.cli.common import InputError, make_out_dir, progress_bar
+from dataaudit.cli.fields import fields_line, require_fields
 from dataaudit.cli.paths import InputPathError, expand_shards
+from dataaudit.fields import FieldSpec
 
 _STAGES = {"sign": ("signing", "shards"), "map": ("banding", "shards"), "reduce": ("clustering", "partitions")}
 
@@ -42,6 +44,8 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
         style = "red" if a["overlapping"] else "green"
         console.print(f"[{style}]validation samples with a copy in train: {a['overlapping']} / "
                       f"{a['validation_samples']}[/] ({a['exact']} exact, {a['near']} near)", highlight=False)
+    console.print(fields_line({"text": [s["text_field"]] if s.get("text_field") else []}
+                              for s in r["shards"] + r["validation_shards"]), highlight=False)
     for s in r["shards"] + r["validation_shards"]:
         if s["status"] != "ok":
             console.print(f"[red]unreadable[/] {s['path']}: {s['error']}", markup=True, highlight=False)
@@ -124,6 +128,7 @@ def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed,
     spec = DedupSpec(text_field=text_field, nfc=nfc, lowercase=lowercase, strip_punct=strip_punct,
                      collapse_ws=collapse_ws, shingles="char" if char_shingles else "word", ngram=ngram,
                      num_perm=num_perm, seed=seed, threshold=threshold, verify=verify)
+    require_fields(paths + val_paths, FieldSpec(text=text_field), "--text-field")
     make_out_dir(out)
 
     from pipelines.dedup import run_dedup   # imported late: keeps `--help` fast
