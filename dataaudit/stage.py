@@ -1,9 +1,8 @@
 """One shard read batch by batch into a stage: the loop every job runs on each shard (its unit of work).
 
-A stage overrides `add` (what to do with one batch) and usually `start`, `columns` and `finish` (and `schema`
-when its columns do not need the footer); this base owns the rest: reading the schema, choosing the columns to
-read, streaming the batches, telling progress, and handing a read failure to the job's error policy
-(`dataaudit.handlers`). The shape of datatrove's filter base: a step
+A stage overrides `add` (what to do with one batch) and usually `start`, `columns` and `finish`; this base owns
+the rest: reading the schema, choosing the columns to read, streaming the batches, telling progress, and handing
+a read failure to the job's error policy (`dataaudit.handlers`). The shape of datatrove's filter base: a step
 overrides one method, the base runs the loop.
 """
 from __future__ import annotations
