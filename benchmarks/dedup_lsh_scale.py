@@ -45,7 +45,7 @@ def prepare(args, work: Path) -> dict:
     rng = np.random.default_rng(args.seed)
     n, k = args.signatures, args.num_perm
     spec = _spec(args)
-    store = SignatureStore(work / "out", spec.signature_fingerprint(), "train")
+    store = SignatureStore(work / "out", spec.signature_fingerprint(), train_shards=args.shards)
     sig = rng.integers(0, 2**32, size=(n, k), dtype=np.uint64).astype(np.uint32)
     hi = rng.integers(0, 2**63, size=n, dtype=np.uint64)
     lo = rng.integers(0, 2**63, size=n, dtype=np.uint64)

@@ -24,6 +24,12 @@ class ShardStage:
         """A fresh per-shard state (anything `add` and `finish` share)."""
         return {}
 
+    def schema(self, state: Any, path: str) -> pa.Schema | None:
+        """What `columns` is given: the schema known before reading (Parquet's footer; None for other formats).
+        A stage whose columns do not depend on it returns None, so the reader alone opens the shard and its
+        error is the one reported."""
+        return read_schema(path)
+
     def columns(self, state: Any, schema: pa.Schema | None) -> list[str] | None:
         """Columns to read, from the schema Parquet knows before reading (None: every column; schema is None
         for formats that have none before reading)."""
@@ -41,7 +47,7 @@ class ShardStage:
         state = self.start(path)
         error = None
         try:
-            columns = self.columns(state, read_schema(path))
+            columns = self.columns(state, self.schema(state, path))
             for batch in iter_shard(path, columns=columns, batch_rows=self.batch_rows):
                 self.add(state, batch)
                 if on_batch is not None:

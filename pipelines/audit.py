@@ -6,7 +6,7 @@ runs. Each finished shard is written to OUT/parts before the report is assembled
 """
 from __future__ import annotations
 
-import platform
+import inspect
 import time
 from pathlib import Path
 from typing import Callable, Sequence
@@ -14,42 +14,54 @@ from typing import Callable, Sequence
 from dataaudit.audit.batch import FLAG_SCHEMA
 from dataaudit.audit.shard import audit_shard
 from dataaudit.config import AuditConfig
+from dataaudit.handlers import report_unreadable
 from dataaudit.report.atomic import remove_stale_temps, write_json, write_parquet
 from dataaudit.report.model import build_report
 from dataaudit.report.pages import write_report_html
-from pipelines.engine import choose_engine, package_version, run_units
-from pipelines.units import PartStore
+from pipelines.engine import choose_engine
+from pipelines.parts import PartStore
+from pipelines.run_record import run_record
+from pipelines.runner import run_units
+
+# Transition: audit_shard takes `handler=` once it is a ShardStage (converted on a parallel branch); until
+# then it catches its own read errors and is called without one. Delete with that merge.
+_TAKES_HANDLER = "handler" in inspect.signature(audit_shard).parameters
+FLAG_ORDER = [("row", "ascending"), ("check", "ascending"), ("field", "ascending")]
 
 
 def _summarized(stage: Callable) -> Callable:
-    """An `audit_shard`-like stage as a unit: (summary dict, flags table), as the part store keeps them."""
-    def unit(path, config, on_batch=None):
-        result, flags = stage(path, config, on_batch=on_batch)
-        return result.summary(), flags
+    """An `audit_shard`-like stage as a unit: (summary dict, flags table in a fixed order), as the part store
+    keeps them."""
+    def unit(path, config, on_batch=None, handler=report_unreadable):
+        policy = {"handler": handler} if _TAKES_HANDLER else {}
+        result, flags = stage(path, config, on_batch=on_batch, **policy)
+        return result.summary(), flags.sort_by(FLAG_ORDER)
     return unit
 
 
 def run_audit(paths: Sequence[str], config: AuditConfig, out_dir: Path, engine: str = "auto",
               ray_address: str | None = None,
               on_progress: Callable[[int, int], None] | None = None,
-              workers: int | None = None, stage: Callable = audit_shard) -> dict:
+              workers: int | None = None, stage: Callable = audit_shard,
+              handler: Callable[[BaseException, str], str] = report_unreadable) -> dict:
     """Audit `paths` into `out_dir` (report.json, flags.parquet, report.html); returns the report.
 
     `on_progress(shards_done, samples_done)` is called as work finishes: per batch with the local engine,
     per shard with Ray. `workers` caps the shards in flight on Ray (default: all at once, Ray schedules them
-    on its CPUs). `stage` is the per-shard function (`audit_shard`'s signature), replaceable for fault tests.
+    on its CPUs). `stage` is the per-shard function (`audit_shard`'s signature), replaceable for fault tests;
+    `handler` is the policy for a shard that cannot be read (default: reported unreadable, the job goes on).
     """
     out_dir = Path(out_dir)
     started = time.time()
     engine = choose_engine(paths, engine, ray_address)
     remove_stale_temps(out_dir)   # a killed run's half-written files; finished parts are kept and reused
-    store = PartStore(out_dir, {"config": config.fingerprint(), "schema": FLAG_SCHEMA.to_string()})
+    store = PartStore(out_dir, {"config": config.fingerprint(), "schema": FLAG_SCHEMA.to_string()},
+                      suffix=".flags.parquet")
     ordered, resumed = run_units(paths, store, _summarized(stage), (config,), engine=engine, count="samples",
-                                 ray_address=ray_address, workers=workers, on_progress=on_progress)
-    write_parquet(out_dir / "flags.parquet", (store.flags(i, p) for i, p in enumerate(paths)), FLAG_SCHEMA)
-    run = {"engine": engine, "resumed_shards": resumed, "started": started,
-           "seconds": round(time.time() - started, 3), "host": platform.node(),
-           "python": platform.python_version(), "dataaudit": package_version()}
+                                 ray_address=ray_address, workers=workers, on_progress=on_progress,
+                                 handler=handler)
+    write_parquet(out_dir / "flags.parquet", (store.read(i, p) for i, p in enumerate(paths)), FLAG_SCHEMA)
+    run = run_record(engine, resumed, started, round(time.time() - started, 3))
     report = build_report(ordered, config, run)
     write_json(out_dir / "report.json", report)
     write_report_html(out_dir / "report.html", report)

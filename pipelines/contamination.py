@@ -7,13 +7,11 @@ shards. The merge reads the parts in shard order, so both engines give identical
 """
 from __future__ import annotations
 
-import platform
 import time
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from dataaudit.contamination.config import ContaminationConfig
 from dataaudit.contamination.grams import NORMALIZE
@@ -22,11 +20,15 @@ from dataaudit.contamination.load import Benchmark, write_clean
 from dataaudit.contamination.results import (DECON_SCHEMA, ITEMS_SCHEMA, SCHEMA_VERSION, Accumulator,
                                              matches_by_item, benchmark_summary, decontaminate_tables,
                                              items_table)
-from dataaudit.contamination.scan import MATCH_SCHEMA, scan_shard
+from dataaudit.contamination.scan import MATCH_SCHEMA
+from dataaudit.contamination.shard import scan_shard
+from dataaudit.handlers import report_unreadable
 from dataaudit.report.atomic import remove_stale_temps, write_json, write_parquet
 from dataaudit.report.pages import write_contamination_html
-from pipelines.engine import choose_engine, package_version, run_units
-from pipelines.units import PartStore
+from pipelines.engine import choose_engine
+from pipelines.parts import PartStore
+from pipelines.run_record import run_record
+from pipelines.runner import run_units
 
 RULES = {
     "ngram": "at least `threshold` of the item's distinct word n-grams occur in the training data (an item "
@@ -37,26 +39,10 @@ RULES = {
 }
 
 
-class MatchParts(PartStore):
-    """`OUT/parts/contamination/<index>-<path digest>.{json,matches.parquet}`; the JSON marks completion."""
-
-    def __init__(self, out_dir: Path, job_fingerprint: dict):
-        super().__init__(out_dir, job_fingerprint)
-        self.dir = Path(out_dir) / "parts" / "contamination"
-
-    def save(self, index: int, path: str, summary: dict, matches) -> None:
-        stem = self._stem(index, path)
-        write_parquet(stem.with_suffix(".matches.parquet"), [matches], MATCH_SCHEMA)
-        write_json(stem.with_suffix(".json"), {"job": self.digest, "summary": summary})
-
-    def matches(self, index: int, path: str):
-        return pq.read_table(self._stem(index, path).with_suffix(".matches.parquet"), schema=MATCH_SCHEMA)
-
-
 def _as_unit(stage: Callable) -> Callable:
     """A `scan_shard`-like stage as a unit: (summary dict, matches table), as the part store keeps them."""
-    def unit(path, index, config, on_batch=None):
-        result = stage(path, index, config, on_batch=on_batch)
+    def unit(path, index, config, on_batch=None, handler=report_unreadable):
+        result = stage(path, index, config, on_batch=on_batch, handler=handler)
         return result.summary, result.matches
     return unit
 
@@ -77,28 +63,32 @@ def run_contamination(train_paths: Sequence[str], benchmarks: list[Benchmark], c
                       out_dir: Path, engine: str = "auto", ray_address: str | None = None,
                       decontaminate_train: bool = False, on_progress: Callable[[int, int], None] | None = None,
                       workers: int | None = None, stage: Callable = scan_shard,
-                      notes: list[str] | None = None) -> dict:
+                      notes: list[str] | None = None,
+                      handler: Callable[[BaseException, str], str] = report_unreadable) -> dict:
     """Check `benchmarks` against the training shards; writes contamination.json, contamination.html,
     <benchmark>/items.parquet and clean subsets (and decontaminate.parquet) into `out_dir`; returns the report.
 
     `on_progress(shards_done, records_done)` is called as work finishes: per batch with the local engine, per
-    shard with Ray. `workers` caps the shards in flight on Ray.
+    shard with Ray. `workers` caps the shards in flight on Ray. `handler` is the policy for a training shard
+    that cannot be read (default: reported unreadable, the job goes on).
     """
     out_dir = Path(out_dir)
     remove_stale_temps(out_dir)   # a killed run's half-written files; finished parts are reused
     started = time.time()
     index = build_index(benchmarks, config)
     engine = choose_engine(train_paths, engine, ray_address)
-    store = MatchParts(out_dir, {"index": index.digest, "config": config.fingerprint(),
-                                 "schema": MATCH_SCHEMA.to_string()})
+    # OUT/parts/contamination/<index>-<path digest>.{json,matches.parquet}
+    store = PartStore(out_dir, {"index": index.digest, "config": config.fingerprint(),
+                                "schema": MATCH_SCHEMA.to_string()},
+                      folder="parts/contamination", suffix=".matches.parquet", schema=MATCH_SCHEMA)
     # The benchmark index is broadcast once (Ray object store), training shards stream through it.
     summaries, resumed = run_units(train_paths, store, _as_unit(stage), (index, config), engine=engine,
                                    count="records", ray_address=ray_address, workers=workers,
-                                   on_progress=on_progress)
+                                   on_progress=on_progress, handler=handler)
 
     acc = Accumulator(index, config)
     for i, path in enumerate(train_paths):
-        acc.add(i, summaries[i], store.matches(i, path))
+        acc.add(i, summaries[i], store.read(i, path))
     v = acc.verdicts()
     matches = matches_by_item(acc.top, index)
 
@@ -114,7 +104,7 @@ def run_contamination(train_paths: Sequence[str], benchmarks: list[Benchmark], c
     decon = None
     if decontaminate_train:
         labels = np.array([f"{bench.name}/{i}" for bench in benchmarks for i in bench.ids], dtype=object)
-        parts = ((path, store.matches(i, path)) for i, path in enumerate(train_paths))
+        parts = ((path, store.read(i, path)) for i, path in enumerate(train_paths))
         n = write_parquet(out_dir / "decontaminate.parquet",
                           decontaminate_tables(v["contaminated"], index, labels, parts), DECON_SCHEMA)
         decon = {"file": "decontaminate.parquet", "records": n}
@@ -132,9 +122,7 @@ def run_contamination(train_paths: Sequence[str], benchmarks: list[Benchmark], c
     empty = int(v["empty"].sum())
     if empty:
         all_notes.append(f"{empty} empty item(s) (no words after normalization): reported, never matched")
-    run = {"engine": engine, "resumed_shards": resumed, "started": started,
-           "seconds": round(time.time() - started, 3), "host": platform.node(),
-           "python": platform.python_version(), "dataaudit": package_version()}
+    run = run_record(engine, resumed, started, round(time.time() - started, 3))
     report = {
         "schema_version": SCHEMA_VERSION,
         "totals": {"benchmarks": len(benchmarks), "items": index.num_items,

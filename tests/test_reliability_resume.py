@@ -17,7 +17,7 @@ import pytest
 
 from dataaudit.config import load_config
 from pipelines.audit import run_audit
-from pipelines.units import PartStore
+from pipelines.parts import PartStore
 
 REPO = Path(__file__).resolve().parents[1]
 SHARDS = 10
@@ -105,4 +105,4 @@ def test_parts_of_another_config_are_not_reused(corpus, tmp_path):
     report = run_audit(paths, stricter, tmp_path, engine="local")
     assert report["run"]["resumed_shards"] == 0
     assert report["checks"]["control_chars"]["severity"] == "error"
-    assert PartStore(tmp_path, {"x": 1}).load(0, paths[0]) is None
+    assert PartStore(tmp_path, {"x": 1}, suffix=".flags.parquet").load(0, paths[0]) is None

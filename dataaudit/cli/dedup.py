@@ -103,12 +103,14 @@ class _DedupCommand(click.Command):
 @click.option("--engine", type=click.Choice(["auto", "local", "ray"]), default="auto", show_default=True,
               help="local: in this process; ray: one task per shard and per partition; auto: local for small inputs.")
 @click.option("--ray-address", default=None, help="Address of a running Ray cluster (default: start a local one).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Ray engine: at most this many shards (or partitions) in flight.")
 @click.option("--partitions", default="auto", show_default=True,
               help="Band-hash partitions (reduce units); auto: about 64 MB of entries each.")
 def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed, verify, nfc, lowercase,
-          strip_punct, collapse_ws, text_field, engine, ray_address, partitions):
+          strip_punct, collapse_ws, text_field, engine, ray_address, workers, partitions):
     """Find exact and near-duplicate documents in SHARD_OR_GLOB... (and validation samples copied in train)."""
-    from dataaudit.dedup.shard import DedupSpec
+    from dataaudit.dedup.config import DedupSpec
 
     try:
         paths = expand_shards(list(shards))
@@ -144,7 +146,7 @@ def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed,
             progress.update(task, completed=done, total=total, samples=samples)
 
         report = run_dedup(paths, spec, out, against=val_paths, engine=engine, ray_address=ray_address,
-                           partitions=partitions, on_progress=on_progress)
+                           partitions=partitions, on_progress=on_progress, workers=workers)
     _print_summary(console, report, out)
     leak = bool(report["against"] and report["against"]["overlapping"])
     raise SystemExit(1 if leak or report["unreadable_shards"] else 0)

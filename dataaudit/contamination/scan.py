@@ -1,4 +1,5 @@
-"""The training side: one batch (then one shard) of training text against the broadcast benchmark index.
+"""The training side: one batch of training text against the broadcast benchmark index (`shard` streams a
+whole shard through it).
 
 Per batch: normalize, split into words, hash (textops), then for every gram length the index holds, look the
 batch's k-grams up in that table (a bitmap gather plus a binary search of the few that pass: no Python set, no
@@ -8,15 +9,10 @@ per-document loop). What comes out is small: which benchmark grams occur in the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from dataaudit.sources import ERROR, KEY, ROW, ShardReadError, iter_shard, read_schema, shard_format
-from dataaudit.sources.base import TEXT_NAMES
-from dataaudit.sources.batch import one_line
 from dataaudit.textops import Tokens, word_tokens
 
 from .config import ContaminationConfig
@@ -214,98 +210,3 @@ def matches_table(m: BatchMatches, texts: pa.Array, rows: np.ndarray, keys: pa.A
         "key": keys.take(pa.array(m.doc)), "shared": pa.array(m.shared.astype(np.int32)),
         "exact": pa.array(m.exact), "minhash": mh, "snippet": pa.array(snippets, pa.string()),
         "match_start": pa.array(starts), "match_end": pa.array(ends)}, schema=MATCH_SCHEMA)
-
-
-def _is_string(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t)
-
-
-def pick_text_field(schema: pa.Schema, configured: str | None) -> str | None:
-    """The configured field, else `text`, else `content`, else the first string column (as the audit does)."""
-    cols = {f.name: f.type for f in schema if not f.name.startswith("__")}
-    if configured is not None:
-        return configured if configured in cols else None
-    for name in TEXT_NAMES:
-        if name in cols and _is_string(cols[name]):
-            return name
-    return next((n for n, t in cols.items() if _is_string(t)), None)
-
-
-@dataclass
-class ShardScan:
-    summary: dict
-    matches: pa.Table
-
-
-def scan_shard(path: str, index: ContaminationIndex, config: ContaminationConfig,
-               on_batch: Callable[[int], None] | None = None) -> ShardScan:
-    """Stream one training shard through the index. Never raises for a bad shard: it is reported with
-    status `unreadable` and its error; the records read before the break are scanned and counted."""
-    summary = {"path": path, "status": "ok", "error": None, "records": 0, "unreadable_records": 0,
-               "text_field": None, "words": 0, "matches": 0}
-    found_bits: dict[int, np.ndarray] = {}
-    tables: list[pa.Table] = []
-    field = config.text_field
-    seen_field = False
-    try:
-        columns = None
-        if field is not None:
-            columns = [field]
-        elif shard_format(path) == "parquet":
-            field = pick_text_field(read_schema(path), None)
-            if field is None:
-                raise ShardReadError("no string column to scan")
-            columns = [field]
-        for batch in iter_shard(path, columns=columns, batch_rows=config.batch_rows):
-            if field is None:
-                field = pick_text_field(batch.schema, None)
-            n = batch.num_rows
-            summary["records"] += n
-            err = batch.column(batch.schema.get_field_index(ERROR))
-            summary["unreadable_records"] += n - int(pc.sum(pc.is_null(err)).as_py() or 0) if n else 0
-            col_i = batch.schema.get_field_index(field) if field is not None else -1
-            if col_i >= 0 and not _is_string(batch.schema.field(col_i).type) and \
-                    not pa.types.is_null(batch.schema.field(col_i).type):
-                raise ShardReadError(f"text field {field!r} is {batch.schema.field(col_i).type}, not text")
-            seen_field |= col_i >= 0
-            if col_i < 0 or pa.types.is_null(batch.schema.field(col_i).type):
-                if on_batch:
-                    on_batch(n)
-                continue
-            texts = batch.column(col_i)
-            m = match_texts(texts, index, config)
-            summary["words"] += m.words
-            for k, u in m.found.items():
-                if k not in found_bits:
-                    found_bits[k] = np.zeros(len(index.tables[k].set), bool)
-                found_bits[k][u] = True
-            if len(m):
-                rows = batch.column(batch.schema.get_field_index(ROW)).to_numpy()
-                keys = batch.column(batch.schema.get_field_index(KEY))
-                tables.append(matches_table(m, texts, rows, keys, config.max_matches))
-            if on_batch:
-                on_batch(n)
-    except (ShardReadError, OSError) as exc:
-        summary["status"] = "unreadable"
-        summary["error"] = one_line(exc) or type(exc).__name__
-    summary["text_field"] = field
-    if summary["status"] == "ok" and summary["records"] and not seen_field:
-        summary["status"] = "unreadable"
-        summary["error"] = (f"text field {field!r} not found" if field is not None
-                            else "no string column to scan")
-    summary["found"] = {str(k): np.flatnonzero(bits).tolist() for k, bits in sorted(found_bits.items())}
-    table = pa.concat_tables(tables) if tables else MATCH_SCHEMA.empty_table()
-    if table.num_rows:
-        # keep snippets only for the shard's best few per item (the candidates for the report)
-        item = table.column("item").to_numpy()
-        exact = table.column("exact").to_numpy(zero_copy_only=False)
-        shared = table.column("shared").to_numpy()
-        mh = table.column("minhash").to_numpy(zero_copy_only=False).astype(np.float64)
-        rows = table.column("row").to_numpy()
-        order = rank_order(item, exact, shared, mh, [rows])
-        top = top_mask(item, order, config.max_matches)
-        table = table.set_column(table.schema.get_field_index("snippet"), "snippet",
-                                 pc.if_else(pa.array(top), table.column("snippet"), pa.scalar(None, pa.string())))
-        table = table.take(pa.array(np.lexsort((rows, item))))
-    summary["matches"] = table.num_rows
-    return ShardScan(summary, table)

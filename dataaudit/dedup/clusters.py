@@ -1,4 +1,5 @@
-"""From candidate edges to clusters: exact Jaccard verification, connected components, representatives.
+"""Stage 4, clusters: from candidate edges to clusters: exact Jaccard verification, connected components,
+representatives, and the validation samples that have a copy in train.
 
 Documents are identified by a global index (gid) in corpus order (shards in the order given, rows in shard
 order), so "the first document of a cluster" is its smallest gid: deterministic, whatever the engine.
@@ -7,7 +8,12 @@ of duplicates, not the size of the corpus.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+from .config import DedupSpec
+from .corpus import Corpus, shingle_sets
 
 
 def unique_edges(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -90,3 +96,75 @@ def cluster_table(src: np.ndarray, dst: np.ndarray) -> dict[str, np.ndarray]:
     np.minimum.at(rep, labels, nodes)
     return {"gid": nodes, "cluster_id": labels, "is_representative": nodes == rep[labels],
             "size": sizes[labels]}
+
+
+def verify_pairs(src: np.ndarray, dst: np.ndarray, corpora: list[Corpus], threshold: float
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Keep the pairs whose exact Jaccard of shingle sets is >= threshold; also returns every Jaccard."""
+    if len(src) == 0:
+        return src, dst, np.zeros(0)
+    gids, offsets, flat = shingle_sets(np.concatenate([src, dst]), corpora)
+    j = jaccard_pairs(flat, offsets, np.searchsorted(gids, src), np.searchsorted(gids, dst))
+    ok = j >= threshold
+    return src[ok], dst[ok], j
+
+
+@dataclass
+class Clusters:
+    """The training documents in a cluster of 2 or more, one entry per document in gid order."""
+    table: dict[str, np.ndarray]      # cluster_table: gid, cluster_id, is_representative, size
+    kind: np.ndarray                  # "exact" (an identical normalized copy exists) or "near"
+    exact_group: np.ndarray           # shared by documents with the same normalized text; -1 for none
+    exact_nodes: np.ndarray           # gids with an exact copy, and their exact group
+    exact_labels: np.ndarray
+    candidates: int                   # near pairs between different exact groups, before verification
+    verification: dict | None         # candidate/confirmed/rejected pairs when verified
+
+    @property
+    def dropped(self) -> np.ndarray:
+        """The gids the keep-list drops: every member but the representative."""
+        return self.table["gid"][~self.table["is_representative"]]
+
+
+def find_clusters(edges: dict[str, tuple[np.ndarray, np.ndarray]], train: Corpus, spec: DedupSpec) -> Clusters:
+    """Exact groups, near edges between them (verified when `spec.verify`), and their connected components."""
+    exact_src, exact_dst = edges["exact"]
+    near_src, near_dst = edges["near"]
+    ex_nodes, ex_labels = components(exact_src, exact_dst)
+
+    def exact_group(g):
+        pos = np.searchsorted(ex_nodes, g)
+        pos = np.minimum(pos, max(len(ex_nodes) - 1, 0))
+        hit = (ex_nodes[pos] == g) if len(ex_nodes) else np.zeros(len(g), bool)
+        return np.where(hit, ex_labels[pos] if len(ex_nodes) else -1, -1 - g)   # singleton: its own group
+
+    # near edges inside one exact group add nothing
+    same = exact_group(near_src) == exact_group(near_dst)
+    near_src, near_dst = near_src[~same], near_dst[~same]
+    candidates = len(near_src)
+    verification = None
+    if spec.verify:
+        near_src, near_dst, _ = verify_pairs(near_src, near_dst, [train], spec.threshold)
+        verification = {"candidate_pairs": candidates, "confirmed_pairs": int(len(near_src)),
+                        "rejected_pairs": int(candidates - len(near_src))}
+    ct = cluster_table(np.concatenate([exact_src, near_src]), np.concatenate([exact_dst, near_dst]))
+    has_exact = np.isin(ct["gid"], ex_nodes)
+    return Clusters(ct, np.where(has_exact, "exact", "near"), np.where(has_exact, exact_group(ct["gid"]), -1),
+                    ex_nodes, ex_labels, candidates, verification)
+
+
+def validation_overlap(edges: dict[str, tuple[np.ndarray, np.ndarray]], train: Corpus, val: Corpus,
+                       spec: DedupSpec) -> dict[str, np.ndarray]:
+    """{"exact", "near"}: unique (validation gid, train gid) pairs; a near match that is also exact is listed
+    once, as exact; near matches verified when `spec.verify`."""
+    ve_src, ve_dst = edges["val_exact"]
+    vn_src, vn_dst = edges["val_near"]
+    pe = np.unique(np.stack([ve_src, ve_dst], 1), axis=0) if len(ve_src) else np.zeros((0, 2), np.int64)
+    pn = np.unique(np.stack([vn_src, vn_dst], 1), axis=0) if len(vn_src) else np.zeros((0, 2), np.int64)
+    if len(pn) and len(pe):
+        void = np.dtype((np.void, 16))
+        pn = pn[~np.isin(np.ascontiguousarray(pn).view(void).ravel(), np.ascontiguousarray(pe).view(void).ravel())]
+    if spec.verify and len(pn):
+        s, d, _ = verify_pairs(pn[:, 0], pn[:, 1], [train, val], spec.threshold)
+        pn = np.stack([s, d], 1) if len(s) else np.zeros((0, 2), np.int64)
+    return {"exact": pe, "near": pn}

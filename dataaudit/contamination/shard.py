@@ -1,0 +1,142 @@
+"""One training shard streamed through the benchmark index: the contamination job's unit of work.
+
+`ScanStage` is a `dataaudit.stage.ShardStage`: the base reads the shard batch by batch and hands a read
+failure to the job's error policy; this stage picks the text column, matches each batch (`scan.match_texts`)
+and keeps, per shard, which benchmark grams occur and the match rows (snippets only for the best few per item).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dataaudit.handlers import report_unreadable
+from dataaudit.sources import ERROR, KEY, ROW, ShardReadError, read_schema, shard_format
+from dataaudit.sources.base import TEXT_NAMES
+from dataaudit.stage import ShardStage
+
+from .config import ContaminationConfig
+from .index import ContaminationIndex
+from .scan import MATCH_SCHEMA, match_texts, matches_table, rank_order, top_mask
+
+
+def _is_string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def pick_text_field(schema: pa.Schema, configured: str | None) -> str | None:
+    """The configured field, else `text`, else `content`, else the first string column (as the audit does)."""
+    cols = {f.name: f.type for f in schema if not f.name.startswith("__")}
+    if configured is not None:
+        return configured if configured in cols else None
+    for name in TEXT_NAMES:
+        if name in cols and _is_string(cols[name]):
+            return name
+    return next((n for n, t in cols.items() if _is_string(t)), None)
+
+
+@dataclass
+class ShardScan:
+    summary: dict
+    matches: pa.Table
+
+
+@dataclass
+class _ScanState:
+    summary: dict
+    text_field: str | None
+    seen_field: bool = False
+    found_bits: dict[int, np.ndarray] = field(default_factory=dict)   # k -> which of the k table's grams occur
+    tables: list[pa.Table] = field(default_factory=list)
+
+
+class ScanStage(ShardStage):
+    """Stream one training shard through the index. Never raises for a bad shard (with the default handler):
+    it is reported with status `unreadable` and its error; the records read before the break are scanned."""
+
+    def __init__(self, index: ContaminationIndex, config: ContaminationConfig):
+        self.index = index
+        self.config = config
+        self.batch_rows = config.batch_rows
+
+    def start(self, path: str) -> _ScanState:
+        return _ScanState({"path": path, "status": "ok", "error": None, "records": 0, "unreadable_records": 0,
+                           "text_field": None, "words": 0, "matches": 0}, self.config.text_field)
+
+    def schema(self, state: _ScanState, path: str) -> pa.Schema | None:
+        # Only an unconfigured Parquet shard needs its footer: the text column is chosen before reading.
+        return read_schema(path) if state.text_field is None and shard_format(path) == "parquet" else None
+
+    def columns(self, state: _ScanState, schema: pa.Schema | None) -> list[str] | None:
+        if state.text_field is None and schema is not None:
+            state.text_field = pick_text_field(schema, None)
+            if state.text_field is None:
+                raise ShardReadError("no string column to scan")
+        return None if state.text_field is None else [state.text_field]
+
+    def add(self, state: _ScanState, batch: pa.RecordBatch) -> None:
+        summary = state.summary
+        if state.text_field is None:
+            state.text_field = pick_text_field(batch.schema, None)
+        n = batch.num_rows
+        summary["records"] += n
+        err = batch.column(batch.schema.get_field_index(ERROR))
+        summary["unreadable_records"] += n - int(pc.sum(pc.is_null(err)).as_py() or 0) if n else 0
+        col_i = batch.schema.get_field_index(state.text_field) if state.text_field is not None else -1
+        col_type = batch.schema.field(col_i).type if col_i >= 0 else None
+        if col_type is not None and not _is_string(col_type) and not pa.types.is_null(col_type):
+            raise ShardReadError(f"text field {state.text_field!r} is {col_type}, not text")
+        state.seen_field |= col_i >= 0
+        if col_type is None or pa.types.is_null(col_type):
+            return
+        texts = batch.column(col_i)
+        m = match_texts(texts, self.index, self.config)
+        summary["words"] += m.words
+        for k, u in m.found.items():
+            if k not in state.found_bits:
+                state.found_bits[k] = np.zeros(len(self.index.tables[k].set), bool)
+            state.found_bits[k][u] = True
+        if len(m):
+            rows = batch.column(batch.schema.get_field_index(ROW)).to_numpy()
+            keys = batch.column(batch.schema.get_field_index(KEY))
+            state.tables.append(matches_table(m, texts, rows, keys, self.config.max_matches))
+
+    def finish(self, state: _ScanState, error: str | None) -> ShardScan:
+        summary = state.summary
+        if error is not None:
+            summary["status"] = "unreadable"
+            summary["error"] = error
+        summary["text_field"] = state.text_field
+        if summary["status"] == "ok" and summary["records"] and not state.seen_field:
+            summary["status"] = "unreadable"
+            summary["error"] = (f"text field {state.text_field!r} not found" if state.text_field is not None
+                                else "no string column to scan")
+        summary["found"] = {str(k): np.flatnonzero(bits).tolist() for k, bits in sorted(state.found_bits.items())}
+        table = self._best_snippets(pa.concat_tables(state.tables) if state.tables else MATCH_SCHEMA.empty_table())
+        summary["matches"] = table.num_rows
+        return ShardScan(summary, table)
+
+    def _best_snippets(self, table: pa.Table) -> pa.Table:
+        """The shard's match rows in (item, row) order, snippets kept only for its best few per item (the
+        candidates for the report)."""
+        if not table.num_rows:
+            return table
+        item = table.column("item").to_numpy()
+        exact = table.column("exact").to_numpy(zero_copy_only=False)
+        shared = table.column("shared").to_numpy()
+        mh = table.column("minhash").to_numpy(zero_copy_only=False).astype(np.float64)
+        rows = table.column("row").to_numpy()
+        top = top_mask(item, rank_order(item, exact, shared, mh, [rows]), self.config.max_matches)
+        table = table.set_column(table.schema.get_field_index("snippet"), "snippet",
+                                 pc.if_else(pa.array(top), table.column("snippet"), pa.scalar(None, pa.string())))
+        return table.take(pa.array(np.lexsort((rows, item))))
+
+
+def scan_shard(path: str, index: ContaminationIndex, config: ContaminationConfig,
+               on_batch: Callable[[int], None] | None = None,
+               handler: Callable[[BaseException, str], str] = report_unreadable) -> ShardScan:
+    """One training shard through the index: its summary and match rows (see `ScanStage`)."""
+    return ScanStage(index, config)(path, on_batch, handler)

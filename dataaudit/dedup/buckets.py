@@ -1,0 +1,84 @@
+"""Stage 2, buckets (map): one unit per shard's signature part.
+
+The band hashes of its non-empty documents and their exact (XXH3-128) hashes, each with the document's gid,
+hash-partitioned into P partitions: one Arrow IPC file per kind whose record batch p holds partition p (read
+back memory-mapped, batch by batch, by stage 3). P grows with the corpus, so a reduce unit stays small.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .corpus import Corpus
+from .lsh import band_hashes
+
+PARTITION_BYTES = 64 << 20       # auto partitions: about this much band/exact entries per reduce unit
+
+
+@dataclass(frozen=True)
+class MapUnit:
+    """One shard's map work: its signature part, the gid of its first row, and the two files it writes."""
+    signatures: str
+    base: int
+    band_file: str
+    exact_file: str
+
+
+def partition_count(nonempty_docs: int, bands: int, partitions: int | str) -> int:
+    """P: as given, or ("auto") enough partitions for about PARTITION_BYTES of entries each."""
+    if partitions == "auto":
+        return max(1, math.ceil(nonempty_docs * (16 * bands + 24) / PARTITION_BYTES))
+    parts = int(partitions)
+    if parts < 1:
+        raise ValueError(f"partitions must be >= 1, got {partitions}")
+    return parts
+
+
+def map_units(corpora: dict[str, Corpus], work: Path) -> list[MapUnit]:
+    """The map units of every shard of every side ({"train": ..., "val": ...}), in gid order."""
+    return [MapUnit(c.parts[i], int(c.base[i]), str(work / f"bands-{side}-{i:05d}.arrow"),
+                    str(work / f"exact-{side}-{i:05d}.arrow"))
+            for side, c in corpora.items() for i in range(len(c.paths))]
+
+
+def _partition_of(keys: np.ndarray, parts: int) -> np.ndarray:
+    return (keys % np.uint64(parts)).astype(np.int64) if parts > 1 else np.zeros(len(keys), np.int64)
+
+
+def _write_partitioned(path: Path, columns: dict[str, np.ndarray], part: np.ndarray, parts: int) -> None:
+    order = np.argsort(part, kind="stable")
+    bounds = np.searchsorted(part[order], np.arange(parts + 1))
+    table = pa.table({k: pa.array(v[order]) for k, v in columns.items()})
+    tmp = path.with_name("." + path.name + ".tmp")
+    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        for p in range(parts):
+            writer.write_batch(table.slice(bounds[p], bounds[p + 1] - bounds[p]).to_batches(max_chunksize=None)[0]
+                               if bounds[p + 1] > bounds[p] else pa.RecordBatch.from_pylist([], table.schema))
+    os.replace(tmp, path)
+
+
+def map_shard(unit: MapUnit, bands: int, rows: int, parts: int) -> int:
+    """Partitioned (band hash, gid) and (exact hash, gid) entries of one shard's non-empty documents.
+    Returns the number of documents entered."""
+    table = pq.read_table(unit.signatures, columns=["count", "exact_hi", "exact_lo", "sig"], memory_map=True)
+    count = table.column("count").to_numpy()
+    keep = np.flatnonzero(count > 0)
+    gid = (unit.base + keep).astype(np.int64)
+    hi = table.column("exact_hi").to_numpy()[keep]
+    lo = table.column("exact_lo").to_numpy()[keep]
+    sig_col = table.column("sig").combine_chunks()
+    num_perm = sig_col.type.list_size
+    flat = sig_col.values.to_numpy(zero_copy_only=False) if len(sig_col) else np.zeros(0, np.uint32)
+    sig = flat.reshape(-1, num_perm)[keep]
+    bh = band_hashes(sig, bands, rows)                              # (n, bands)
+    keys = bh.reshape(-1)
+    bgid = np.repeat(gid, bands)
+    _write_partitioned(Path(unit.band_file), {"key": keys, "gid": bgid}, _partition_of(keys, parts), parts)
+    _write_partitioned(Path(unit.exact_file), {"hi": hi, "lo": lo, "gid": gid}, _partition_of(hi, parts), parts)
+    return len(keep)

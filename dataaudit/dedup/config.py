@@ -1,0 +1,56 @@
+"""Every setting of a dedup run, in one frozen dataclass shared by all its stages."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from .lsh import optimal_params
+
+SHINGLE_KINDS = ("word", "char")
+
+
+@dataclass(frozen=True)
+class DedupSpec:
+    """Every setting of a dedup run. Signature parts depend only on `signature_fingerprint()`, so a rerun
+    with another threshold (or with verification turned on) reuses the signatures already computed."""
+    text_field: str | None = None      # default: "text", else "content", else the first string column
+    nfc: bool = True
+    lowercase: bool = True
+    strip_punct: bool = False
+    collapse_ws: bool = True
+    shingles: str = "word"             # "word": word n-grams; "char": character n-grams
+    ngram: int = 5
+    num_perm: int = 128
+    seed: int = 1
+    threshold: float = 0.8
+    verify: bool = False               # exact Jaccard of candidate pairs before clustering
+    batch_rows: int = 4096
+
+    def __post_init__(self):
+        if self.shingles not in SHINGLE_KINDS:
+            raise ValueError(f"shingles must be one of {', '.join(SHINGLE_KINDS)}, got {self.shingles!r}")
+        if self.ngram < 1:
+            raise ValueError(f"ngram must be >= 1, got {self.ngram}")
+        if not 1 <= self.num_perm <= 1024:
+            raise ValueError(f"num_perm must be between 1 and 1024, got {self.num_perm}")
+        if not 0.0 < self.threshold < 1.0:
+            raise ValueError(f"threshold must be between 0 and 1 (exclusive), got {self.threshold}")
+        if self.batch_rows < 1:
+            raise ValueError(f"batch_rows must be >= 1, got {self.batch_rows}")
+
+    def bands(self) -> tuple[int, int]:
+        return optimal_params(self.threshold, self.num_perm)
+
+    def normalization(self) -> dict:
+        return {"nfc": self.nfc, "lowercase": self.lowercase, "strip_punct": self.strip_punct,
+                "collapse_ws": self.collapse_ws}
+
+    def signature_fingerprint(self) -> dict:
+        d = asdict(self)
+        for k in ("threshold", "verify", "batch_rows"):
+            d.pop(k)
+        d["version"] = 1
+        return d
+
+    def as_dict(self) -> dict:
+        b, r = self.bands()
+        return {**asdict(self), "bands": b, "rows": r}

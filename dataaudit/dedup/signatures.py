@@ -1,0 +1,134 @@
+"""Stage 1, signatures: read one shard's text, normalize, shingle, hash, sign.
+
+`SignStage` is a `dataaudit.stage.ShardStage` (the base streams the shard and hands a read failure to the
+job's error policy); pipelines/dedup.py runs it in-process or as one Ray task per shard. Its output is one
+Arrow table per shard, one row per record, in record order:
+
+    row int64, key string, count int32 (shingles; 0 = empty or unreadable: never clustered),
+    exact_hi uint64, exact_lo uint64 (XXH3-128 of the normalized text), sig fixed_size_list<uint32>[num_perm]
+    [+ shingles large_list<uint64>: the sorted unique shingle hashes, only when candidates are verified]
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from dataaudit.handlers import report_unreadable
+from dataaudit.sources import ERROR, KEY, ROW, read_schema
+from dataaudit.stage import ShardStage
+from dataaudit.textops import char_ngram_hashes, normalize, word_ngram_hashes
+
+from .config import DedupSpec
+from .exact import exact_hashes
+from .minhash import signatures_u32
+from .text_field import initial_field, pick_text_field, text_column
+
+
+def _unique_shingles(doc: np.ndarray, h: np.ndarray, num_docs: int) -> pa.Array:
+    order = np.lexsort((h, doc))
+    d, v = doc[order], h[order]
+    keep = np.ones(len(v), bool)
+    if len(v) > 1:
+        keep[1:] = (v[1:] != v[:-1]) | (d[1:] != d[:-1])
+    d, v = d[keep], v[keep]
+    offsets = np.zeros(num_docs + 1, np.int64)
+    np.cumsum(np.bincount(d, minlength=num_docs), out=offsets[1:])
+    return pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(v, pa.uint64()))
+
+
+def output_schema(num_perm: int, with_shingles: bool) -> pa.Schema:
+    fields = [pa.field("row", pa.int64()), pa.field("key", pa.string()), pa.field("count", pa.int32()),
+              pa.field("exact_hi", pa.uint64()), pa.field("exact_lo", pa.uint64()),
+              pa.field("sig", pa.list_(pa.uint32(), num_perm))]
+    if with_shingles:
+        fields.append(pa.field("shingles", pa.large_list(pa.uint64())))
+    return pa.schema(fields)
+
+
+def sign_batch(text: pa.Array, spec: DedupSpec, with_shingles: bool = False) -> dict[str, pa.Array]:
+    """Columns count, exact_hi, exact_lo, sig (+ shingles) for one array of texts."""
+    n = len(text)
+    norm = normalize(text, **spec.normalization())
+    shingle = word_ngram_hashes if spec.shingles == "word" else char_ngram_hashes
+    sh = shingle(norm, spec.ngram)
+    sig = signatures_u32(sh.hash, sh.offsets(), spec.num_perm, spec.seed)
+    hi, lo = exact_hashes(norm)
+    empty = sh.count == 0
+    hi[empty] = 0
+    lo[empty] = 0
+    out = {"count": pa.array(sh.count.astype(np.int32)), "exact_hi": pa.array(hi), "exact_lo": pa.array(lo),
+           "sig": pa.FixedSizeListArray.from_arrays(pa.array(sig.reshape(-1)), spec.num_perm)}
+    if with_shingles:
+        out["shingles"] = _unique_shingles(sh.doc, sh.hash, n)
+    return out
+
+
+@dataclass
+class _SignState:
+    summary: dict
+    started: float
+    text_field: str | None = None
+    final: bool = False        # the text field is known (else: picked from the first batch that has one)
+    tables: list[pa.Table] = field(default_factory=list)
+
+
+class SignStage(ShardStage):
+    """(summary, table) for one shard. A shard that breaks part way keeps the records read before the break
+    and is reported `unreadable` with the reader's error, as in the audit."""
+
+    def __init__(self, spec: DedupSpec, with_shingles: bool = False):
+        self.spec = spec
+        self.with_shingles = with_shingles
+        self.batch_rows = spec.batch_rows
+        self.table_schema = output_schema(spec.num_perm, with_shingles)
+
+    def start(self, path: str) -> _SignState:
+        return _SignState({"path": path, "samples": 0, "empty": 0, "unreadable_records": 0, "shingles": 0,
+                           "status": "ok", "error": None, "text_field": None}, time.time())
+
+    def schema(self, state: _SignState, path: str) -> pa.Schema | None:
+        # A configured field needs no footer; else Parquet's footer names the field before reading.
+        return None if self.spec.text_field is not None else read_schema(path)
+
+    def columns(self, state: _SignState, schema: pa.Schema | None) -> list[str] | None:
+        state.text_field, state.final = initial_field(schema, self.spec.text_field)
+        return None if not state.final else [state.text_field] if state.text_field else []
+
+    def add(self, state: _SignState, batch: pa.RecordBatch) -> None:
+        if not state.final:
+            state.text_field = pick_text_field(batch.schema)
+            state.final = state.text_field is not None
+        cols = sign_batch(text_column(batch, state.text_field), self.spec, self.with_shingles)
+        errors = batch.column(batch.schema.get_field_index(ERROR))
+        count = cols["count"].to_numpy()
+        summary = state.summary
+        summary["samples"] += batch.num_rows
+        summary["empty"] += int((count == 0).sum())
+        summary["unreadable_records"] += len(errors) - errors.null_count
+        summary["shingles"] += int(count.sum())
+        state.tables.append(pa.table({"row": batch.column(batch.schema.get_field_index(ROW)),
+                                      "key": batch.column(batch.schema.get_field_index(KEY)), **cols},
+                                     schema=self.table_schema))
+
+    def finish(self, state: _SignState, error: str | None) -> tuple[dict, pa.Table]:
+        summary = state.summary
+        if error is not None:
+            summary["status"] = "unreadable"
+            summary["error"] = error
+        summary["text_field"] = state.text_field
+        if summary["status"] == "ok" and summary["samples"] and state.text_field is None:
+            summary["error"] = "no text field in this shard"
+        summary["seconds"] = round(time.time() - state.started, 3)
+        table = pa.concat_tables(state.tables) if state.tables else self.table_schema.empty_table()
+        return summary, table
+
+
+def sign_shard(path: str, spec: DedupSpec, with_shingles: bool = False,
+               on_batch: Callable[[int], None] | None = None,
+               handler: Callable[[BaseException, str], str] = report_unreadable) -> tuple[dict, pa.Table]:
+    """(summary, signature table) of one shard (see `SignStage`)."""
+    return SignStage(spec, with_shingles)(path, on_batch, handler)

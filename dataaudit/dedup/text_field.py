@@ -1,0 +1,53 @@
+"""Which column of a shard dedup reads as the document text, and that column as a string array.
+
+Kept apart (and small) so the rule can be swapped for a shared field resolution without touching the stages.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from dataaudit.sources import ERROR, KEY, ROW
+from dataaudit.sources.base import TEXT_NAMES
+
+
+def _is_string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def pick_text_field(schema: pa.Schema, configured: str | None = None) -> str | None:
+    """The audit's rule: the configured name, else "text", else "content", else the first string column."""
+    cols = {f.name: f.type for f in schema if f.name not in (KEY, ROW, ERROR, "__warning__")}
+    if configured is not None:
+        return configured
+    for name in TEXT_NAMES:
+        if name in cols:
+            return name
+    return next((n for n, t in cols.items() if _is_string(t) and not n.endswith(".dtype")), None)
+
+
+def initial_field(schema: pa.Schema | None, configured: str | None) -> tuple[str | None, bool]:
+    """(field, final) before reading: Parquet knows its columns from the footer (`schema`); JSONL and tar
+    records are read with all their columns (schema None) and the field is picked from the first batch that
+    has a candidate."""
+    if configured is not None:
+        return configured, True
+    if schema is None:
+        return None, False
+    return pick_text_field(schema), True
+
+
+def text_column(batch: pa.RecordBatch, field: str | None) -> pa.Array:
+    """The batch's text as a string array: nulls where the field is missing or does not hold text."""
+    idx = batch.schema.get_field_index(field) if field else -1
+    if idx < 0:
+        return pa.nulls(batch.num_rows, pa.string())
+    col = batch.column(idx)
+    if pa.types.is_null(col.type):
+        return pa.nulls(batch.num_rows, pa.string())
+    if pa.types.is_dictionary(col.type):
+        col = col.dictionary_decode()
+    if not _is_string(col.type):
+        if hasattr(pa.types, "is_string_view") and pa.types.is_string_view(col.type):
+            return col.cast(pa.large_string())
+        return pa.nulls(batch.num_rows, pa.string())   # not text: nothing to compare
+    return col

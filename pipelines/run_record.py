@@ -1,0 +1,20 @@
+"""The `run` section of a job's report: how and where it ran (the only part that differs between two runs)."""
+from __future__ import annotations
+
+import platform
+
+
+def package_version() -> str:
+    """The installed dataaudit version ("unknown" when it is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dataaudit")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def run_record(engine: str, resumed_shards: int, started: float, seconds) -> dict:
+    """Engine, shards resumed from parts, start time, `seconds` (a total, or a dict per stage), host and versions."""
+    return {"engine": engine, "resumed_shards": resumed_shards, "started": started, "seconds": seconds,
+            "host": platform.node(), "python": platform.python_version(), "dataaudit": package_version()}

@@ -1,0 +1,57 @@
+"""The shard runner of every job: each shard not finished in the part store goes through the job's stage (in
+this process or on Ray), its result is saved as soon as it finishes, progress is told as work goes.
+
+A stage is `stage(path, *args, on_batch=None, handler=...) -> (summary dict, table)`; `handler` is the job's
+error policy for a shard that cannot be read (`dataaudit.handlers`), passed on to the stage's shard loop.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from dataaudit.handlers import report_unreadable
+from pipelines.tasks import run_tasks
+
+
+def run_units(paths: Sequence[str], store, stage: Callable, args: tuple, *, engine: str, count: str,
+              ray_address: str | None = None, workers: int | None = None,
+              on_progress: Callable[[int, int], None] | None = None,
+              handler: Callable[[BaseException, str], str] = report_unreadable) -> tuple[list, int]:
+    """Run `stage(path, *args, handler=handler)` on every shard not finished in `store`.
+
+    `store.load(index, path)` gives a finished shard's summary (None if unfinished) and `store.save(index, path,
+    summary, table)` records one: reruns skip finished shards. `on_progress(shards_done, done)` is told as work
+    finishes, `done` summing the summaries' `count` field (per batch in-process, per shard on Ray). `workers`
+    caps the shards in flight on Ray. Returns the summaries in shard order and how many shards were resumed
+    from `store`.
+    """
+    summaries: dict[int, dict] = {}
+    pending = []
+    for index, path in enumerate(paths):
+        done = store.load(index, path)
+        if done is None:
+            pending.append((index, path))
+        else:
+            summaries[index] = done
+    # Finished shards, plus what the shard under way has counted batch by batch (in-process engine).
+    counted = {"finished": sum(s[count] for s in summaries.values()), "current": 0}
+
+    def tell():
+        if on_progress:
+            on_progress(len(summaries), counted["finished"] + counted["current"])
+
+    def on_rows(rows):
+        counted["current"] += rows
+        tell()
+
+    def on_done(index, path, result):
+        summary, table = result
+        store.save(index, path, summary, table)
+        summaries[index] = summary
+        counted["finished"] += summary[count]
+        counted["current"] = 0
+        tell()
+
+    tell()
+    run_tasks(pending, stage, args, on_done, engine=engine, ray_address=ray_address, workers=workers,
+              on_batch=on_rows, handler=handler)
+    return [summaries[i] for i in range(len(paths))], len(paths) - len(pending)

@@ -1,0 +1,78 @@
+"""The shard runner every job uses (pipelines.runner / pipelines.tasks): resume from parts, progress, the error
+policy handed to each stage call, the Ray workers cap; and `dataaudit dedup --workers 1` on Ray."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from click.testing import CliRunner
+
+from dataaudit.cli import main
+from dataaudit.handlers import reraise
+from pipelines.parts import PartStore
+from pipelines.runner import run_units
+from pipelines.tasks import run_tasks
+
+
+def _stage(path, scale, on_batch=None, handler=None):
+    """A unit that counts `scale` rows in two batches and records which handler it was given."""
+    for _ in range(2):
+        if on_batch:
+            on_batch(scale)
+    summary = {"path": path, "rows": 2 * scale, "handler": getattr(handler, "__name__", None)}
+    return summary, pa.table({"row": pa.array([0, 1], pa.int64())})
+
+
+def test_run_units_resumes_tells_progress_and_passes_the_handler(tmp_path):
+    paths = ["a", "b", "c"]
+    store = PartStore(tmp_path, {"job": 1}, suffix=".rows.parquet")
+    store.save(1, "b", {"path": "b", "rows": 10, "handler": "earlier"}, pa.table({"row": pa.array([7], pa.int64())}))
+    progress = []
+    summaries, resumed = run_units(paths, store, _stage, (3,), engine="local", count="rows",
+                                   on_progress=lambda *a: progress.append(a), handler=reraise)
+    assert resumed == 1
+    assert summaries == [{"path": "a", "rows": 6, "handler": "reraise"}, {"path": "b", "rows": 10, "handler": "earlier"},
+                         {"path": "c", "rows": 6, "handler": "reraise"}]
+    # per batch in-process: the resumed shard first, then 3 rows at a time, each shard saved as it finishes
+    assert progress == [(1, 10), (1, 13), (1, 16), (2, 16), (2, 19), (2, 22), (3, 22)]
+    assert store.read(0, "a").num_rows == 2 and store.read(1, "b").column("row").to_pylist() == [7]
+    again, resumed = run_units(paths, store, _stage, (3,), engine="local", count="rows")
+    assert resumed == 3 and again == summaries
+    assert PartStore(tmp_path, {"job": 2}, suffix=".rows.parquet").load(0, "a") is None   # other settings
+
+
+def test_ray_workers_cap_the_tasks_in_flight(tmp_path, ray_session):
+    def _timed(item, folder):      # defined here: Ray ships it by value (the test module is not importable there)
+        start = time.time()
+        time.sleep(0.3)
+        Path(folder, f"{item}.json").write_text(json.dumps([start, time.time()]))
+        return item * 10
+
+    done = {}
+    run_tasks(list(enumerate(range(4))), _timed, (str(tmp_path),), lambda i, item, r: done.update({i: r}),
+              engine="ray", workers=1)
+    assert done == {0: 0, 1: 10, 2: 20, 3: 30}
+    spans = sorted(json.loads(p.read_text()) for p in tmp_path.glob("*.json"))
+    assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:]))   # one at a time
+
+
+def test_dedup_workers_1_on_ray_gives_the_local_outputs(tmp_path, ray_session):
+    words = "the quick brown fox jumps over the lazy dog near a quiet river bank at dawn".split()
+    for s in range(3):
+        docs = [" ".join(words[i % 5:] + [f"s{s}", str(i)]) for i in range(40)] + [" ".join(words)] * 2
+        pq.write_table(pa.table({"text": docs}), tmp_path / f"train-{s}.parquet")
+    shards = [str(tmp_path / f"train-{s}.parquet") for s in range(3)]
+    outputs = {}
+    for name, engine in {"local": ["--engine", "local"], "ray": ["--engine", "ray", "--workers", "1"]}.items():
+        res = CliRunner().invoke(main, ["dedup", *shards, "--out", str(tmp_path / name), "--threshold", "0.5",
+                                        "--partitions", "2", *engine])
+        assert res.exit_code == 0, res.output
+        report = json.loads((tmp_path / name / "dedup.json").read_text())
+        assert report.pop("run")["engine"] == name
+        outputs[name] = (report, [pq.read_table(tmp_path / name / f) for f in ("clusters.parquet", "keep.parquet")])
+    assert outputs["ray"][0] == outputs["local"][0]
+    assert all(r.equals(l) for r, l in zip(outputs["ray"][1], outputs["local"][1]))
+    assert outputs["local"][0]["exact"]["duplicates"] == 5        # the full sentence, twice in each of 3 shards
