@@ -13,9 +13,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dataaudit.fields import FieldSpec, resolve_schema
 from dataaudit.handlers import report_unreadable
 from dataaudit.sources import ERROR, KEY, ROW, ShardReadError, read_schema, shard_format
-from dataaudit.sources.base import TEXT_NAMES
 from dataaudit.stage import ShardStage
 
 from .config import ContaminationConfig
@@ -27,15 +27,9 @@ def _is_string(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
-def pick_text_field(schema: pa.Schema, configured: str | None) -> str | None:
-    """The configured field, else `text`, else `content`, else the first string column (as the audit does)."""
-    cols = {f.name: f.type for f in schema if not f.name.startswith("__")}
-    if configured is not None:
-        return configured if configured in cols else None
-    for name in TEXT_NAMES:
-        if name in cols and _is_string(cols[name]):
-            return name
-    return next((n for n, t in cols.items() if _is_string(t)), None)
+def pick_text_field(schema: pa.Schema) -> str | None:
+    """The text column when none is configured: the rule every command shares (dataaudit.fields)."""
+    return resolve_schema(schema, FieldSpec()).text
 
 
 @dataclass
@@ -72,7 +66,7 @@ class ScanStage(ShardStage):
 
     def columns(self, state: _ScanState, schema: pa.Schema | None) -> list[str] | None:
         if state.text_field is None and schema is not None:
-            state.text_field = pick_text_field(schema, None)
+            state.text_field = pick_text_field(schema)
             if state.text_field is None:
                 raise ShardReadError("no string column to scan")
         return None if state.text_field is None else [state.text_field]
@@ -80,7 +74,7 @@ class ScanStage(ShardStage):
     def add(self, state: _ScanState, batch: pa.RecordBatch) -> None:
         summary = state.summary
         if state.text_field is None:
-            state.text_field = pick_text_field(batch.schema, None)
+            state.text_field = pick_text_field(batch.schema)
         n = batch.num_rows
         summary["records"] += n
         err = batch.column(batch.schema.get_field_index(ERROR))

@@ -1,13 +1,12 @@
 """Which column of a shard dedup reads as the document text, and that column as a string array.
 
-Kept apart (and small) so the rule can be swapped for a shared field resolution without touching the stages.
+The choice is the rule every command shares (dataaudit.fields); this module adapts it to dedup's reading.
 """
 from __future__ import annotations
 
 import pyarrow as pa
 
-from dataaudit.sources import ERROR, KEY, ROW
-from dataaudit.sources.base import TEXT_NAMES
+from dataaudit.fields import FieldSpec, resolve_schema
 
 
 def _is_string(t: pa.DataType) -> bool:
@@ -15,14 +14,9 @@ def _is_string(t: pa.DataType) -> bool:
 
 
 def pick_text_field(schema: pa.Schema, configured: str | None = None) -> str | None:
-    """The audit's rule: the configured name, else "text", else "content", else the first string column."""
-    cols = {f.name: f.type for f in schema if f.name not in (KEY, ROW, ERROR, "__warning__")}
-    if configured is not None:
-        return configured
-    for name in TEXT_NAMES:
-        if name in cols:
-            return name
-    return next((n for n, t in cols.items() if _is_string(t) and not n.endswith(".dtype")), None)
+    """The shared rule (dataaudit.fields): the configured column if this shard has it as text, else "text",
+    else "content", else the first string column."""
+    return resolve_schema(schema, FieldSpec(text=configured)).text
 
 
 def initial_field(schema: pa.Schema | None, configured: str | None) -> tuple[str | None, bool]:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataaudit.provenance import ERROR, KEY, PROVENANCE_COLUMNS, ROW, WARNING  # noqa: F401  (re-exported)
 
-TEXT_NAMES = ("text", "content")  # default text column: the first of these present, else the first string column
-
 
 class ShardReadError(Exception):
     """The shard as a whole cannot be read further: open failure, or its stream broke part way.
