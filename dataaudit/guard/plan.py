@@ -173,8 +173,8 @@ class GuardPlan:
 
     config: path of the audit TOML, an AuditConfig, or None (defaults).
     checks: None -> GUARD_DEFAULT_CHECKS; "all" -> every numeric/label/token check; or a list of check names.
-        Only checks the config enables run; a check whose required setting is missing (label_out_of_range without
-        num_classes) is listed in `skipped` with the reason, never silently passed.
+        Only checks the config enables run; a check whose required setting is missing (the label range check
+        without num_classes) is listed in `skipped` with the reason, never silently passed.
     names: for tuple/list batches, the name of each position (("pixels", "label")); dict batches use their keys.
     fields: overrides of the config's [fields] (numeric, label, input_ids, attention_mask).
     """
