@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from dataaudit.checks import REGISTRY, SEVERITIES
+from dataaudit.checks.base import SettingError
+from dataaudit.checks.runnable import skip_reason  # noqa: F401  (re-exported: the audit's and the guard's plans)
 
 
 class ConfigError(ValueError):
@@ -18,21 +20,16 @@ class ConfigError(ValueError):
 
 
 FIELD_KEYS = ("text", "numeric", "label", "input_ids", "attention_mask")
-DATA_KEYS = ("num_classes", "vocab_size", "pad_id", "context_length", "tokenizer", "numeric_dtype",
-             "inference_tokenizer", "drift_sample")
-DEFAULT_DRIFT_SAMPLE = 1000   # records per shard re-encoded with the inference tokenizer (0: all)
+# [data] keys of the config itself: facts about the data that field resolution, the length statistics and the
+# checks read. A check declares which [data] keys fill its parameters and may own more keys, which it validates
+# itself (CheckSpec.data, CheckSpec.resolve_data).
+DATA_FACTS = ("num_classes", "vocab_size", "pad_id", "context_length", "tokenizer", "numeric_dtype")
 CHECK_KEYS = ("enabled", "severity")
 
-# Facts about the data that fill check parameters: [data] key -> [(check, param)].
-DATA_TO_PARAMS = {
-    "num_classes": [("label_out_of_range", "num_classes")],
-    "vocab_size": [("token_id_out_of_range", "vocab_size")],
-    "context_length": [("too_long", "context_length")],
-    "pad_id": [("all_padding", "pad_id"), ("mask_mismatch", "pad_id"), ("tokenizer_drift", "pad_id")],
-    "numeric_dtype": [("dtype_mismatch", "expected")],
-    "inference_tokenizer": [("tokenizer_drift", "inference_tokenizer")],
-    "drift_sample": [("tokenizer_drift", "sample")],
-}
+
+def data_keys() -> tuple[str, ...]:
+    """Every key [data] accepts: the facts, then those the registered checks own."""
+    return tuple(dict.fromkeys((*DATA_FACTS, *(k for spec in REGISTRY.values() for k in spec.data))))
 
 
 @dataclass
@@ -62,22 +59,6 @@ class AuditConfig:
         }
 
 
-def skip_reason(name: str, config: "AuditConfig", has_target: dict[str, bool], where: str) -> str | None:
-    """Why check `name` cannot run on data that has the targets in `has_target` (None: it can run).
-
-    Shared by the audit's and the guard's plans: disabled, no field of its target, or a required setting
-    missing. `where` names the data in the message ("this shard", "the batch")."""
-    spec, settings = REGISTRY[name], config.check(name)
-    if not settings.enabled:
-        return "disabled in config"
-    if not has_target.get(spec.target, False):
-        return f"no {spec.target} field in {where}"
-    missing = [p for p in spec.required if settings.params.get(p) is None]
-    if name == "out_of_range" and settings.params.get("min") is None and settings.params.get("max") is None:
-        missing = ["min or max"]
-    return "not configured: " + ", ".join(missing) if missing else None
-
-
 def _fail(source: str, msg: str) -> ConfigError:
     return ConfigError(f"{source}: {msg}")
 
@@ -97,34 +78,6 @@ def _tokenizer_vocab_size(source: str, path: Path) -> int:
         raise _fail(source, f"[data] tokenizer {path} cannot be loaded: {exc}") from None
 
 
-def _validate_inference_tokenizer(source: str, data: dict[str, Any]) -> None:
-    """[data] inference_tokenizer (a tokenizer.json or a folder with it) and drift_sample (records per shard)."""
-    if "drift_sample" in data:
-        n = data["drift_sample"]
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise _fail(source, f"[data] drift_sample must be a non-negative integer (0: every record), got {n!r}")
-        if "inference_tokenizer" not in data:
-            raise _fail(source, "[data] drift_sample needs [data] inference_tokenizer")
-    if "inference_tokenizer" not in data:
-        return
-    if not isinstance(data["inference_tokenizer"], str):
-        raise _fail(source, f"[data] inference_tokenizer must be a path, got {data['inference_tokenizer']!r}")
-    tok = Path(data["inference_tokenizer"])
-    if not tok.is_absolute() and source not in ("<config>", "<defaults>"):
-        tok = Path(source).parent / tok
-    if not tok.exists():
-        raise _fail(source, f"[data] inference_tokenizer not found: {tok}")
-    from dataaudit.tokenization.audit_drift import cached_bundle
-    from dataaudit.tokenization.loading import TokenizerLoadError
-
-    try:
-        cached_bundle(str(tok))
-    except TokenizerLoadError as exc:
-        raise _fail(source, f"[data] inference_tokenizer cannot be loaded: {exc}") from None
-    data["inference_tokenizer"] = str(tok)
-    data.setdefault("drift_sample", DEFAULT_DRIFT_SAMPLE)
-
-
 def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
     """Validate a parsed TOML document and resolve every check's parameters."""
     for section in raw:
@@ -133,7 +86,7 @@ def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
     fields = dict(raw.get("fields", {}))
     data = dict(raw.get("data", {}))
     _expect_keys(source, "fields", fields, FIELD_KEYS)
-    _expect_keys(source, "data", data, DATA_KEYS)
+    _expect_keys(source, "data", data, data_keys())
     if "numeric" in fields:
         if isinstance(fields["numeric"], str):
             fields["numeric"] = [fields["numeric"]]
@@ -142,26 +95,29 @@ def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
     for key in ("num_classes", "vocab_size", "context_length"):
         if key in data and (not isinstance(data[key], int) or data[key] <= 0):
             raise _fail(source, f"[data] {key} must be a positive integer, got {data[key]!r}")
+    folder = None if source in ("<config>", "<defaults>") else Path(source).parent   # relative paths' base
     if "tokenizer" in data:
         tok = Path(data["tokenizer"])
-        if not tok.is_absolute() and source not in ("<config>", "<defaults>"):
-            tok = Path(source).parent / tok
+        if not tok.is_absolute() and folder is not None:
+            tok = folder / tok
         if not tok.is_file():
             raise _fail(source, f"[data] tokenizer file not found: {tok}")
         data["tokenizer"] = str(tok)
         if "vocab_size" not in data:
             data["vocab_size"] = _tokenizer_vocab_size(source, tok)
 
-    _validate_inference_tokenizer(source, data)
+    for spec in REGISTRY.values():
+        if spec.resolve_data is not None:
+            try:
+                spec.resolve_data(data, folder)
+            except SettingError as exc:
+                raise _fail(source, str(exc)) from None
 
     overrides = raw.get("checks", {})
     checks: dict[str, CheckSettings] = {}
     for name, spec in REGISTRY.items():
         params = dict(spec.params)
-        for data_key, targets in DATA_TO_PARAMS.items():
-            for check_name, param in targets:
-                if check_name == name and data_key in data:
-                    params[param] = data[data_key]
+        params.update((param, data[key]) for key, param in spec.data.items() if key in data)
         checks[name] = CheckSettings(True, spec.severity, params)
     for name, table in overrides.items():
         if name not in REGISTRY:

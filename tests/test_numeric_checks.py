@@ -116,7 +116,7 @@ def test_registrations():
         "nonfinite": ("numeric", "error", ()),
         "extreme_span": ("numeric", "warning", ()),
         "constant": ("numeric", "warning", ()),
-        "out_of_range": ("numeric", "warning", ()),
+        "out_of_range": ("numeric", "warning", (("min", "max"),)),
         "dtype_mismatch": ("numeric", "error", ("expected",)),
         "label_out_of_range": ("label", "error", ("num_classes",)),
         "token_id_out_of_range": ("tokens", "error", ("vocab_size",)),
@@ -127,6 +127,8 @@ def test_registrations():
     for name, (target, severity, required) in expect.items():
         spec = REGISTRY[name]
         assert (spec.target, spec.severity, spec.required) == (target, severity, required), name
+    assert [(t.kind, t.params) for t in REGISTRY["dtype_mismatch"].targets] == [
+        ("numeric", {}), ("label", {"expected": "int"}), ("token_ids", {"expected": "int"})]
     assert REGISTRY["extreme_span"].params == {"threshold": 1e4}
     assert REGISTRY["constant"].params == {"std_threshold": 1e-6, "min_elements": 2}
     assert REGISTRY["label_out_of_range"].params["ignore_index"] == -100

@@ -6,6 +6,7 @@ whose detail strings are formatted.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -13,9 +14,10 @@ import pyarrow.compute as pc
 import torch
 
 from dataaudit.audit.plan import DTYPE_SUFFIX, FieldPlan
+from dataaudit.checks.base import CheckSpec, Target, TextAndTokens
 from dataaudit.checks import REGISTRY, CheckOutput
 from dataaudit.config import AuditConfig
-from dataaudit.sources.base import ERROR, KEY, ROW, WARNING
+from dataaudit.sources.base import ERROR, KEY, ROW
 from dataaudit.stats.token_lengths import token_lengths
 from dataaudit.tensors import NumericField, from_arrow, tokens_from_arrow
 
@@ -42,14 +44,13 @@ def _to_numpy(x) -> np.ndarray:
     return np.asarray(x)
 
 
-def _details(name: str, out: CheckOutput, idx: np.ndarray, values: np.ndarray, params: dict) -> list[str]:
+def _details(spec: CheckSpec, out: CheckOutput, idx: np.ndarray, values: np.ndarray, params: dict) -> list[str]:
     if out.detail is not None:
         detail = out.detail
         if isinstance(detail, (pa.Array, pa.ChunkedArray)):
             return detail.take(pa.array(idx)).to_pylist()
         return [str(detail[i]) for i in idx]
-    fmt = REGISTRY[name].detail
-    return [fmt.format(value=values[i], **params) for i in idx]
+    return [spec.detail.format(value=values[i], **params) for i in idx]
 
 
 def flag_table(batch: pa.RecordBatch, idx: np.ndarray, shard: str, field_name: str | None, check: str,
@@ -73,44 +74,57 @@ def _numeric(batch: pa.RecordBatch, column: str, device) -> NumericField:
     return from_arrow(batch.column(column), dtypes=dtypes, device=device)
 
 
-def _planned_calls(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, device):
-    """(check name, field name, first argument, params) for every check that runs on this batch."""
-    runs = lambda name: name not in plan.skipped  # noqa: E731
-    params = lambda name: config.check(name).params  # noqa: E731
-    calls = []
-    for name in ("unreadable_record", "reader_warning"):
-        if runs(name):
-            calls.append((name, None, batch.column(ERROR if name == "unreadable_record" else WARNING), params(name)))
-    by_target: dict[str, list[str]] = {}
-    for name, spec in REGISTRY.items():
-        if runs(name):
-            by_target.setdefault(spec.target, []).append(name)
+def _fields(batch: pa.RecordBatch, plan: FieldPlan, device, shard: str):
+    """(target kind, field name, argument) for every field of the batch, in the order the checks visit them:
+    reader findings, text, numeric columns, label, tokens, token ids, text with its token ids."""
+    yield "reader", None, batch
     if plan.text is not None:
-        calls += [(n, plan.text, batch.column(plan.text), params(n)) for n in by_target.get("text", [])]
+        yield "text", plan.text, batch.column(plan.text)
     for column in plan.numeric:
-        nf = _numeric(batch, column, device)
-        for n in by_target.get("numeric", []):
-            if n == "dtype_mismatch" and params(n).get("expected") is None:
-                continue
-            calls.append((n, column, nf, params(n)))
-    int_fields = []
+        yield "numeric", column, _numeric(batch, column, device)
     if plan.label is not None:
-        nf = _numeric(batch, plan.label, device)
-        int_fields.append((plan.label, nf))
-        calls += [(n, plan.label, nf, params(n)) for n in by_target.get("label", [])]
+        yield "label", plan.label, _numeric(batch, plan.label, device)
     if plan.input_ids is not None:
         mask = batch.column(plan.attention_mask) if plan.attention_mask else None
         tf = tokens_from_arrow(batch.column(plan.input_ids), mask, device)
-        int_fields.append((plan.input_ids, tf.ids))
-        calls += [(n, plan.input_ids, tf, params(n)) for n in by_target.get("tokens", [])]
-    if "dtype_mismatch" not in plan.skipped:
-        for column, nf in int_fields:
-            calls.append(("dtype_mismatch", column, nf, {**params("dtype_mismatch"), "expected": "int"}))
-    return calls
+        yield "tokens", plan.input_ids, tf
+        yield "token_ids", plan.input_ids, tf.ids
+        if plan.text is not None:
+            yield "text_tokens", plan.input_ids, TextAndTokens(batch, plan.text, plan.input_ids,
+                                                                plan.attention_mask, shard)
+
+
+def _planned_calls(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, device, shard: str):
+    """(check, target kind, field name, first argument, params) for every check that runs on this batch."""
+    on: dict[str, list[tuple[CheckSpec, Target]]] = {}
+    for name, spec in REGISTRY.items():
+        if name not in plan.skipped:
+            for target in spec.targets:
+                on.setdefault(target.kind, []).append((spec, target))
+    for kind, field_name, arg in _fields(batch, plan, device, shard):
+        for spec, target in on.get(kind, ()):
+            params = spec.params_for(target, config.check(spec.name).params)
+            # A target whose parameters are incomplete is left out; the check runs on its other targets.
+            if not spec.missing(params):
+                yield spec, kind, field_name, arg, params
+
+
+def _run(spec: CheckSpec, arg, params: dict, states: dict) -> CheckOutput:
+    """One call; a stateful check gets its shard state and its part from this batch is merged into it."""
+    if spec.state is None:
+        return spec.fn(arg, **params)
+    state = states.get(spec.name)
+    if state is None:   # a caller that keeps no shard state: this batch's alone
+        state = states[spec.name] = spec.state.start()
+    out = spec.fn(arg, state, **params)
+    spec.state.merge(state, out.state)
+    return out
 
 
 def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, shard: str,
-                tokenizer=None, device=None, examples_per_check: int = 5) -> BatchResult:
+                tokenizer=None, device=None, examples_per_check: int = 5,
+                states: dict[str, Any] | None = None) -> BatchResult:
+    """Every planned check on one batch. `states`: the shard's state of each stateful check (updated in place)."""
     n = batch.num_rows
     # A record the reader could not decode has no data to check: only its reader error is reported.
     usable = ~_to_numpy(pc.is_valid(batch.column(ERROR)))
@@ -118,21 +132,26 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
     tables, examples = [], {}
     keys, rows = batch.column(KEY), batch.column(ROW)
     text = batch.column(plan.text) if plan.text is not None else None
-    for name, field_name, arg, params in _planned_calls(batch, plan, config, device):
-        out = REGISTRY[name].fn(arg, **params)
+    states = {} if states is None else states
+    for spec, kind, field_name, arg, params in _planned_calls(batch, plan, config, device, shard):
+        name = spec.name
+        out = _run(spec, arg, params, states)
         flagged = _to_numpy(out.flagged).astype(bool, copy=False)
-        if REGISTRY[name].target != "reader":
+        if kind != "reader":
             flagged = flagged & usable
         idx = np.flatnonzero(flagged)
         if idx.size == 0:
             continue
         flagged_rows[idx] = True
         values = _to_numpy(out.value).astype(np.float64, copy=False)
-        details = _details(name, out, idx, values, params)
+        details = _details(spec, out, idx, values, params)
         tables.append(flag_table(batch, idx, shard, field_name, name, config.check(name).severity, values[idx],
                                  details))
+        if spec.state is not None and not spec.state.examples:
+            continue   # its report section shows its own examples
         first = idx[:examples_per_check]
         snippets = text.take(pa.array(first)).to_pylist() if text is not None else [None] * first.size
+        # One list per check and batch: a check on several fields keeps the last flagged field's examples.
         examples[name] = [
             {"shard": shard, "key": keys[i].as_py(), "row": rows[i].as_py(), "field": field_name,
              "value": float(values[i]), "detail": details[j],

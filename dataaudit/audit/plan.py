@@ -31,8 +31,6 @@ def resolve_plan(schema: pa.Schema, config: AuditConfig) -> FieldPlan:
                   "tokens": ids is not None, "text_tokens": text is not None and ids is not None, "reader": True}
     skipped = {}
     for name in REGISTRY:
-        if name == "dtype_mismatch" and (label or ids) and config.check(name).enabled:
-            continue  # labels and token ids are always expected to be integers
         why = skip_reason(name, config, has_target, "this shard")
         if why is not None:
             skipped[name] = why

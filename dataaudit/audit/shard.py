@@ -7,19 +7,20 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
 
-from dataaudit.audit.batch import FLAG_SCHEMA, audit_batch, flag_table
+from dataaudit.audit.batch import FLAG_SCHEMA, audit_batch
 from dataaudit.audit.plan import FieldPlan, resolve_plan
 from dataaudit.checks import REGISTRY
+from dataaudit.checks.runnable import configured
 from dataaudit.config import AuditConfig
-from dataaudit.sources import ShardReadError, iter_shard, read_schema
+from dataaudit.handlers import report_unreadable
+from dataaudit.stage import ShardStage
 from dataaudit.stats.lengths import LengthStats
 from dataaudit.stats.token_lengths import load_tokenizer
-from dataaudit.tokenization.audit_drift import cached_bundle, drift_batch, empty_state, merge_state
 
 
 @dataclass
@@ -35,8 +36,8 @@ class ShardResult:
     fields: dict[str, list[str]] = field(default_factory=dict)   # role -> columns the checks ran on
     skipped: dict[str, str] = field(default_factory=dict)        # check -> why it did not run here
     problems: list[str] = field(default_factory=list)            # wrong-typed configured columns
-    # Stored token ids vs the inference tokenizer ([data] inference_tokenizer); None when not configured.
-    tokenizer_drift: dict | None = None
+    # Stateful check -> its state over this shard (None: the check is not configured), in registry order.
+    states: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict:
         return {
@@ -44,7 +45,7 @@ class ShardResult:
             "error": self.error, "checks": dict(sorted(self.checks.items())),
             "lengths": {k: v.state() for k, v in sorted(self.lengths.items())},
             "examples": self.examples, "fields": self.fields, "skipped": dict(sorted(self.skipped.items())),
-            "problems": self.problems, "tokenizer_drift": self.tokenizer_drift,
+            "problems": self.problems, **self.states,
         }
 
 
@@ -55,8 +56,7 @@ def _note_plan(result: ShardResult, plan: FieldPlan) -> None:
         for col in cols:
             if col and col not in result.fields.setdefault(role, []):
                 result.fields[role].append(col)
-    for name, why in plan.skipped.items():
-        result.skipped.setdefault(name, why)
+    result.skipped.update(plan.skipped)
     result.problems += [p for p in plan.problems if p not in result.problems]
 
 
@@ -66,67 +66,75 @@ def _context_for(stat_key: str, plan: FieldPlan, config: AuditConfig) -> int | N
     return None
 
 
-def audit_shard(path: str, config: AuditConfig, batch_rows: int = 4096, examples_per_check: int = 5,
-                device=None, on_batch: Callable[[int], None] | None = None) -> tuple[ShardResult, pa.Table]:
-    """Audit every record of one shard; `on_batch(rows)` is told after each batch (for progress bars)."""
-    result = ShardResult(path)
-    flag_tables: list[pa.Table] = []
-    tokenizer = load_tokenizer(config.data["tokenizer"]) if config.data.get("tokenizer") else None
-    drift = config.check("tokenizer_drift")
-    drift_tok = None
-    if drift.enabled and drift.params.get("inference_tokenizer"):
-        drift_tok = cached_bundle(drift.params["inference_tokenizer"])
-        result.tokenizer_drift = empty_state()
-        drift_quota = drift.params.get("sample") or None     # 0: every record
-        drift_pad = drift.params.get("pad_id")
-        if drift_pad is None:
-            drift_pad = drift_tok.special["pad"].id
-    plans: dict[pa.Schema, FieldPlan] = {}
-    try:
-        schema = read_schema(path)
+@dataclass
+class _Work:
+    """One shard in progress: its result, its flags so far, the plan of each batch schema met, the tokenizer."""
+
+    result: ShardResult
+    tokenizer: Any = None
+    flags: list[pa.Table] = field(default_factory=list)
+    plans: dict[pa.Schema, FieldPlan] = field(default_factory=dict)
+
+
+class AuditShard(ShardStage):
+    """Every planned check on every batch of a shard, merged into one ShardResult and one flags table."""
+
+    def __init__(self, config: AuditConfig, batch_rows: int = 4096, examples_per_check: int = 5, device=None):
+        self.config, self.batch_rows, self.examples_per_check, self.device = \
+            config, batch_rows, examples_per_check, device
+
+    def start(self, path: str) -> _Work:
+        cfg = self.config
+        # A stateful check gets its state wherever it is configured, so every shard reports it (0 when the shard
+        # lacks its field).
+        states = {name: spec.state.start() if configured(spec, cfg.check(name)) else None
+                  for name, spec in REGISTRY.items() if spec.state is not None}
+        tokenizer = load_tokenizer(cfg.data["tokenizer"]) if cfg.data.get("tokenizer") else None
+        return _Work(ShardResult(path, states=states), tokenizer)
+
+    def columns(self, work: _Work, schema: pa.Schema | None) -> list[str] | None:
         # Parquet: read only the columns some check needs (the footer tells us which exist). A shard none of
         # whose columns is checked is still read in full, so its integrity is verified.
-        columns = None
-        if schema is not None:
-            footer_plan = resolve_plan(schema, config)
-            result.problems += list(footer_plan.problems)
-            columns = footer_plan.columns() or None
-        for batch in iter_shard(path, columns=columns, batch_rows=batch_rows):
-            plan = plans.get(batch.schema)
-            if plan is None:
-                plan = plans[batch.schema] = resolve_plan(batch.schema, config)
-                _note_plan(result, plan)
-            out = audit_batch(batch, plan, config, path, tokenizer, device, examples_per_check)
-            result.samples += batch.num_rows
-            if on_batch is not None:
-                on_batch(batch.num_rows)
-            result.flagged += int(np.count_nonzero(out.flagged_rows))
-            if out.flags.num_rows:
-                flag_tables.append(out.flags)
-                per_check = out.flags.group_by("check").aggregate([("row", "count_distinct")])
-                for name, count in zip(per_check["check"].to_pylist(), per_check["row_count_distinct"].to_pylist()):
-                    result.checks[name] += count
-            if drift_tok is not None and "tokenizer_drift" not in plan.skipped:
-                state = result.tokenizer_drift
-                left = None if drift_quota is None else drift_quota - state["checked"]
-                if left is None or left > 0:
-                    part, rows, first = drift_batch(batch, plan.text, plan.input_ids, plan.attention_mask,
-                                                    drift_tok, path, left, drift_pad, examples_per_check)
-                    merge_state(state, part, examples_per_check)
-                    if rows.size:
-                        details = [REGISTRY["tokenizer_drift"].detail.format(value=v) for v in first]
-                        flag_tables.append(flag_table(batch, rows, path, plan.input_ids, "tokenizer_drift",
-                                                      drift.severity, first, details))
-                        result.checks["tokenizer_drift"] += int(rows.size)
-                        result.flagged += int(np.count_nonzero(~out.flagged_rows[rows]))
-            for name, examples in out.examples.items():
-                kept = result.examples.setdefault(name, [])
-                kept.extend(examples[: examples_per_check - len(kept)])
-            for key, lengths in out.lengths.items():
-                unit = "tokens" if key.endswith(".tokens") or key == plan.input_ids else "chars"
-                stat = result.lengths.setdefault(key, LengthStats(unit))
-                stat.add(lengths, _context_for(key, plan, config))
-    except ShardReadError as exc:
-        result.status, result.error = "unreadable", str(exc)
-    flags = pa.concat_tables(flag_tables) if flag_tables else FLAG_SCHEMA.empty_table()
-    return result, flags
+        if schema is None:
+            return None
+        footer_plan = resolve_plan(schema, self.config)
+        work.result.problems += list(footer_plan.problems)
+        return footer_plan.columns() or None
+
+    def add(self, work: _Work, batch: pa.RecordBatch) -> None:
+        result, cfg = work.result, self.config
+        plan = work.plans.get(batch.schema)
+        if plan is None:
+            plan = work.plans[batch.schema] = resolve_plan(batch.schema, cfg)
+            _note_plan(result, plan)
+        out = audit_batch(batch, plan, cfg, result.path, work.tokenizer, self.device, self.examples_per_check,
+                          result.states)
+        result.samples += batch.num_rows
+        result.flagged += int(np.count_nonzero(out.flagged_rows))
+        if out.flags.num_rows:
+            work.flags.append(out.flags)
+            per_check = out.flags.group_by("check").aggregate([("row", "count_distinct")])
+            for name, count in zip(per_check["check"].to_pylist(), per_check["row_count_distinct"].to_pylist()):
+                result.checks[name] += count
+        for name, examples in out.examples.items():
+            kept = result.examples.setdefault(name, [])
+            kept.extend(examples[: self.examples_per_check - len(kept)])
+        for key, lengths in out.lengths.items():
+            unit = "tokens" if key.endswith(".tokens") or key == plan.input_ids else "chars"
+            stat = result.lengths.setdefault(key, LengthStats(unit))
+            stat.add(lengths, _context_for(key, plan, cfg))
+
+    def finish(self, work: _Work, error: str | None) -> tuple[ShardResult, pa.Table]:
+        if error is not None:
+            work.result.status, work.result.error = "unreadable", error
+        flags = pa.concat_tables(work.flags) if work.flags else FLAG_SCHEMA.empty_table()
+        return work.result, flags
+
+
+def audit_shard(path: str, config: AuditConfig, *, on_batch: Callable[[int], None] | None = None,
+                handler: Callable[[BaseException, str], str] = report_unreadable,
+                **kw) -> tuple[ShardResult, pa.Table]:
+    """Audit every record of one shard; `on_batch(rows)` is told after each batch (for progress bars), `handler`
+    decides what a shard that cannot be read becomes (dataaudit.handlers). kw: AuditShard's batch_rows,
+    examples_per_check, device."""
+    return AuditShard(config, **kw)(path, on_batch=on_batch, handler=handler)

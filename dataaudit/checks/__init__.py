@@ -1,6 +1,8 @@
 """The validators. Importing this package registers every check in REGISTRY."""
-from dataaudit.checks.base import REGISTRY, SEVERITIES, CheckOutput, CheckSpec, register
+from dataaudit.checks.base import (REGISTRY, SEVERITIES, CheckOutput, CheckSpec, SettingError, ShardState, Target,
+                                   TextAndTokens, register)
 # Import order is report order: numeric, labels and tokens, text, reader findings.
 from dataaudit.checks import numeric, tokens, text, drift, reader  # noqa: F401,E402  (registration side effects)
 
-__all__ = ["REGISTRY", "SEVERITIES", "CheckOutput", "CheckSpec", "register"]
+__all__ = ["REGISTRY", "SEVERITIES", "CheckOutput", "CheckSpec", "SettingError", "ShardState", "Target",
+           "TextAndTokens", "register"]

@@ -4,18 +4,31 @@
 A check is a pure function over a whole batch of samples. It returns one flag and one measured value per
 sample; it never loops over samples in Python and never reads a tensor back to the host.
 
+Its registry entry (CheckSpec) carries everything a runner needs, so that no runner names a check: the targets
+it runs on, its parameters and which `[data]` settings fill them, what must be set before it can run, its own
+`[data]` validation, and for a check that keeps state over a shard, that state and its report section.
+
 Targets (what the function receives, always as its first argument):
-  "text"    pa.Array of strings (nulls allowed)            -> numpy arrays
-  "numeric" NumericField (any numeric field)               -> torch tensors on the field's device
-  "label"   NumericField of class labels                   -> torch tensors
-  "tokens"  TokenFields (token ids + optional attention mask) -> torch tensors
+  "text"         pa.Array of strings (nulls allowed)                 -> numpy arrays
+  "numeric"      NumericField (any numeric field)                    -> torch tensors on the field's device
+  "label"        NumericField of class labels                        -> torch tensors
+  "tokens"       TokenFields (token ids + optional attention mask)   -> torch tensors
+  "token_ids"    NumericField of the token ids alone                 -> torch tensors
+  "text_tokens"  TextAndTokens: a record batch with both a text field and token ids (audit only)
+  "reader"       the record batch itself, for the reader's findings (audit only; sees undecodable records too)
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, Mapping
 
 SEVERITIES = ("info", "warning", "error")
+TARGET_KINDS = ("text", "numeric", "label", "tokens", "token_ids", "text_tokens", "reader")
+
+
+class SettingError(ValueError):
+    """A `[data]` setting a check cannot use (the config adds the file's name to the message)."""
 
 
 @dataclass
@@ -24,40 +37,128 @@ class CheckOutput:
 
     flagged: bool, shape [num_samples]; value: float64, shape [num_samples] (the measured quantity shown in
     reports). detail: optional per-sample strings (only read for flagged samples); when None the report uses
-    the check's `detail` format string with `value` and the check's params.
+    the check's `detail` format string with `value` and the check's params. state: a stateful check's part of
+    its shard state from this batch (folded in with its ShardState.merge).
     """
 
     flagged: Any
     value: Any
     detail: Any = None
+    state: Any = None
+
+
+@dataclass
+class TextAndTokens:
+    """The "text_tokens" target: a batch holding both a text field and the token ids stored for it."""
+
+    batch: Any                  # pa.RecordBatch (with the reader's provenance columns)
+    text: str
+    input_ids: str
+    attention_mask: str | None = None
+    shard: str = ""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One kind of field a check runs on, with the parameters fixed on that kind (they win over the config's):
+    dtype_mismatch runs on labels and token ids with expected="int" whatever [data] numeric_dtype says."""
+
+    kind: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _no_notes(section: dict) -> list[str]:
+    return []
+
+
+@dataclass(frozen=True)
+class ShardState:
+    """What a check that keeps state over a shard gives the audit's runners.
+
+    The check function then takes the shard's state after its field: `fn(arg, state, **params)`, and returns its
+    part from the batch as CheckOutput.state. The state is JSON-able: it travels in the shard's summary.
+      start()                          a fresh state (for a shard where the check is configured)
+      merge(into, part) -> into        folds a batch's part into the shard's state, and one shard's into the total
+      section(total, shards, settings, data) -> dict | None
+                                       report.json's section named after the check (None: no section), from the
+                                       merged total and the (path, state or None) of every shard
+      notes(section) -> [str]          lines for report.json's `notes`
+      examples                         whether report.json's `examples` also lists its flagged records (its
+                                       section usually shows its own)
+    """
+
+    start: Callable[[], Any]
+    merge: Callable[[Any, Any], Any]
+    section: Callable[..., dict | None]
+    notes: Callable[[dict], list[str]] = _no_notes
+    examples: bool = False
 
 
 @dataclass(frozen=True)
 class CheckSpec:
     name: str
-    target: str
+    targets: tuple[Target, ...]
     severity: str
     params: dict[str, Any]
     fn: Callable[..., CheckOutput]
     detail: str
     description: str
-    # Params that must be set (by the config) before the check can run, e.g. vocab_size.
-    required: tuple[str, ...] = field(default_factory=tuple)
+    # Params that must be set (by the config) before the check can run, e.g. vocab_size; a tuple of names is
+    # "one of these" (out_of_range needs min or max).
+    required: tuple[str | tuple[str, ...], ...] = ()
+    # [data] key -> the param it fills (num_classes -> num_classes, numeric_dtype -> expected).
+    data: Mapping[str, str] = field(default_factory=dict)
+    # Validates and resolves the [data] keys this check owns, in place (paths against the config's folder,
+    # defaults): resolve_data(data, config_folder or None); raises SettingError.
+    resolve_data: Callable[[dict, Path | None], None] | None = None
+    state: ShardState | None = None
+    # The training guard: its position among the default checks (None: run only when asked for), and the order
+    # of checks on one field (lower first: those computing a reduction the others reuse).
+    guard_default: int | None = None
+    guard_rank: int = 9
+
+    @property
+    def target(self) -> str:
+        """The first target's kind: the one the guard runs the check on and a skip reason names."""
+        return self.targets[0].kind
+
+    def params_for(self, target: Target, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The call's parameters on `target`: the configured ones, then the target's fixed ones."""
+        return {**params, **target.params} if target.params else dict(params)
+
+    def missing(self, params: Mapping[str, Any]) -> list[str]:
+        """The required params not set in `params` ("min or max" for a group none of which is set)."""
+        out = []
+        for req in self.required:
+            group = (req,) if isinstance(req, str) else req
+            if all(params.get(p) is None for p in group):
+                out.append(" or ".join(group))
+        return out
 
 
 REGISTRY: dict[str, CheckSpec] = {}
 
 
-def register(name: str, *, target: str, severity: str, detail: str, description: str,
-             params: dict[str, Any] | None = None, required: tuple[str, ...] = ()):
-    """Decorator: add a check function to the registry under a stable name."""
+def register(name: str, *, target: str | tuple[str, ...] | Mapping[str, Mapping[str, Any]], severity: str,
+             detail: str, description: str, params: dict[str, Any] | None = None,
+             required: tuple[str | tuple[str, ...], ...] = (), data: Mapping[str, str] | None = None,
+             resolve_data: Callable[[dict, Path | None], None] | None = None, state: ShardState | None = None,
+             guard_default: int | None = None, guard_rank: int = 9):
+    """Decorator: add a check function to the registry under a stable name.
+
+    target: a kind, a tuple of kinds, or {kind: the params fixed on it}; the check runs on each, in that order."""
     assert severity in SEVERITIES, severity
+    kinds = {target: {}} if isinstance(target, str) else target if isinstance(target, Mapping) else \
+        dict.fromkeys(target, {})
+    targets = tuple(Target(kind, dict(fixed)) for kind, fixed in kinds.items())
+    assert targets and all(t.kind in TARGET_KINDS for t in targets), targets
 
     def wrap(fn):
         if name in REGISTRY:
             raise ValueError(f"check {name!r} registered twice")
-        REGISTRY[name] = CheckSpec(name, target, severity, dict(params or {}), fn, detail, description,
-                                   tuple(required))
+        REGISTRY[name] = CheckSpec(name, targets, severity, dict(params or {}), fn, detail, description,
+                                   tuple(required), dict(data or {}), resolve_data, state, guard_default,
+                                   guard_rank)
         return fn
 
     return wrap

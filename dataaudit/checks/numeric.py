@@ -91,7 +91,8 @@ def _on_rows(x2: torch.Tensor, rows: np.ndarray, general, base: CheckOutput, **p
     return base
 
 
-@register("nonfinite", target="numeric", severity="error",
+# Guard default: NaN/Inf inputs -> NaN loss; one row sum per float tensor (the row min/max when computed).
+@register("nonfinite", target="numeric", severity="error", guard_default=1,
           detail="{value:.0f} non-finite element(s) (NaN / Inf)",
           description="The sample holds NaN or +-Inf values (a null element inside a list counts as NaN). "
                       "Integer fields are never flagged.")
@@ -110,7 +111,8 @@ def _nonfinite(field: NumericField) -> CheckOutput:
     return _out(field, n > 0, n)
 
 
-@register("extreme_span", target="numeric", severity="warning", params={"threshold": 1e4},
+# Guard opt-in (two extra reductions); computes the row min/max first, for the others to reuse.
+@register("extreme_span", target="numeric", severity="warning", params={"threshold": 1e4}, guard_rank=0,
           detail="value span (max - min) {value:.4g} exceeds {threshold:g}",
           description="max - min over the finite elements exceeds the threshold (unnormalized or corrupted "
                       "values). value = the span, 0 for a sample without finite elements.")
@@ -138,6 +140,7 @@ def _extreme_span(field: NumericField, threshold: float = 1e4) -> CheckOutput:
     return _out(field, span > threshold, span)
 
 
+# Guard opt-in: a two-pass float64 std, ~20x the cost of the default checks.
 @register("constant", target="numeric", severity="warning", params={"std_threshold": 1e-6, "min_elements": 2},
           detail="constant values: std {value:.3g} < {std_threshold:g}",
           description="The finite elements of the sample (at least min_elements of them) all have the same value "
@@ -192,7 +195,9 @@ def above(v: torch.Tensor, bound) -> torch.Tensor:
     return _int_bound_above(v.to(torch.int64), bound)
 
 
+# Guard default (only with a bound configured): shares the row min/max, computed before the others use them.
 @register("out_of_range", target="numeric", severity="warning", params={"min": None, "max": None},
+          required=(("min", "max"),), guard_default=2, guard_rank=1,
           detail="{value:.0f} element(s) outside [{min}, {max}]",
           description="Elements below min or above max (NaN is not counted: see nonfinite; +-Inf is). Runs only "
                       "with a bound configured; with none it flags nothing.")
@@ -260,7 +265,11 @@ def _expected_codes(expected) -> tuple[int, ...]:
     return tuple(sorted(DTYPE_CODE[n] for n in names))
 
 
-@register("dtype_mismatch", target="numeric", severity="error", required=("expected",),
+# Numeric fields are checked against [data] numeric_dtype when it is set; labels and token ids must always be
+# integers. Guard default on numeric fields (only with numeric_dtype): per-sample codes, no pass over the data.
+@register("dtype_mismatch", severity="error", required=("expected",), data={"numeric_dtype": "expected"},
+          target={"numeric": {}, "label": {"expected": "int"}, "token_ids": {"expected": "int"}},
+          guard_default=3,
           detail="stored dtype code {value:.0f} (see DTYPE_NAMES) is not {expected}",
           description="The sample's stored dtype is not of the expected kind (int, float, bool or an exact "
                       "name such as float32). value = the dtype code; detail names it (CPU).")

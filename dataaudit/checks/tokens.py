@@ -122,9 +122,10 @@ def _class_range_rows(field: NumericField, x2: torch.Tensor, upper: int, ignore)
     return CheckOutput(flagged=torch.from_numpy(too_big | too_small), value=torch.from_numpy(value))
 
 
+# Guard default: a class index past the head is a device-side assert in cross_entropy on CUDA.
 @register("label_out_of_range", target="label", severity="error", params={"num_classes": None,
                                                                            "ignore_index": -100},
-          required=("num_classes",),
+          required=("num_classes",), data={"num_classes": "num_classes"}, guard_default=4,
           detail="label {value:g} outside [0, {num_classes})",
           description="A class label (other than ignore_index) is negative, >= num_classes, or not finite (NaN). "
                       "value = the worst offending label: the largest if one is >= num_classes, else the "
@@ -133,8 +134,9 @@ def label_out_of_range(field: NumericField, num_classes: int, ignore_index=-100)
     return _class_range(field, int(num_classes), ignore_index)
 
 
+# Guard default: an id past the embedding table is a device-side assert.
 @register("token_id_out_of_range", target="tokens", severity="error", params={"vocab_size": None},
-          required=("vocab_size",),
+          required=("vocab_size",), data={"vocab_size": "vocab_size"}, guard_default=5,
           detail="token id {value:g} outside [0, {vocab_size})",
           description="A real token id is negative or >= vocab_size (wrong tokenizer, overflowed dtype): an "
                       "embedding lookup out of bounds. value = the worst offending id (largest if one is >= "
@@ -177,8 +179,9 @@ def _real_count(tokens: TokenFields) -> torch.Tensor:
     return seg_count(_real_ids(tokens))
 
 
+# Guard default: shares all_padding's per-row mask count.
 @register("too_long", target="tokens", severity="warning", params={"context_length": None},
-          required=("context_length",),
+          required=("context_length",), data={"context_length": "context_length"}, guard_default=7,
           detail="{value:.0f} tokens > context length {context_length}",
           description="More real tokens than the context length (they would be truncated silently). value = the "
                       "number of real tokens (mask count when there is a mask, else the sequence length).")
@@ -187,7 +190,9 @@ def too_long(tokens: TokenFields, context_length: int) -> CheckOutput:
     return _out(n > int(context_length), n)
 
 
-@register("all_padding", target="tokens", severity="warning", params={"pad_id": None},
+# Guard default: a sequence with no real token makes a NaN attention softmax or an empty loss.
+@register("all_padding", target="tokens", severity="warning", params={"pad_id": None}, data={"pad_id": "pad_id"},
+          guard_default=6,
           detail="no real token (length {value:.0f})",
           description="The sequence has no real token: it is empty, every id is pad_id, or its attention mask is "
                       "all zero. value = the sequence length (valid ids). Null (missing) rows are not flagged.")
@@ -211,7 +216,9 @@ def all_padding(tokens: TokenFields, pad_id=None) -> CheckOutput:
     return _out(flagged, length)
 
 
+# Guard opt-in: an elementwise pass over the ids and the mask.
 @register("mask_mismatch", target="tokens", severity="warning", params={"pad_id": None, "pad_in_content_ok": False},
+          data={"pad_id": "pad_id"},
           detail="{value:.0f} position(s) where the attention mask and the padding disagree (-1: the mask's "
                  "length differs from the ids')",
           description="The attention mask disagrees with the ids: its length differs (value -1), it holds values "

@@ -24,24 +24,13 @@ from dataaudit.fields import Column, FieldSpec, resolve
 from dataaudit.tensors import from_tensor, tokens_from_tensor
 
 # What the guard runs by default (when `checks` is not given), each only where the config enables it and its
-# required settings are there. Chosen for what breaks or silently poisons a training step, at a cost near the
-# memory bandwidth of one read of the batch (see README, "The training guard"):
-#   nonfinite              NaN/Inf inputs -> NaN loss; one row sum per float tensor (min/max when shared)
-#   out_of_range           only with bounds configured; shares the row min/max
-#   dtype_mismatch         only with [data] numeric_dtype; per-sample codes, no pass over the data
-#   label_out_of_range     a class index past the head: device-side assert in cross_entropy on CUDA
-#   token_id_out_of_range  an id past the embedding table: device-side assert
-#   all_padding            no real token: NaN attention softmax / empty loss
-#   too_long               shares all_padding's per-row mask count
-# Opt-in (checks=[...] or "all"): extreme_span (two extra reductions), constant (a two-pass float64 std:
-# ~20x the cost of the rest), mask_mismatch (an elementwise pass over ids and mask).
-GUARD_DEFAULT_CHECKS = ("nonfinite", "out_of_range", "dtype_mismatch", "label_out_of_range",
-                        "token_id_out_of_range", "all_padding", "too_long")
+# required settings are there: the checks registered with a `guard_default` position, in that order. Chosen for
+# what breaks or silently poisons a training step, at a cost near the memory bandwidth of one read of the batch
+# (see README, "The training guard"; each registration says why it is in or opt-in). The others run when named
+# (checks=[...]) or with "all".
+GUARD_DEFAULT_CHECKS = tuple(sorted((n for n, s in REGISTRY.items() if s.guard_default is not None),
+                                    key=lambda n: REGISTRY[n].guard_default))
 GUARD_TARGETS = ("numeric", "label", "tokens")
-
-# Reduce-once ordering inside one numeric field: checks that compute the row min/max run first, so nonfinite
-# and constant reuse them instead of a row sum of their own.
-_ORDER = {"extreme_span": 0, "out_of_range": 1}
 
 
 @dataclass(frozen=True)
@@ -189,8 +178,8 @@ class GuardPlan:
 
     config: path of the audit TOML, an AuditConfig, or None (defaults).
     checks: None -> GUARD_DEFAULT_CHECKS; "all" -> every numeric/label/token check; or a list of check names.
-        Only checks the config enables run; a check whose required setting is missing (label_out_of_range without
-        num_classes) is listed in `skipped` with the reason, never silently passed.
+        Only checks the config enables run; a check whose required setting is missing (the label range check
+        without num_classes) is listed in `skipped` with the reason, never silently passed.
     names: for tuple/list batches, the name of each position (("pixels", "label")); dict batches use their keys.
     fields: overrides of the config's [fields] (numeric, label, input_ids, attention_mask).
     """
@@ -267,15 +256,17 @@ class GuardPlan:
         skipped: dict[str, str] = {}
         runnable: dict[str, dict] = {}
         for name in self.requested:
-            why = skip_reason(name, cfg, has, "the batch")
+            first = REGISTRY[name].targets[:1]   # the guard runs a check on its first target (see `calls`)
+            why = skip_reason(name, cfg, has, "the batch", targets=first)
             if why is None:
-                runnable[name] = cfg.check(name).params
+                runnable[name] = REGISTRY[name].params_for(first[0], cfg.check(name).params)
             else:
                 skipped[name] = why
 
         def calls(target: str, fname: str) -> tuple[CheckCall, ...]:
             names = [n for n in runnable if REGISTRY[n].target == target]
-            names.sort(key=lambda n: _ORDER.get(n, 9))
+            # Reduce-once ordering on one field: checks computing a row reduction the others reuse run first.
+            names.sort(key=lambda n: REGISTRY[n].guard_rank)
             return tuple(CheckCall(n, fname, cfg.check(n).severity, tuple(sorted(runnable[n].items())))
                          for n in names)
 

@@ -42,45 +42,22 @@ def _notes(lengths: dict, totals: dict) -> list[str]:
     return notes
 
 
-DRIFT_CATEGORIES = ("same", "same_without_special_tokens", "truncated", "differs")
-
-
-def _tokenizer_drift(summaries: list[dict], config: AuditConfig) -> dict | None:
-    """Stored ids vs the inference tokenizer, merged over shards (only when [data] inference_tokenizer is set)."""
-    if not config.check("tokenizer_drift").params.get("inference_tokenizer"):
-        return None
-    states = [(s["path"], s.get("tokenizer_drift") or {}) for s in summaries]
-    merged = {c: sum(st.get(c, 0) for _, st in states) for c in ("checked", *DRIFT_CATEGORIES)}
-    examples: list[dict] = []
-    for _, st in states:
-        examples.extend(st.get("examples", [])[: 5 - len(examples)])
-    checked = merged["checked"]
-    return {
-        "inference_tokenizer": config.data["inference_tokenizer"],
-        "sample_per_shard": config.data.get("drift_sample"),
-        "severity": config.check("tokenizer_drift").severity,
-        "ran": checked > 0,
-        "skipped": None if checked else "no shard holds both a text field and token ids",
-        **merged,
-        "differs_share": round(merged["differs"] / checked, 6) if checked else 0.0,
-        "shards": [{"path": p, "checked": st.get("checked", 0), "differs": st.get("differs", 0)}
-                   for p, st in states if st.get("checked")],
-        "examples": examples,
-    }
-
-
-def _drift_notes(drift: dict | None) -> list[str]:
-    if not drift or not drift["checked"]:
-        return []
-    notes = []
-    if drift["differs"]:
-        notes.append(f"tokenizer_drift: {drift['differs']} of {drift['checked']} sampled records "
-                     f"({drift['differs_share']:.1%}) hold token ids that the inference tokenizer does not produce "
-                     "from their text")
-    if drift["same_without_special_tokens"]:
-        notes.append(f"tokenizer_drift: {drift['same_without_special_tokens']} of {drift['checked']} sampled records "
-                     "lack the special tokens (BOS/EOS) the inference tokenizer adds")
-    return notes
+def _sections(summaries: list[dict], config: AuditConfig) -> dict[str, dict]:
+    """The report sections of the stateful checks (report.json key = the check's name, in registry order): each
+    check's shard states merged with its own merge, then shaped by its own section function."""
+    out = {}
+    for name, spec in REGISTRY.items():
+        if spec.state is None:
+            continue
+        shards = [(s["path"], s.get(name)) for s in summaries]
+        total = spec.state.start()
+        for _, state in shards:
+            if state is not None:
+                spec.state.merge(total, state)
+        section = spec.state.section(total, shards, config.check(name), config.data)
+        if section is not None:
+            out[name] = section
+    return out
 
 
 def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
@@ -107,9 +84,10 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
             kept = examples.setdefault(name, [])
             kept.extend(items[: 5 - len(kept)])
     lengths = _lengths(summaries, config)
-    drift = _tokenizer_drift(summaries, config)
+    sections = _sections(summaries, config)
     notes = _notes(lengths, totals) + [f"{s['path']}: {p}" for s in summaries for p in s["problems"]]
-    notes += _drift_notes(drift)
+    for name, section in sections.items():
+        notes += REGISTRY[name].state.notes(section)
     report = {
         "schema_version": SCHEMA_VERSION,
         "totals": totals,
@@ -123,8 +101,7 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
         "config": config.fingerprint(),
         "run": run,
     }
-    if drift is not None:
-        report["tokenizer_drift"] = drift
+    report.update(sections)
     return report
 
 

@@ -1,5 +1,5 @@
-"""The audit's tokenizer-drift stage: re-encode the text of pre-tokenized records with the inference tokenizer and
-compare with the stored token ids.
+"""The kernel of the audit's tokenizer_drift check (dataaudit.checks.drift): re-encode the text of pre-tokenized
+records with the inference tokenizer and compare with the stored token ids.
 
 Per shard, the first `[data] drift_sample` records holding both a text and token ids are checked (0: all), so
 the result depends only on the shard and the config (local and Ray runs agree). A record is
@@ -19,23 +19,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dataaudit.checks.drift_summary import EXAMPLES, empty_state
 from dataaudit.sources.base import ERROR, KEY, ROW
 from dataaudit.tokenization.loading import TokenizerBundle, load_bundle
 from dataaudit.tokenization.ragged import Ragged, compare
 
-CATEGORIES = ("same", "same_without_special_tokens", "truncated", "differs")
 SNIPPET_CHARS = 300
 IDS_WINDOW_BEFORE, IDS_WINDOW = 3, 12
-DEFAULT_SAMPLE = 1000
 
 
 @lru_cache(maxsize=4)
 def cached_bundle(path: str) -> TokenizerBundle:
     return load_bundle(path)
-
-
-def empty_state() -> dict:
-    return {"checked": 0, **dict.fromkeys(CATEGORIES, 0), "examples": []}
 
 
 def _flat_ids(column: pa.Array) -> Ragged:
@@ -83,12 +78,12 @@ def _match(stored: Ragged, variants: list[Ragged]):
 
 
 def drift_batch(batch: pa.RecordBatch, text_col: str, ids_col: str, mask_col: str | None, bundle: TokenizerBundle,
-                shard: str, limit: int | None, pad_id: int | None = None, examples: int = 5
+                shard: str, limit: int | None, pad_id: int | None = None, examples: int = EXAMPLES
                 ) -> tuple[dict, np.ndarray, np.ndarray]:
     """Check up to `limit` usable records of one batch (None: all).
 
-    Returns a mergeable state (see merge_state), the batch rows whose ids differ, and for each of them the
-    first token position where stored and inference ids part."""
+    Returns a mergeable state (dataaudit.checks.drift_summary), the batch rows whose ids differ, and for each of
+    them the first token position where stored and inference ids part."""
     state = empty_state()
     none = np.zeros(0, dtype=np.int64)
     ok = pc.and_(pc.and_(pc.is_null(batch.column(ERROR)), pc.is_valid(batch.column(text_col))),
@@ -134,11 +129,3 @@ def drift_batch(batch: pa.RecordBatch, text_col: str, ids_col: str, mask_col: st
                 "window_start": lo, "stored_ids": stored_lists[i][lo:lo + IDS_WINDOW],
                 "inference_ids": full_lists[i][lo:lo + IDS_WINDOW], "snippet": text[:SNIPPET_CHARS]})
     return state, idx[differs], best[differs]
-
-
-def merge_state(into: dict, part: dict, examples: int = 5) -> dict:
-    into["checked"] += part["checked"]
-    for c in CATEGORIES:
-        into[c] += part[c]
-    into["examples"].extend(part["examples"][: max(0, examples - len(into["examples"]))])
-    return into
