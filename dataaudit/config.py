@@ -90,8 +90,11 @@ def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
     if "numeric" in fields:
         if isinstance(fields["numeric"], str):
             fields["numeric"] = [fields["numeric"]]
-        if not all(isinstance(f, str) for f in fields["numeric"]):
+        if not isinstance(fields["numeric"], list) or not all(isinstance(f, str) and f for f in fields["numeric"]):
             raise _fail(source, "[fields] numeric must be a list of column names")
+    for key in ("text", "label", "input_ids", "attention_mask"):
+        if key in fields and (not isinstance(fields[key], str) or not fields[key]):
+            raise _fail(source, f"[fields] {key} must be one column name, got {fields[key]!r}")
     for key in ("num_classes", "vocab_size", "context_length"):
         if key in data and (not isinstance(data[key], int) or data[key] <= 0):
             raise _fail(source, f"[data] {key} must be a positive integer, got {data[key]!r}")

@@ -6,7 +6,6 @@ runs. Each finished shard is written to OUT/parts before the report is assembled
 """
 from __future__ import annotations
 
-import inspect
 import time
 from pathlib import Path
 from typing import Callable, Sequence
@@ -23,9 +22,6 @@ from pipelines.parts import PartStore
 from pipelines.run_record import run_record
 from pipelines.runner import run_units
 
-# Transition: audit_shard takes `handler=` once it is a ShardStage (converted on a parallel branch); until
-# then it catches its own read errors and is called without one. Delete with that merge.
-_TAKES_HANDLER = "handler" in inspect.signature(audit_shard).parameters
 FLAG_ORDER = [("row", "ascending"), ("check", "ascending"), ("field", "ascending")]
 
 
@@ -33,8 +29,7 @@ def _summarized(stage: Callable) -> Callable:
     """An `audit_shard`-like stage as a unit: (summary dict, flags table in a fixed order), as the part store
     keeps them."""
     def unit(path, config, on_batch=None, handler=report_unreadable):
-        policy = {"handler": handler} if _TAKES_HANDLER else {}
-        result, flags = stage(path, config, on_batch=on_batch, **policy)
+        result, flags = stage(path, config, on_batch=on_batch, handler=handler)
         return result.summary(), flags.sort_by(FLAG_ORDER)
     return unit
 
