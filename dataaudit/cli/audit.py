@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from dataaudit.cli.common import InputError, make_out_dir, shard_progress
+from dataaudit.cli.common import InputError, engine_options, make_out_dir, shard_progress
 from dataaudit.cli.paths import InputPathError, expand_shards
 from dataaudit.cli.fields import fields_line, require_fields
 from dataaudit.config import ConfigError, load_config
@@ -48,11 +48,7 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
               help="Folder for report.json, flags.parquet and report.html (created if missing).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
               help="audit.toml: fields, data facts (num_classes, vocab_size, ...) and per-check settings.")
-@click.option("--engine", type=click.Choice(["auto", "local", "ray"]), default="auto", show_default=True,
-              help="local: in this process; ray: one task per shard; auto: local for small inputs.")
-@click.option("--ray-address", default=None, help="Address of a running Ray cluster (default: start a local one).")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Ray engine: at most this many shards in flight (default: as many as Ray has CPUs for).")
+@engine_options("one task per shard")
 def audit(shards, out, config_path, engine, ray_address, workers):
     """Scan SHARD_OR_GLOB... (Parquet, WebDataset .tar/.tar.gz, JSONL) and report every bad sample."""
     try:

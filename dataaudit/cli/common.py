@@ -36,3 +36,21 @@ def shard_progress(console: Console, verb: str, total: int):
     with progress_bar(console, verb, "shards") as progress:
         task = progress.add_task(verb, total=total, samples=0)
         yield lambda shards_done, samples_done: progress.update(task, completed=shards_done, samples=samples_done)
+
+
+def engine_options(ray_unit: str, in_flight: str = "shards"):
+    """--engine, --ray-address and --workers: the same three options on every command that runs a job over shards
+    (`ray_unit` says what one Ray task does, `in_flight` what --workers counts)."""
+    def wrap(command):
+        for option in reversed((
+            click.option("--engine", type=click.Choice(["auto", "local", "ray"]), default="auto", show_default=True,
+                         help=f"local: in this process; ray: {ray_unit}; auto: local for small inputs."),
+            click.option("--ray-address", default=None,
+                         help="Address of a running Ray cluster (default: start a local one)."),
+            click.option("--workers", type=click.IntRange(min=1), default=None,
+                         help=f"Ray engine: at most this many {in_flight} in flight (default: as many as Ray has "
+                              "CPUs for)."),
+        )):
+            command = option(command)
+        return command
+    return wrap

@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from dataaudit.cli.common import InputError, make_out_dir, shard_progress
+from dataaudit.cli.common import InputError, engine_options, make_out_dir, shard_progress
 from dataaudit.cli.fields import fields_line, require_fields
 from dataaudit.fields import FieldSpec
 
@@ -72,11 +72,7 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
               help="Also write decontaminate.parquet: the (shard, key) of every training record to drop.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
               help="contamination.toml: methods and thresholds, training text field, per-benchmark fields.")
-@click.option("--engine", type=click.Choice(["auto", "local", "ray"]), default="auto", show_default=True,
-              help="local: in this process; ray: one task per training shard; auto: local for small inputs.")
-@click.option("--ray-address", default=None, help="Address of a running Ray cluster (default: start a local one).")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Ray engine: at most this many shards in flight.")
+@engine_options("one task per training shard")
 def contamination(train, more_train, benchmarks, out, ngram, decontaminate_train, config_path, engine,
                   ray_address, workers):
     """Report which benchmark items the training shards already contain, per benchmark and per item, and write

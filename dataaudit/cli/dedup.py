@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from dataaudit.cli.common import InputError, make_out_dir, progress_bar
+from dataaudit.cli.common import InputError, engine_options, make_out_dir, progress_bar
 from dataaudit.cli.fields import fields_line, require_fields
 from dataaudit.cli.paths import InputPathError, expand_shards
 from dataaudit.fields import FieldSpec
@@ -100,11 +100,7 @@ class _DedupCommand(click.Command):
               help="Collapse whitespace runs to one space and trim.")
 @click.option("--text-field", default=None,
               help="Column with the text (default: text, else content, else the first string column).")
-@click.option("--engine", type=click.Choice(["auto", "local", "ray"]), default="auto", show_default=True,
-              help="local: in this process; ray: one task per shard and per partition; auto: local for small inputs.")
-@click.option("--ray-address", default=None, help="Address of a running Ray cluster (default: start a local one).")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Ray engine: at most this many shards (or partitions) in flight.")
+@engine_options("one task per shard and per partition", "shards (or partitions)")
 @click.option("--partitions", default="auto", show_default=True,
               help="Band-hash partitions (reduce units); auto: about 64 MB of entries each.")
 def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed, verify, nfc, lowercase,

@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from dataaudit.cli.common import InputError, progress_bar
+from dataaudit.cli.common import InputError, make_out_dir, progress_bar
 
 _STYLE = {"breaking": "red", "compatible": "yellow", "identical": "green"}
 
@@ -90,10 +90,7 @@ def tokenizer_drift(train_tokenizer, infer_tokenizer, more_samples, out, samples
                                      on_shard=lambda done, n: progress.update(task, completed=done, samples=n))
             except SampleError as exc:
                 raise InputError(str(exc)) from None
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"{out}: cannot create output folder: {exc.strerror}") from None
+    make_out_dir(out)
     with progress_bar(console, "encoding", "texts") as progress:
         task = progress.add_task("encode", total=None, samples=0)
         result = compare_bundles(train, infer, sample, examples=examples,
