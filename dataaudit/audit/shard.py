@@ -50,13 +50,14 @@ class ShardResult:
 
 
 def _note_plan(result: ShardResult, plan: FieldPlan) -> None:
-    roles = {"text": [plan.text], "numeric": list(plan.numeric), "label": [plan.label],
-             "input_ids": [plan.input_ids], "attention_mask": [plan.attention_mask]}
-    for role, cols in roles.items():
+    """Fold a batch schema's plan into the shard's: the columns each role used, the first reason a check was
+    skipped, the problems."""
+    for role, cols in plan.fields.roles().items():
         for col in cols:
-            if col and col not in result.fields.setdefault(role, []):
+            if col not in result.fields.setdefault(role, []):
                 result.fields[role].append(col)
-    result.skipped.update(plan.skipped)
+    for name, why in plan.skipped.items():
+        result.skipped.setdefault(name, why)
     result.problems += [p for p in plan.problems if p not in result.problems]
 
 
