@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dataaudit.cli.common import InputError, make_out_dir, progress_bar
+from dataaudit.cli.fields import fields_line
 
 _STYLE = {"breaking": "red", "compatible": "yellow", "identical": "green"}
 
@@ -90,6 +91,7 @@ def tokenizer_drift(train_tokenizer, infer_tokenizer, more_samples, out, samples
                                      on_shard=lambda done, n: progress.update(task, completed=done, samples=n))
             except SampleError as exc:
                 raise InputError(str(exc)) from None
+        console.print(fields_line({"text": [f]} for f in sample.text_fields.values()), highlight=False)
     make_out_dir(out)
     with progress_bar(console, "encoding", "texts") as progress:
         task = progress.add_task("encode", total=None, samples=0)

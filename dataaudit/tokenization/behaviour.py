@@ -32,6 +32,7 @@ class TextSet:
     texts: list[str] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)    # "probe" or "sample"
     labels: list[str] = field(default_factory=list)   # probe name, or "shard#key"
+    text_fields: dict[str, str] = field(default_factory=dict)   # sample shard -> the column its texts came from
 
     def add(self, text: str, kind: str, label: str) -> None:
         self.texts.append(text)

@@ -40,6 +40,7 @@ def read_sample(paths: list[str], max_texts: int, text_field: str | None = None,
                     if batch.num_rows and pc.all(pc.is_valid(batch.column(ERROR))).as_py():
                         continue      # every record of this batch is unreadable: no columns to look at
                     raise SampleError(_no_text(path, text_field))
+                out.text_fields.setdefault(path, plan.text)
                 ok = pc.and_(pc.is_null(batch.column(ERROR)), pc.is_valid(batch.column(plan.text)))
                 texts = batch.column(plan.text).filter(ok)
                 keys = batch.column(KEY).filter(ok)
