@@ -2,18 +2,25 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+# Test modules import helpers as `tests.paths`, `tests.builders`: the repo root must be importable however pytest
+# was started (`python -m pytest` puts the current folder first; a bare `pytest` does not).
+_ROOT = str(Path(__file__).resolve().parents[1])
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from tests.paths import REPO, SHARED_DATA, SHARED_MISSING  # noqa: E402,F401  (REPO: one name for the repo root)
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
+    """The real data folder (../shared/data or $DATAAUDIT_SHARED_DATA); skips the test when it is missing."""
     if not SHARED_DATA.is_dir():
-        pytest.fail(f"real test data folder missing: {SHARED_DATA} (the repo expects ../shared/data beside it)")
+        pytest.skip(SHARED_MISSING)
     return SHARED_DATA
 
 

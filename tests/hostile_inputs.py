@@ -1,7 +1,7 @@
 """Hostile and corrupt inputs, each with the outcome a correct audit reports.
 
-Used by tests/test_reliability_inputs.py. From the repo root, `.venv/bin/python -m tests.hostile_inputs` prints
-the table of inputs, what the report said and records lost (the closing note's table).
+Used by tests/reliability/test_reliability_inputs.py. From the repo root, `.venv/bin/python -m tests.hostile_inputs`
+prints the table of inputs, what the report said and records lost (the closing note's table).
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tests.builders import make_tar, npy_bytes
+from tests.paths import SHARED_DATA, SHARED_MISSING
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 GiB = 1 << 30
 
 
@@ -30,6 +30,7 @@ class Hostile:
     flags: dict = field(default_factory=dict)   # check -> flagged samples
     error: str | None = None        # substring of the shard error
     config: dict | None = None
+    shared: bool = False            # built from a file of the real data folder (../shared/data)
 
 
 def _tar(path: Path, members: list[tuple[str, bytes]], mode: str = "w") -> Path:
@@ -43,7 +44,7 @@ def _text_members(n: int, prefix: str = "s") -> list[tuple[str, bytes]]:
 
 def _copy(name: str):
     def build(folder: Path) -> Path:
-        return Path(shutil.copy(SHARED / "parquet-testing" / name, folder / name))
+        return Path(shutil.copy(SHARED_DATA / "parquet-testing" / name, folder / name))
     return build
 
 
@@ -193,13 +194,13 @@ def _schema_b(folder):
 
 
 HOSTILE = [
-    Hostile("parquet-testing/alltypes_plain.parquet", _copy("alltypes_plain.parquet"), 8),
+    Hostile("parquet-testing/alltypes_plain.parquet", _copy("alltypes_plain.parquet"), 8, shared=True),
     Hostile("parquet-testing/PARQUET-1481.parquet", _copy("PARQUET-1481.parquet"), 0, "unreadable",
-            error="parquet: "),
+            error="parquet: ", shared=True),
     Hostile("parquet-testing/ARROW-GH-41321.parquet", _copy("ARROW-GH-41321.parquet"), 0, "unreadable",
-            error="parquet: "),
+            error="parquet: ", shared=True),
     Hostile("parquet-testing/ARROW-GH-45185.parquet", _copy("ARROW-GH-45185.parquet"), 0, "unreadable",
-            error="parquet: "),
+            error="parquet: ", shared=True),
     Hostile("parquet, zero bytes", _zero_bytes, 0, "unreadable", error="parquet: "),
     Hostile("parquet, wrong magic", _wrong_magic, 0, "unreadable", error="parquet: "),
     Hostile("parquet, truncated footer", _truncated_footer, 0, "unreadable", error="parquet: "),
@@ -238,8 +239,11 @@ def audit_one(h: Hostile, folder: Path) -> dict:
 
 
 if __name__ == "__main__":
+    import sys
     import tempfile
 
+    if not SHARED_DATA.is_dir():
+        sys.exit(SHARED_MISSING)
     print("| hostile input | status | error / findings | records in file | samples counted | records lost |")
     print("| --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as tmp:

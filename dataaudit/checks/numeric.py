@@ -7,7 +7,7 @@ elementwise ops: no Python loop over samples, no host sync. Elements with valid 
 CPU fast path (a dense field without a valid mask, e.g. a batch tensor from `from_tensor`): the checks share
 cached row reductions (`row_reduce`: min, max, or a sum) instead of building per-element masks, and redo the
 generic computation only for the rows those reductions mark as suspect (a row with a NaN/Inf, a row outside
-the bounds). Same flags and values as the generic path, bit for bit (tests/test_guard_checks.py); on other
+the bounds). Same flags and values as the generic path, bit for bit (tests/guard/test_guard_checks.py); on other
 devices the generic, sync-free path runs.
 """
 from __future__ import annotations

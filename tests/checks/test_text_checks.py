@@ -4,7 +4,7 @@ Planted positives must be flagged with exact values; a hand-made multilingual / 
 corpora (WebDataset English passages, tinyshakespeare paragraphs) must not be.
 
 Run as a script to print the false-positive rates and the throughput:
-    .venv/bin/python tests/test_text_checks.py
+    .venv/bin/python -m tests.checks.test_text_checks
 """
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 import dataaudit.checks.text  # noqa: F401  (registers the text checks)
 from dataaudit.checks.base import REGISTRY, CheckOutput
 from dataaudit.checks.text_repetition import repetition_stats
+from tests.paths import SHARED_DATA, SHARED_MISSING
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 CHECKS = ("empty_text", "control_chars", "mojibake", "long_unbroken_run", "repetition", "non_text_ratio")
 # The checks that look for garbage: each must stay under 0.5% on real clean text.
 GARBAGE_CHECKS = ("control_chars", "mojibake", "long_unbroken_run", "non_text_ratio")
@@ -524,7 +524,7 @@ def test_shakespeare_false_positive_rates(shared_data):
 
 def main() -> None:
     if not SHARED_DATA.is_dir():
-        sys.exit(f"real test data folder missing: {SHARED_DATA}")
+        sys.exit(SHARED_MISSING)
     corpora = {"webdataset/testgz.tar": load_webdataset(SHARED_DATA),
                "tinyshakespeare paragraphs": load_shakespeare(SHARED_DATA)}
     for label, docs in corpora.items():

@@ -11,7 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.paths import REPO
+
 PACKAGES = ("dataaudit", "pipelines")
 
 

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from dataaudit.cli import main
 from dataaudit.config import load_config
 from pipelines.audit import run_audit
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "fixtures" / "audit.toml"
 
 

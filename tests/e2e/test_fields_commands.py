@@ -42,4 +42,5 @@ def test_every_command_reads_the_same_text_column(tmp_path):
     assert contamination["totals"]["contaminated"] == 1
     assert "fields: text = body (1 shard)\n" in res.output
 
-    assert read_sample([str(shard)], 0).texts == BODIES
+    sample = read_sample([str(shard)], 0)
+    assert (sample.texts, sample.text_fields) == (BODIES, {str(shard): "body"})

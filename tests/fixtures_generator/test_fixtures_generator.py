@@ -26,9 +26,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from tests.paths import REPO
+
 gen = importlib.import_module("fixtures.generate")
 
-ROOT = Path(__file__).resolve().parents[1]
 ALL_CHECKS = (
     "nonfinite", "extreme_span", "constant", "out_of_range", "dtype_mismatch",
     "label_out_of_range", "token_id_out_of_range", "too_long", "all_padding", "mask_mismatch",
@@ -71,11 +72,11 @@ def test_two_runs_write_identical_bytes(tmp_path, out):
 
 
 def test_cli_writes_the_same_files(tmp_path, out):
-    proc = subprocess.run([sys.executable, "-m", "fixtures.generate", str(tmp_path / "cli")], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "fixtures.generate", str(tmp_path / "cli")], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert _hashes(tmp_path / "cli") == _hashes(out)
-    bad = subprocess.run([sys.executable, "-m", "fixtures.generate"], cwd=ROOT, capture_output=True, text=True,
+    bad = subprocess.run([sys.executable, "-m", "fixtures.generate"], cwd=REPO, capture_output=True, text=True,
                          timeout=60)
     assert bad.returncode == 2 and "usage" in bad.stderr
 

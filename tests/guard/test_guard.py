@@ -26,7 +26,7 @@ from dataaudit.guard import (
 )
 from dataaudit.guard.data import PadCollate, ShardSamples
 
-from conftest import REPO
+from tests.paths import REPO
 
 CFG = REPO / "fixtures" / "audit.toml"
 NAN_ = math.nan

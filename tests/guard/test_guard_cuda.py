@@ -10,7 +10,7 @@ import torch
 
 from dataaudit.guard import BadBatchError, DeviceGuard, load_snapshot
 
-from conftest import REPO
+from tests.paths import REPO
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 CFG = REPO / "fixtures" / "audit.toml"

@@ -10,7 +10,7 @@ import torch
 from dataaudit.guard import BadBatchError, GuardCallback
 from dataaudit.guard.lightning import LIGHTNING_AVAILABLE
 
-from conftest import REPO
+from tests.paths import REPO
 
 CFG = REPO / "fixtures" / "audit.toml"
 

@@ -16,9 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from dataaudit.cli import main
-from tests.test_reliability_security import PAYLOAD, _evil_tar
+from tests.paths import REPO
+from tests.reliability.test_reliability_security import PAYLOAD, _evil_tar
 
-REPO = Path(__file__).resolve().parents[1]
 SHARDS = 6
 
 

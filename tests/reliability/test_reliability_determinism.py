@@ -9,8 +9,7 @@ import pyarrow.parquet as pq
 
 from dataaudit.config import load_config
 from pipelines.audit import run_audit
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.paths import REPO
 
 
 def _shards(fixture_dir: Path) -> list[str]:

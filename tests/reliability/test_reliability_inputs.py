@@ -4,10 +4,12 @@ from __future__ import annotations
 import pytest
 
 from tests.hostile_inputs import HOSTILE, audit_one
+from tests.paths import REPO, needs_shared
 
 
-@pytest.mark.parametrize("hostile", HOSTILE, ids=[h.name for h in HOSTILE])
-def test_hostile_input(hostile, tmp_path, shared_data):
+@pytest.mark.parametrize("hostile", [pytest.param(h, marks=needs_shared if h.shared else ()) for h in HOSTILE],
+                         ids=[h.name for h in HOSTILE])
+def test_hostile_input(hostile, tmp_path):
     report = audit_one(hostile, tmp_path)
     shard = report["shards"][0]
     assert shard["status"] == hostile.status, shard
@@ -56,7 +58,7 @@ def test_huge_member_is_skipped_with_bounded_memory(tmp_path):
         "print(r['totals']['samples'], int(hwm) // 1024)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+                         cwd=str(REPO))
     samples, peak_mib = map(int, out.stdout.split())
     assert samples == 2
     assert peak_mib < 900, peak_mib      # the import floor is ~350 MiB; a read member would add 1024

@@ -2,14 +2,12 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from dataaudit.config import load_config
 from pipelines.audit import run_audit
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.paths import REPO
 
 
 def test_worker_death_mid_shard_is_retried(fixture_dir, tmp_path, ray_session):

@@ -18,8 +18,8 @@ import pytest
 from dataaudit.config import load_config
 from pipelines.audit import run_audit
 from pipelines.parts import PartStore
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 SHARDS = 10
 
 

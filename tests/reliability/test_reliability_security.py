@@ -9,8 +9,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from dataaudit.cli import main
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 PAYLOAD = "<script>alert('x')</script>"
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import inspect
 import json
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,8 +19,8 @@ from dataaudit.handlers import reraise
 from pipelines.audit import run_audit
 from pipelines.contamination import run_contamination
 from pipelines.dedup import run_dedup
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 BROKEN_AFTER = 3                      # records the failing shard yields before its disk fails
 IO_ERROR = "[Errno 5] Input/output error"
 

@@ -15,18 +15,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.builders import make_tar, npy_bytes
+from tests.paths import shared_file
 from dataaudit.sources import (ERROR, KEY, ROW, WARNING, ShardReadError, iter_shard, read_schema,
                                shard_format)
 
-DATA = Path(__file__).parents[1].parent / "shared" / "data"
 PROV = [KEY, ROW, ERROR, WARNING]
 
 
 def data_file(rel: str) -> Path:
-    p = DATA / rel
-    if not p.is_file():
-        pytest.fail(f"test data missing: {p} (expected the shared data folder at {DATA}, see its README.md)")
-    return p
+    """A file of the real data folder; the test skips when the folder is missing."""
+    return shared_file(rel)
 
 
 def read_all(path, **kw) -> pa.Table:
