@@ -1,5 +1,5 @@
 """The audit on real data from ../shared/data: real corpora are not flagged as garbage, corrupt shards are
-reported and the job goes on."""
+reported and the job goes on. Without that folder every test here is skipped (the `shared_data` fixture says why)."""
 from __future__ import annotations
 
 import re
