@@ -25,13 +25,14 @@ def merge_state(into: dict, part: dict, examples: int = EXAMPLES) -> dict:
 
 
 def section(total: dict, shards: list[tuple[str, dict | None]], settings, data: Mapping[str, Any]) -> dict | None:
-    """Stored ids vs the inference tokenizer over every shard (only when [data] inference_tokenizer is set)."""
+    """Stored ids vs the inference tokenizer over every shard (only when the check has an inference tokenizer).
+    The effective settings are the check's params ([data] fills them, [checks.tokenizer_drift] may override)."""
     if not settings.params.get("inference_tokenizer"):
         return None
     checked = total["checked"]
     return {
-        "inference_tokenizer": data["inference_tokenizer"],
-        "sample_per_shard": data.get("drift_sample"),
+        "inference_tokenizer": settings.params["inference_tokenizer"],
+        "sample_per_shard": settings.params.get("sample"),
         "severity": settings.severity,
         "ran": checked > 0,
         "skipped": None if checked else "no shard holds both a text field and token ids",

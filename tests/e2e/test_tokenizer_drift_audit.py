@@ -150,3 +150,14 @@ def test_drifted_records_are_flags_with_their_shard_and_key(data, tmp_path):
         {("a.parquet", str(r), r) for r in PLANTED_PARQUET} | {("b.jsonl", str(r), r) for r in PLANTED_JSONL}
     assert set(flags["severity"].to_pylist()) == {"error"} and set(flags["value"].to_pylist()) == {0.0}
     assert report["checks"]["tokenizer_drift"]["flagged"] == 4 and report["checks"]["tokenizer_drift"]["ran"]
+
+
+def test_inference_tokenizer_set_on_the_check_alone(data, shared_data, tmp_path):
+    """[checks.tokenizer_drift] may carry the settings itself: the report shows the effective ones."""
+    tok = str(shared_data / "tokenizers" / "llama-test-tokenizer.json")
+    config = build_config({"data": {"pad_id": PAD},
+                           "checks": {"tokenizer_drift": {"inference_tokenizer": tok, "sample": 0}}})
+    report = run_audit(data["paths"], config, tmp_path, engine="local")
+    drift = report["tokenizer_drift"]
+    assert (drift["inference_tokenizer"], drift["sample_per_shard"]) == (tok, 0)
+    assert drift["differs"] == len(PLANTED_PARQUET) + len(PLANTED_JSONL)
