@@ -12,14 +12,14 @@ from typing import Any
 
 from dataaudit.checks import REGISTRY, SEVERITIES
 from dataaudit.checks.base import SettingError
-from dataaudit.checks.runnable import skip_reason  # noqa: F401  (re-exported: the audit's and the guard's plans)
+from dataaudit.fields import ROLES
 
 
 class ConfigError(ValueError):
     """A config that cannot be used; the message names the file and the setting."""
 
 
-FIELD_KEYS = ("text", "numeric", "label", "input_ids", "attention_mask")
+FIELD_KEYS = ROLES   # [fields] keys: the roles of the one field rule
 # [data] keys of the config itself: facts about the data that field resolution, the length statistics and the
 # checks read. A check declares which [data] keys fill its parameters and may own more keys, which it validates
 # itself (CheckSpec.data, CheckSpec.resolve_data).

@@ -172,3 +172,8 @@ def arrow_columns(schema) -> list[Column]:
 def resolve_schema(schema, spec: FieldSpec) -> Fields:
     """`resolve` over an Arrow schema."""
     return resolve(arrow_columns(schema), spec)
+
+
+def text_field(schema, configured: str | None = None) -> str | None:
+    """The text column of an Arrow schema under the rule (the configured one if the schema has it as text)."""
+    return resolve_schema(schema, FieldSpec(text=configured)).text

@@ -6,11 +6,8 @@ counted, the job goes on) or raises to stop the job.
 """
 from __future__ import annotations
 
-from dataaudit.sources import ShardReadError
+from dataaudit.sources.base import READ_ERRORS  # noqa: F401  (the errors every handler is given)
 from dataaudit.sources.batch import one_line
-
-# What "this shard could not be read" means for every job: the reader's own error, or the OS refusing the file.
-READ_ERRORS = (ShardReadError, OSError)
 
 
 def report_unreadable(exc: BaseException, path: str) -> str:

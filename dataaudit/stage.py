@@ -7,12 +7,12 @@ overrides one method, the base runs the loop.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 
 from dataaudit.handlers import READ_ERRORS, report_unreadable
-from dataaudit.sources import iter_shard, read_schema
+from dataaudit.sources import ShardReadError, iter_shard, read_schema
 
 
 class ShardStage:
@@ -42,16 +42,32 @@ class ShardStage:
         """The shard's result; `error` is the handler's one-line message when the shard broke (else None)."""
         raise NotImplementedError
 
+    def _batches(self, state: Any, path: str) -> Iterator[pa.RecordBatch]:
+        """The shard's batches: every failure to read the shard surfaces from here."""
+        columns = self.columns(state, self.schema(state, path))
+        yield from iter_shard(path, columns=columns, batch_rows=self.batch_rows)
+
     def __call__(self, path: str, on_batch: Callable[[int], None] | None = None,
                  handler: Callable[[BaseException, str], str] = report_unreadable) -> Any:
         state = self.start(path)
         error = None
+        batches = self._batches(state, path)
         try:
-            columns = self.columns(state, self.schema(state, path))
-            for batch in iter_shard(path, columns=columns, batch_rows=self.batch_rows):
-                self.add(state, batch)
+            while error is None:
+                try:
+                    batch = next(batches, None)
+                except READ_ERRORS as exc:      # reading broke: the policy decides
+                    error = handler(exc, path)
+                    break
+                if batch is None:
+                    break
+                try:
+                    self.add(state, batch)
+                except ShardReadError as exc:   # the stage refuses the shard (its text field holds no text)
+                    error = handler(exc, path)
                 if on_batch is not None:
                     on_batch(batch.num_rows)
-        except READ_ERRORS as exc:
-            error = handler(exc, path)
+        finally:
+            batches.close()
+        # An OSError of the stage's own work or of a progress callback is not the shard's fault: it propagates.
         return self.finish(state, error)

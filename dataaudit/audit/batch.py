@@ -13,11 +13,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import torch
 
-from dataaudit.audit.plan import DTYPE_SUFFIX, FieldPlan
+from dataaudit.audit.plan import FieldPlan
+from dataaudit.fields import DTYPE_SUFFIX
 from dataaudit.checks.base import CheckSpec, Target, TextAndTokens
 from dataaudit.checks import REGISTRY, CheckOutput
 from dataaudit.config import AuditConfig
-from dataaudit.sources.base import ERROR, KEY, ROW
+from dataaudit.provenance import ERROR, KEY, ROW
 from dataaudit.stats.token_lengths import token_lengths
 from dataaudit.tensors import NumericField, from_arrow, tokens_from_arrow
 

@@ -1,27 +1,22 @@
 """Which columns of a shard each check runs on, resolved from the config and the shard's schema."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import pyarrow as pa
 
 from dataaudit.checks import REGISTRY
-from dataaudit.config import AuditConfig, skip_reason
-from dataaudit.fields import DTYPE_SUFFIX, Fields, FieldSpec, resolve_schema  # noqa: F401  (DTYPE_SUFFIX re-exported)
+from dataaudit.checks.runnable import skip_reason
+from dataaudit.config import AuditConfig
+from dataaudit.fields import Fields, FieldSpec, resolve_schema
 
 
 @dataclass(frozen=True)
-class FieldPlan:
+class FieldPlan(Fields):
     """The shard's fields (dataaudit.fields, the rule every command shares) and the checks that cannot run."""
 
-    fields: Fields
     # check name -> why it cannot run on this data (missing parameter or field)
     skipped: dict[str, str] = field(default_factory=dict)
-
-    def __getattr__(self, name):   # text, numeric, label, input_ids, attention_mask, problems, columns()
-        if name.startswith("__") or name == "fields":   # copy/pickle probe dunders before `fields` is set
-            raise AttributeError(name)
-        return getattr(self.fields, name)
 
 
 def resolve_plan(schema: pa.Schema, config: AuditConfig) -> FieldPlan:
@@ -34,4 +29,4 @@ def resolve_plan(schema: pa.Schema, config: AuditConfig) -> FieldPlan:
         why = skip_reason(name, config, has_target, "this shard")
         if why is not None:
             skipped[name] = why
-    return FieldPlan(resolved, skipped)
+    return FieldPlan(**{f.name: getattr(resolved, f.name) for f in fields(Fields)}, skipped=skipped)

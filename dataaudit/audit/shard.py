@@ -52,7 +52,7 @@ class ShardResult:
 def _note_plan(result: ShardResult, plan: FieldPlan) -> None:
     """Fold a batch schema's plan into the shard's: the columns each role used, the first reason a check was
     skipped, the problems."""
-    for role, cols in plan.fields.roles().items():
+    for role, cols in plan.roles().items():
         for col in cols:
             if col not in result.fields.setdefault(role, []):
                 result.fields[role].append(col)

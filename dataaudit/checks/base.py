@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 SEVERITIES = ("info", "warning", "error")
+# Keys of a shard summary and of report.json: a stateful check's name must not be one of them.
+SUMMARY_KEYS = frozenset(("path", "samples", "flagged", "status", "error", "checks", "lengths", "examples", "fields",
+                          "skipped", "problems", "schema_version", "totals", "shards", "notes", "config", "run"))
 TARGET_KINDS = ("text", "numeric", "label", "tokens", "token_ids", "text_tokens", "reader")
 
 
@@ -156,6 +159,9 @@ def register(name: str, *, target: str | tuple[str, ...] | Mapping[str, Mapping[
     def wrap(fn):
         if name in REGISTRY:
             raise ValueError(f"check {name!r} registered twice")
+        if state is not None and name in SUMMARY_KEYS:
+            # its state travels in the shard summary and its section in report.json, under its name
+            raise ValueError(f"stateful check {name!r} would overwrite the report's own {name!r}")
         REGISTRY[name] = CheckSpec(name, targets, severity, dict(params or {}), fn, detail, description,
                                    tuple(required), dict(data or {}), resolve_data, state, guard_default,
                                    guard_rank)

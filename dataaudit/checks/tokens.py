@@ -156,7 +156,7 @@ def _mask_count(mask: NumericField) -> torch.Tensor:
 
 
 def _np_rows(field: NumericField, allow_valid: bool = False) -> np.ndarray | None:
-    """CPU fast path: the dense field's [B, per] values as a numpy view (see dataaudit.tensors (dense_rows))."""
+    """CPU fast path: the dense field's [B, per] values as a numpy view (see `dataaudit.tensors.dense_rows`)."""
     x2 = dense_rows(field, allow_valid)
     if x2 is None or x2.dtype not in _NUMPY_OK:
         return None

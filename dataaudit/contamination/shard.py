@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataaudit.fields import FieldSpec, resolve_schema
+from dataaudit.fields import text_field
 from dataaudit.handlers import report_unreadable
 from dataaudit.sources import ERROR, KEY, ROW, ShardReadError, read_schema, shard_format
 from dataaudit.stage import ShardStage
@@ -25,11 +25,6 @@ from .scan import MATCH_SCHEMA, match_texts, matches_table, rank_order, top_mask
 
 def _is_string(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t)
-
-
-def pick_text_field(schema: pa.Schema) -> str | None:
-    """The text column when none is configured: the rule every command shares (dataaudit.fields)."""
-    return resolve_schema(schema, FieldSpec()).text
 
 
 @dataclass
@@ -66,7 +61,7 @@ class ScanStage(ShardStage):
 
     def columns(self, state: _ScanState, schema: pa.Schema | None) -> list[str] | None:
         if state.text_field is None and schema is not None:
-            state.text_field = pick_text_field(schema)
+            state.text_field = text_field(schema)
             if state.text_field is None:
                 raise ShardReadError("no string column to scan")
         return None if state.text_field is None else [state.text_field]
@@ -74,7 +69,7 @@ class ScanStage(ShardStage):
     def add(self, state: _ScanState, batch: pa.RecordBatch) -> None:
         summary = state.summary
         if state.text_field is None:
-            state.text_field = pick_text_field(batch.schema)
+            state.text_field = text_field(batch.schema)
         n = batch.num_rows
         summary["records"] += n
         err = batch.column(batch.schema.get_field_index(ERROR))

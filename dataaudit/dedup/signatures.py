@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
+from dataaudit.fields import text_field
 from dataaudit.handlers import report_unreadable
 from dataaudit.sources import ERROR, KEY, ROW, read_schema
 from dataaudit.stage import ShardStage
@@ -25,7 +26,7 @@ from dataaudit.textops import char_ngram_hashes, normalize, word_ngram_hashes
 from .config import DedupSpec
 from .exact import exact_hashes
 from .minhash import signatures_u32
-from .text_field import initial_field, pick_text_field, text_column
+from .text_field import initial_field, text_column
 
 
 def _unique_shingles(doc: np.ndarray, h: np.ndarray, num_docs: int) -> pa.Array:
@@ -100,7 +101,7 @@ class SignStage(ShardStage):
 
     def add(self, state: _SignState, batch: pa.RecordBatch) -> None:
         if not state.final:
-            state.text_field = pick_text_field(batch.schema)
+            state.text_field = text_field(batch.schema)
             state.final = state.text_field is not None
         cols = sign_batch(text_column(batch, state.text_field), self.spec, self.with_shingles)
         errors = batch.column(batch.schema.get_field_index(ERROR))

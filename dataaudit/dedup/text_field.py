@@ -6,17 +6,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from dataaudit.fields import FieldSpec, resolve_schema
+from dataaudit.fields import text_field
 
 
 def _is_string(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t)
-
-
-def pick_text_field(schema: pa.Schema, configured: str | None = None) -> str | None:
-    """The shared rule (dataaudit.fields): the configured column if this shard has it as text, else "text",
-    else "content", else the first string column."""
-    return resolve_schema(schema, FieldSpec(text=configured)).text
 
 
 def initial_field(schema: pa.Schema | None, configured: str | None) -> tuple[str | None, bool]:
@@ -27,7 +21,7 @@ def initial_field(schema: pa.Schema | None, configured: str | None) -> tuple[str
         return configured, True
     if schema is None:
         return None, False
-    return pick_text_field(schema), True
+    return text_field(schema), True
 
 
 def text_column(batch: pa.RecordBatch, field: str | None) -> pa.Array:

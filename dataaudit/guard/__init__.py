@@ -1,6 +1,7 @@
 """Training-time guard: the audit's checks inside the training loop, plus a throughput profiler.
 
-Importable with torch alone (no Ray; pyarrow is only touched for ragged samples in the collate guard).
+Importable without Ray, Jinja, click or the shard readers (torch, numpy, and pyarrow through the shared check
+registry, whose text checks use pyarrow.compute).
 
     from dataaudit.guard import CollateGuard, DeviceGuard
 

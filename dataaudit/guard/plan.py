@@ -19,7 +19,8 @@ import numpy as np
 import torch
 
 from dataaudit.checks import REGISTRY
-from dataaudit.config import AuditConfig, ConfigError, load_config, skip_reason
+from dataaudit.checks.runnable import skip_reason
+from dataaudit.config import AuditConfig, ConfigError, load_config
 from dataaudit.fields import Column, FieldSpec, resolve
 from dataaudit.tensors import from_tensor, tokens_from_tensor
 

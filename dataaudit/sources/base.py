@@ -15,3 +15,7 @@ class ShardReadError(Exception):
     Batches yielded before the error stay valid and are counted. The message is one line with the reader's
     error.
     """
+
+
+# What "this shard could not be read" means for every job: the reader's own error, or the OS refusing the file.
+READ_ERRORS = (ShardReadError, OSError)

@@ -6,7 +6,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from .base import ShardReadError
+from .base import READ_ERRORS, ShardReadError
 from .jsonl import iter_jsonl
 from .parquet import iter_parquet, read_parquet_schema
 from .webdataset_tar import MAX_MEMBER_BYTES, iter_webdataset
@@ -49,7 +49,7 @@ def peek_schema(path: str, rows: int = 256) -> pa.Schema | None:
             first = next(batches, None)
         finally:
             getattr(batches, "close", lambda: None)()   # release the file now, not at garbage collection
-    except (ShardReadError, OSError):
+    except READ_ERRORS:
         return None
     return None if first is None else first.schema
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataaudit.checks.drift_summary import EXAMPLES, empty_state
-from dataaudit.sources.base import ERROR, KEY, ROW
+from dataaudit.provenance import ERROR, KEY, ROW
 from dataaudit.tokenization.loading import TokenizerBundle, load_bundle
 from dataaudit.tokenization.ragged import Ragged, compare
 

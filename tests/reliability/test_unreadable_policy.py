@@ -3,7 +3,6 @@ while reading a shard the same way (status `unreadable`, the OSError's one-line 
 before the break counted), and `dataaudit.handlers.reraise` stops each job instead."""
 from __future__ import annotations
 
-import inspect
 import json
 
 import pyarrow as pa
@@ -63,10 +62,7 @@ def _contamination(paths, out, **kw):
     return [(s["status"], s["error"], s["records"]) for s in report["train"]["shards"]]
 
 
-_AUDIT_TAKES_HANDLER = "handler" in inspect.signature(audit_shard).parameters
-JOBS = [pytest.param(_audit, marks=pytest.mark.skipif(
-            not _AUDIT_TAKES_HANDLER, reason="audit_shard becomes a ShardStage (handler=) on a parallel branch")),
-        _dedup, _contamination]
+JOBS = [_audit, _dedup, _contamination]
 
 
 @pytest.mark.parametrize("job", JOBS)
