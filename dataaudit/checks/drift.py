@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from dataaudit.checks.base import CheckOutput, SettingError, ShardState, TextAndTokens, register
-from dataaudit.checks.drift_summary import empty_state, merge_state, notes, section
+from dataaudit.checks.drift_summary import EXAMPLES, empty_state, merge_state, notes, section
 
 DEFAULT_SAMPLE = 1000   # records per shard re-encoded with the inference tokenizer (0: all)
 
@@ -71,6 +71,6 @@ def tokenizer_drift(inp: TextAndTokens, state: dict, inference_tokenizer: str, s
     bundle = cached_bundle(inference_tokenizer)
     pad = pad_id if pad_id is not None else bundle.special["pad"].id
     part, rows, first = drift_batch(inp.batch, inp.text, inp.input_ids, inp.attention_mask, bundle, inp.shard,
-                                    left, pad)
+                                    left, empty_state(), pad, EXAMPLES)
     flagged[rows], value[rows] = True, first
     return CheckOutput(flagged, value, state=part)

@@ -64,7 +64,7 @@ def tokenizer_drift(train_tokenizer, infer_tokenizer, more_samples, out, samples
     verdict (identical / compatible / breaking; exit 1 on breaking)."""
     from dataaudit.tokenization.compare import compare_bundles
     from dataaudit.tokenization.loading import TokenizerLoadError, load_bundle
-    from dataaudit.tokenization.report import write_outputs
+    from dataaudit.report.tokenizer_drift import write_outputs
 
     if more_samples and not samples:
         raise click.UsageError(f"unexpected extra argument {more_samples[0]!r} (sample shards go after --sample)")

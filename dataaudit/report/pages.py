@@ -1,6 +1,6 @@
 """The pages of the audit, dedup and contamination pipelines: which template each renders and the context it gets.
 
-All rendering goes through render.py; tokenizer_drift.html is written by dataaudit.tokenization.report with
+All rendering goes through render.py; tokenizer_drift.html is written by report/tokenizer_drift.py with
 the same write_page (that command never needs the charts, and so never loads matplotlib).
 """
 from __future__ import annotations

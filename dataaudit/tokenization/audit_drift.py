@@ -19,7 +19,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataaudit.checks.drift_summary import EXAMPLES, empty_state
 from dataaudit.provenance import ERROR, KEY, ROW
 from dataaudit.tokenization.loading import TokenizerBundle, load_bundle
 from dataaudit.tokenization.ragged import Ragged, compare
@@ -78,13 +77,13 @@ def _match(stored: Ragged, variants: list[Ragged]):
 
 
 def drift_batch(batch: pa.RecordBatch, text_col: str, ids_col: str, mask_col: str | None, bundle: TokenizerBundle,
-                shard: str, limit: int | None, pad_id: int | None = None, examples: int = EXAMPLES
+                shard: str, limit: int | None, state: dict, pad_id: int | None = None, examples: int = 5
                 ) -> tuple[dict, np.ndarray, np.ndarray]:
-    """Check up to `limit` usable records of one batch (None: all).
+    """Check up to `limit` usable records of one batch (None: all), counting them into `state` (a fresh part of
+    the check's state, dataaudit.checks.drift_summary; passed in so this kernel does not import the registry).
 
-    Returns a mergeable state (dataaudit.checks.drift_summary), the batch rows whose ids differ, and for each of
-    them the first token position where stored and inference ids part."""
-    state = empty_state()
+    Returns that state, the batch rows whose ids differ, and for each of them the first token position where
+    stored and inference ids part."""
     none = np.zeros(0, dtype=np.int64)
     ok = pc.and_(pc.and_(pc.is_null(batch.column(ERROR)), pc.is_valid(batch.column(text_col))),
                  pc.is_valid(batch.column(ids_col)))
