@@ -140,9 +140,10 @@ class DeviceGuard:
         self.device = torch.device(device) if device is not None else None
         self.policy = policy
         self.act_on = frozenset(act_on)
-        lab = self.plan.config.check("label_out_of_range").params
-        self.ignore_index = ignore_index if ignore_index is not None else (
-            lab.get("ignore_index") if lab.get("ignore_index") is not None else -100)
+        # The label value a loss ignores: as given, else the one a label check is configured with, else -100.
+        configured = [s.params["ignore_index"] for s in self.plan.config.checks.values()
+                      if s.params.get("ignore_index") is not None]
+        self.ignore_index = ignore_index if ignore_index is not None else (configured[0] if configured else -100)
         self.pad_id = pad_id if pad_id is not None else self.plan.config.data.get("pad_id", 0)
         self.weight_key = weight_key
         self.snapshot_dir = snapshot_dir
