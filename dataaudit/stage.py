@@ -49,6 +49,8 @@ class ShardStage:
 
     def __call__(self, path: str, on_batch: Callable[[int], None] | None = None,
                  handler: Callable[[BaseException, str], str] = report_unreadable) -> Any:
+        """Run the shard. Only a failure to read it (or a stage refusing it with ShardReadError) goes to `handler`;
+        an OSError of the stage's own work or of `on_batch` is not the shard's fault and propagates."""
         state = self.start(path)
         error = None
         batches = self._batches(state, path)
@@ -56,10 +58,10 @@ class ShardStage:
             while error is None:
                 try:
                     batch = next(batches, None)
-                except READ_ERRORS as exc:      # reading broke: the policy decides
+                    if batch is None:
+                        break
+                except READ_ERRORS as exc:
                     error = handler(exc, path)
-                    break
-                if batch is None:
                     break
                 try:
                     self.add(state, batch)
@@ -69,5 +71,4 @@ class ShardStage:
                     on_batch(batch.num_rows)
         finally:
             batches.close()
-        # An OSError of the stage's own work or of a progress callback is not the shard's fault: it propagates.
         return self.finish(state, error)
