@@ -4,13 +4,22 @@ tokenizer-drift samples).
 Pure Python over a description of the columns: an Arrow schema (`arrow_columns`) or a training batch (the guard
 describes its tensors with `Column`s itself, so importing this module loads neither pyarrow nor torch).
 
+Column kinds: a string; a list of strings; a conversation (a list of turns: structs with a role key `role` or
+`from` and a text key `content`, `value` or `text`, the text possibly a list of parts `{type, text|value}`);
+numbers; anything else ("other": named in notes as unchecked). A sample of a string column's values marks it as
+an identifier (no whitespace, nearly unique) or as JSON documents.
+
 The rule, for each role (a name the user configured always wins; a configured name of the wrong type is a
 problem, reported, and never silently replaced by another column):
-  text            configured, else "text", else "content", else the first string column
+  text            configured (one or more names; dotted paths reach into structs, `messages.content` means the
+                  conversation), else every string, list-of-strings and conversation column that is not an
+                  identifier (`id`, `*_id`, `uuid`, `key`, or by its values) nor JSON; "text"/"content" first
+  json            string columns whose values are JSON documents (a `tools` column), unless configured as text
   label           configured, else (only when the data has classes) "label", "labels", "cls"
   input_ids       configured, else "input_ids"
   attention_mask  configured, else "attention_mask"
   numeric         configured, else every floating-point column (scalars, lists, tensors) not used above
+  id              the first column named like an identifier (checked for duplicate ids)
 Provenance columns (dataaudit.provenance) are never data. A configured name that no shard has is a usage
 error: `missing_fields` finds those.
 """
@@ -26,49 +35,104 @@ LABEL_NAMES = ("label", "labels", "cls")
 DTYPE_SUFFIX = ".dtype"   # WebDataset .npy members carry their per-sample dtype in "<name>.dtype"
 SHAPE_SUFFIX = ".shape"
 ROLES = ("text", "numeric", "label", "input_ids", "attention_mask")
-KINDS = ("string", "float", "int", "bool", "other")
+# string: one text per record; strings: a list of texts; conversation: a list of turns (structs with a role and a
+# text, the text possibly a list of parts); other: nothing a check reads (struct, binary, list of structs, ...)
+KINDS = ("string", "strings", "conversation", "float", "int", "bool", "other")
+TEXT_KINDS = ("string", "strings", "conversation")
+
+# Conversations: the keys a turn's role and text go by (OpenAI messages, ShareGPT conversations), the key of a
+# part's text when the text is a list of parts, and the roles on the assistant's side.
+ROLE_KEYS = ("role", "from")
+TURN_TEXT_KEYS = ("content", "value", "text")
+PART_TEXT_KEYS = ("text", "value")
+ASSISTANT_ROLES = ("assistant", "gpt", "model", "bot", "chatbot")
+# Turns whose text is a JSON document (a function call and its result, ShareGPT tool data): checked as JSON.
+JSON_ROLES = ("function_call", "observation")
+
+ID_NAMES = ("id", "uuid", "guid", "key", "idx")
+ID_SUFFIXES = ("_id", "_uuid", "_key")
 
 
 @dataclass(frozen=True)
 class Column:
     """What resolution needs to know of one column: its name, the kind of its (leaf) values, the type to show in
-    messages, and whether it holds one value per sample only (a 0-dim tensor does not: it is no field)."""
+    messages, and whether it holds one value per sample only (a 0-dim tensor does not: it is no field).
+
+    A conversation also names its keys: each turn's role and text, and a part's text when turns hold lists of
+    parts. `hint` is what a sample of a string column's values looked like: "identifier" (no whitespace, nearly
+    unique) or "json" (JSON documents); such columns are not audited as prose. `nested`: a string inside a
+    struct column, named by its dotted path ("question.stem"): used when configured, never picked by itself."""
 
     name: str
     kind: str          # one of KINDS
     type_name: str
     per_sample: bool = True
+    role_key: str | None = None
+    text_key: str | None = None
+    part_key: str | None = None
+    hint: str | None = None
+    nested: bool = False
 
     @property
     def numeric(self) -> bool:
         return self.kind in ("float", "int", "bool")
 
+    @property
+    def top(self) -> str:
+        """The top-level column a reader must read for this one."""
+        return self.name.split(".", 1)[0] if self.nested else self.name
+
+    def describe(self) -> str:
+        """The format as the summary and report show it."""
+        if self.kind == "conversation":
+            text = f"{self.text_key}[].{self.part_key}" if self.part_key else self.text_key
+            return f"conversation ({self.role_key}, {text})"
+        if self.kind == "strings":
+            return "list of texts"
+        if self.hint == "json":
+            return "JSON text"
+        return "text" if self.kind == "string" else self.type_name
+
+
+def is_identifier_name(name: str) -> bool:
+    low = name.lower()
+    return low in ID_NAMES or low.endswith(ID_SUFFIXES)
+
 
 @dataclass(frozen=True)
 class FieldSpec:
     """What the user named ([fields] of the audit config, --text-field, the guard's overrides); None = automatic.
+    text: one or more fields, top-level columns or dotted paths (`question.stem`, `messages.content`).
     auto_label: pick a label column by its name only when the data has classes ([data] num_classes)."""
 
-    text: str | None = None
+    text: tuple[str, ...] | None = None
     numeric: tuple[str, ...] | None = None
     label: str | None = None
     input_ids: str | None = None
     attention_mask: str | None = None
     auto_label: bool = False
 
+    def __post_init__(self):
+        if isinstance(self.text, str):   # one name given as a string
+            object.__setattr__(self, "text", (self.text,))
+
     @classmethod
     def from_config(cls, fields: Mapping, data: Mapping = {}) -> "FieldSpec":  # noqa: B006 (read only)
         numeric = fields.get("numeric")
         if isinstance(numeric, str):
             numeric = (numeric,)
-        return cls(text=fields.get("text"), numeric=None if numeric is None else tuple(numeric),
+        text = fields.get("text")
+        return cls(text=None if text is None else tuple([text] if isinstance(text, str) else text),
+                   numeric=None if numeric is None else tuple(numeric),
                    label=fields.get("label"), input_ids=fields.get("input_ids"),
                    attention_mask=fields.get("attention_mask"), auto_label="num_classes" in data)
 
     def configured(self) -> dict[str, tuple[str, ...]]:
         """role -> the names the user gave for it."""
-        out = {role: (getattr(self, role),) for role in ("text", "label", "input_ids", "attention_mask")
+        out = {role: (getattr(self, role),) for role in ("label", "input_ids", "attention_mask")
                if getattr(self, role) is not None}
+        if self.text:
+            out = {"text": self.text, **out}
         if self.numeric:
             out["numeric"] = self.numeric
         return out
@@ -76,33 +140,74 @@ class FieldSpec:
 
 @dataclass(frozen=True)
 class Fields:
-    """The columns of one schema, by role, and the configured columns that could not be used (with why)."""
+    """The columns of one schema, by role, and the configured columns that could not be used (with why).
 
-    text: str | None = None
+    text: every field of text the model trains on (flat strings, lists of strings, conversations), the primary
+    one first (the text token ids were made from; shown next to numeric findings). json: string columns holding
+    JSON documents (checked for validity, not as prose). id: the record id column (checked for duplicates).
+    identifiers: columns read as identifiers, not prose. unchecked: columns no check reads (named in notes)."""
+
+    text: tuple[Column, ...] = ()
     numeric: tuple[str, ...] = ()
     label: str | None = None
     input_ids: str | None = None
     attention_mask: str | None = None
+    json: tuple[Column, ...] = ()
+    id: str | None = None
+    identifiers: tuple[str, ...] = ()
+    unchecked: tuple[Column, ...] = ()
     problems: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def primary_text(self) -> str | None:
+        """The first flat text field (None when the text is only in conversations or lists)."""
+        return next((c.name for c in self.text if c.kind == "string"), None)
 
     def roles(self) -> dict[str, list[str]]:
         """role -> columns (every role, possibly empty): what a report says was resolved."""
         single = lambda c: [c] if c else []  # noqa: E731
-        return {"text": single(self.text), "numeric": list(self.numeric), "label": single(self.label),
-                "input_ids": single(self.input_ids), "attention_mask": single(self.attention_mask)}
+        return {"text": [c.name for c in self.text], "json": [c.name for c in self.json],
+                "numeric": list(self.numeric), "label": single(self.label), "input_ids": single(self.input_ids),
+                "attention_mask": single(self.attention_mask), "id": single(self.id)}
+
+    def formats(self) -> dict[str, str]:
+        """field -> its format, for the text and JSON fields and the identifiers."""
+        out = {c.name: c.describe() for c in (*self.text, *self.json)}
+        out.update({name: "identifier (not audited as prose)" for name in self.identifiers if name not in out})
+        return out
 
     def columns(self) -> list[str]:
-        """Every column some role uses, plus the per-sample dtype companions of numeric columns."""
-        cols = [self.text, *self.numeric, self.label, self.input_ids, self.attention_mask]
+        """Every top-level column some role uses, plus the per-sample dtype companions of numeric columns."""
+        cols = [c.top for c in self.text] + [c.name for c in self.json]
+        cols += [*self.numeric, self.label, self.input_ids, self.attention_mask, self.id]
         cols += [c + DTYPE_SUFFIX for c in self.numeric]
         return [c for c in dict.fromkeys(cols) if c]
 
 
-_EXPECTED = {"text": ("a string", lambda c: c.kind == "string"),
+_EXPECTED = {"text": ("text (a string, a list of strings or a conversation)", lambda c: c.kind in TEXT_KINDS),
              "numeric": ("numbers", lambda c: c.numeric and c.per_sample),
              "label": ("numbers", lambda c: c.numeric),
              "input_ids": ("numbers", lambda c: c.numeric),
              "attention_mask": ("numbers", lambda c: c.numeric)}
+
+
+def _configured_text(name: str, cols: dict[str, Column]) -> Column | None:
+    """The column a configured text name means: a column, a struct's string (`question.stem`), or a
+    conversation named by its text (`messages.content`)."""
+    if name in cols:
+        return cols[name]
+    head, _, rest = name.partition(".")
+    conv = cols.get(head)
+    if conv is not None and conv.kind == "conversation" and rest in (conv.text_key, f"{conv.text_key}.{conv.part_key}"):
+        return conv
+    return None
+
+
+def _auto_text(cols: dict[str, Column]) -> list[Column]:
+    """Every text column that is not an identifier or JSON, "text"/"content" first."""
+    found = [c for c in cols.values() if c.kind in TEXT_KINDS and not c.nested and c.hint is None
+             and not c.name.endswith(DTYPE_SUFFIX) and not is_identifier_name(c.name)]
+    return sorted(found, key=lambda c: TEXT_NAMES.index(c.name) if c.name in TEXT_NAMES else len(TEXT_NAMES))
 
 
 def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
@@ -110,22 +215,24 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
     cols = {c.name: c for c in columns if c.name not in RESERVED_NAMES}
     problems: list[str] = []
 
+    def check(role: str, name: str, col: Column | None) -> bool:
+        if col is None:
+            return False
+        expected, fits = _EXPECTED[role]
+        if fits(col):
+            return True
+        problems.append(f"column {name!r} ({role}) is {col.type_name}, expected {expected}: its checks are skipped")
+        return False
+
     def pick(role: str, configured: str | None, defaults: tuple[str, ...] = ()) -> str | None:
         name = configured if configured is not None else next((n for n in defaults if n in cols), None)
-        if name is None or name not in cols:
-            return None
-        expected, fits = _EXPECTED[role]
-        if fits(cols[name]):
-            return name
-        problems.append(f"column {name!r} ({role}) is {cols[name].type_name}, expected {expected}: "
-                        "its checks are skipped")
-        return None
+        return name if name is not None and check(role, name, cols.get(name)) else None
 
     if spec.text is not None:
-        text = pick("text", spec.text)
+        text = [c for n in spec.text if check("text", n, c := _configured_text(n, cols))]
     else:
-        strings = [n for n, c in cols.items() if c.kind == "string" and not n.endswith(DTYPE_SUFFIX)]
-        text = next((n for n in TEXT_NAMES if n in strings), strings[0] if strings else None)
+        text = _auto_text(cols)
+    text = list({c.name: c for c in text}.values())
     label = pick("label", spec.label, LABEL_NAMES if spec.auto_label else ())
     ids = pick("input_ids", spec.input_ids, ("input_ids",))
     mask = pick("attention_mask", spec.attention_mask, ("attention_mask",))
@@ -135,45 +242,136 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
         special = {label, ids, mask}
         numeric = tuple(n for n, c in cols.items() if n not in special and not n.endswith(SHAPE_SUFFIX)
                         and c.kind == "float" and c.per_sample)
-    return Fields(text, numeric, label, ids, mask, tuple(problems))
+    taken = {c.top for c in text}
+    json = tuple(c for c in cols.values() if c.hint == "json" and not c.nested and c.name not in taken)
+    identifiers = tuple(n for n, c in cols.items() if n not in taken and not c.nested and c.kind == "string"
+                        and (c.hint == "identifier" or is_identifier_name(n)))
+    record_id = next((n for n, c in cols.items() if not c.nested and is_identifier_name(n)
+                      and c.kind in ("string", "int") and n not in (label, ids, mask)), None)
+    used = taken | {c.name for c in json} | set(numeric) | set(identifiers) | {label, ids, mask, record_id}
+    unchecked = tuple(c for n, c in cols.items() if n not in used and not c.nested and c.kind == "other"
+                      and not n.endswith((DTYPE_SUFFIX, SHAPE_SUFFIX)))
+    return Fields(tuple(text), numeric, label, ids, mask, json, record_id, identifiers, unchecked, tuple(problems))
 
 
 def missing_fields(spec: FieldSpec, schemas: Iterable[Iterable[Column]]) -> list[str]:
     """Configured names that none of `schemas` has, as "role 'name'" strings (empty: all found somewhere)."""
     seen: set[str] = set()
+    texts: set[str] = set()
     for columns in schemas:
-        seen.update(c.name for c in columns)
-    return [f"{role} {name!r}" for role, names in spec.configured().items() for name in names if name not in seen]
+        cols = {c.name: c for c in columns}
+        seen.update(cols)
+        texts.update(n for n in spec.text or () if _configured_text(n, cols) is not None)
+    return [f"{role} {name!r}" for role, names in spec.configured().items() for name in names
+            if name not in seen and name not in texts]
 
 
-def arrow_columns(schema) -> list[Column]:
-    """The Columns of an Arrow schema: the kind is that of the leaf values of (nested) lists."""
+IDENTIFIER_MIN_VALUES = 16     # fewer sampled values say too little about uniqueness
+IDENTIFIER_MAX_CHARS = 256
+IDENTIFIER_DISTINCT = 0.9
+
+
+def _value_hint(values) -> str | None:
+    """"json" or "identifier" from a sample of a string column's values (a pa.Array), else None."""
+    import json
+
+    import pyarrow.compute as pc
+
+    present = [v for v in values.drop_null().to_pylist() if v.strip()]
+    if not present:
+        return None
+    if all(v.lstrip()[:1] in ("{", "[") for v in present):
+        for v in present:
+            try:
+                json.loads(v)
+                return "json"
+            except ValueError:
+                continue
+    if len(present) < IDENTIFIER_MIN_VALUES:
+        return None
+    arr = values.drop_null()
+    spaced = pc.any(pc.match_substring_regex(arr, r"\s")).as_py()
+    if spaced or max(len(v) for v in present) > IDENTIFIER_MAX_CHARS:
+        return None
+    return "identifier" if len(set(present)) >= IDENTIFIER_DISTINCT * len(present) else None
+
+
+def _conversation_keys(t) -> tuple[str, str, str | None] | None:
+    """(role key, text key, part key) when `t` is a list of turns, else None."""
+    import pyarrow as pa
+
+    if not (pa.types.is_list(t) or pa.types.is_large_list(t)) or not pa.types.is_struct(t.value_type):
+        return None
+    turn = {f.name: f.type for f in t.value_type}
+    textual = lambda x: pa.types.is_string(x) or pa.types.is_large_string(x) or pa.types.is_null(x)  # noqa: E731
+    role = next((k for k in ROLE_KEYS if k in turn and textual(turn[k])), None)
+    for key in TURN_TEXT_KEYS:
+        if role is None or key not in turn:
+            continue
+        if textual(turn[key]):
+            return role, key, None
+        parts = turn[key]
+        if (pa.types.is_list(parts) or pa.types.is_large_list(parts)) and pa.types.is_struct(parts.value_type):
+            part = {f.name: f.type for f in parts.value_type}
+            found = next((k for k in PART_TEXT_KEYS if k in part and textual(part[k])), None)
+            if found is not None:
+                return role, key, found
+    return None
+
+
+def _kind(t) -> str:
+    import pyarrow as pa
+
+    leaf = t
+    while pa.types.is_list(leaf) or pa.types.is_large_list(leaf) or pa.types.is_fixed_size_list(leaf):
+        leaf = leaf.value_type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
+    if (pa.types.is_list(t) or pa.types.is_large_list(t)) and (pa.types.is_string(leaf) or pa.types.is_large_string(leaf)):
+        return "strings"
+    if pa.types.is_floating(leaf):
+        return "float"
+    if pa.types.is_integer(leaf):
+        return "int"
+    if pa.types.is_boolean(leaf):
+        return "bool"
+    return "other"
+
+
+def _struct_strings(name: str, t, out: list[Column]) -> None:
+    """The strings inside a struct column, by dotted path (addressable when configured)."""
+    import pyarrow as pa
+
+    for f in t:
+        path = f"{name}.{f.name}"
+        if pa.types.is_struct(f.type):
+            _struct_strings(path, f.type, out)
+        elif _kind(f.type) in ("string", "strings"):
+            out.append(Column(path, _kind(f.type), str(f.type), nested=True))
+
+
+def arrow_columns(schema, sample=None) -> list[Column]:
+    """The Columns of an Arrow schema: the kind is that of the leaf values of (nested) lists. `sample`: a record
+    batch of that schema whose string values give each string column its hint (identifier, JSON)."""
     import pyarrow as pa
 
     out = []
     for f in schema:
-        t = leaf = f.type
-        while pa.types.is_list(leaf) or pa.types.is_large_list(leaf) or pa.types.is_fixed_size_list(leaf):
-            leaf = leaf.value_type
-        if pa.types.is_string(t) or pa.types.is_large_string(t):
-            kind = "string"
-        elif pa.types.is_floating(leaf):
-            kind = "float"
-        elif pa.types.is_integer(leaf):
-            kind = "int"
-        elif pa.types.is_boolean(leaf):
-            kind = "bool"
-        else:
-            kind = "other"
-        out.append(Column(f.name, kind, str(t)))
+        keys = _conversation_keys(f.type)
+        if keys is not None:
+            out.append(Column(f.name, "conversation", str(f.type), role_key=keys[0], text_key=keys[1],
+                              part_key=keys[2]))
+            continue
+        kind = _kind(f.type)
+        hint = None
+        if kind == "string" and sample is not None and f.name not in RESERVED_NAMES:
+            hint = _value_hint(sample.column(f.name))
+        out.append(Column(f.name, kind, str(f.type), hint=hint))
+        if pa.types.is_struct(f.type):
+            _struct_strings(f.name, f.type, out)
     return out
 
 
-def resolve_schema(schema, spec: FieldSpec) -> Fields:
-    """`resolve` over an Arrow schema."""
-    return resolve(arrow_columns(schema), spec)
-
-
-def text_field(schema, configured: str | None = None) -> str | None:
-    """The text column of an Arrow schema under the rule (the configured one if the schema has it as text)."""
-    return resolve_schema(schema, FieldSpec(text=configured)).text
+def resolve_schema(schema, spec: FieldSpec, sample=None) -> Fields:
+    """`resolve` over an Arrow schema (and a sample batch for the hints of its string columns)."""
+    return resolve(arrow_columns(schema, sample), spec)

@@ -125,7 +125,7 @@ def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: Path, against: Seq
     kept = write_keep(out_dir, clusters, train)
     against_json, val_examples = write_overlap(out_dir, train, val, overlap) if overlap is not None else (None, [])
     report = dedup_report(spec, n_parts, train, val, clusters, kept, against_json)
-    report["examples"] = examples(clusters, train, val, val_examples)
+    report["examples"] = examples(clusters, train, val, val_examples, spec.text_field)
     report["run"] = run_record(engine, resumed, started, {
         "sign": round(t_sign, 3), "lsh": round(t_lsh, 3), "cluster": round(t_cluster, 3),
         "outputs": round(time.time() - t0, 3), "total": round(time.time() - started, 3),

@@ -21,10 +21,12 @@ from dataaudit.config import AuditConfig
 from dataaudit.provenance import ERROR, KEY, ROW
 from dataaudit.stats.token_lengths import token_lengths
 from dataaudit.tensors import NumericField, from_arrow, tokens_from_arrow
+from dataaudit.texts import Segments, conversation, record_text, segments, split_json_turns
 
 FLAG_SCHEMA = pa.schema([
     ("shard", pa.string()), ("key", pa.string()), ("row", pa.int64()), ("field", pa.string()),
-    ("check", pa.string()), ("severity", pa.string()), ("value", pa.float64()), ("detail", pa.string()),
+    ("role", pa.string()), ("check", pa.string()), ("severity", pa.string()), ("value", pa.float64()),
+    ("detail", pa.string()),
 ])
 SNIPPET_CHARS = 300
 
@@ -50,19 +52,19 @@ def _details(spec: CheckSpec, out: CheckOutput, idx: np.ndarray, values: np.ndar
         detail = out.detail
         if isinstance(detail, (pa.Array, pa.ChunkedArray)):
             return detail.take(pa.array(idx)).to_pylist()
-        return [str(detail[i]) for i in idx]
+        return [spec.detail.format(value=values[i], **params) if detail[i] is None else str(detail[i]) for i in idx]
     return [spec.detail.format(value=values[i], **params) for i in idx]
 
 
-def flag_table(batch: pa.RecordBatch, idx: np.ndarray, shard: str, field_name: str | None, check: str,
+def flag_table(batch: pa.RecordBatch, rows: np.ndarray, shard: str, paths: list, roles: list, check: str,
                severity: str, values: np.ndarray, details: list) -> pa.Table:
-    """flags.parquet rows for the batch rows `idx` flagged by one check."""
-    take = pa.array(idx)
-    n = idx.size
+    """flags.parquet rows for the batch rows `rows` flagged by one check (one per flagged field or turn)."""
+    take = pa.array(rows, pa.int64())
+    n = rows.size
     return pa.table({
         "shard": pa.repeat(pa.scalar(shard, pa.string()), n),
         "key": batch.column(KEY).take(take), "row": batch.column(ROW).take(take),
-        "field": pa.repeat(pa.scalar(field_name, pa.string()), n),
+        "field": pa.array(paths, pa.string()), "role": pa.array(roles, pa.string()),
         "check": pa.repeat(pa.scalar(check, pa.string()), n),
         "severity": pa.repeat(pa.scalar(severity, pa.string()), n),
         "value": pa.array(np.asarray(values, dtype=np.float64)), "detail": pa.array(details, pa.string()),
@@ -75,39 +77,113 @@ def _numeric(batch: pa.RecordBatch, column: str, device) -> NumericField:
     return from_arrow(batch.column(column), dtypes=dtypes, device=device)
 
 
-def _fields(batch: pa.RecordBatch, plan: FieldPlan, device, shard: str):
-    """(target kind, field name, argument) for every field of the batch, in the order the checks visit them:
-    reader findings, text, numeric columns, label, tokens, token ids, text with its token ids."""
-    yield "reader", None, batch
-    if plan.text is not None:
-        yield "text", plan.text, batch.column(plan.text)
+@dataclass
+class Site:
+    """Where the samples a check saw are in the batch: one per record (a field), or text segments."""
+
+    name: str | None
+    segments: Segments | None = None
+
+    def rows(self, idx: np.ndarray) -> np.ndarray:
+        return idx if self.segments is None else self.segments.rows[idx]
+
+    def paths(self, idx: np.ndarray, out: CheckOutput) -> list:
+        if self.segments is not None:
+            return self.segments.paths(idx)
+        if out.where is None:
+            return [self.name] * idx.size
+        return [self.name + (out.where[i] or "") for i in idx.tolist()]
+
+    def roles(self, idx: np.ndarray) -> list:
+        return [None] * idx.size if self.segments is None else self.segments.roles.take(pa.array(idx)).to_pylist()
+
+    def texts(self, idx: np.ndarray) -> list | None:
+        return None if self.segments is None else self.segments.values.take(pa.array(idx)).to_pylist()
+
+
+@dataclass
+class BatchTexts:
+    """The batch's text segments (prose and JSON) and, per record, its first prose segment (for snippets)."""
+
+    prose: Segments
+    json: Segments
+    first: np.ndarray
+
+    @classmethod
+    def of(cls, batch: pa.RecordBatch, plan: FieldPlan) -> "BatchTexts":
+        prose, json_turns = split_json_turns(segments(batch, plan.text))
+        flat_json = segments(batch, plan.json)
+        json = flat_json if not len(json_turns) else Segments(
+            pa.concat_arrays([flat_json.values, json_turns.values]),
+            np.concatenate([flat_json.rows, json_turns.rows]),
+            np.concatenate([flat_json.field, json_turns.field + len(plan.json)]),
+            np.concatenate([flat_json.turn, json_turns.turn]),
+            pa.concat_arrays([flat_json.roles, json_turns.roles]), plan.json + plan.text)
+        first = np.full(batch.num_rows, -1, np.int64)
+        order = np.arange(len(prose))[::-1]
+        first[prose.rows[order]] = order
+        return cls(prose, json, first)
+
+    def snippets(self, rows: np.ndarray) -> list:
+        seg = self.first[rows]
+        texts = self.prose.values.take(pa.array(np.maximum(seg, 0))).to_pylist() if len(self.prose) else []
+        return [texts[j] if seg[j] >= 0 else None for j in range(rows.size)]
+
+
+def _text_site(texts: BatchTexts, turns: str | None) -> Site:
+    segs = texts.prose
+    if turns is not None:
+        assistant = segs.assistant()
+        segs = segs.take(np.flatnonzero(assistant if turns == "assistant" else ~assistant))
+    return Site(None, segs)
+
+
+def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, shard: str):
+    """(target kind, site, argument) for every field of the batch, in the order the checks visit them:
+    reader findings, text, JSON, conversations, ids, numeric columns, label, tokens, token ids, text with its
+    token ids. A text target's site is None: each check's site depends on the turns it sees."""
+    yield "reader", Site(None), batch
+    if plan.text:
+        yield "text", None, None
+    if len(texts.json):
+        yield "json", Site(None, texts.json), texts.json.values
+    for col in plan.text:
+        if col.kind == "conversation":
+            yield "conversation", Site(col.name), conversation(batch, col)[0]
+    if plan.id is not None:
+        yield "ids", Site(plan.id), batch.column(plan.id)
     for column in plan.numeric:
-        yield "numeric", column, _numeric(batch, column, device)
+        yield "numeric", Site(column), _numeric(batch, column, device)
     if plan.label is not None:
-        yield "label", plan.label, _numeric(batch, plan.label, device)
+        yield "label", Site(plan.label), _numeric(batch, plan.label, device)
     if plan.input_ids is not None:
         mask = batch.column(plan.attention_mask) if plan.attention_mask else None
         tf = tokens_from_arrow(batch.column(plan.input_ids), mask, device)
-        yield "tokens", plan.input_ids, tf
-        yield "token_ids", plan.input_ids, tf.ids
-        if plan.text is not None:
-            yield "text_tokens", plan.input_ids, TextAndTokens(batch, plan.text, plan.input_ids,
-                                                                plan.attention_mask, shard)
+        yield "tokens", Site(plan.input_ids), tf
+        yield "token_ids", Site(plan.input_ids), tf.ids
+        if plan.primary_text is not None:
+            yield "text_tokens", Site(plan.input_ids), TextAndTokens(batch, plan.primary_text, plan.input_ids,
+                                                                      plan.attention_mask, shard)
 
 
-def _planned_calls(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, device, shard: str):
-    """(check, target kind, field name, first argument, params) for every check that runs on this batch."""
+def _planned_calls(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, texts: BatchTexts, device,
+                   shard: str):
+    """(check, target kind, site, first argument, params) for every check that runs on this batch."""
     on: dict[str, list[tuple[CheckSpec, Target]]] = {}
     for name, spec in REGISTRY.items():
         if name not in plan.skipped:
             for target in spec.targets:
                 on.setdefault(target.kind, []).append((spec, target))
-    for kind, field_name, arg in _fields(batch, plan, device, shard):
+    for kind, site, arg in _fields(batch, plan, texts, device, shard):
         for spec, target in on.get(kind, ()):
             params = spec.params_for(target, config.check(spec.name).params)
             # A target whose parameters are incomplete is left out; the check runs on its other targets.
-            if not spec.missing(params):
-                yield spec, kind, field_name, arg, params
+            if spec.missing(params):
+                continue
+            if kind == "text":
+                site = _text_site(texts, spec.turns)
+                arg = site.segments.values
+            yield spec, kind, site, arg, params
 
 
 def _run(spec: CheckSpec, arg, params: dict, states: dict) -> CheckOutput:
@@ -131,47 +207,62 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
     usable = ~_to_numpy(pc.is_valid(batch.column(ERROR)))
     flagged_rows = np.zeros(n, dtype=bool)
     tables, examples = [], {}
-    keys, rows = batch.column(KEY), batch.column(ROW)
-    text = batch.column(plan.text) if plan.text is not None else None
+    keys, rows_col = batch.column(KEY), batch.column(ROW)
+    texts = BatchTexts.of(batch, plan)
     states = {} if states is None else states
-    for spec, kind, field_name, arg, params in _planned_calls(batch, plan, config, device, shard):
+    for spec, kind, site, arg, params in _planned_calls(batch, plan, config, texts, device, shard):
         name = spec.name
         out = _run(spec, arg, params, states)
         flagged = _to_numpy(out.flagged).astype(bool, copy=False)
-        if kind != "reader":
-            flagged = flagged & usable
         idx = np.flatnonzero(flagged)
+        rows = site.rows(idx)
+        if kind != "reader":
+            keep = usable[rows]
+            idx, rows = idx[keep], rows[keep]
         if idx.size == 0:
             continue
-        flagged_rows[idx] = True
+        flagged_rows[rows] = True
         values = _to_numpy(out.value).astype(np.float64, copy=False)
         details = _details(spec, out, idx, values, params)
-        tables.append(flag_table(batch, idx, shard, field_name, name, config.check(name).severity, values[idx],
-                                 details))
+        paths = site.paths(idx, out)
+        tables.append(flag_table(batch, rows, shard, paths, site.roles(idx), name, config.check(name).severity,
+                                 values[idx], details))
         if spec.state is not None and not spec.state.examples:
             continue   # its report section shows its own examples
-        first = idx[:examples_per_check]
-        snippets = text.take(pa.array(first)).to_pylist() if text is not None else [None] * first.size
+        first = slice(0, examples_per_check)
+        snippets = site.texts(idx[first]) or texts.snippets(rows[first])
         # One list per check and batch: a check on several fields keeps the last flagged field's examples.
         examples[name] = [
-            {"shard": shard, "key": keys[i].as_py(), "row": rows[i].as_py(), "field": field_name,
+            {"shard": shard, "key": keys[r].as_py(), "row": rows_col[r].as_py(), "field": paths[j],
              "value": float(values[i]), "detail": details[j],
              "snippet": None if s is None else s[:SNIPPET_CHARS]}
-            for j, (i, s) in enumerate(zip(first.tolist(), snippets))
+            for j, (i, r, s) in enumerate(zip(idx[first].tolist(), rows[first].tolist(), snippets))
         ]
     flags = pa.concat_tables(tables) if tables else FLAG_SCHEMA.empty_table()
-    return BatchResult(flags, flagged_rows, _lengths(batch, plan, config, usable, tokenizer), examples)
+    return BatchResult(flags, flagged_rows, _lengths(batch, plan, texts, usable, tokenizer), examples)
 
 
-def _lengths(batch, plan: FieldPlan, config: AuditConfig, usable: np.ndarray, tokenizer) -> dict[str, np.ndarray]:
+def _lengths(batch, plan: FieldPlan, texts: BatchTexts, usable: np.ndarray, tokenizer) -> dict[str, np.ndarray]:
+    """Per text field, the characters of each usable record that has it (a conversation: all its turns), and its
+    tokens with `tokenizer`; per token-ids field, the tokens the model sees."""
     out = {}
-    keep = pa.array(usable)
-    if plan.text is not None:
-        texts = pc.drop_null(batch.column(plan.text).filter(keep))
-        out[plan.text] = _to_numpy(pc.utf8_length(texts))
+    segs = texts.prose
+    seg_chars = _to_numpy(pc.fill_null(pc.utf8_length(segs.values), 0)) if len(segs) else np.zeros(0, np.int64)
+    has_value = _to_numpy(pc.is_valid(segs.values)).astype(bool) if len(segs) else np.zeros(0, bool)
+    for f, col in enumerate(plan.text):
+        mine = (segs.field == f) & has_value
+        present = np.zeros(batch.num_rows, bool)
+        present[segs.rows[mine]] = True
+        present &= usable
+        chars = np.bincount(segs.rows[mine], weights=seg_chars[mine], minlength=batch.num_rows)
+        out[col.name] = chars[present].astype(np.int64)
         if tokenizer is not None:
-            out[plan.text + ".tokens"] = token_lengths(tokenizer, texts)
+            rows = np.flatnonzero(present)
+            one = record_text(batch.take(pa.array(rows, pa.int64())), (col,)) if rows.size else \
+                pa.array([], pa.string())
+            out[col.name + ".tokens"] = token_lengths(tokenizer, one)
     if plan.input_ids is not None:
+        keep = pa.array(usable)
         ids = batch.column(plan.input_ids).filter(keep)
         if plan.attention_mask is not None:
             # Real tokens are those the mask marks, which is what the model sees.

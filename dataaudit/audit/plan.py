@@ -19,11 +19,15 @@ class FieldPlan(Fields):
     skipped: dict[str, str] = field(default_factory=dict)
 
 
-def resolve_plan(schema: pa.Schema, config: AuditConfig) -> FieldPlan:
-    resolved = resolve_schema(schema, FieldSpec.from_config(config.fields, config.data))
+def resolve_plan(schema: pa.Schema, config: AuditConfig, sample: pa.RecordBatch | None = None) -> FieldPlan:
+    """The plan of a schema; `sample` (a batch of it) lets string columns be recognised as identifiers or JSON."""
+    resolved = resolve_schema(schema, FieldSpec.from_config(config.fields, config.data), sample)
     text, numeric, label, ids = resolved.text, resolved.numeric, resolved.label, resolved.input_ids
-    has_target = {"text": text is not None, "numeric": bool(numeric), "label": label is not None,
-                  "tokens": ids is not None, "text_tokens": text is not None and ids is not None, "reader": True}
+    conversations = any(c.kind == "conversation" for c in text)
+    has_target = {"text": bool(text), "json": bool(resolved.json) or conversations, "conversation": conversations,
+                  "ids": resolved.id is not None, "numeric": bool(numeric), "label": label is not None,
+                  "tokens": ids is not None, "text_tokens": resolved.primary_text is not None and ids is not None,
+                  "reader": True}
     skipped = {}
     for name in REGISTRY:
         why = skip_reason(name, config, has_target, "this shard")

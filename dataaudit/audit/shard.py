@@ -36,6 +36,8 @@ class ShardResult:
     fields: dict[str, list[str]] = field(default_factory=dict)   # role -> columns the checks ran on
     skipped: dict[str, str] = field(default_factory=dict)        # check -> why it did not run here
     problems: list[str] = field(default_factory=list)            # wrong-typed configured columns
+    formats: dict[str, str] = field(default_factory=dict)        # text / JSON / identifier field -> its format
+    unchecked: dict[str, str] = field(default_factory=dict)      # column no check reads -> its type
     # Stateful check -> its state over this shard (None: the check is not configured), in registry order.
     states: dict[str, Any] = field(default_factory=dict)
 
@@ -45,7 +47,7 @@ class ShardResult:
             "error": self.error, "checks": dict(sorted(self.checks.items())),
             "lengths": {k: v.state() for k, v in sorted(self.lengths.items())},
             "examples": self.examples, "fields": self.fields, "skipped": dict(sorted(self.skipped.items())),
-            "problems": self.problems, **self.states,
+            "problems": self.problems, "formats": self.formats, "unchecked": self.unchecked, **self.states,
         }
 
 
@@ -59,6 +61,10 @@ def _note_plan(result: ShardResult, plan: FieldPlan) -> None:
     for name, why in plan.skipped.items():
         result.skipped.setdefault(name, why)
     result.problems += [p for p in plan.problems if p not in result.problems]
+    for name, fmt in plan.formats().items():
+        result.formats.setdefault(name, fmt)
+    for col in plan.unchecked:
+        result.unchecked.setdefault(col.name, col.type_name)
 
 
 def _context_for(stat_key: str, plan: FieldPlan, config: AuditConfig) -> int | None:
@@ -100,13 +106,16 @@ class AuditShard(ShardStage):
             return None
         footer_plan = resolve_plan(schema, self.config)
         work.result.problems += list(footer_plan.problems)
+        for col in footer_plan.unchecked:     # columns not read below: named here
+            work.result.unchecked.setdefault(col.name, col.type_name)
         return footer_plan.columns() or None
 
     def add(self, work: _Work, batch: pa.RecordBatch) -> None:
         result, cfg = work.result, self.config
         plan = work.plans.get(batch.schema)
         if plan is None:
-            plan = work.plans[batch.schema] = resolve_plan(batch.schema, cfg)
+            # the first batch of a schema also shows what its string columns hold (identifiers, JSON)
+            plan = work.plans[batch.schema] = resolve_plan(batch.schema, cfg, batch)
             _note_plan(result, plan)
         out = audit_batch(batch, plan, cfg, result.path, work.tokenizer, self.device, self.examples_per_check,
                           result.states)

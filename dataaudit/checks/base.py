@@ -9,7 +9,12 @@ it runs on, its parameters and which `[data]` settings fill them, what must be s
 `[data]` validation, and for a check that keeps state over a shard, that state and its report section.
 
 Targets (what the function receives, always as its first argument):
-  "text"         pa.Array of strings (nulls allowed)                 -> numpy arrays
+  "text"         pa.Array of strings (nulls allowed): every text the model trains on, flattened over text
+                 fields, list elements and conversation turns (dataaudit.texts; JSON turns aside)  -> numpy arrays
+  "json"         pa.Array of strings that should each be one JSON document (JSON columns, function-call and
+                 observation turns)                                   -> numpy arrays
+  "conversation" dataaudit.texts.Conversation (turns of one conversation field, roles, counts per record)
+  "ids"          pa.Array of the record id column (audit only)
   "numeric"      NumericField (any numeric field)                    -> torch tensors on the field's device
   "label"        NumericField of class labels                        -> torch tensors
   "tokens"       TokenFields (token ids + optional attention mask)   -> torch tensors
@@ -27,7 +32,9 @@ SEVERITIES = ("info", "warning", "error")
 # Keys of a shard summary and of report.json: a stateful check's name must not be one of them.
 SUMMARY_KEYS = frozenset(("path", "samples", "flagged", "status", "error", "checks", "lengths", "examples", "fields",
                           "skipped", "problems", "schema_version", "totals", "shards", "notes", "config", "run"))
-TARGET_KINDS = ("text", "numeric", "label", "tokens", "token_ids", "text_tokens", "reader")
+TARGET_KINDS = ("text", "json", "conversation", "ids", "numeric", "label", "tokens", "token_ids", "text_tokens",
+                "reader")
+TURNS = (None, "assistant", "other")   # which text segments a text check sees: all, assistant turns, all others
 
 
 class SettingError(ValueError):
@@ -41,13 +48,15 @@ class CheckOutput:
     flagged: bool, shape [num_samples]; value: float64, shape [num_samples] (the measured quantity shown in
     reports). detail: optional per-sample strings (only read for flagged samples); when None the report uses
     the check's `detail` format string with `value` and the check's params. state: a stateful check's part of
-    its shard state from this batch (folded in with its ShardState.merge).
+    its shard state from this batch (folded in with its ShardState.merge). where: optional per-sample suffix of
+    the field path (a conversation check names the turn: "[3].role").
     """
 
     flagged: Any
     value: Any
     detail: Any = None
     state: Any = None
+    where: Any = None
 
 
 @dataclass
@@ -119,6 +128,8 @@ class CheckSpec:
     # of checks on one field (lower first: those computing a reduction the others reuse).
     guard_default: int | None = None
     guard_rank: int = 9
+    # Text checks: "assistant" sees only the assistant's turns, "other" every text but those (None: all).
+    turns: str | None = None
 
     @property
     def target(self) -> str:
@@ -146,11 +157,14 @@ def register(name: str, *, target: str | tuple[str, ...] | Mapping[str, Mapping[
              detail: str, description: str, params: dict[str, Any] | None = None,
              required: tuple[str | tuple[str, ...], ...] = (), data: Mapping[str, str] | None = None,
              resolve_data: Callable[[dict, Path | None], None] | None = None, state: ShardState | None = None,
-             guard_default: int | None = None, guard_rank: int = 9):
+             guard_default: int | None = None, guard_rank: int = 9, turns: str | None = None):
     """Decorator: add a check function to the registry under a stable name.
 
-    target: a kind, a tuple of kinds, or {kind: the params fixed on it}; the check runs on each, in that order."""
+    target: a kind, a tuple of kinds, or {kind: the params fixed on it}; the check runs on each, in that order.
+    turns: for a text check, "assistant" or "other" restricts it to those conversation turns (one function can
+    be registered twice, once per side, with different severities)."""
     assert severity in SEVERITIES, severity
+    assert turns in TURNS, turns
     kinds = {target: {}} if isinstance(target, str) else target if isinstance(target, Mapping) else \
         dict.fromkeys(target, {})
     targets = tuple(Target(kind, dict(fixed)) for kind, fixed in kinds.items())
@@ -164,7 +178,7 @@ def register(name: str, *, target: str | tuple[str, ...] | Mapping[str, Mapping[
             raise ValueError(f"stateful check {name!r} would overwrite the report's own {name!r}")
         REGISTRY[name] = CheckSpec(name, targets, severity, dict(params or {}), fn, detail, description,
                                    tuple(required), dict(data or {}), resolve_data, state, guard_default,
-                                   guard_rank)
+                                   guard_rank, turns)
         return fn
 
     return wrap

@@ -49,10 +49,10 @@ _BLANK_RE = "^[\\s\\p{Z}" + _cls(_INVISIBLE) + "]*$"
 
 
 @register(
-    "empty_text", target="text", severity="warning", params={},
+    "empty_text", target="text", turns="other", severity="warning", params={},
     detail="text is null, empty or whitespace-only ({value:.0f} chars)",
     description="Null, empty, or whitespace-only text (Unicode spaces and zero-width characters count as "
-                "whitespace). value = length in characters (0 for null).",
+                "whitespace); an assistant turn is `empty_reply`'s. value = length in characters (0 for null).",
 )
 def empty_text(arr, **params) -> CheckOutput:
     arr = as_string_array(arr)

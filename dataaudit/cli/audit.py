@@ -36,9 +36,11 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     for shard in report["shards"]:
         if shard["status"] != "ok":
             console.print(f"[red]unreadable[/] {shard['path']}: {shard['error']}", markup=True, highlight=False)
-    console.print(fields_line(s["fields"] for s in report["shards"]), highlight=False)
+    formats = {k: v for s in report["shards"] for k, v in s["formats"].items()}
+    console.print(fields_line((s["fields"] for s in report["shards"]), formats), highlight=False, soft_wrap=True,
+                  markup=False)
     for note in report["notes"]:
-        console.print(f"note: {note}", highlight=False)
+        console.print(f"note: {note}", highlight=False, soft_wrap=True)
     console.print(f"wrote {out / 'report.json'}, {out / 'flags.parquet'}, {out / 'report.html'}")
 
 

@@ -41,7 +41,7 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     if m["minhash"]["enabled"]:
         parts.append(f"minhash threshold={m['minhash']['threshold']}")
     console.print("methods: " + (", ".join(parts) or "none"), highlight=False)
-    console.print(fields_line({"text": [s["text_field"]] if s.get("text_field") else []}
+    console.print(fields_line({"text": s["text_field"].split(", ") if s.get("text_field") else []}
                               for s in report["train"]["shards"]), highlight=False)
     for shard in report["train"]["shards"]:
         if shard["status"] != "ok":

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dataaudit.cli.common import InputError, engine_options, make_out_dir, progress_bar
-from dataaudit.cli.fields import fields_line, require_fields
+from dataaudit.cli.fields import fields_line, require_fields, text_fields
 from dataaudit.cli.paths import InputPathError, expand_shards
 from dataaudit.fields import FieldSpec
 
@@ -44,7 +44,7 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
         style = "red" if a["overlapping"] else "green"
         console.print(f"[{style}]validation samples with a copy in train: {a['overlapping']} / "
                       f"{a['validation_samples']}[/] ({a['exact']} exact, {a['near']} near)", highlight=False)
-    console.print(fields_line({"text": [s["text_field"]] if s.get("text_field") else []}
+    console.print(fields_line({"text": s["text_field"].split(", ") if s.get("text_field") else []}
                               for s in r["shards"] + r["validation_shards"]), highlight=False)
     for s in r["shards"] + r["validation_shards"]:
         if s["status"] != "ok":
@@ -98,8 +98,9 @@ class _DedupCommand(click.Command):
 @click.option("--strip-punct/--keep-punct", default=False, show_default=True, help="Remove punctuation.")
 @click.option("--collapse-ws/--keep-ws", default=True, show_default=True,
               help="Collapse whitespace runs to one space and trim.")
-@click.option("--text-field", default=None,
-              help="Column with the text (default: text, else content, else the first string column).")
+@click.option("--text-field", "text_field", multiple=True,
+              help="Field(s) holding the text, repeatable or comma-separated; nested paths and conversations "
+                   "allowed (default: every text field; a record's texts and turns are joined).")
 @engine_options("one task per shard and per partition", "shards (or partitions)")
 @click.option("--partitions", default="auto", show_default=True,
               help="Band-hash partitions (reduce units); auto: about 64 MB of entries each.")
@@ -123,6 +124,7 @@ def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed,
                 raise ValueError
         except ValueError:
             raise InputError(f"--partitions: expected 'auto' or a positive integer, got {partitions!r}") from None
+    text_field = text_fields(text_field)
     spec = DedupSpec(text_field=text_field, nfc=nfc, lowercase=lowercase, strip_punct=strip_punct,
                      collapse_ws=collapse_ws, shingles="char" if char_shingles else "word", ngram=ngram,
                      num_perm=num_perm, seed=seed, threshold=threshold, verify=verify)

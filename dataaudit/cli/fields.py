@@ -8,6 +8,7 @@ from typing import Iterable, Sequence
 from dataaudit.cli.common import InputError
 from dataaudit.fields import FieldSpec
 
+ROLE_ORDER = ("text", "json", "numeric", "label", "input_ids", "attention_mask", "id")
 PEEK_ROWS = 256   # JSONL and tar shards have no schema: their first records stand for it
 
 
@@ -26,13 +27,27 @@ def require_fields(paths: Sequence[str], spec: FieldSpec, where: str) -> None:
                          f"(Parquet footers, the first {PEEK_ROWS} records of other shards)")
 
 
-def fields_line(per_shard: Iterable[dict[str, list[str]]]) -> str:
-    """'fields: text = text (3 shards), txt (2 shards); numeric = features (3 shards)': what the checks ran on."""
+def text_fields(given: Sequence[str]) -> tuple[str, ...] | None:
+    """--text-field values (repeated and/or comma-separated) as the rule's configured text (None: automatic)."""
+    names = tuple(n.strip() for value in given for n in value.split(",") if n.strip())
+    return names or None
+
+
+def fields_line(per_shard: Iterable[dict[str, list[str]]], formats: dict[str, str] | None = None) -> str:
+    """'fields: text = text (3 shards), txt (2 shards); numeric = features (3 shards)': what the checks ran on.
+    `formats`: field -> its format, shown after the field when it is not plain text."""
     counts: dict[str, Counter] = {}
     for roles in per_shard:
         for role, columns in roles.items():
             for column in columns:
                 counts.setdefault(role, Counter())[column] += 1
-    parts = [f"{role} = " + ", ".join(f"{c} ({n} shard{'s' if n > 1 else ''})" for c, n in cnt.items())
-             for role, cnt in counts.items()]
+    formats = formats or {}
+
+    def named(c: str) -> str:
+        fmt = formats.get(c)
+        return f"{c} [{fmt}]" if fmt and fmt != "text" else c
+
+    order = sorted(counts, key=lambda r: ROLE_ORDER.index(r) if r in ROLE_ORDER else len(ROLE_ORDER))
+    parts = [f"{role} = " + ", ".join(f"{named(c)} ({n} shard{'s' if n > 1 else ''})" for c, n in counts[role].items())
+             for role in order]
     return "fields: " + ("; ".join(parts) if parts else "none resolved")

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dataaudit.cli.common import InputError, make_out_dir, progress_bar
-from dataaudit.cli.fields import fields_line
+from dataaudit.cli.fields import fields_line, text_fields
 
 _STYLE = {"breaking": "red", "compatible": "yellow", "identical": "green"}
 
@@ -55,7 +55,8 @@ def _print_summary(console: Console, result: dict, json_path: Path, html_path: P
               help="Shards (files, folders or quoted globs) whose text is compared; takes one or more values.")
 @click.option("--max-texts", type=click.IntRange(min=0), default=10000, show_default=True,
               help="Sample texts read in all (split evenly over the shards, first records first); 0: every text.")
-@click.option("--text-field", default=None, help="Column holding the text (default: text, content, first string).")
+@click.option("--text-field", "text_field", multiple=True,
+              help="Field(s) holding the text, repeatable or comma-separated (default: every text field, joined).")
 @click.option("--examples", type=click.IntRange(min=0), default=20, show_default=True,
               help="Differing texts shown aligned in the outputs.")
 def tokenizer_drift(train_tokenizer, infer_tokenizer, more_samples, out, samples, max_texts, text_field, examples):
@@ -87,11 +88,11 @@ def tokenizer_drift(train_tokenizer, infer_tokenizer, more_samples, out, samples
         with progress_bar(console, "reading samples", "shards") as progress:
             task = progress.add_task("sample", total=len(paths), samples=0)
             try:
-                sample = read_sample(paths, max_texts, text_field,
+                sample = read_sample(paths, max_texts, text_fields(text_field),
                                      on_shard=lambda done, n: progress.update(task, completed=done, samples=n))
             except SampleError as exc:
                 raise InputError(str(exc)) from None
-        console.print(fields_line({"text": [f]} for f in sample.text_fields.values()), highlight=False)
+        console.print(fields_line({"text": f.split(", ")} for f in sample.text_fields.values()), highlight=False)
     make_out_dir(out)
     with progress_bar(console, "encoding", "texts") as progress:
         task = progress.add_task("encode", total=None, samples=0)

@@ -2,7 +2,7 @@
 
 ```toml
 [train]
-text_field = "text"        # default: "text", else "content", else the first string column
+text_field = "text"        # or a list; default: every text field of a record (turns of a conversation), joined
 batch_rows = 2048
 
 [methods.ngram]
@@ -79,7 +79,7 @@ class ContaminationConfig:
     ngram: NgramSettings = NgramSettings()
     exact: ExactSettings = ExactSettings()
     minhash: MinhashSettings = MinhashSettings()
-    text_field: str | None = None
+    text_field: tuple[str, ...] | None = None
     batch_rows: int = 2048
     max_matches: int = 5
     benchmarks: dict[str, BenchmarkSettings] = field(default_factory=dict)
@@ -150,9 +150,11 @@ def build_contamination_config(raw: dict[str, Any], source: str = "<config>") ->
     cfg = ContaminationConfig(source=source)
     train = _check_keys(source, "train", raw.get("train", {}), _TRAIN_KEYS)
     if "text_field" in train:
-        if not isinstance(train["text_field"], str) or not train["text_field"]:
-            raise _fail(source, f"[train] text_field must be a column name, got {train['text_field']!r}")
-        cfg = replace(cfg, text_field=train["text_field"])
+        given = train["text_field"]
+        names = [given] if isinstance(given, str) else given
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+            raise _fail(source, f"[train] text_field must be a field name or a list of them, got {given!r}")
+        cfg = replace(cfg, text_field=tuple(names))
     if "batch_rows" in train:
         cfg = replace(cfg, batch_rows=_int(source, "[train] batch_rows", train["batch_rows"], 1))
     report = _check_keys(source, "report", raw.get("report", {}), _REPORT_KEYS)

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataaudit.fields import text_field
+from dataaudit.texts import DocumentText
 from dataaudit.handlers import report_unreadable
 from dataaudit.sources import ERROR, KEY, ROW, ShardReadError, read_schema, shard_format
 from dataaudit.stage import ShardStage
@@ -21,10 +21,6 @@ from dataaudit.stage import ShardStage
 from .config import ContaminationConfig
 from .index import ContaminationIndex
 from .scan import MATCH_SCHEMA, match_texts, matches_table, rank_order, top_mask
-
-
-def _is_string(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
 @dataclass
@@ -36,8 +32,7 @@ class ShardScan:
 @dataclass
 class _ScanState:
     summary: dict
-    text_field: str | None
-    seen_field: bool = False
+    text: DocumentText            # each record's text under the field rule
     found_bits: dict[int, np.ndarray] = field(default_factory=dict)   # k -> which of the k table's grams occur
     tables: list[pa.Table] = field(default_factory=list)
 
@@ -53,35 +48,27 @@ class ScanStage(ShardStage):
 
     def start(self, path: str) -> _ScanState:
         return _ScanState({"path": path, "status": "ok", "error": None, "records": 0, "unreadable_records": 0,
-                           "text_field": None, "words": 0, "matches": 0}, self.config.text_field)
+                           "text_field": None, "words": 0, "matches": 0}, DocumentText(self.config.text_field))
 
     def schema(self, state: _ScanState, path: str) -> pa.Schema | None:
-        # Only an unconfigured Parquet shard needs its footer: the text column is chosen before reading.
-        return read_schema(path) if state.text_field is None and shard_format(path) == "parquet" else None
+        # Parquet's footer names the text columns before reading.
+        return read_schema(path) if shard_format(path) == "parquet" else None
 
     def columns(self, state: _ScanState, schema: pa.Schema | None) -> list[str] | None:
-        if state.text_field is None and schema is not None:
-            state.text_field = text_field(schema)
-            if state.text_field is None:
-                raise ShardReadError("no string column to scan")
-        return None if state.text_field is None else [state.text_field]
+        cols = state.text.columns(schema)
+        if cols == []:
+            raise ShardReadError("no text field to scan")
+        return cols
 
     def add(self, state: _ScanState, batch: pa.RecordBatch) -> None:
         summary = state.summary
-        if state.text_field is None:
-            state.text_field = text_field(batch.schema)
         n = batch.num_rows
         summary["records"] += n
         err = batch.column(batch.schema.get_field_index(ERROR))
         summary["unreadable_records"] += n - int(pc.sum(pc.is_null(err)).as_py() or 0) if n else 0
-        col_i = batch.schema.get_field_index(state.text_field) if state.text_field is not None else -1
-        col_type = batch.schema.field(col_i).type if col_i >= 0 else None
-        if col_type is not None and not _is_string(col_type) and not pa.types.is_null(col_type):
-            raise ShardReadError(f"text field {state.text_field!r} is {col_type}, not text")
-        state.seen_field |= col_i >= 0
-        if col_type is None or pa.types.is_null(col_type):
+        if not state.text.fields(batch):
             return
-        texts = batch.column(col_i)
+        texts = state.text(batch)
         m = match_texts(texts, self.index, self.config)
         summary["words"] += m.words
         for k, u in m.found.items():
@@ -98,11 +85,12 @@ class ScanStage(ShardStage):
         if error is not None:
             summary["status"] = "unreadable"
             summary["error"] = error
-        summary["text_field"] = state.text_field
-        if summary["status"] == "ok" and summary["records"] and not state.seen_field:
+        summary["text_field"] = state.text.label
+        if summary["status"] == "ok" and summary["records"] and state.text.label is None:
+            configured = state.text.spec.text
             summary["status"] = "unreadable"
-            summary["error"] = (f"text field {state.text_field!r} not found" if state.text_field is not None
-                                else "no string column to scan")
+            summary["error"] = (f"text field {', '.join(configured)!r} not found" if configured
+                                else "no text field to scan")
         summary["found"] = {str(k): np.flatnonzero(bits).tolist() for k, bits in sorted(state.found_bits.items())}
         table = self._best_snippets(pa.concat_tables(state.tables) if state.tables else MATCH_SCHEMA.empty_table())
         summary["matches"] = table.num_rows

@@ -12,7 +12,7 @@ SHINGLE_KINDS = ("word", "char")
 class DedupSpec:
     """Every setting of a dedup run. Signature parts depend only on `signature_fingerprint()`, so a rerun
     with another threshold (or with verification turned on) reuses the signatures already computed."""
-    text_field: str | None = None      # default: "text", else "content", else the first string column
+    text_field: tuple[str, ...] | None = None   # default: every text field of the rule (dataaudit.fields)
     nfc: bool = True
     lowercase: bool = True
     strip_punct: bool = False

@@ -7,30 +7,28 @@ import pyarrow as pa
 
 from dataaudit.handlers import READ_ERRORS
 from dataaudit.sources import ROW, iter_shard
+from dataaudit.texts import DocumentText
 
 from .clusters import Clusters
 from .corpus import Corpus
-from .text_field import text_column
 
 EXAMPLE_CLUSTERS = 8
 EXAMPLE_MEMBERS = 4
 EXAMPLE_CHARS = 1500
 
 
-def _fetch_texts(wanted: dict[str, set[int]], field_of: dict[str, str | None]) -> dict[tuple[str, int], str]:
+def _fetch_texts(wanted: dict[str, set[int]], configured: tuple[str, ...] | None) -> dict[tuple[str, int], str]:
     """Texts of a few (shard, row) for the HTML examples (each shard read until its rows are found)."""
     out = {}
     for path, rows in wanted.items():
-        field = field_of.get(path)
-        if not field:
-            continue
         left = set(rows)
+        text = DocumentText(configured)
         try:
-            for batch in iter_shard(path, [field], batch_rows=8192):
+            for batch in iter_shard(path, batch_rows=8192):
                 r = batch.column(batch.schema.get_field_index(ROW)).to_numpy()
                 hit = np.flatnonzero(np.isin(r, list(left)))
                 if len(hit):
-                    texts = text_column(batch, field).take(pa.array(hit)).to_pylist()
+                    texts = text(batch.take(pa.array(hit))).to_pylist()
                     for i, t in zip(hit.tolist(), texts):
                         out[(path, int(r[i]))] = t if t is None else t[:EXAMPLE_CHARS]
                         left.discard(int(r[i]))
@@ -41,7 +39,8 @@ def _fetch_texts(wanted: dict[str, set[int]], field_of: dict[str, str | None]) -
     return out
 
 
-def examples(clusters: Clusters, train: Corpus, val: Corpus, val_examples: list) -> dict:
+def examples(clusters: Clusters, train: Corpus, val: Corpus, val_examples: list,
+             configured: tuple[str, ...] | None = None) -> dict:
     """A few clusters (the largest, then ones with near duplicates) and validation overlaps, with text."""
     ct, kind = clusters.table, clusters.kind
     if len(ct["gid"]) == 0 and not val_examples:
@@ -75,8 +74,7 @@ def examples(clusters: Clusters, train: Corpus, val: Corpus, val_examples: list)
     for ex in val_examples:
         wanted.setdefault(ex["val"][0], set()).add(ex["val"][1])
         wanted.setdefault(ex["train"][0], set()).add(ex["train"][1])
-    fields = {p: s.get("text_field") for c in (train, val) for p, s in zip(c.paths, c.summaries)}
-    texts = _fetch_texts(wanted, fields)
+    texts = _fetch_texts(wanted, configured)
     keys = train.column(np.array([m["gid"] for c in meta for m in c["members"]], np.int64), "key")
     for c in meta:
         for m in c["members"]:

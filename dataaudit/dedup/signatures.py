@@ -17,16 +17,15 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
-from dataaudit.fields import text_field
 from dataaudit.handlers import report_unreadable
 from dataaudit.sources import ERROR, KEY, ROW, read_schema
 from dataaudit.stage import ShardStage
+from dataaudit.texts import DocumentText
 from dataaudit.textops import char_ngram_hashes, normalize, word_ngram_hashes
 
 from .config import DedupSpec
 from .exact import exact_hashes
 from .minhash import signatures_u32
-from .text_field import initial_field, text_column
 
 
 def _unique_shingles(doc: np.ndarray, h: np.ndarray, num_docs: int) -> pa.Array:
@@ -72,8 +71,7 @@ def sign_batch(text: pa.Array, spec: DedupSpec, with_shingles: bool = False) -> 
 class _SignState:
     summary: dict
     started: float
-    text_field: str | None = None
-    final: bool = False        # the text field is known (else: picked from the first batch that has one)
+    text: DocumentText         # each record's text under the field rule
     tables: list[pa.Table] = field(default_factory=list)
 
 
@@ -89,21 +87,17 @@ class SignStage(ShardStage):
 
     def start(self, path: str) -> _SignState:
         return _SignState({"path": path, "samples": 0, "empty": 0, "unreadable_records": 0, "shingles": 0,
-                           "status": "ok", "error": None, "text_field": None}, time.time())
+                           "status": "ok", "error": None, "text_field": None}, time.time(),
+                          DocumentText(self.spec.text_field))
 
     def schema(self, state: _SignState, path: str) -> pa.Schema | None:
-        # A configured field needs no footer; else Parquet's footer names the field before reading.
-        return None if self.spec.text_field is not None else read_schema(path)
+        return read_schema(path)    # Parquet's footer names the text columns before reading
 
     def columns(self, state: _SignState, schema: pa.Schema | None) -> list[str] | None:
-        state.text_field, state.final = initial_field(schema, self.spec.text_field)
-        return None if not state.final else [state.text_field] if state.text_field else []
+        return state.text.columns(schema)
 
     def add(self, state: _SignState, batch: pa.RecordBatch) -> None:
-        if not state.final:
-            state.text_field = text_field(batch.schema)
-            state.final = state.text_field is not None
-        cols = sign_batch(text_column(batch, state.text_field), self.spec, self.with_shingles)
+        cols = sign_batch(state.text(batch), self.spec, self.with_shingles)
         errors = batch.column(batch.schema.get_field_index(ERROR))
         count = cols["count"].to_numpy()
         summary = state.summary
@@ -120,8 +114,8 @@ class SignStage(ShardStage):
         if error is not None:
             summary["status"] = "unreadable"
             summary["error"] = error
-        summary["text_field"] = state.text_field
-        if summary["status"] == "ok" and summary["samples"] and state.text_field is None:
+        summary["text_field"] = state.text.label
+        if summary["status"] == "ok" and summary["samples"] and state.text.label is None:
             summary["error"] = "no text field in this shard"
         summary["seconds"] = round(time.time() - state.started, 3)
         table = pa.concat_tables(state.tables) if state.tables else self.table_schema.empty_table()

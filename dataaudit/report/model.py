@@ -42,6 +42,21 @@ def _notes(lengths: dict, totals: dict) -> list[str]:
     return notes
 
 
+def _field_notes(summaries: list[dict], config: AuditConfig) -> list[str]:
+    """Never a silent pass: a read shard whose text no check saw, and every column no check reads."""
+    notes = []
+    configured = config.fields.get("text")
+    for s in summaries:
+        if s["samples"] and not s["fields"].get("text"):
+            why = (f"none of the configured text fields ({', '.join(configured)}) is in it" if configured else
+                   "no string, list of strings or conversation column")
+            notes.append(f"{s['path']}: warning: no text field ({why}): the text checks did not run")
+        if s["unchecked"]:
+            cols = ", ".join(f"{name} ({kind})" for name, kind in s["unchecked"].items())
+            notes.append(f"{s['path']}: warning: not checked by any check: {cols}")
+    return notes
+
+
 def _sections(summaries: list[dict], config: AuditConfig) -> dict[str, dict]:
     """The report sections of the stateful checks (report.json key = the check's name, in registry order): each
     check's shard states merged with its own merge, then shaped by its own section function."""
@@ -86,6 +101,7 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
     lengths = _lengths(summaries, config)
     sections = _sections(summaries, config)
     notes = _notes(lengths, totals) + [f"{s['path']}: {p}" for s in summaries for p in s["problems"]]
+    notes += _field_notes(summaries, config)
     for name, section in sections.items():
         notes += REGISTRY[name].state.notes(section)
     report = {
@@ -93,7 +109,8 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
         "totals": totals,
         "checks": checks,
         "shards": [{"path": s["path"], "samples": s["samples"], "flagged": s["flagged"], "status": s["status"],
-                    "error": s["error"], "checks": s["checks"], "fields": s["fields"], "problems": s["problems"]}
+                    "error": s["error"], "checks": s["checks"], "fields": s["fields"], "formats": s["formats"],
+                    "unchecked": s["unchecked"], "problems": s["problems"]}
                    for s in summaries],
         "lengths": lengths,
         "notes": notes,

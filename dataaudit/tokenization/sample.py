@@ -7,7 +7,7 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataaudit.fields import FieldSpec, resolve_schema
+from dataaudit.texts import DocumentText
 from dataaudit.sources import ERROR, KEY, ShardReadError, iter_shard, read_schema
 from dataaudit.tokenization.behaviour import TextSet
 
@@ -16,33 +16,29 @@ class SampleError(ValueError):
     """A sample shard that cannot be used; the message is one line naming the file."""
 
 
-def read_sample(paths: list[str], max_texts: int, text_field: str | None = None,
+def read_sample(paths: list[str], max_texts: int, text_field: tuple[str, ...] | None = None,
                 on_shard: Callable[[int, int], None] | None = None, into: TextSet | None = None) -> TextSet:
     """The first ceil(max_texts / shards) non-null texts of each shard, in shard order (max_texts 0: all)."""
     out = into if into is not None else TextSet()
-    spec = FieldSpec(text=text_field or None)
     quota = math.ceil(max_texts / len(paths)) if max_texts and paths else None
     for done, path in enumerate(paths, 1):
         taken = 0
+        document = DocumentText(text_field)
         try:
-            schema = read_schema(path)
-            columns = None
-            if schema is not None:
-                plan = resolve_schema(schema, spec)
-                if plan.text is None:
-                    raise SampleError(_no_text(path, text_field))
-                columns = [plan.text]
+            columns = document.columns(read_schema(path))
+            if columns == []:
+                raise SampleError(_no_text(path, text_field))
             for batch in iter_shard(path, columns=columns):
                 if quota is not None and taken >= quota:
                     break
-                plan = resolve_schema(batch.schema, spec)
-                if plan.text is None:
+                if not document.fields(batch):
                     if batch.num_rows and pc.all(pc.is_valid(batch.column(ERROR))).as_py():
                         continue      # every record of this batch is unreadable: no columns to look at
                     raise SampleError(_no_text(path, text_field))
-                out.text_fields.setdefault(path, plan.text)
-                ok = pc.and_(pc.is_null(batch.column(ERROR)), pc.is_valid(batch.column(plan.text)))
-                texts = batch.column(plan.text).filter(ok)
+                out.text_fields.setdefault(path, document.label)
+                texts = document(batch)
+                ok = pc.and_(pc.is_null(batch.column(ERROR)), pc.is_valid(texts))
+                texts = texts.filter(ok)
                 keys = batch.column(KEY).filter(ok)
                 if quota is not None:
                     texts, keys = texts.slice(0, quota - taken), keys.slice(0, quota - taken)
@@ -59,7 +55,7 @@ def read_sample(paths: list[str], max_texts: int, text_field: str | None = None,
     return out
 
 
-def _no_text(path: str, text_field: str | None) -> str:
+def _no_text(path: str, text_field: tuple[str, ...] | None) -> str:
     if text_field:
-        return f"{path}: no string column {text_field!r}"
-    return f"{path}: no text column (none named text/content and no string column; use --text-field)"
+        return f"{path}: no text field {', '.join(text_field)!r}"
+    return f"{path}: no text field (no string, list of strings or conversation column; use --text-field)"

@@ -201,7 +201,7 @@ def test_config_validation():
     cfg = build_contamination_config({"methods": {"ngram": {"n": 8, "threshold": 0.7}, "minhash": {"enabled": False}},
                                       "train": {"text_field": "body"},
                                       "benchmarks": {"mmlu": {"fields": "question+choices", "header": False}}})
-    assert (cfg.ngram.n, cfg.ngram.threshold, cfg.minhash.enabled, cfg.text_field) == (8, 0.7, False, "body")
+    assert (cfg.ngram.n, cfg.ngram.threshold, cfg.minhash.enabled, cfg.text_field) == (8, 0.7, False, ("body",))
     assert cfg.benchmarks["mmlu"] == BenchmarkSettings(fields=("question", "choices"), header=False)
     for raw, msg in [({"methods": {"ngram": {"treshold": 1}}}, "unknown key 'treshold'"),
                      ({"method": {}}, r"unknown section \[method\]"),

@@ -59,14 +59,16 @@ def test_unparsable_toml_names_the_file(tmp_path):
 
 
 @pytest.mark.parametrize("fields, message", [
-    ({"text": ["question", "answer"]}, "[fields] text must be one column name, got ['question', 'answer']"),
+    ({"text": ["question", 5]}, "[fields] text must be a field name or a list of them, got ['question', 5]"),
+    ({"text": []}, "[fields] text must be a field name or a list of them, got []"),
     ({"input_ids": ["a"]}, "[fields] input_ids must be one column name, got ['a']"),
     ({"label": 3}, "[fields] label must be one column name, got 3"),
-    ({"text": ""}, "[fields] text must be one column name, got ''"),
+    ({"text": ""}, "[fields] text must be a field name or a list of them, got ''"),
     ({"numeric": [1]}, "[fields] numeric must be a list of column names"),
     ({"numeric": 5}, "[fields] numeric must be a list of column names"),
 ])
 def test_field_names_must_be_column_names(fields, message):
+    """(Several text fields are allowed: `text = ["question", "answer"]`.)"""
     with pytest.raises(ConfigError) as exc:
         build_config({"fields": fields}, "a.toml")
     assert str(exc.value) == f"a.toml: {message}"

@@ -16,14 +16,20 @@ SCHEMA = pa.schema([
 ])
 
 
+def _names(cols) -> list[str]:
+    return [c.name for c in cols]
+
+
 def test_automatic_roles():
     f = resolve_schema(SCHEMA, FieldSpec())
-    assert f == Fields(text="text", numeric=("features", "score"), label=None, input_ids="input_ids",
-                       attention_mask="attention_mask", problems=())
-    assert f.columns() == ["text", "features", "score", "input_ids", "attention_mask", "features.dtype",
+    assert f == Fields(text=(Column("text", "string", "string"),), numeric=("features", "score"), label=None,
+                       input_ids="input_ids", attention_mask="attention_mask", id="id", identifiers=("id",),
+                       problems=())
+    assert f.columns() == ["text", "features", "score", "input_ids", "attention_mask", "id", "features.dtype",
                            "score.dtype"]
-    assert f.roles() == {"text": ["text"], "numeric": ["features", "score"], "label": [],
-                         "input_ids": ["input_ids"], "attention_mask": ["attention_mask"]}
+    assert f.roles() == {"text": ["text"], "json": [], "numeric": ["features", "score"], "label": [],
+                         "input_ids": ["input_ids"], "attention_mask": ["attention_mask"], "id": ["id"]}
+    assert f.formats() == {"text": "text", "id": "identifier (not audited as prose)"}
 
 
 def test_label_by_name_only_when_the_data_has_classes():
@@ -33,26 +39,30 @@ def test_label_by_name_only_when_the_data_has_classes():
     assert f.label == "label" and f.numeric == ("features", "score")
 
 
-def test_text_falls_back_to_the_first_string_column_never_a_dtype_column():
-    schema = pa.schema([("pixels.dtype", pa.string()), ("caption", pa.string()), ("body", pa.string())])
-    assert resolve_schema(schema, FieldSpec()).text == "caption"
-    assert resolve_schema(pa.schema([("text", pa.int64()), ("id", pa.string())]), FieldSpec()).text == "id"
-    assert resolve_schema(pa.schema([("n", pa.int64())]), FieldSpec()).text is None
+def test_text_is_every_prose_column_text_first_never_a_dtype_column_or_an_identifier():
+    schema = pa.schema([("pixels.dtype", pa.string()), ("caption", pa.string()), ("body", pa.string()),
+                        ("text", pa.string()), ("sample_id", pa.string())])
+    f = resolve_schema(schema, FieldSpec())
+    assert _names(f.text) == ["text", "caption", "body"] and f.primary_text == "text"
+    assert (f.identifiers, f.id) == (("sample_id",), "sample_id")
+    assert resolve_schema(pa.schema([("text", pa.int64()), ("id", pa.string())]), FieldSpec()).text == ()
+    assert resolve_schema(pa.schema([("n", pa.int64())]), FieldSpec()).text == ()
 
 
 def test_configured_names_win_and_a_wrong_type_is_a_problem_not_another_column():
     spec = FieldSpec.from_config({"text": "label", "numeric": "features", "label": "text"})
     f = resolve_schema(SCHEMA, spec)
-    assert (f.text, f.numeric, f.label) == (None, ("features",), None)
+    assert (f.text, f.numeric, f.label) == ((), ("features",), None)
     assert f.problems == (
-        "column 'label' (text) is int64, expected a string: its checks are skipped",
+        "column 'label' (text) is int64, expected text (a string, a list of strings or a conversation): its checks "
+        "are skipped",
         "column 'text' (label) is string, expected numbers: its checks are skipped",
     )
 
 
 def test_a_configured_name_absent_from_one_shard_resolves_to_nothing_there():
     f = resolve_schema(SCHEMA, FieldSpec(text="caption", numeric=("nope", "score")))
-    assert (f.text, f.numeric, f.problems) == (None, ("score",), ())
+    assert (f.text, f.numeric, f.problems) == ((), ("score",), ())
 
 
 def test_missing_fields_names_what_no_shard_has():

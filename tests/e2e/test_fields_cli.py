@@ -43,9 +43,12 @@ def test_a_field_some_shards_have_is_fine_and_the_summary_says_where(shards, tmp
     res = _run(["audit", str(shards / "a.parquet"), str(shards / "b.jsonl"), "--config", str(cfg),
                 "--out", str(tmp_path / "o"), "--engine", "local"])
     assert res.exit_code == 0, res.output
-    assert "fields: text = caption (1 shard)\n" in res.output
+    assert "fields: text = caption (1 shard); id = id [identifier (not audited as prose)] (1 shard)\n" in res.output
     report = json.loads((tmp_path / "o" / "report.json").read_text())
-    assert [s["fields"] for s in report["shards"]] == [{}, {"text": ["caption"]}]
+    assert [s["fields"] for s in report["shards"]] == [{"id": ["id"]}, {"text": ["caption"]}]
+    # the shard without the configured text is named: never a silent pass
+    assert f"{shards / 'a.parquet'}: warning: no text field (none of the configured text fields (caption) is in " \
+        "it): the text checks did not run" in report["notes"]
 
 
 def test_dedup_and_contamination_refuse_a_text_field_no_shard_has(shards, tmp_path):

@@ -283,7 +283,7 @@ def test_usage_and_io_errors_exit_2_with_one_line_naming_the_file(toks, tmp_path
         f"Error: {tmp_path / 'missing.parquet'}: path not found"
     numbers = tmp_path / "n.parquet"
     pq.write_table(pa.table({"x": [1, 2]}), numbers)
-    assert "n.parquet: no text column" in run(toks["llama"], toks["llama"], "--sample", numbers)
+    assert "n.parquet: no text field" in run(toks["llama"], toks["llama"], "--sample", numbers)
     res = runner.invoke(main, ["tokenizer-drift", str(toks["llama"]), str(toks["llama"]), "extra", "--out", out])
     assert res.exit_code == 2 and "unexpected extra argument 'extra'" in res.output
 

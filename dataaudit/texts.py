@@ -1,0 +1,252 @@
+"""The texts of a record batch under the field rule (dataaudit.fields), as Arrow arrays, without a per-record
+Python loop: every text field's values, every element of a list of texts and every turn of a conversation,
+flattened into one string array of *segments* with the batch row, field, turn index and role of each.
+
+Checks run over the flattened segments in one call per check; a finding on segment i belongs to batch row
+`rows[i]` and is named by its path: `output`, `images[2]`, `messages[3].content`, `conversations[1].value`.
+A conversation's turns also make a `Conversation` (roles and turn counts per record) for the conversation checks,
+and `record_text` joins every text of a record into one (what dedup and contamination compare).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dataaudit.fields import ASSISTANT_ROLES, JSON_ROLES, Column
+
+PART_SEPARATOR = "\n"     # the text parts of one turn
+TURN_SEPARATOR = "\n"     # the texts of one record, in record_text
+
+
+def _plain(arr) -> pa.Array:
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_null(arr.type):
+        return pa.nulls(len(arr), pa.string())
+    if pa.types.is_large_string(arr.type):
+        return arr.cast(pa.string())
+    return arr
+
+
+def _np(arr) -> np.ndarray:
+    return arr.to_numpy(zero_copy_only=False)
+
+
+def _flatten(lists: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """(values, parent row, position in its list) of a list array (null lists have no values)."""
+    lists = _plain(lists)
+    values = pc.list_flatten(lists)
+    parents = _np(pc.list_parent_indices(lists)).astype(np.int64)
+    idx = np.arange(parents.size, dtype=np.int64)
+    start = np.ones(parents.size, bool)
+    start[1:] = parents[1:] != parents[:-1]
+    position = idx - np.maximum.accumulate(np.where(start, idx, 0)) if parents.size else idx
+    return values, parents, position
+
+
+def _field(struct: pa.Array, key: str) -> pa.Array:
+    return _plain(pc.struct_field(struct, key))
+
+
+def _turn_text(turns: pa.Array, col: Column) -> tuple[pa.Array, np.ndarray]:
+    """(text of every turn, whether the turn has any text at all). A turn whose text is a list of parts joins its
+    text parts; a turn made only of non-text parts (an image) has no text: it is not a text segment."""
+    text = pc.struct_field(turns, col.text_key)
+    if col.part_key is None:
+        return _plain(text), np.ones(len(turns), bool)
+    text = _plain(text)
+    parts, parents, _ = _flatten(text)
+    part_text = _field(parts, col.part_key)
+    is_text = np.ones(len(parts), bool)
+    if "type" in [f.name for f in parts.type]:
+        kind = _field(parts, "type")
+        is_text = _np(pc.fill_null(pc.or_(pc.is_null(kind), pc.equal(kind, "text")), True)).astype(bool)
+    n = len(text)
+    keep = np.flatnonzero(is_text)
+    counts = np.bincount(parents[keep], minlength=n)
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    joined_lists = pa.ListArray.from_arrays(pa.array(offsets), pc.fill_null(part_text.take(pa.array(keep)), ""))
+    joined = pc.binary_join(joined_lists, PART_SEPARATOR)
+    # null content stays null; parts without any text part: no text
+    all_parts = np.bincount(parents, minlength=n)
+    has_text = (counts > 0) | (all_parts == 0)
+    joined = pc.if_else(pc.is_null(text), pa.nulls(n, pa.string()), joined)
+    return _plain(joined), has_text
+
+
+@dataclass
+class Conversation:
+    """The turns of one conversation field of a batch: per turn its record, position and role; per record its
+    number of turns and whether it has a conversation at all."""
+
+    field: Column
+    records: int
+    rows: np.ndarray          # int64 record of each turn
+    turn: np.ndarray          # int64 position of each turn in its conversation
+    roles: pa.Array           # string role of each turn (null: missing or the turn is null)
+    present: np.ndarray       # bool per record: the field is there (not null)
+    counts: np.ndarray        # int64 turns per record
+
+
+@dataclass
+class Segments:
+    """Texts flattened over fields, list elements and turns."""
+
+    values: pa.Array          # string, one per segment
+    rows: np.ndarray          # int64 batch row
+    field: np.ndarray         # int32 index into `fields`
+    turn: np.ndarray          # int64 element or turn index; -1 for a flat field
+    roles: pa.Array           # string role (null outside conversations)
+    fields: tuple[Column, ...]
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def take(self, idx: np.ndarray) -> "Segments":
+        sel = pa.array(idx, pa.int64())
+        return Segments(self.values.take(sel), self.rows[idx], self.field[idx], self.turn[idx],
+                        self.roles.take(sel), self.fields)
+
+    def paths(self, idx: np.ndarray) -> list[str]:
+        """Field paths of the segments `idx`: `output`, `images[2]`, `messages[3].content`."""
+        out = []
+        for f, t in zip(self.field[idx].tolist(), self.turn[idx].tolist()):
+            col = self.fields[f]
+            if t < 0:
+                out.append(col.name)
+            elif col.kind == "conversation":
+                out.append(f"{col.name}[{t}].{col.text_key}")
+            else:
+                out.append(f"{col.name}[{t}]")
+        return out
+
+    def assistant(self) -> np.ndarray:
+        """bool per segment: a turn on the assistant's side."""
+        return _np(pc.fill_null(pc.is_in(pc.utf8_lower(self.roles), pa.array(ASSISTANT_ROLES)), False)).astype(bool)
+
+
+def _nested(batch: pa.RecordBatch, col: Column) -> pa.Array:
+    """A struct's string by its dotted path."""
+    head, *path = col.name.split(".")
+    arr = batch.column(head)
+    for key in path:
+        arr = pc.struct_field(arr, key)
+    return arr
+
+
+def conversation(batch: pa.RecordBatch, col: Column) -> tuple[Conversation, pa.Array, np.ndarray]:
+    """The conversation view of one field, with the text of every turn and whether the turn has text."""
+    lists = _plain(batch.column(col.name))
+    turns, rows, turn = _flatten(lists)
+    roles = _field(turns, col.role_key) if col.role_key in [f.name for f in turns.type] else \
+        pa.nulls(len(turns), pa.string())
+    text, has_text = _turn_text(turns, col)
+    counts = np.bincount(rows, minlength=len(lists)).astype(np.int64)
+    present = _np(pc.is_valid(lists)).astype(bool)
+    return Conversation(col, len(lists), rows, turn, roles, present, counts), text, has_text
+
+
+def _pieces(batch: pa.RecordBatch, fields: tuple[Column, ...]):
+    """(values, rows, turn, roles) per field."""
+    n = batch.num_rows
+    for col in fields:
+        if col.kind == "conversation":
+            conv, text, has_text = conversation(batch, col)
+            keep = np.flatnonzero(has_text)
+            sel = pa.array(keep, pa.int64())
+            yield text.take(sel), conv.rows[keep], conv.turn[keep], conv.roles.take(sel)
+        elif col.kind == "strings":
+            values, rows, pos = _flatten(batch.column(col.name))
+            yield _plain(values), rows, pos, pa.nulls(len(values), pa.string())
+        else:
+            values = _nested(batch, col) if col.nested else batch.column(col.name)
+            yield _plain(values), np.arange(n, dtype=np.int64), np.full(n, -1, np.int64), pa.nulls(n, pa.string())
+
+
+def segments(batch: pa.RecordBatch, fields: tuple[Column, ...]) -> Segments:
+    """Every text segment of `fields` in the batch."""
+    values, rows, field, turn, roles = [], [], [], [], []
+    for i, (v, r, t, ro) in enumerate(_pieces(batch, fields)):
+        values.append(v)
+        rows.append(r)
+        turn.append(t)
+        roles.append(_plain(ro))
+        field.append(np.full(len(r), i, np.int32))
+    if not values:
+        empty = np.zeros(0, np.int64)
+        return Segments(pa.array([], pa.string()), empty, np.zeros(0, np.int32), empty, pa.array([], pa.string()),
+                        fields)
+    return Segments(pa.concat_arrays(values), np.concatenate(rows), np.concatenate(field), np.concatenate(turn),
+                    pa.concat_arrays(roles), fields)
+
+
+def split_json_turns(segs: Segments) -> tuple[Segments, Segments]:
+    """(prose segments, JSON segments): the turns whose role carries a JSON document (a function call, its
+    result) are checked as JSON, not as prose."""
+    is_json = _np(pc.fill_null(pc.is_in(pc.utf8_lower(segs.roles), pa.array(JSON_ROLES)), False)).astype(bool)
+    if not is_json.any():
+        return segs, segs.take(np.zeros(0, np.int64))
+    return segs.take(np.flatnonzero(~is_json)), segs.take(np.flatnonzero(is_json))
+
+
+def record_text(batch: pa.RecordBatch, fields: tuple[Column, ...], separator: str = TURN_SEPARATOR) -> pa.Array:
+    """One string per record: all its texts (fields in order, then elements and turns in order) joined; null when
+    the record has none."""
+    segs = segments(batch, fields)
+    n = batch.num_rows
+    present = _np(pc.is_valid(segs.values)).astype(bool)
+    keep = np.flatnonzero(present)
+    # stable sort by row keeps the field order, then the turn order, inside each record
+    order = keep[np.argsort(segs.rows[keep], kind="stable")]
+    counts = np.bincount(segs.rows[order], minlength=n)
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    lists = pa.ListArray.from_arrays(pa.array(offsets), segs.values.take(pa.array(order, pa.int64())))
+    joined = pc.binary_join(lists, separator)
+    return _plain(pc.if_else(pa.array(counts > 0), joined, pa.nulls(n, pa.string())))
+
+
+class DocumentText:
+    """The text of each record as one string, for the commands that compare whole records (dedup,
+    contamination, tokenizer samples): the fields of the rule (all text fields, or the configured ones) joined.
+    Resolved once per batch schema, from the batch's own values (identifiers and JSON are not prose)."""
+
+    def __init__(self, configured: tuple[str, ...] | str | None = None):
+        from dataaudit.fields import FieldSpec
+
+        self.spec = FieldSpec(text=configured or None)
+        self._fields: dict[pa.Schema, tuple[Column, ...]] = {}
+        self.names: list[str] = []        # every field used so far, in order of first use
+
+    def columns(self, schema: pa.Schema | None) -> list[str] | None:
+        """The top-level columns to read from a shard whose footer gives `schema` (None: read all)."""
+        from dataaudit.fields import resolve_schema
+
+        if schema is None:
+            return None
+        return list(dict.fromkeys(c.top for c in resolve_schema(schema, self.spec).text))
+
+    def fields(self, batch: pa.RecordBatch) -> tuple[Column, ...]:
+        from dataaudit.fields import resolve_schema
+
+        found = self._fields.get(batch.schema)
+        if found is None:
+            found = self._fields[batch.schema] = resolve_schema(batch.schema, self.spec, batch).text
+            self.names += [c.name for c in found if c.name not in self.names]
+        return found
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.Array:
+        """One string per record (null: the record has no text)."""
+        fields = self.fields(batch)
+        if not fields:
+            return pa.nulls(batch.num_rows, pa.string())
+        return record_text(batch, fields)
+
+    @property
+    def label(self) -> str | None:
+        """The fields as a summary shows them ("question, answer"); None before any text was found."""
+        return ", ".join(self.names) or None
