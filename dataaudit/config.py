@@ -141,22 +141,63 @@ def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
                     raise _fail(source, f"[checks.{name}] severity must be one of {SEVERITIES}, got {value!r}")
                 settings.severity = value
             elif key in REGISTRY[name].params:
-                settings.params[key] = value
+                settings.params[key] = _param_value(source, name, key, REGISTRY[name].params[key], value)
             else:
                 allowed = CHECK_KEYS + tuple(REGISTRY[name].params)
                 raise _fail(source, f"unknown parameter {key!r} in [checks.{name}] (allowed: {', '.join(allowed)})")
     return AuditConfig(fields=fields, data=data, checks=checks, source=source)
 
 
-def load_config(path: str | Path | None) -> AuditConfig:
-    """Read a TOML config; None gives the defaults."""
+def _kind_of(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, (int, float)):
+        return "an integer" if isinstance(value, int) else "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+def _param_value(source: str, check: str, key: str, default: Any, value: Any) -> Any:
+    """A check parameter from the config, of its default's type (a number where a number is expected, ...)."""
+    if default is None:      # an unset setting (min, max, vocab_size, ...): any scalar
+        ok = isinstance(value, (bool, int, float, str))
+    elif isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        value = float(value) if ok else value
+    elif isinstance(default, (list, tuple)):
+        kinds = {_kind_of(v) for v in default}
+        ok = isinstance(value, list) and all(_kind_of(v) in kinds for v in value) if kinds else isinstance(value, list)
+    else:
+        ok = isinstance(value, type(default))
+    if not ok:
+        expected = "a scalar" if default is None else _kind_of(default)
+        if isinstance(default, (list, tuple)) and default:
+            expected = f"a list of {_kind_of(default[0]).removeprefix('a ').removeprefix('an ')}s"
+        raise _fail(source, f"[checks.{check}] {key} must be {expected}, got {value!r}")
+    return value
+
+
+def load_config(path: str | Path | None, data: dict[str, Any] | None = None) -> AuditConfig:
+    """Read a TOML config; None gives the defaults. `data`: [data] values given on the command line (they win;
+    relative paths in them are the caller's to resolve)."""
     if path is None:
-        return build_config({}, "<defaults>")
-    path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    return build_config(raw, str(path))
+        raw, source = {}, "<defaults>"
+    else:
+        path = Path(path)
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: config file not found") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        source = str(path)
+    if data:
+        raw = {**raw, "data": {**raw.get("data", {}), **data}}
+    return build_config(raw, source)

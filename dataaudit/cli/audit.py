@@ -50,12 +50,21 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
               help="Folder for report.json, flags.parquet and report.html (created if missing).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
               help="audit.toml: fields, data facts (num_classes, vocab_size, ...) and per-check settings.")
+@click.option("--tokenizer", type=click.Path(dir_okay=False, path_type=Path),
+              help="tokenizer.json: token lengths, and its special tokens searched for in the text "
+                   "(= [data] tokenizer).")
+@click.option("--context-length", type=click.IntRange(min=1),
+              help="Context length the lengths are compared with (= [data] context_length).")
+@click.option("--strict", is_flag=True,
+              help="Exit 1 when a field warning is noted: a column no check reads, a shard without text, a "
+                   "configured field of the wrong type.")
 @engine_options("one task per shard")
-def audit(shards, out, config_path, engine, ray_address, workers):
-    """Scan SHARD_OR_GLOB... (Parquet, WebDataset .tar/.tar.gz, JSONL) and report every bad sample."""
+def audit(shards, out, config_path, tokenizer, context_length, strict, engine, ray_address, workers):
+    """Scan SHARD_OR_GLOB... (Parquet, WebDataset .tar/.tar.gz, JSONL, JSON arrays) and report every bad sample."""
+    given = {"tokenizer": str(tokenizer.resolve()) if tokenizer else None, "context_length": context_length}
     try:
         paths = expand_shards(list(shards))
-        config = load_config(config_path)
+        config = load_config(config_path, {k: v for k, v in given.items() if v is not None})
         require_fields(paths, FieldSpec.from_config(config.fields, config.data), f"{config.source}: [fields]")
     except (InputPathError, ConfigError) as exc:
         raise InputError(str(exc)) from None
@@ -68,5 +77,5 @@ def audit(shards, out, config_path, engine, ray_address, workers):
         report = run_audit(paths, config, out, engine=engine, ray_address=ray_address, on_progress=on_progress,
                            workers=workers)
     _print_summary(console, report, out)
-    raise SystemExit(1 if has_errors(report) else 0)
+    raise SystemExit(1 if has_errors(report) or (strict and report["totals"]["field_warnings"]) else 0)
 

@@ -130,7 +130,8 @@ def test_clean_shard_exits_0(tmp_path):
     res = CliRunner().invoke(main, ["audit", str(shard), "--out", str(tmp_path / "o")])
     assert res.exit_code == 0, res.output
     report = json.loads((tmp_path / "o" / "report.json").read_text())
-    assert report["totals"] == {"samples": 3, "flagged": 0, "passed": 3, "shards": 1, "unreadable_shards": 0}
+    assert report["totals"] == {"samples": 3, "flagged": 0, "passed": 3, "shards": 1, "unreadable_shards": 0,
+                                "field_warnings": 0}
 
 
 def test_progress_counts_every_sample(fixture_dir, tmp_path):
