@@ -4,19 +4,21 @@ from __future__ import annotations
 import glob
 import os
 
-from dataaudit.sources import shard_format
+from dataaudit.sources import holds_json_array, shard_format
 
 
 class InputPathError(ValueError):
     """A shard argument that names nothing usable; the message names it."""
 
 
-def _supported(path: str) -> bool:
+def _walked(path: str) -> bool:
+    """Whether a folder walk takes this file. A .json file only when it holds an array of records: the metadata
+    objects beside shards (manifest.json, dataset_info.json) are no data. Named explicitly, any .json is read."""
     try:
-        shard_format(path)
+        fmt = shard_format(path)
     except ValueError:
         return False
-    return True
+    return fmt != "json" or holds_json_array(path)
 
 
 def expand_shards(args: list[str]) -> list[str]:
@@ -29,10 +31,10 @@ def expand_shards(args: list[str]) -> list[str]:
                 raise InputPathError(f"{arg}: no file matches this pattern")
             paths += matches
         elif os.path.isdir(arg):
-            found = sorted(os.path.join(root, f) for root, _, files in os.walk(arg) for f in files
-                           if _supported(f))
+            found = sorted(p for root, _, files in os.walk(arg) for p in (os.path.join(root, f) for f in files)
+                           if _walked(p))
             if not found:
-                raise InputPathError(f"{arg}: folder holds no Parquet, WebDataset or JSONL shard")
+                raise InputPathError(f"{arg}: folder holds no Parquet, WebDataset, JSONL or JSON-array shard")
             paths += found
         elif os.path.isfile(arg):
             try:

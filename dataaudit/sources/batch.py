@@ -1,7 +1,9 @@
-"""Turns decoded records (tar samples, JSONL lines) into Arrow record batches with the provenance columns.
+"""Turns decoded records (tar samples, JSONL lines, JSON array elements) into Arrow record batches with the
+provenance columns.
 
 Readers hand over one record at a time as {column: (kind, value)}; the column's Arrow type is chosen per batch
 from the kinds seen, so a field whose type varies between records degrades to JSON text instead of failing.
+Nested values (objects, lists of objects or strings) become Arrow nested types (see nested.py).
 Parquet does not come through here: its batches are already Arrow.
 """
 from __future__ import annotations
@@ -12,11 +14,14 @@ import numpy as np
 import pyarrow as pa
 
 from .base import ERROR, KEY, PROVENANCE_COLUMNS, ROW, WARNING
+from .nested import nested_array, utf8_safe
 
 # Value kinds. A value of kind None is a JSON null: it fits any column.
 STR, INT, FLOAT, BOOL = "str", "int", "float", "bool"
 LIST_INT, LIST_FLOAT, LIST_EMPTY = "list_int", "list_float", "list_empty"
-JSON = "json"  # anything else: stored as JSON text
+NESTED = "nested"  # an object, or a list that is not all numbers: an Arrow nested type when the column allows
+JSON = "json"      # anything else (integers beyond int64): stored as JSON text
+_LISTS = {LIST_INT, LIST_FLOAT, LIST_EMPTY}
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 _FLOAT_EXACT = 1 << 53          # ints beyond this lose precision as float64, so they do not promote
@@ -52,6 +57,9 @@ def json_value(v: object) -> tuple[str | None, object]:
             return (LIST_INT, v) if INT64_MIN <= min(v) and max(v) <= INT64_MAX else (JSON, v)
         if all(type(x) is int or type(x) is float for x in v):
             return LIST_FLOAT, v
+        return NESTED, v
+    if t is dict:
+        return NESTED, v
     return JSON, v
 
 
@@ -78,11 +86,6 @@ def _approx_bytes(v: object) -> int:
     return 8
 
 
-def _utf8_safe(s: str) -> str:
-    # Lone surrogates (from JSON "\ud800" escapes or undecodable tar names) cannot be stored in Arrow strings.
-    return s.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
 def string_array(values: list, bad_rows: list[int] | None = None) -> pa.Array:
     """Arrow string array; values that are not valid Unicode are escaped and their rows reported."""
     try:
@@ -95,7 +98,7 @@ def string_array(values: list, bad_rows: list[int] | None = None) -> pa.Array:
             try:
                 v.encode("utf-8")
             except UnicodeEncodeError:
-                v = _utf8_safe(v)
+                v = utf8_safe(v)
                 if bad_rows is not None:
                     bad_rows.append(i)
         out.append(v)
@@ -150,11 +153,17 @@ class BatchBuilder:
     def full(self, batch_rows: int) -> bool:
         return len(self._keys) >= batch_rows or self.nbytes >= MAX_BATCH_BYTES
 
-    def add(self, key: str, values: dict, error: str | None = None, warnings: list[str] = ()) -> None:
-        """One record. With an error its values are dropped: an undecodable record has null data columns."""
+    def add(self, key: str, values: dict, error: str | None = None, warnings: list[str] = (),
+            size: int | None = None) -> None:
+        """One record. With an error its values are dropped: an undecodable record has null data columns.
+
+        size: the record's encoded size, when the reader knows it; nested values are not walked to estimate it.
+        """
         i = len(self._keys)
         warnings = list(warnings)
         dropped = 0
+        if size is not None:
+            self.nbytes += size
         if error is None:
             for col, (kind, v) in values.items():
                 if self._wanted is not None and col not in self._wanted:
@@ -169,7 +178,8 @@ class BatchBuilder:
                 c[1].append(v)
                 if kind is not None:
                     c[2].add(kind)
-                self.nbytes += _approx_bytes(v)
+                if size is None:
+                    self.nbytes += _approx_bytes(v)
         if dropped:
             warnings.append(f"{dropped} field(s) dropped: more than {self._max_columns} columns in one batch")
         self._keys.append(key)
@@ -180,42 +190,58 @@ class BatchBuilder:
         full = [None] * n
         for i, v in zip(idx, vals):
             full[i] = v
-        if kinds <= {LIST_INT, LIST_FLOAT, LIST_EMPTY} and kinds:
+        if kinds <= _LISTS and kinds:
             return _list_array(full, LIST_FLOAT if LIST_FLOAT in kinds else LIST_INT)
+        if NESTED in kinds and kinds <= _LISTS | {NESTED}:
+            return self._nested(name, full, kinds)
         if kinds == {INT, FLOAT} and all(type(v) is float or v is None or abs(v) <= _FLOAT_EXACT for v in full):
             kinds = {FLOAT}  # JSON has one number type: 1 and 0.5 in one field is not a conflict
         if len(kinds) == 1 and JSON not in kinds:
             (kind,) = kinds
             if kind == STR:
-                bad: list[int] = []
-                arr = string_array(full, bad)
-                for i in bad:
-                    self._warnings[i].append(f"column {name!r}: invalid Unicode escaped")
-                return arr
+                return self._strings(name, full)
             return pa.array(full, {INT: pa.int64(), FLOAT: pa.float64(), BOOL: pa.bool_()}[kind])
         if not kinds:
             return pa.nulls(n, _STRING)
-        # Conflicting kinds (or nested values): JSON text keeps every value without guessing a type.
+        # Conflicting kinds: JSON text keeps every value without guessing a type.
+        return self._json_text(name, full)
+
+    def _nested(self, name: str, full: list, kinds: set) -> pa.Array:
+        """Objects and lists as Arrow nested types; JSON text (with a warning per record) when they fit none."""
+        if kinds & {LIST_INT, LIST_FLOAT}:
+            full = [_to_jsonable(v) for v in full]  # .npy members arrive as numpy arrays
+        arr, why = nested_array(name, full, self._warnings)
+        if arr is not None:
+            return arr
+        return self._json_text(name, full, why and f"nested values fit no single Arrow type ({why}), read as JSON text")
+
+    def _strings(self, name: str, values: list) -> pa.Array:
+        bad: list[int] = []
+        arr = string_array(values, bad)
+        for i in bad:
+            self._warnings[i].append(f"column {name!r}: invalid Unicode escaped")
+        return arr
+
+    def _json_text(self, name: str, full: list, note: str | None = None) -> pa.Array:
+        """Every non-null value as JSON text; `note` (if any) becomes a warning of each such record."""
         text = []
         for i, v in enumerate(full):
             if v is not None:
+                if note is not None:
+                    self._warnings[i].append(f"column {name!r}: {note}")
                 try:
                     v = json.dumps(_to_jsonable(v), ensure_ascii=False)
                 except (ValueError, RecursionError) as e:
                     self._warnings[i].append(f"column {name!r}: value not encodable ({one_line(e)})")
                     v = None
             text.append(v)
-        bad = []
-        arr = string_array(text, bad)
-        for i in bad:
-            self._warnings[i].append(f"column {name!r}: invalid Unicode escaped")
-        return arr
+        return self._strings(name, text)
 
     def build(self) -> pa.RecordBatch:
         n = len(self._keys)
         names, arrays = [], []
         for name, (idx, vals, kinds) in self._cols.items():
-            names.append(_utf8_safe(name) if not name.isascii() else name)
+            names.append(utf8_safe(name) if not name.isascii() else name)
             arrays.append(self._column(name, idx, vals, kinds, n))
         bad_keys: list[int] = []
         keys = string_array(self._keys, bad_keys)

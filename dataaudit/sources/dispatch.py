@@ -7,6 +7,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from .base import READ_ERRORS, ShardReadError
+from .json_array import iter_json_array
 from .jsonl import iter_jsonl
 from .parquet import iter_parquet, read_parquet_schema
 from .webdataset_tar import MAX_MEMBER_BYTES, iter_webdataset
@@ -15,17 +16,19 @@ _SUFFIXES = (
     (".parquet", "parquet"), (".pq", "parquet"),
     (".tar", "webdataset"), (".tar.gz", "webdataset"), (".tgz", "webdataset"),
     (".jsonl", "jsonl"), (".jsonl.gz", "jsonl"), (".ndjson", "jsonl"), (".ndjson.gz", "jsonl"),
+    (".json", "json"), (".json.gz", "json"),
 )
 
 
 def shard_format(path: str) -> str:
-    """'parquet', 'webdataset' or 'jsonl', from the file name; ValueError for anything else."""
+    """'parquet', 'webdataset', 'jsonl' or 'json' (an array of records), from the file name; ValueError for
+    anything else."""
     name = os.fspath(path).lower()
     for suffix, fmt in _SUFFIXES:
         if name.endswith(suffix):
             return fmt
     raise ValueError(f"{os.fspath(path)}: unsupported shard format "
-                     "(expected .parquet/.pq, .tar/.tar.gz/.tgz or .jsonl/.jsonl.gz/.ndjson)")
+                     "(expected .parquet/.pq, .tar/.tar.gz/.tgz, .jsonl/.jsonl.gz/.ndjson or .json/.json.gz)")
 
 
 def read_schema(path: str) -> pa.Schema | None:
@@ -39,7 +42,7 @@ def read_schema(path: str) -> pa.Schema | None:
 
 def peek_schema(path: str, rows: int = 256) -> pa.Schema | None:
     """The shard's columns without reading it all: Parquet's footer, else the schema of its first `rows` records
-    (JSONL and tar records carry their own fields). None when the shard cannot be read (the job reports it)."""
+    (JSONL, JSON and tar records carry their own fields). None when the shard cannot be read (the job reports it)."""
     try:
         schema = read_schema(path)
         if schema is not None:
@@ -68,4 +71,6 @@ def iter_shard(path: str, columns: list[str] | None = None, batch_rows: int = 40
         return iter_parquet(path, columns, batch_rows)
     if fmt == "webdataset":
         return iter_webdataset(path, columns, batch_rows, max_member_bytes=max_member_bytes)
+    if fmt == "json":
+        return iter_json_array(path, columns, batch_rows, max_record_bytes=max_member_bytes)
     return iter_jsonl(path, columns, batch_rows, max_line_bytes=max_member_bytes)

@@ -70,7 +70,7 @@ def iter_jsonl(path: str, columns: list[str] | None = None, batch_rows: int = 40
                     builder.add(key, {}, f"line {lineno}: longer than {max_line_bytes} bytes (not parsed)")
                 elif line.strip():
                     values, error, warnings = _parse_line(line, lineno)
-                    builder.add(key, values or {}, error, warnings)
+                    builder.add(key, values or {}, error, warnings, size=len(line))
                 else:
                     continue  # blank lines are not records
                 if builder.full(batch_rows):

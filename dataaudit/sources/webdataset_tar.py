@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 
 from .base import ShardReadError
-from .batch import (BatchBuilder, INT, INT64_MAX, INT64_MIN, JSON, LIST_EMPTY, LIST_FLOAT, LIST_INT, STR,
-                    flatten_object, one_line)
+from .batch import (BatchBuilder, INT, INT64_MAX, INT64_MIN, LIST_EMPTY, LIST_FLOAT, LIST_INT, STR,
+                    flatten_object, json_value, one_line)
 
 MAX_MEMBER_BYTES = 256 << 20
 DECODED = {"txt", "json", "cls", "cls2", "index", "npy"}
@@ -144,7 +144,7 @@ def decode_member(ext: str, data: bytes, limit: int) -> tuple[dict, list[str]]:
         except (ValueError, RecursionError) as e:
             raise _RecordError(f"invalid JSON: {one_line(e)}") from None
         if not isinstance(obj, dict):
-            return {col: (JSON, obj)}, []
+            return {col: json_value(obj)}, []  # typed like a field: a list of turns is list<struct>
         values: dict = {}
         warnings: list[str] = []
         flatten_object(obj, "" if col == "json" else col + ".", values, warnings, "json")

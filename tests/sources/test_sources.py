@@ -52,12 +52,13 @@ def gz(b: bytes) -> bytes:
 
 @pytest.mark.parametrize("name,fmt", [
     ("a.parquet", "parquet"), ("a.PQ", "parquet"), ("d/a.tar", "webdataset"), ("a.tar.gz", "webdataset"),
-    ("a.tgz", "webdataset"), ("a.jsonl", "jsonl"), ("a.jsonl.gz", "jsonl"), ("a.ndjson", "jsonl")])
+    ("a.tgz", "webdataset"), ("a.jsonl", "jsonl"), ("a.jsonl.gz", "jsonl"), ("a.ndjson", "jsonl"),
+    ("a.json", "json"), ("d/a.JSON.gz", "json")])
 def test_shard_format(name, fmt):
     assert shard_format(name) == fmt
 
 
-@pytest.mark.parametrize("name", ["a.csv", "a.gz", "a.json", "tar"])
+@pytest.mark.parametrize("name", ["a.csv", "a.gz", "a.json5", "tar"])   # .json is read since JSON-array support
 def test_shard_format_unsupported(name):
     with pytest.raises(ValueError, match=rf"^{name}: unsupported shard format"):
         shard_format(name)
@@ -174,15 +175,18 @@ def test_tar_decodes_txt_json_cls_npy(tmp_path):
     assert s.field("n").type == pa.int64() and t.column("n").to_pylist() == [3, 4, None]
     assert s.field("ok").type == pa.bool_() and t.column("ok").to_pylist() == [True, False, None]
     assert s.field("ids").type == pa.list_(pa.float64()) and t.column("ids").to_pylist() == [[1, 2, 3], [0.5], None]
-    assert t.column("meta").to_pylist() == ['{"x": 1}', None, None]
-    assert t.column("tags").to_pylist() == ['["a"]', None, None]
+    # Nested values are Arrow nested types (they were JSON text before the nested-JSON change).
+    assert s.field("meta").type == pa.struct([("x", pa.int64())])
+    assert t.column("meta").to_pylist() == [{"x": 1}, None, None]
+    assert s.field("tags").type == pa.list_(pa.string()) and t.column("tags").to_pylist() == [["a"], None, None]
     assert s.field("cls").type == pa.int64() and t.column("cls").to_pylist() == [7, 2, None]
     # int and float arrays in one batch: values as float64, the dtype column keeps the truth
     assert s.field("input_ids").type == pa.list_(pa.float64())
     assert t.column("input_ids").to_pylist() == [[0, 1, 2, 3, 4, 5], [0.5, 1.5], None]
     assert t.column("input_ids.shape").to_pylist() == [[2, 3], [2], None]
     assert t.column("input_ids.dtype").to_pylist() == ["int32", "float32", None]
-    assert t.column("json").to_pylist() == [None, None, "[1, 2]"]
+    # A .json member that is not an object is typed like a field (it was JSON text before the nested-JSON change).
+    assert s.field("json").type == pa.list_(pa.int64()) and t.column("json").to_pylist() == [None, None, [1, 2]]
     assert "jpg" not in s.names
     # projection keeps only requested data columns
     t = read_all(p, columns=["cls", "input_ids.dtype", "nope"])
@@ -441,6 +445,8 @@ def _valid_shard(fmt: str, tmp: Path) -> bytes:
     if fmt == "parquet":
         pq.write_table(pa.table({"x": [1, 2, 3], "s": ["a", None, "c"]}), tmp / "v.parquet", row_group_size=2)
         return (tmp / "v.parquet").read_bytes()
+    if fmt == "json":
+        return '[{"x": 1, "m": [{"r": "u", "c": "中"}]}, {"x": [1, 2]}, "s", {"m": [{"r": "a", "c": ["p"]}]}]'.encode()
     return b'{"x": 1}\n{"x": [1, 2]}\n{"y": "s"}\n'
 
 
@@ -456,7 +462,7 @@ def _check_shard(path: Path) -> None:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(fmt=st.sampled_from(["tar", "parquet", "jsonl"]), data=st.binary(max_size=3000))
+@given(fmt=st.sampled_from(["tar", "parquet", "jsonl", "json"]), data=st.binary(max_size=3000))
 def test_fuzz_random_bytes(tmp_path, fmt, data):
     p = tmp_path / f"r.{fmt}"
     p.write_bytes(data)
@@ -464,7 +470,7 @@ def test_fuzz_random_bytes(tmp_path, fmt, data):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(fmt=st.sampled_from(["tar", "parquet", "jsonl"]), cut=st.integers(0, 10_000),
+@given(fmt=st.sampled_from(["tar", "parquet", "jsonl", "json"]), cut=st.integers(0, 10_000),
        patches=st.lists(st.tuples(st.integers(0, 10_000), st.binary(min_size=1, max_size=8)), max_size=4))
 def test_fuzz_corrupted_valid_shards(tmp_path, fmt, cut, patches):
     data = bytearray(_valid_shard(fmt, tmp_path))

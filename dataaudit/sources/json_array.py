@@ -1,0 +1,304 @@
+"""JSON shards (plain or gzip) holding one array of records, as Alpaca, LLaMA-Factory and FastChat ship SFT data.
+
+Streamed: bytes are decoded incrementally into a text window and one element at a time is parsed with
+JSONDecoder.raw_decode, so a file of any size needs memory for one record only. The byte offset of every
+element is tracked exactly (UTF-8 text such as Chinese is common) so errors can name it. A malformed element
+cannot be resynchronised in general: records read before it stay valid and the shard then fails with
+ShardReadError. A top-level object is one record; objects that follow it (JSON Lines named .json) are one record
+each. Key = record index (0-based).
+"""
+from __future__ import annotations
+
+import codecs
+import gzip
+import json
+import os
+import re
+import zlib
+from typing import Iterator
+
+import pyarrow as pa
+
+from .base import ShardReadError
+from .batch import BatchBuilder, flatten_object, one_line
+from .jsonl import MAX_LINE_BYTES
+
+MAX_RECORD_BYTES = MAX_LINE_BYTES   # one element is held in memory; a broken file must not pull in the rest
+CHUNK_BYTES = 1 << 20
+_STREAM_ERRORS = (OSError, EOFError, zlib.error)   # gzip.BadGzipFile is an OSError
+_WHITESPACE = re.compile(r"[ \t\n\r]*")             # JSON's whitespace, nothing else
+_DECODER = json.JSONDecoder()
+# An error this close to the end of the window may be the window's end, not the file's ("tru|e", "1.|5").
+_CUT_MARGIN = 16
+
+
+class _Fatal(Exception):
+    """The shard cannot be read further; the message names where."""
+
+
+def _nbytes(text: str) -> int:
+    # Invalid UTF-8 bytes were decoded as surrogates (surrogateescape): encoding them back gives the same bytes.
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogateescape"))
+
+
+class _Window:
+    """A text window over the decoded byte stream that knows the byte offset of the character at `pos`."""
+
+    def __init__(self, stream, chunk_bytes: int):
+        self._stream = stream
+        self._chunk = chunk_bytes
+        self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+        self.text = ""
+        self.pos = 0          # next character not consumed
+        self.pos_byte = 0     # its byte offset in the (decompressed) file
+        self.read_bytes = 0   # bytes read from the stream so far
+        self.eof = False
+        self.broken: str | None = None   # the stream's own error, when it ended on one
+
+    def byte_at(self, index: int) -> int:
+        """Byte offset of the character at text[index] (index >= pos)."""
+        return self.pos_byte + _nbytes(self.text[self.pos:index])
+
+    def buffered_bytes(self) -> int:
+        """Bytes read but not consumed (what a record in progress holds)."""
+        return self.read_bytes - self.pos_byte
+
+    def advance(self, chars: int, nbytes: int) -> None:
+        self.pos += chars
+        self.pos_byte += nbytes
+
+    def fill(self, want: int) -> bool:
+        """Read about `want` more bytes, dropping the consumed text. False when the stream has nothing more."""
+        if self.eof:
+            return False
+        parts, got = [], 0
+        try:
+            while got < want:
+                # read1: a stream that breaks (a cut gzip) loses only its last read, not the whole request
+                data = self._stream.read1(want - got)
+                if not data:
+                    self.eof = True
+                    break
+                parts.append(data)
+                got += len(data)
+        except _STREAM_ERRORS as e:
+            self.broken = one_line(e) or type(e).__name__
+            self.eof = True
+        self.read_bytes += got
+        new = self._decoder.decode(b"".join(parts), final=self.eof)
+        self.text = self.text[self.pos:] + new   # linear: fill is called about once per chunk or doubling
+        self.pos = 0
+        return bool(new) or not self.eof
+
+    def next_char(self) -> str:
+        """The next character after whitespace ('' at the end of the stream); the whitespace is consumed."""
+        while True:
+            end = _WHITESPACE.match(self.text, self.pos).end()
+            self.advance(end - self.pos, end - self.pos)   # whitespace is ASCII
+            if self.pos < len(self.text):
+                return self.text[self.pos]
+            if not self.fill(self._chunk):
+                return ""
+
+    def value(self, limit: int) -> tuple[object, int, int | None]:
+        """Decode the JSON value at pos: (value, its size in bytes, byte offset of invalid UTF-8 in it or None).
+
+        Raises _Syntax for malformed JSON, _Incomplete when the stream ends inside it, _TooBig past `limit` bytes.
+        """
+        while True:
+            start = self.pos
+            try:
+                obj, end = _DECODER.raw_decode(self.text, start)
+            except json.JSONDecodeError as e:
+                cut = e.pos >= len(self.text) - _CUT_MARGIN or e.msg.startswith("Unterminated string")
+                if not cut:
+                    raise _Syntax(e.msg, self.byte_at(e.pos)) from None
+                if self.eof:
+                    if e.pos >= len(self.text) or e.msg.startswith("Unterminated string"):
+                        raise _Incomplete() from None
+                    raise _Syntax(e.msg, self.byte_at(e.pos)) from None
+            except (ValueError, RecursionError) as e:   # integer too long, nesting too deep
+                raise _Syntax(one_line(e) or type(e).__name__, self.pos_byte) from None
+            else:
+                # A number near the window's end may go on in the next chunk ("12|34", "1.|5", "1e|-3").
+                if self.eof or len(self.text) - end > _CUT_MARGIN or self.text[start] not in "-0123456789":
+                    return self._take(obj, start, end, limit)
+            held = self.buffered_bytes()
+            if held > limit:
+                raise _TooBig()
+            # Grow the window geometrically: each retry re-parses the element, so the total stays linear.
+            self.fill(max(self._chunk, min(held, limit + 1 - held)))
+
+    def _take(self, obj: object, start: int, end: int, limit: int) -> tuple[object, int, int | None]:
+        if end - start > limit:   # characters are at least a byte each: surely too big, not worth encoding
+            raise _TooBig()
+        seg = self.text[start:end]
+        bad = None
+        if seg.isascii():
+            size = len(seg)
+        else:
+            try:
+                size = len(seg.encode("utf-8"))
+            except UnicodeEncodeError as e:   # a surrogate here is a byte that was not UTF-8
+                bad = self.pos_byte + _nbytes(seg[:e.start])
+                size = _nbytes(seg)
+        if size > limit:
+            raise _TooBig()
+        self.advance(end - start, size)
+        return obj, size, bad
+
+
+class _Syntax(Exception):
+    def __init__(self, msg: str, byte: int):
+        super().__init__(msg)
+        self.msg, self.byte = msg, byte
+
+
+class _Incomplete(Exception):
+    """The stream ended inside a value."""
+
+
+class _TooBig(Exception):
+    """One value is larger than the record limit."""
+
+
+def _record(obj: object, i: int, start: int, bad: int | None, warnings: list[str]) -> tuple[dict, str | None]:
+    """(values, error) of one element."""
+    if bad is not None:
+        return {}, f"record {i} at byte {start}: invalid UTF-8 at byte {bad}"
+    if type(obj) is not dict:
+        return {}, f"record {i} at byte {start}: not a JSON object ({type(obj).__name__})"
+    values: dict = {}
+    flatten_object(obj, "", values, warnings, f"record {i}")
+    return values, None
+
+
+_JSON_TYPES = {str: "string", int: "number", float: "number", bool: "boolean", type(None): "null"}
+
+
+class _Records:
+    """The records of one file: (values, error, warnings, size) each; _Fatal when it cannot be read further."""
+
+    def __init__(self, win: _Window, limit: int):
+        self.win, self.limit = win, limit
+        self.count = 0
+
+    def __iter__(self):
+        win = self.win
+        first = win.next_char()
+        warnings = []
+        if first == "\ufeff":
+            win.advance(1, 3)
+            warnings.append("UTF-8 byte order mark ignored")
+            first = win.next_char()
+        if first == "":
+            raise self._ended("empty file, expected an array of records")
+        if first == "[":
+            win.advance(1, 1)
+            yield from self._array(warnings)
+        elif first == "{":
+            yield from self._objects(warnings)
+        else:
+            obj = self._value()[0]
+            raise _Fatal(f"top-level value is a {_JSON_TYPES.get(type(obj), type(obj).__name__)}, "
+                         "expected an array of records")
+        if win.next_char():
+            raise _Fatal(f"extra data at byte {win.pos_byte} after the records")
+        if win.broken:   # e.g. a gzip trailer cut off after the last record
+            raise self._ended("")
+
+    def _ended(self, what: str) -> _Fatal:
+        if self.win.broken:
+            return _Fatal(f"{self.win.broken} (after byte {self.win.read_bytes})")
+        return _Fatal(what)
+
+    def _truncated(self, start: int | None = None) -> _Fatal:
+        where = "" if start is None else f": record {self.count} at byte {start} is incomplete"
+        return self._ended(f"truncated at byte {self.win.read_bytes} (no closing ']'){where}")
+
+    def _value(self) -> tuple[object, int, int, int | None]:
+        """(value, start byte, size, invalid UTF-8 byte) of the element at the window's position."""
+        start = self.win.pos_byte
+        try:
+            obj, size, bad = self.win.value(self.limit)
+        except _Syntax as e:
+            raise self._ended(f"{e.msg} at byte {e.byte} (record {self.count})") from None
+        except _Incomplete:
+            raise self._truncated(start) from None
+        except _TooBig:
+            raise _Fatal(f"record {self.count} at byte {start} is larger than {self.limit} bytes "
+                         "(max_record_bytes)") from None
+        return obj, start, size, bad
+
+    def _one(self, warnings: list[str]):
+        obj, start, size, bad = self._value()
+        values, error = _record(obj, self.count, start, bad, warnings)
+        self.count += 1
+        return values, error, warnings, size
+
+    def _array(self, warnings: list[str]):
+        win = self.win
+        ch = win.next_char()
+        if ch == "]":
+            win.advance(1, 1)
+            return
+        while True:
+            if ch == "":
+                raise self._truncated()
+            yield self._one(warnings)
+            warnings = []
+            ch = win.next_char()
+            if ch == "]":
+                win.advance(1, 1)
+                return
+            if ch == "":
+                raise self._truncated()
+            if ch != ",":
+                raise self._ended(f"Expecting ',' delimiter at byte {win.pos_byte} (after record {self.count - 1})")
+            win.advance(1, 1)
+            ch = win.next_char()
+
+    def _objects(self, warnings: list[str]):
+        while self.win.next_char():
+            yield self._one(warnings)
+            warnings = []
+
+
+def holds_json_array(path: str, probe_bytes: int = 1 << 16) -> bool:
+    """Whether a .json file starts with '[' (after a BOM and whitespace): how a folder walk tells record arrays
+    from the metadata objects that sit beside shards (manifest.json, dataset_info.json). An unreadable file
+    counts as an array, so the audit reports it instead of skipping it silently."""
+    try:
+        with open(os.fspath(path), "rb") as raw:
+            stream = gzip.GzipFile(fileobj=raw, mode="rb") if raw.peek(2)[:2] == b"\x1f\x8b" else raw
+            head = stream.read(probe_bytes)
+    except _STREAM_ERRORS:
+        return True
+    return head.removeprefix(codecs.BOM_UTF8).lstrip(b" \t\n\r")[:1] == b"["
+
+
+def iter_json_array(path: str, columns: list[str] | None = None, batch_rows: int = 4096,
+                    max_record_bytes: int = MAX_RECORD_BYTES, *, chunk_bytes: int = CHUNK_BYTES
+                    ) -> Iterator[pa.RecordBatch]:
+    builder = BatchBuilder(columns)
+    try:
+        raw = open(os.fspath(path), "rb")
+    except OSError as e:
+        raise ShardReadError(f"json: {one_line(e)}") from e
+    with raw:
+        failure = None
+        try:
+            # Sniff gzip by magic rather than trusting the extension.
+            stream = gzip.GzipFile(fileobj=raw, mode="rb") if raw.peek(2)[:2] == b"\x1f\x8b" else raw
+            for values, error, warnings, size in _Records(_Window(stream, chunk_bytes), max_record_bytes):
+                builder.add(str(builder.next_row + len(builder)), values, error, warnings, size)
+                if builder.full(batch_rows):
+                    yield builder.build()
+        except _Fatal as e:
+            failure = str(e)
+        except _STREAM_ERRORS as e:   # the gzip header, read before the first record
+            failure = one_line(e) or type(e).__name__
+        if len(builder):
+            yield builder.build()
+        if failure is not None:
+            raise ShardReadError(f"json: {failure}")
