@@ -206,7 +206,7 @@ def generate_conv(rng: random.Random, pool: dict, need: str | None = None) -> di
     lang = "zh" if (need == "tools" or rng.random() < 0.5) else "en"
     src = "glaive" if lang == "zh" else "sft"
     plain = pool["plain"][src]
-    n = rng.randint(1, 4 if src == "glaive" else 3)
+    n = rng.randint(1, min(pool.get("max_exchanges", 4), 4 if src == "glaive" else 3))
     picked = [dict(rng.choice(plain)) for _ in range(n)]
     tools = None
     use_tool = need == "tools" or (need != "plain" and src == "glaive" and rng.random() < 0.4)
@@ -319,7 +319,7 @@ def plant_conv(rng: random.Random, conv: dict, kind: str, form: str, pool: dict)
         k = rng.choice(_prose_turns(turns, ("user",)))
         ws = rng.choice((" ", "\n\n", "\u3000", "\t "))
         turns[k]["text"] = ws
-        info.update(turn=k, variant=repr(ws))
+        info.update(turn=k, variant="whitespace-only", inserted=ws)
     elif kind == "control_chars":
         k = rng.choice(_prose_turns(turns))
         c = rng.choice(CONTROL_CHARS)
@@ -458,10 +458,10 @@ def plant_alpaca(rng: random.Random, rec: dict, kind: str) -> dict:
     info: dict = {"turn": None, "variant": None, "inserted": None}
     if kind == "empty_output":
         rec["output"] = rng.choice(("", " ", "\n"))
-        info.update(field="output", variant=repr(rec["output"]))
+        info.update(field="output", variant="empty" if not rec["output"] else "whitespace-only", inserted=rec["output"])
     elif kind == "empty_instruction":
         rec["instruction"] = rng.choice((" ", "\n\n", "\u3000", "\t "))
-        info.update(field="instruction", variant=repr(rec["instruction"]))
+        info.update(field="instruction", variant="whitespace-only", inserted=rec["instruction"])
     elif kind == "repetition":
         rec["output"], variant, sentence = repeated(rng, rec["output"])
         info.update(field="output", variant=variant, inserted=sentence)
@@ -621,18 +621,24 @@ def build_form(form: str, real: list[dict], pool: dict, records: int, rate: floa
 
 def generate(out: str | Path, records: int = 2000, rate: float = 0.02, seed: int = 0, forms=FORMS,
              formats=FORMATS, kinds=None, real_limit: int | None = None, shared: Path | None = None,
-             log=print) -> dict:
-    """Write the datasets and OUT/truth.json; returns the truth."""
+             max_chars: int | None = None, max_exchanges: int | None = None, log=print) -> dict:
+    """Write the datasets and OUT/truth.json; returns the truth. real_limit: only that many real records (half
+    from each source); max_chars: only real conversations (and exchanges) whose turns are all that short."""
     out = Path(out)
     real = load_real(shared)
+    if max_chars is not None:
+        real = [c for c in real if all(len(t["text"] or "") <= max_chars for t in c["turns"])
+                and len(c["tools"] or "") <= 4 * max_chars]
     pool = build_pool(real)
+    if max_exchanges is not None:
+        pool["max_exchanges"] = max_exchanges
     if real_limit is not None:                       # an even share of both sources
         g = [c for c in real if c["src"] == "glaive"]
         s = [c for c in real if c["src"] == "sft"]
         real = g[: (real_limit + 1) // 2] + s[: real_limit // 2]
     truth = {"generator_version": GENERATOR_VERSION,
              "params": {"records": records, "rate": rate, "seed": seed, "real_limit": real_limit,
-                        "kinds": list(kinds) if kinds else None},
+                        "max_chars": max_chars, "max_exchanges": max_exchanges, "kinds": list(kinds) if kinds is not None else None},
              "forms": {}}
     for form in forms:
         built = build_form(form, real, pool, records, rate, seed, kinds)
@@ -651,6 +657,77 @@ def generate(out: str | Path, records: int = 2000, rate: float = 0.02, seed: int
     return truth
 
 
+# ------------------------------------------------------------------------------------------------ fixtures
+
+FIXTURE_ARGS = {"records": 20, "rate": 0.05, "seed": 7, "real_limit": 8, "max_chars": 200, "max_exchanges": 2,
+                "kinds": ("empty_reply", "empty_user", "control_chars", "special_tokens", "role_order",
+                          "no_assistant_turn", "json_invalid_call", "duplicate_id", "empty_output",
+                          "long_unbroken_run")}
+
+FIXTURE_README = """# Chat fixtures with planted defects
+
+Tiny chat and instruction datasets for docs and tests, written by `benchmarks/chat_data.py --fixtures
+--out fixtures/chat` from the first short conversations of `../shared/data/chat/` (glaive tool calls in
+Chinese, v1 SFT in English) plus generated ones: 20 records per form, the same records in three formats.
+
+| form | files | records |
+| --- | --- | --- |
+| ShareGPT (`conversations: [{{from, value}}]`, `tools` JSON string) | `{{parquet,jsonl,json}}/sharegpt/sharegpt-000.*` | 20 |
+| OpenAI messages (`id`, `messages: [{{role, content}}]`, tool calls as `tool_calls`, `tools`) | `{{parquet,jsonl,json}}/messages/messages-000.*` (content strings), `messages-001.*` (content as `[{{type: "text", text}}]` parts) | 10 + 10 |
+| Alpaca (`instruction`, `input`, `output`) | `{{parquet,jsonl,json}}/alpaca/alpaca-000.*` | 20 |
+
+```bash
+.venv/bin/dataaudit audit fixtures/chat/parquet/messages --out out/chat-messages
+.venv/bin/python -c "import pyarrow.parquet as pq; print(pq.read_table('out/chat-messages/flags.parquet').to_pandas())"
+```
+
+`truth.json` lists every record (`[shard, row, origin, planted kind]`; origin `real` = a real record,
+converted, never planted) and every planted defect. Rows are 0-based record numbers in the shard; a turn is
+0-based. What a correct audit reports for each plant (the check, at that row and field):
+
+| form | shard | row | kind | check | field | what was planted |
+| --- | --- | --- | --- | --- | --- | --- |
+{rows}
+
+Notes:
+- `json_invalid_call` in the messages form is a truncated `tool_calls[0].function.arguments` string. The
+  audit reads only `role` and `content` of a turn{note}.
+- Every record not in this table is clean by construction, except what the real data itself holds: the
+  messages form's tool-call turns have `content: null` (OpenAI's convention for an assistant turn that only
+  calls a tool) and most Alpaca records have an empty `input`.
+"""
+
+
+def shown(s, limit: int = 48) -> str:
+    """A planted string as the README shows it: JSON-quoted, control characters escaped, long ones cut."""
+    n = len(s)
+    if n > limit:
+        s = s[:limit]
+    s = json.dumps(s, ensure_ascii=False)
+    s = re.sub("[\x00-\x1f\x7f-\x9f]", lambda m: f"\\u{ord(m.group()):04x}", s)
+    if n > limit:
+        s = s[:-1] + f'…" ({n} chars)'
+    return s.replace("|", "\\|")
+
+
+def write_fixtures(out: str | Path) -> dict:
+    out = Path(out)
+    a = FIXTURE_ARGS
+    truth = generate(out, a["records"], a["rate"], a["seed"], kinds=a["kinds"], real_limit=a["real_limit"],
+                     max_chars=a["max_chars"], max_exchanges=a["max_exchanges"], log=lambda s: None)
+    rows = []
+    for form, ft in truth["forms"].items():
+        for t in ft["planted"]:
+            what = (t.get("variant") or "").replace("|", "\\|")
+            if t.get("inserted") is not None:
+                what = f"{what}: {shown(t['inserted'])}" if what else shown(t["inserted"])
+            rows.append(f"| {form} | {t['shard']} | {t['row']} | {t['kind']} | `{t['check']}` | `{t['field']}` | "
+                        f"{what} |")
+    note = " (no check reads `tool_calls`: not found today)"
+    (out / "README.md").write_text(FIXTURE_README.format(rows="\n".join(rows), note=note), encoding="utf-8")
+    return truth
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="output folder (OUT/<format>/<form>/<shard>.<ext>, OUT/truth.json)")
@@ -661,9 +738,17 @@ def main(argv=None) -> int:
     ap.add_argument("--formats", default=",".join(FORMATS))
     ap.add_argument("--kinds", default=None, help="comma-separated kinds to plant (default: every kind of the form)")
     ap.add_argument("--real", type=int, default=None, help="use only this many real records (half per source)")
+    ap.add_argument("--max-chars", type=int, default=None, help="only real conversations with turns this short")
+    ap.add_argument("--fixtures", action="store_true",
+                    help="write the committed fixture set (fixtures/chat: 20 records per form, a few plants, "
+                         "README.md with the truth table) into --out; other options are ignored")
     args = ap.parse_args(argv)
+    if args.fixtures:
+        write_fixtures(args.out)
+        return 0
     generate(args.out, args.records, args.rate, args.seed, tuple(args.forms.split(",")),
-             tuple(args.formats.split(",")), args.kinds.split(",") if args.kinds else None, args.real)
+             tuple(args.formats.split(",")), args.kinds.split(",") if args.kinds else None, args.real,
+             max_chars=args.max_chars)
     return 0
 
 
