@@ -2,7 +2,8 @@
 points at the defect that was planted (record, field, turn), the scorer counts exactly, a small audit finds
 every plant of the checks that locate it today, and fixtures/chat is what the generator writes.
 
-Needs the real chat data (../shared/data/chat); skips with a reason naming it when ../shared/data is missing."""
+All but the scorer's test need the real chat data (../shared/data/chat): they skip with a reason naming it when
+../shared/data is missing."""
 from __future__ import annotations
 
 import json
@@ -17,8 +18,6 @@ from tests.paths import REPO, needs_shared
 sys.path.insert(0, str(REPO / "benchmarks"))
 import chat_data  # noqa: E402
 import chat_recall  # noqa: E402
-
-pytestmark = needs_shared
 
 SMALL = {"records": 40, "rate": 0.0, "real_limit": 10, "seed": 3}
 ASSISTANT = ("assistant", "gpt")
@@ -48,6 +47,7 @@ def small(tmp_path_factory):
     return out, truth
 
 
+@needs_shared
 def test_generator_counts_and_determinism(small, tmp_path):
     out, truth = small
     for form, ft in truth["forms"].items():
@@ -65,6 +65,7 @@ def test_generator_counts_and_determinism(small, tmp_path):
         assert (tmp_path / path.relative_to(out)).read_bytes() == path.read_bytes(), path
 
 
+@needs_shared
 def test_formats_hold_the_same_records(small):
     out, _ = small
     for form in chat_data.FORMS:
@@ -89,6 +90,7 @@ def _field_turn(field: str) -> int:
     return int(re.search(r"\[(\d+)\]", field).group(1))
 
 
+@needs_shared
 def test_truth_points_at_the_planted_defect(small):
     out, truth = small
     for form, ft in truth["forms"].items():
@@ -183,6 +185,7 @@ LOCATED = ("empty_reply", "empty_user", "control_chars", "mojibake", "long_unbro
            "role_order", "no_assistant_turn", "json_invalid_tools", "empty_output", "empty_instruction")
 
 
+@needs_shared
 def test_small_audit_finds_every_plant(tmp_path):
     from dataaudit.config import load_config
     from pipelines.audit import run_audit
@@ -202,6 +205,7 @@ def test_small_audit_finds_every_plant(tmp_path):
             assert r["clean"]["records"] == 6
 
 
+@needs_shared
 def test_committed_fixtures_are_the_generators(tmp_path):
     committed = REPO / "fixtures" / "chat"
     chat_data.write_fixtures(tmp_path)
