@@ -58,6 +58,15 @@ step contamination_vs_janitor "$PY" benchmarks/contamination_vs_janitor.py --mb 
 # shellcheck disable=SC2086
 step guard_overhead "$PY" benchmarks/guard_overhead.py --threads 1 --json "$RESULTS/guard_overhead.json" $EXTRA_ARGS
 
+# Chat data: needs the real conversations in ../shared/data/chat (or $DATAAUDIT_SHARED_DATA/chat)
+SHARED="${DATAAUDIT_SHARED_DATA:-$ROOT/../shared/data}"
+if [[ -d "$SHARED/chat" ]]; then
+  step chat_recall "$PY" benchmarks/chat_recall.py --json "$RESULTS/chat_recall.json"
+  step chat_throughput "$PY" benchmarks/chat_throughput.py --json "$RESULTS/chat_throughput.json"
+else
+  echo "=== chat_recall, chat_throughput: skipped ($SHARED/chat missing)"
+fi
+
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "run_all: FAILED: ${failed[*]} (outputs in $RESULTS/)"
   exit 1
