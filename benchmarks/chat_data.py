@@ -195,8 +195,8 @@ def _vary(rng: random.Random, text: str, pool: list[str]) -> str:
     if r < 0.30:
         sents = sentences(text)
         if len(sents) > 2:
-            return " ".join(sents[: rng.randint(1, len(sents) - 1)]) if not re.search(r"[。！？]", text) \
-                else "".join(sents[: rng.randint(1, len(sents) - 1)])
+            joiner = "" if re.search(r"[。！？]", text) else " "
+            return joiner.join(sents[: rng.randint(1, len(sents) - 1)])
     return text
 
 
