@@ -226,7 +226,9 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
         values = _to_numpy(out.value).astype(np.float64, copy=False)
         details = _details(spec, out, idx, values, params)
         paths = site.paths(idx, out)
-        tables.append(flag_table(batch, rows, shard, paths, site.roles(idx), name, config.check(name).severity,
+        # a conversation check names the role of the turn it flags; text segments carry their own
+        roles = site.roles(idx) if out.role is None else [out.role[i] for i in idx.tolist()]
+        tables.append(flag_table(batch, rows, shard, paths, roles, name, config.check(name).severity,
                                  values[idx], details))
         if spec.state is not None and not spec.state.examples:
             continue   # its report section shows its own examples
