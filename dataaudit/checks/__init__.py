@@ -2,7 +2,7 @@
 from dataaudit.checks.base import (REGISTRY, SEVERITIES, CheckOutput, CheckSpec, SettingError, ShardState, Target,
                                    TextAndTokens, register)
 # Import order is report order: numeric, labels and tokens, text, reader findings.
-from dataaudit.checks import numeric, tokens, text, drift, reader  # noqa: F401,E402  (registration side effects)
+from dataaudit.checks import numeric, tokens, text, special_tokens, drift, reader  # noqa: F401,E402  (registers)
 
 __all__ = ["REGISTRY", "SEVERITIES", "CheckOutput", "CheckSpec", "SettingError", "ShardState", "Target",
            "TextAndTokens", "register"]
