@@ -70,12 +70,14 @@ def _expect_keys(source: str, section: str, table: dict, allowed: tuple[str, ...
 
 
 def _tokenizer_vocab_size(source: str, path: Path) -> int:
-    from tokenizers import Tokenizer
+    """Load [data] tokenizer now (a file, or a folder with its config files and chat template: a bad one is a
+    config error, not a failed shard) and give its vocabulary size."""
+    from dataaudit.stats.conversation_lengths import load_length_tokenizer
 
     try:
-        return Tokenizer.from_file(str(path)).get_vocab_size(with_added_tokens=True)
+        return load_length_tokenizer(str(path)).tokenizer.get_vocab_size(with_added_tokens=True)
     except Exception as exc:  # the library raises its own untyped errors for a bad file
-        raise _fail(source, f"[data] tokenizer {path} cannot be loaded: {exc}") from None
+        raise _fail(source, f"[data] tokenizer {path} cannot be loaded: {' '.join(str(exc).split())}") from None
 
 
 def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
@@ -108,11 +110,15 @@ def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
         tok = Path(data["tokenizer"])
         if not tok.is_absolute() and folder is not None:
             tok = folder / tok
-        if not tok.is_file():
+        # a tokenizer.json, or a folder holding one with tokenizer_config.json (its chat template renders the
+        # conversations whose token lengths are counted)
+        if tok.is_dir() and not (tok / "tokenizer.json").is_file():
+            raise _fail(source, f"[data] tokenizer folder has no tokenizer.json: {tok}")
+        if not tok.exists():
             raise _fail(source, f"[data] tokenizer file not found: {tok}")
         data["tokenizer"] = str(tok)
-        if "vocab_size" not in data:
-            data["vocab_size"] = _tokenizer_vocab_size(source, tok)
+        vocab_size = _tokenizer_vocab_size(source, tok)
+        data.setdefault("vocab_size", vocab_size)
 
     for spec in REGISTRY.values():
         if spec.resolve_data is not None:

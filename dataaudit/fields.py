@@ -13,7 +13,9 @@ The rule, for each role (a name the user configured always wins; a configured na
 problem, reported, and never silently replaced by another column):
   text            configured (one or more names; dotted paths reach into structs, `messages.content` means the
                   conversation), else every string, list-of-strings and conversation column that is not an
-                  identifier (`id`, `*_id`, `uuid`, `key`, or by its values) nor JSON; "text"/"content" first
+                  identifier (`id`, `*_id`, `uuid`, `key`, or by its values) nor JSON; "text"/"content" first.
+                  Beside other text, a flat `input`, `context`, `system` or `system_prompt` is optional: a null or
+                  empty value there is no text (Alpaca's empty `input`), not an empty text
   json            string columns whose values are JSON documents (a `tools` column), unless configured as text
   label           configured, else (only when the data has classes) "label", "labels", "cls"
   input_ids       configured, else "input_ids"
@@ -25,7 +27,7 @@ error: `missing_fields` finds those.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping
 
 from dataaudit.provenance import RESERVED_NAMES
@@ -49,6 +51,11 @@ ASSISTANT_ROLES = ("assistant", "gpt", "model", "bot", "chatbot")
 # Turns whose text is a JSON document (a function call and its result, ShareGPT tool data): checked as JSON.
 JSON_ROLES = ("function_call", "observation")
 
+# Flat text fields often left empty on purpose next to other text fields (Alpaca's `input`, Dolly's `context`, an
+# empty system prompt): their null and empty values are no text, so they are not flagged as empty text (a
+# whitespace-only value still is).
+OPTIONAL_TEXT_NAMES = ("input", "context", "system", "system_prompt")
+
 ID_NAMES = ("id", "uuid", "guid", "key", "idx")
 ID_SUFFIXES = ("_id", "_uuid", "_key")
 
@@ -61,7 +68,8 @@ class Column:
     A conversation also names its keys: each turn's role and text, and a part's text when turns hold lists of
     parts. `hint` is what a sample of a string column's values looked like: "identifier" (no whitespace, nearly
     unique) or "json" (JSON documents); such columns are not audited as prose. `nested`: a string inside a
-    struct column, named by its dotted path ("question.stem"): used when configured, never picked by itself."""
+    struct column, named by its dotted path ("question.stem"): used when configured, never picked by itself.
+    `optional`: a text field whose null or empty values are no text (OPTIONAL_TEXT_NAMES beside other text)."""
 
     name: str
     kind: str          # one of KINDS
@@ -72,6 +80,7 @@ class Column:
     part_key: str | None = None
     hint: str | None = None
     nested: bool = False
+    optional: bool = False
 
     @property
     def numeric(self) -> bool:
@@ -233,6 +242,10 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
     else:
         text = _auto_text(cols)
     text = list({c.name: c for c in text}.values())
+    if len(text) > 1:
+        # Bug fix: Alpaca's empty `input` (most records) was flagged empty_text in every record that has none.
+        text = [replace(c, optional=True) if c.kind == "string" and c.name.lower() in OPTIONAL_TEXT_NAMES else c
+                for c in text]
     label = pick("label", spec.label, LABEL_NAMES if spec.auto_label else ())
     ids = pick("input_ids", spec.input_ids, ("input_ids",))
     mask = pick("attention_mask", spec.attention_mask, ("attention_mask",))

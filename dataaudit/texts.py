@@ -19,6 +19,8 @@ from dataaudit.fields import ASSISTANT_ROLES, JSON_ROLES, Column
 
 PART_SEPARATOR = "\n"     # the text parts of one turn
 TURN_SEPARATOR = "\n"     # the texts of one record, in record_text
+# Keys of an OpenAI message that calls tools: such a turn's null or empty content is no text (not an empty reply).
+CALL_KEYS = ("tool_calls", "function_call")
 
 
 def _plain(arr) -> pa.Array:
@@ -145,6 +147,16 @@ def conversation(batch: pa.RecordBatch, col: Column) -> tuple[Conversation, pa.A
     roles = _field(turns, col.role_key) if col.role_key in [f.name for f in turns.type] else \
         pa.nulls(len(turns), pa.string())
     text, has_text = _turn_text(turns, col)
+    # Bug fix: an OpenAI assistant message that only calls tools (content null or "", `tool_calls` set) was an
+    # empty reply; its content is no text.
+    for key in CALL_KEYS:
+        if key in [f.name for f in turns.type] and key != col.text_key:
+            calls = pc.struct_field(turns, key)
+            called = _np(pc.is_valid(calls)).astype(bool)
+            if pa.types.is_list(calls.type) or pa.types.is_large_list(calls.type):
+                called &= _np(pc.fill_null(pc.list_value_length(calls), 0)) > 0
+            silent = _np(pc.fill_null(pc.equal(text, ""), True)).astype(bool)
+            has_text &= ~(called & silent)
     counts = np.bincount(rows, minlength=len(lists)).astype(np.int64)
     present = _np(pc.is_valid(lists)).astype(bool)
     return Conversation(col, len(lists), rows, turn, roles, present, counts), text, has_text
@@ -163,8 +175,15 @@ def _pieces(batch: pa.RecordBatch, fields: tuple[Column, ...]):
             values, rows, pos = _flatten(batch.column(col.name))
             yield _plain(values), rows, pos, pa.nulls(len(values), pa.string())
         else:
-            values = _nested(batch, col) if col.nested else batch.column(col.name)
-            yield _plain(values), np.arange(n, dtype=np.int64), np.full(n, -1, np.int64), pa.nulls(n, pa.string())
+            values = _plain(_nested(batch, col) if col.nested else batch.column(col.name))
+            rows = np.arange(n, dtype=np.int64)
+            if col.optional:
+                # Bug fix: an optional field's null or empty value (Alpaca's empty `input`) is no text, not an
+                # empty text (dataaudit.fields.OPTIONAL_TEXT_NAMES).
+                rows = np.flatnonzero(_np(pc.fill_null(pc.not_equal(values, ""), False)).astype(bool))
+                values = values.take(pa.array(rows, pa.int64()))
+            m = len(rows)
+            yield values, rows, np.full(m, -1, np.int64), pa.nulls(m, pa.string())
 
 
 def segments(batch: pa.RecordBatch, fields: tuple[Column, ...]) -> Segments:

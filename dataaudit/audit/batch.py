@@ -19,6 +19,7 @@ from dataaudit.checks.base import CheckSpec, Target, TextAndTokens
 from dataaudit.checks import REGISTRY, CheckOutput
 from dataaudit.config import AuditConfig
 from dataaudit.provenance import ERROR, KEY, ROW
+from dataaudit.stats.conversation_lengths import as_length_tokenizer, conversation_tokens
 from dataaudit.stats.token_lengths import token_lengths
 from dataaudit.tensors import NumericField, from_arrow, tokens_from_arrow
 from dataaudit.texts import Segments, conversation, record_text, segments, split_json_turns
@@ -225,7 +226,9 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
         values = _to_numpy(out.value).astype(np.float64, copy=False)
         details = _details(spec, out, idx, values, params)
         paths = site.paths(idx, out)
-        tables.append(flag_table(batch, rows, shard, paths, site.roles(idx), name, config.check(name).severity,
+        # a conversation check names the role of the turn it flags; text segments carry their own
+        roles = site.roles(idx) if out.role is None else [out.role[i] for i in idx.tolist()]
+        tables.append(flag_table(batch, rows, shard, paths, roles, name, config.check(name).severity,
                                  values[idx], details))
         if spec.state is not None and not spec.state.examples:
             continue   # its report section shows its own examples
@@ -244,8 +247,10 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
 
 def _lengths(batch, plan: FieldPlan, texts: BatchTexts, usable: np.ndarray, tokenizer) -> dict[str, np.ndarray]:
     """Per text field, the characters of each usable record that has it (a conversation: all its turns), and its
-    tokens with `tokenizer`; per token-ids field, the tokens the model sees."""
+    tokens with `tokenizer` (a conversation: rendered as the model sees it, a ConversationTokens; see
+    dataaudit.stats.conversation_lengths); per token-ids field, the tokens the model sees."""
     out = {}
+    tokenizer = None if tokenizer is None else as_length_tokenizer(tokenizer)
     segs = texts.prose
     seg_chars = _to_numpy(pc.fill_null(pc.utf8_length(segs.values), 0)) if len(segs) else np.zeros(0, np.int64)
     has_value = _to_numpy(pc.is_valid(segs.values)).astype(bool) if len(segs) else np.zeros(0, bool)
@@ -258,9 +263,12 @@ def _lengths(batch, plan: FieldPlan, texts: BatchTexts, usable: np.ndarray, toke
         out[col.name] = chars[present].astype(np.int64)
         if tokenizer is not None:
             rows = np.flatnonzero(present)
-            one = record_text(batch.take(pa.array(rows, pa.int64())), (col,)) if rows.size else \
-                pa.array([], pa.string())
-            out[col.name + ".tokens"] = token_lengths(tokenizer, one)
+            mine = batch.take(pa.array(rows, pa.int64()))
+            if col.kind == "conversation":
+                out[col.name + ".tokens"] = conversation_tokens(tokenizer, mine, col)
+                continue
+            one = record_text(mine, (col,)) if rows.size else pa.array([], pa.string())
+            out[col.name + ".tokens"] = token_lengths(tokenizer.tokenizer, one)
     if plan.input_ids is not None:
         keep = pa.array(usable)
         ids = batch.column(plan.input_ids).filter(keep)

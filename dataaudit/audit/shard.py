@@ -20,7 +20,7 @@ from dataaudit.config import AuditConfig
 from dataaudit.handlers import report_unreadable
 from dataaudit.stage import ShardStage
 from dataaudit.stats.lengths import LengthStats
-from dataaudit.stats.token_lengths import load_tokenizer
+from dataaudit.stats.conversation_lengths import ConversationTokens, load_length_tokenizer
 
 
 @dataclass
@@ -96,7 +96,9 @@ class AuditShard(ShardStage):
         # lacks its field).
         states = {name: spec.state.start() if configured(spec, cfg.check(name)) else None
                   for name, spec in REGISTRY.items() if spec.state is not None}
-        tokenizer = load_tokenizer(cfg.data["tokenizer"]) if cfg.data.get("tokenizer") else None
+        # the tokenizer of the token lengths, with the context length conversations are cut to
+        tokenizer = load_length_tokenizer(cfg.data["tokenizer"]).with_context(cfg.data.get("context_length")) \
+            if cfg.data.get("tokenizer") else None
         return _Work(ShardResult(path, states=states), tokenizer)
 
     def columns(self, work: _Work, schema: pa.Schema | None) -> list[str] | None:
@@ -132,7 +134,10 @@ class AuditShard(ShardStage):
         for key, lengths in out.lengths.items():
             unit = "tokens" if key.endswith(".tokens") or key == plan.input_ids else "chars"
             stat = result.lengths.setdefault(key, LengthStats(unit))
-            stat.add(lengths, _context_for(key, plan, cfg))
+            if isinstance(lengths, ConversationTokens):   # a conversation's tokens, and where its reply ends
+                lengths.add_to(stat, _context_for(key, plan, cfg))
+            else:
+                stat.add(lengths, _context_for(key, plan, cfg))
 
     def finish(self, work: _Work, error: str | None) -> tuple[ShardResult, pa.Table]:
         if error is not None:

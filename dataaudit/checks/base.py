@@ -49,7 +49,8 @@ class CheckOutput:
     reports). detail: optional per-sample strings (only read for flagged samples); when None the report uses
     the check's `detail` format string with `value` and the check's params. state: a stateful check's part of
     its shard state from this batch (folded in with its ShardState.merge). where: optional per-sample suffix of
-    the field path (a conversation check names the turn: "[3].role").
+    the field path (a conversation check names the turn: "[3].role"). role: optional per-sample role of the turn
+    `where` names (flags.parquet's `role`; None: no turn).
     """
 
     flagged: Any
@@ -57,6 +58,7 @@ class CheckOutput:
     detail: Any = None
     state: Any = None
     where: Any = None
+    role: Any = None
 
 
 @dataclass

@@ -49,13 +49,16 @@ def _first_turn(conv: Conversation, bad: np.ndarray) -> np.ndarray:
 
 
 def _by_record(conv: Conversation, bad: np.ndarray, detail) -> CheckOutput:
-    """One flag per record with a bad turn; detail(first turn index per record, count) -> detail strings."""
+    """One flag per record with a bad turn, naming the turn (`where`) and its role; detail(first turn index per
+    record, count) -> detail strings."""
     first = _first_turn(conv, bad)
     count = np.bincount(conv.rows[bad], minlength=conv.records).astype(np.float64)
     flagged = first >= 0
     where = np.full(conv.records, None, dtype=object)
     where[flagged] = [f"[{t}].{conv.field.role_key}" for t in conv.turn[first[flagged]]]
-    return CheckOutput(flagged=flagged, value=count, detail=detail(first, count), where=where)
+    role = np.full(conv.records, None, dtype=object)
+    role[flagged] = conv.roles.take(pa.array(first[flagged], pa.int64())).to_pylist()
+    return CheckOutput(flagged=flagged, value=count, detail=detail(first, count), where=where, role=role)
 
 
 @register("unknown_role", target="conversation", severity="warning", params={"roles": list(KNOWN_ROLES)},

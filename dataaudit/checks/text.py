@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from .base import CheckOutput, register
 from .text_common import (as_string_array, char_lengths, clip, count_regex, flatten_lists, null_mask,
                           rows_as_str, safe_ratio, segment_max, to_bool)
-from .text_repetition import DUP_NS, TOP_NS, repetition_stats
+from .text_repetition import DUP_NS, MIN_REPEAT_CHARS, TOP_NS, repetition_stats
 
 
 def _cls(codepoints, ranges=()) -> str:
@@ -260,10 +260,12 @@ def long_unbroken_run(arr, max_run: int = 100, url_max: int = 400, **params) -> 
 
 # ---------------------------------------------------------------------------------------------- repetition
 
-_REP_PARAMS = {"dup_line_frac": 0.30, "dup_line_char_frac": 0.20,
-               "top_2_gram": 0.20, "top_3_gram": 0.18, "top_4_gram": 0.16,
-               "dup_5_gram": 0.15, "dup_6_gram": 0.14, "dup_7_gram": 0.13, "dup_8_gram": 0.12,
-               "dup_9_gram": 0.11, "dup_10_gram": 0.10,
+# Gopher statistics and their thresholds (datatrove's GopherRepetitionFilter defaults).
+_GOPHER = {"dup_line_frac": 0.30, "dup_line_char_frac": 0.20,
+           "top_2_gram": 0.20, "top_3_gram": 0.18, "top_4_gram": 0.16,
+           "dup_5_gram": 0.15, "dup_6_gram": 0.14, "dup_7_gram": 0.13, "dup_8_gram": 0.12,
+           "dup_9_gram": 0.11, "dup_10_gram": 0.10}
+_REP_PARAMS = {**_GOPHER, "max_repeats": 5, "min_repeat_chars": MIN_REPEAT_CHARS, "skip_structure": True,
                "min_words": 50, "min_chars": 0}
 
 
@@ -272,22 +274,34 @@ _REP_PARAMS = {"dup_line_frac": 0.30, "dup_line_char_frac": 0.20,
     detail="repetition statistic at {value:.2f}x its threshold",
     description="Gopher (MassiveText) repetition filter, as datatrove's GopherRepetitionFilter: duplicated "
                 "line fraction, characters in duplicated lines, characters in the most frequent word 2/3/4-"
-                "gram, characters in duplicated word 5..10-grams. A threshold of None/0 disables its "
-                "statistic; n-gram statistics need >= min_words words, all need >= min_chars characters. "
-                "value = largest statistic/threshold ratio (> 1 means flagged).",
+                "gram, characters in duplicated word 5..10-grams; plus sentence runs: one sentence or line "
+                "(>= min_repeat_chars characters; split at . ! ? 。！？ and line ends) coming back more than "
+                "max_repeats times, each within 3 sentences of the last (a model looping; needs no min_words). "
+                "With skip_structure, code (fenced or not), table rows, JSON lines and symbol-only lines in "
+                "code count nowhere, headings / 'Speaker:' labels / key: value lines only for sentence runs, "
+                "and list items lose their marker and count as words only when 50+ words long. A threshold "
+                "of None/0 disables its statistic; n-gram statistics need >= min_words words, all need >= "
+                "min_chars characters. value = largest statistic/threshold ratio (> 1 means flagged).",
 )
 def repetition(arr, **params) -> CheckOutput:
     p = {**_REP_PARAMS, **params}
     arr = as_string_array(arr)
-    names = [k for k in _REP_PARAMS if k not in ("min_words", "min_chars") and p.get(k)]
-    top_ns = tuple(n for n in TOP_NS if f"top_{n}_gram" in names)
-    dup_ns = tuple(n for n in DUP_NS if f"dup_{n}_gram" in names)
-    lines = "dup_line_frac" in names or "dup_line_char_frac" in names
-    stats = repetition_stats(arr, top_ns=top_ns, dup_ns=dup_ns, lines=lines, min_words=int(p["min_words"]))
     n = len(arr)
-    if not names:
+    names = [k for k in _GOPHER if p.get(k)]
+    repeats = bool(p.get("max_repeats"))
+    if not names and not repeats:
         return CheckOutput(flagged=np.zeros(n, dtype=bool), value=np.zeros(n), detail=None)
-    ratios = np.stack([stats[k] / float(p[k]) for k in names])          # [n_stats, n_docs]
+    top_ns = tuple(k for k in TOP_NS if f"top_{k}_gram" in names)
+    dup_ns = tuple(k for k in DUP_NS if f"dup_{k}_gram" in names)
+    lines = "dup_line_frac" in names or "dup_line_char_frac" in names
+    stats = repetition_stats(arr, top_ns=top_ns, dup_ns=dup_ns, lines=lines, min_words=int(p["min_words"]),
+                             skip_structure=bool(p["skip_structure"]), repeats=repeats,
+                             min_repeat_chars=int(p["min_repeat_chars"] or 0))
+    thresholds = {k: float(p[k]) for k in names}
+    if repeats:
+        thresholds["sentence_run"] = float(p["max_repeats"])
+    keys = list(thresholds)
+    ratios = np.stack([stats[k] / thresholds[k] for k in keys])          # [n_stats, n_docs]
     if p["min_chars"]:
         ratios[:, char_lengths(arr) < p["min_chars"]] = 0.0
     which = np.argmax(ratios, axis=0)
@@ -298,10 +312,14 @@ def repetition(arr, **params) -> CheckOutput:
     if rows.size:
         detail = np.full(n, None, dtype=object)
         for i in rows:
-            k = names[which[i]]
+            k = keys[which[i]]
             fired = int((ratios[:, i] > 1.0).sum())
             more = f" (+{fired - 1} more)" if fired > 1 else ""
-            detail[i] = f"{k}={stats[k][i]:.2f} > {float(p[k]):.2f}{more}"
+            if k == "sentence_run":
+                detail[i] = (f"sentence_run={stats[k][i]:.0f} > {thresholds[k]:.0f}{more}: "
+                             f"'{clip(stats.repeated_text(i), 48)}'")
+            else:
+                detail[i] = f"{k}={stats[k][i]:.2f} > {thresholds[k]:.2f}{more}"
     return CheckOutput(flagged=flagged, value=np.asarray(value, dtype=np.float64), detail=detail)
 
 

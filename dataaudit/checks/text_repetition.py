@@ -1,14 +1,15 @@
-"""Gopher-style repetition statistics (Rae et al. 2021, "MassiveText" quality filter; thresholds as in
-datatrove's GopherRepetitionFilter), computed for a whole batch at once.
+"""Repetition statistics for the `repetition` check, computed for a whole batch at once: the Gopher ones
+(Rae et al. 2021, "MassiveText" quality filter; thresholds as in datatrove's GopherRepetitionFilter) over the
+prose of each text, and the longest run of one repeated sentence or line (a model looping).
 
-Every statistic is found without a per-document loop: lines and words of all documents are flattened with
-pyarrow, turned into integer ids with `dictionary_encode`, combined into 64-bit n-gram hashes that also mix
-in the document index, and grouped once per n with Arrow's hash table (`dictionary_encode` again: group ids
-come in order of first appearance). "Is this a repeat of an earlier occurrence in the same document" is then
-"is its group id not new at this position", and per-document sums/maxima are `np.bincount` /
-`np.maximum.at` over the document index. Hash collisions (64-bit) are ignored.
+Every statistic is found without a per-document loop: lines, words and sentences of all documents are
+flattened with pyarrow, turned into integer ids with `dictionary_encode`, combined into 64-bit n-gram hashes
+that also mix in the document index, and grouped once per n with Arrow's hash table (`dictionary_encode`
+again: group ids come in order of first appearance). "Is this a repeat of an earlier occurrence in the same
+document" is then "is its group id not new at this position", and per-document sums/maxima are `np.bincount`
+/ `np.maximum.at` over the document index. Hash collisions (64-bit) are ignored.
 
-Statistics (denominators follow datatrove; `len(text)` is the document length in characters):
+Gopher statistics (denominators follow datatrove; `len(text)` is the document length in characters):
 
   dup_line_frac       repeated non-empty lines (every occurrence after the first) / non-empty lines
   dup_line_char_frac  characters of those repeated lines / len(text)
@@ -22,22 +23,119 @@ Statistics (denominators follow datatrove; `len(text)` is the document length in
                       union coverage is its order-independent equivalent and never smaller).
 
 Words are whitespace-separated tokens (Unicode whitespace), compared exactly (case and punctuation kept).
-Lines are split on "\n" and compared after trimming surrounding whitespace.
+Lines are split on "\\n" and compared after trimming surrounding whitespace.
+
+Sentence runs (`sentence_run`, with repeats=True): lines are cut into sentences at . ! ? … (with any closing
+quotes or brackets, then whitespace or the end of the line) and at 。！？; a line without such punctuation is
+one sentence. Sentences are compared exactly after trimming. A run is a chain of occurrences of one sentence,
+each at most RUN_GAP (3) sentences after the previous one, so a model repeating one sentence or line, or
+alternating two or three, makes one long run, while a refrain or a running header that comes back every page
+does not. The statistic is the length of the longest run, 0 when no sentence comes back; sentences shorter
+than min_repeat_chars characters are not counted (they still take their place in the chain). It needs no
+minimum number of words, so a short looping reply is caught too.
+
+Structure (skip_structure=True, the check's default; False gives exactly datatrove's statistics, and every
+non-empty line is cut into sentences). Code, tables, lists and data repeat lines and words by nature: `}` and
+`return 0;` lines, `|---|---|` rows and repeated cells, "- Step" prefixes and parallel list items, JSON keys.
+Gopher was tuned on web prose, where such repetition means boilerplate; on structured text it is the source of
+false positives. Each non-empty line is matched (raw, before trimming) with RE2 regexes:
+
+  counted nowhere (left out of every statistic and of len(text)):
+    fenced code   every line from a ``` or ~~~ fence to the closing fence (or the end of the text), fences
+                  included
+    code          ends with { or }; starts with a closing bracket; ends with ");" or is an assignment ending
+                  with ";"; starts a comment (// /* */); a definition (def/fn/func/function name( , class
+                  Name( or :); a Python block header (lowercase if/elif/else/for/while/with/try/except/finally
+                  ... ending with ":"); a return/raise/yield/pass/break/continue/throw statement not ending
+                  like a sentence (. ! ?); an import, #include-style directive, using, package or @decorator
+                  line; starts with an assignment `name = value` (also a.b[i] += ...); or is a call `name(...)`
+                  followed by nothing but ; : , {
+    table rows    start or end with "|"
+    JSON lines    start with a quoted key and ":" ("name": ...), or are one whole object or array ({...},
+                  [...], with an optional trailing comma)
+    symbol lines  no letter and no digit (lone braces, rules, separators), in a text that has one of the
+                  lines above; in any other text they count as in Gopher (a column of "." lines in prose is
+                  junk), never in the sentence runs
+  not counted as lines or words by the Gopher statistics (still part of len(text)), cut into sentences:
+    labels        markdown "#" headings (holding a letter: GSM8K's "#### 18" answer line stays prose); at most
+                  4 words ending with ":" or "：" (the speakers of a play or a transcript, "Answer:"); `key:
+                  value` lines (YAML, mail headers). A play repeats its speakers, a manual its section
+                  headings and a config its keys by nature.
+  list items      a line starting with a bullet (- * + • ◦ ▪ ‣ · –), "1." "1)" "a." "a)" "(iv)" "[ ]" "[x]"
+                  and whitespace: the marker is removed; the item counts as a line (the same item over and
+                  over is a repeated line) and as sentences, but its words count for the n-grams only when
+                  it has LONG_ITEM_WORDS (50) words or more (a numbered paragraph is prose; short items share
+                  their wording by design: "Step 3: ...", "Remember to ...")
+
+len(text) becomes the length of the text without the lines counted nowhere (and one "\\n" each): the whole text
+when there are none, so prose gets exactly datatrove's numbers. n-grams join the words on either side of a
+left-out line.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .text_common import char_lengths, flatten_lists, safe_ratio
+from dataaudit.textops.hashing import GOLD as _GOLD
+from dataaudit.textops.hashing import mix as _mix  # splitmix64, shared with dedup/contamination
+
+from .text_common import char_lengths, flatten_lists, safe_ratio, to_bool, to_int64
 
 TOP_NS = (2, 3, 4)
 DUP_NS = (5, 6, 7, 8, 9, 10)
+MIN_REPEAT_CHARS = 5
+_NONE = np.iinfo(np.int64).max
 
-from dataaudit.textops.hashing import GOLD as _GOLD  # noqa: E402
-from dataaudit.textops.hashing import mix as _mix  # noqa: E402  (splitmix64, shared with dedup/contamination)
+# ------------------------------------------------------------------------------------ structural line regexes
 
+FENCE_RE = r"^\s*(?:```|~~~)"
+_CODE = (
+    r"[{}]\s*[;,]?\s*$",                                            # ends with a brace
+    r"^\s*[}\])]",                                                  # starts with a closing bracket
+    r"\)\s*;\s*$",                                                  # call statement: ...);
+    r"=[^=].*;\s*$",                                                # assignment statement: ... = ...;
+    r"^\s*(?://|/\*|\*/)",                                          # comments
+    r"^\s*(?:async\s+)?(?:def|fn|func|function)\s+[\w$]+\s*[(<]",   # definitions
+    r"^\s*class\s+\w+\s*[(:{<]",
+    r"^\s*(?:if|elif|else|for|while|with|try|except|finally)\b.*:\s*$",            # Python block headers
+    r"^\s*(?:return|raise|yield|pass|break|continue|throw)\b(?:.*[^.!?\s])?\s*$",  # not ending like a sentence
+    r"^\s*(?:import\s+[\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+)*\s*;?|from\s+[\w.]+\s+import\s.*"
+    r"|#\s*(?:include|define|undef|ifdef|ifndef|if|elif|else|endif|pragma)\b.*|using\s+[\w.:]+\s*;"
+    r"|package\s+[\w.]+\s*;?|@[A-Za-z_][\w.]*(?:\(.*\))?)\s*$",     # imports, directives, decorators
+    r"^\s*[A-Za-z_$][\w$]*(?:(?:\.|->|::)[A-Za-z_$][\w$]*|\[[^\]]*\])*\s*(?:[-+*/%&|^]|<<|>>|\*\*|//)?="
+    r"\s*[^=\s]",                                                   # name = value
+    r"^\s*(?:await\s+)?[A-Za-z_$][\w$.]*\(.*\)[\s;:,{]*$",          # name(...)
+)
+# Code, table rows and data: left out of every statistic.
+CODE_RE = "|".join((
+    *_CODE,
+    r"^\s*\||\|\s*$",                                               # table rows
+    r'^\s*"[^"]*"\s*:',                                             # JSON "key": ...
+    r"^\s*[\[{].*[\]}]\s*,?\s*$",                                   # one whole JSON object / array
+))
+# Headings, labels and key: value lines: left out of the Gopher statistics (a play repeats its speakers, a manual
+# its section headings, a config its keys), kept in len(text) and for the sentence runs.
+LABEL_RE = "|".join((
+    r"^\s*#{1,6}\s.*\p{L}",                                                     # markdown headings
+    r"^\s*[^\s:\x{FF1A}]{1,30}(?:[ \t]+[^\s:\x{FF1A}]{1,30}){0,3}[:\x{FF1A}]\s*$",  # "ROMEO:", "Answer:"
+    r"^\s*(?:-\s+)?[A-Za-z_][\w.-]*:\s+\S",                                      # key: value (YAML, headers)
+))
+# No letter, no digit: left out of the sentence runs, and of the Gopher statistics in a text with code.
+SYMBOLS_RE = r"^[^\p{L}\p{N}]+$"
+# List markers: removed (the item is kept).
+_MARKER = r"(?:[-*+\x{2022}\x{25E6}\x{25AA}\x{2023}\x{00B7}\x{2013}]|\d{1,3}[.)]|[A-Za-z][.)]|\(\w{1,4}\)|\[[ xX]\])\s+"
+LIST_RE = r"^\s*" + _MARKER
+ANY_STRUCTURE_RE = "|".join((FENCE_RE, CODE_RE, LABEL_RE, SYMBOLS_RE, LIST_RE))
+SENTENCE_END_RE = (r"[.!?\x{2026}]+[\"'\x{201D}\x{2019}\x{00BB})\]]*(?:\s+|$)"
+                   r"|[\x{3002}\x{FF01}\x{FF1F}]+[\x{201D}\x{2019}\x{300D}\x{300F}\x{FF09}]*\s*")
+RUN_GAP = 3             # a sentence continues its run when it comes back within this many sentences
+LONG_ITEM_WORDS = 50    # a list item of this many words is a paragraph: its words count as prose
+
+
+# ------------------------------------------------------------------------------------------ grouping helpers
 
 def _ids(values: pa.Array) -> np.ndarray:
     """Integer id per string (equal strings -> equal ids) as uint64."""
@@ -65,28 +163,100 @@ def _repeats(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return gid, first, np.bincount(gid)
 
 
-def line_stats(arr: pa.Array, doc_key: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
-    """(dup_line_frac, dup_line_char_numerator) per document."""
-    lines, parents, _ = flatten_lists(pc.split_pattern(arr, pattern="\n"))
-    lines = pc.utf8_trim_whitespace(lines)
-    llen = char_lengths(lines)
-    keep = llen > 0
-    n_lines = np.bincount(parents[keep], minlength=n_docs)
+def _take(values: pa.Array, mask: np.ndarray) -> pa.Array:
+    return values if mask.all() else values.filter(pa.array(mask))
+
+
+# ------------------------------------------------------------------------------------------------- the lines
+
+@dataclass
+class Lines:
+    """Every line of every document (split on "\\n"), with what each is for.
+
+    text: trimmed, list markers removed; doc: document of each line; length: chars of `text`; lines: counted
+    by the duplicate-line statistics; words: lines whose words the n-gram statistics count; sentences: cut into
+    sentences for the sentence runs; kept_chars: per document, len(text) without the lines counted nowhere."""
+
+    text: pa.Array
+    doc: np.ndarray
+    length: np.ndarray
+    lines: np.ndarray
+    words: np.ndarray
+    sentences: np.ndarray
+    kept_chars: np.ndarray
+
+
+def _match(values: pa.Array, rows: np.ndarray, pattern: str, n: int) -> np.ndarray:
+    """`pattern` matched on `values` (the lines `rows` of n lines), as a mask over the n lines."""
+    out = np.zeros(n, dtype=bool)
+    if rows.size:
+        out[rows] = to_bool(pc.match_substring_regex(values, pattern=pattern))
+    return out
+
+
+def split_lines(arr: pa.Array, total: np.ndarray, skip_structure: bool) -> Lines:
+    n_docs = len(arr)
+    raw, doc, counts = flatten_lists(pc.split_pattern(arr, pattern="\n"))
+    text = pc.utf8_trim_whitespace(raw)
+    length = char_lengths(text).copy()
+    nonblank = length > 0
+    n = len(doc)
+    if not skip_structure:
+        return Lines(text, doc, length, nonblank, nonblank, nonblank, total.astype(np.float64))
+    # One regex pass finds the lines with any structure; only they are classified.
+    rows = np.flatnonzero(nonblank & to_bool(pc.match_substring_regex(raw, pattern=ANY_STRUCTURE_RE)))
+    some = raw.take(pa.array(rows))
+    fence, code, label, symbols, items = (_match(some, rows, pattern, n) for pattern in
+                                          (FENCE_RE, CODE_RE, LABEL_RE, SYMBOLS_RE, LIST_RE))
+    if fence.any():
+        # inside a fenced block: an odd number of fences of the same document before the line (or a fence)
+        before = np.cumsum(fence) - fence
+        first_line = np.cumsum(counts) - counts
+        base = np.where(counts > 0, before[np.minimum(first_line, n - 1)], 0)
+        code |= nonblank & (fence | ((before - base[doc]) % 2 == 1))
+    has_code = np.bincount(doc, weights=code, minlength=n_docs) > 0
+    items &= ~code & ~symbols
+    short_item = items.copy()
+    if items.any():                                             # the item without its marker
+        rows = np.flatnonzero(items)
+        stripped = pc.replace_substring_regex(text.take(pa.array(rows)), pattern="^" + _MARKER, replacement="",
+                                              max_replacements=1)
+        text = pc.replace_with_mask(text, pa.array(items), stripped.cast(text.type))
+        length[rows] = char_lengths(stripped)
+        short_item[rows] = to_int64(pc.count_substring_regex(stripped, pattern=r"\S+")) < LONG_ITEM_WORDS
+    left_out = code | (symbols & has_code[doc])                # counted nowhere
+    lines = nonblank & ~left_out & ~label
+    words = nonblank & ~left_out & ~label & ~short_item
+    sentences = nonblank & ~code & ~symbols
+    # len(text) without the left-out lines: their characters and one "\n" each (none for a whole text)
+    raw_len = char_lengths(raw).astype(np.float64)
+    n_lines = np.bincount(doc, minlength=n_docs)
+    n_out = np.bincount(doc, weights=left_out, minlength=n_docs)
+    out_chars = np.bincount(doc, weights=raw_len * left_out, minlength=n_docs)
+    kept = total - out_chars - np.where(n_out >= n_lines, n_lines - 1, n_out)
+    return Lines(text, doc, length, lines, words, sentences, np.maximum(kept, 0).astype(np.float64))
+
+
+def line_stats(lines: Lines, doc_key: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
+    """(dup_line_frac, dup_line_char_numerator) per document, over the lines the Gopher statistics count."""
+    keep = lines.lines
+    n_lines = np.bincount(lines.doc[keep], minlength=n_docs)
     dup_lines = np.zeros(n_docs, dtype=np.int64)
     dup_chars = np.zeros(n_docs, dtype=np.float64)
     if keep.any():
-        lines = lines.filter(pa.array(keep))
-        parents, llen = parents[keep], llen[keep]
-        _, first, _ = _repeats(_mix(_ids(lines) ^ doc_key[parents]))
+        text = _take(lines.text, keep)
+        parents, llen = lines.doc[keep], lines.length[keep]
+        _, first, _ = _repeats(_mix(_ids(text) ^ doc_key[parents]))
         rep = np.flatnonzero(~first)
         dup_lines = np.bincount(parents[rep], minlength=n_docs)
         dup_chars = np.bincount(parents[rep], weights=llen[rep], minlength=n_docs)
     return safe_ratio(dup_lines, n_lines), dup_chars
 
 
-def ngram_stats(arr: pa.Array, doc_key: np.ndarray, n_docs: int, top_ns, dup_ns, min_words: int):
-    """{n: top-n-gram chars} and {n: duplicated-n-gram chars} per document (numerators, float64)."""
-    words, doc, _ = flatten_lists(pc.utf8_split_whitespace(arr))
+def ngram_stats(words: pa.Array, doc: np.ndarray, doc_key: np.ndarray, n_docs: int, top_ns, dup_ns,
+                min_words: int):
+    """{n: top-n-gram chars} and {n: duplicated-n-gram chars} per document (numerators, float64), from the
+    documents' words in order (`doc`: document of each word, non-decreasing)."""
     wlen = char_lengths(words)
     keep = wlen > 0                                             # leading/trailing/repeated whitespace
     if not keep.all():
@@ -137,22 +307,97 @@ def ngram_stats(arr: pa.Array, doc_key: np.ndarray, n_docs: int, top_ns, dup_ns,
     return top, dup
 
 
-def repetition_stats(arr: pa.Array, *, top_ns=TOP_NS, dup_ns=DUP_NS, lines: bool = True,
-                     min_words: int = 0) -> dict[str, np.ndarray]:
-    """All statistics as ratios, one float64 array per statistic (documents too short for an n -> 0)."""
+def sentence_runs(lines: Lines, doc_key: np.ndarray, n_docs: int, min_chars: int):
+    """(length of each document's longest sentence run (0 when no sentence comes back), the sentences, index of
+    that run's first sentence per document or -1). A run: occurrences of one sentence, each within RUN_GAP
+    sentences of the previous one. Sentences shorter than min_chars characters are not counted (but hold their
+    place)."""
+    best = np.zeros(n_docs, dtype=np.int64)
+    at = np.full(n_docs, -1, dtype=np.int64)
+    empty = pa.array([], pa.string())
+    if not lines.sentences.any():
+        return best, empty, at
+    pieces = pc.split_pattern_regex(_take(lines.text, lines.sentences), pattern=SENTENCE_END_RE)
+    sents, parent, _ = flatten_lists(pieces)
+    sents = pc.utf8_trim_whitespace(sents)
+    slen = char_lengths(sents)
+    doc = lines.doc[lines.sentences][parent]
+    nonempty = slen > 0
+    if not nonempty.all():
+        sents, doc, slen = sents.filter(pa.array(nonempty)), doc[nonempty], slen[nonempty]
+    n_sents = np.bincount(doc, minlength=n_docs)
+    pos = np.arange(len(doc), dtype=np.int64) - (np.cumsum(n_sents) - n_sents)[doc]    # place in its document
+    counted = slen >= max(int(min_chars), 1)
+    if not counted.any():
+        return best, empty, at
+    ok = np.flatnonzero(counted)
+    gid, _, counts = _repeats(_mix(_ids(_take(sents, counted)) ^ doc_key[doc[ok]]))
+    multi = counts[gid] >= 2                                    # a sentence seen once makes no run
+    if not multi.any():
+        return best, sents, at
+    g = gid[multi]
+    order = np.argsort(g, kind="stable")                        # by sentence, in text order within one
+    item, g = ok[multi][order], g[order]
+    starts = np.ones(len(item), dtype=bool)
+    starts[1:] = (g[1:] != g[:-1]) | (pos[item[1:]] - pos[item[:-1]] > RUN_GAP)
+    run_len = np.bincount(np.cumsum(starts) - 1)
+    first = item[starts]                                        # first sentence of each run
+    run_doc = doc[first]
+    np.maximum.at(best, run_doc, run_len)
+    best[best < 2] = 0                                          # one occurrence is not a run
+    top = (run_len == best[run_doc]) & (run_len >= 2)           # the longest run (first in the text on ties)
+    first_at = np.full(n_docs, _NONE, dtype=np.int64)
+    np.minimum.at(first_at, run_doc[top], first[top])
+    at[first_at != _NONE] = first_at[first_at != _NONE]
+    return best, sents, at
+
+
+class RepetitionStats(dict):
+    """statistic name -> float64 array, one value per document; `repeated_text(i)` is the sentence of document
+    i's longest run ("" without one, or when the sentence runs were not computed)."""
+
+    sentences: pa.Array | None = None
+    example_at: np.ndarray | None = None
+
+    def repeated_text(self, i: int) -> str:
+        if self.example_at is None or self.example_at[i] < 0:
+            return ""
+        return self.sentences[int(self.example_at[i])].as_py()
+
+
+def repetition_stats(arr: pa.Array, *, top_ns=TOP_NS, dup_ns=DUP_NS, lines: bool = True, min_words: int = 0,
+                     skip_structure: bool = False, repeats: bool = False,
+                     min_repeat_chars: int = MIN_REPEAT_CHARS) -> RepetitionStats:
+    """All statistics, one float64 array per statistic (documents too short for an n -> 0): the Gopher ratios,
+    and with `repeats` "sentence_run" (the length of the longest run of one sentence; its text by
+    `repeated_text(i)`). skip_structure leaves out code, tables and data and treats lists, headings and labels
+    apart (see the module docstring); without it the Gopher statistics are datatrove's."""
     n_docs = len(arr)
     arr = pc.fill_null(arr, "")
     total = char_lengths(arr)
     doc_key = _mix(np.arange(n_docs, dtype=np.uint64) + np.uint64(1))
-    out: dict[str, np.ndarray] = {}
+    out = RepetitionStats()
+    ngrams = bool(top_ns or dup_ns)
+    split = None
+    if lines or repeats or (ngrams and skip_structure):
+        split = split_lines(arr, total, skip_structure)
+    denominator = split.kept_chars if split is not None else total
     if lines:
-        frac, chars = line_stats(arr, doc_key, n_docs)
+        frac, chars = line_stats(split, doc_key, n_docs)
         out["dup_line_frac"] = frac
-        out["dup_line_char_frac"] = safe_ratio(chars, total)
-    if top_ns or dup_ns:
-        top, dup = ngram_stats(arr, doc_key, n_docs, tuple(top_ns), tuple(dup_ns), min_words)
+        out["dup_line_char_frac"] = safe_ratio(chars, denominator)
+    if ngrams:
+        if skip_structure:
+            words, in_line, _ = flatten_lists(pc.utf8_split_whitespace(_take(split.text, split.words)))
+            doc = split.doc[split.words][in_line]
+        else:
+            words, doc, _ = flatten_lists(pc.utf8_split_whitespace(arr))
+        top, dup = ngram_stats(words, doc, doc_key, n_docs, tuple(top_ns), tuple(dup_ns), min_words)
         for n in top_ns:
-            out[f"top_{n}_gram"] = safe_ratio(top[n], total)
+            out[f"top_{n}_gram"] = safe_ratio(top[n], denominator)
         for n in dup_ns:
-            out[f"dup_{n}_gram"] = safe_ratio(dup[n], total)
+            out[f"dup_{n}_gram"] = safe_ratio(dup[n], denominator)
+    if repeats:
+        best, out.sentences, out.example_at = sentence_runs(split, doc_key, n_docs, min_repeat_chars)
+        out["sentence_run"] = best.astype(np.float64)
     return out

@@ -23,9 +23,40 @@ def _lengths(summaries: list[dict], config: AuditConfig) -> dict:
     return {k: v.to_json(context if v.unit == "tokens" else None) for k, v in sorted(merged.items())}
 
 
+RENDERINGS = {
+    "chat_template": "conversations rendered with the tokenizer's chat template, then counted in tokens",
+    "role_prefixed": "the tokenizer has no chat template: conversations counted as a role-prefixed join "
+                     "('<role>: <text>' per turn, one line each)",
+}
+
+
+def _conversation_notes(key: str, stat: dict) -> list[str]:
+    """How a conversation field's tokens were counted, and what failed to render."""
+    notes = [f"{key}: {RENDERINGS.get(stat['rendering'], stat['rendering'])}"]
+    if stat["render_errors"]:
+        notes.append(f"{key}: {stat['render_errors']} conversations could not be rendered with the chat template "
+                     f"and are not counted (e.g. {stat['render_error']})")
+    return notes
+
+
+def _over_context_note(key: str, stat: dict, ctx: int) -> str:
+    share = stat["over_context"] / stat["count"]
+    if stat.get("truncated_replies") is None:
+        return (f"{key}: {stat['over_context']} samples ({share:.1%}) are longer than the context length {ctx} "
+                "and will be truncated")
+    note = (f"{key}: {stat['over_context']} conversations ({share:.1%}) are longer than the context length {ctx}; "
+            f"{stat['truncated_replies']} of them lose part of their last assistant reply to truncation")
+    if stat["replies_unknown"]:
+        note += f" ({stat['replies_unknown']} more could not be told: the template fails on the conversation cut " \
+                "after its reply)"
+    return note
+
+
 def _notes(lengths: dict, totals: dict) -> list[str]:
     notes = []
     for key, stat in lengths.items():
+        if stat.get("rendering") is not None:
+            notes += _conversation_notes(key, stat)
         ctx = stat["context_length"]
         if not ctx or not stat["count"]:
             continue
@@ -34,9 +65,7 @@ def _notes(lengths: dict, totals: dict) -> list[str]:
             notes.append(f"{key}: 90% of samples have at most {p90:.0f} tokens, under a quarter of the context "
                          f"length {ctx}: most of each sequence is padding unless samples are packed")
         if stat["over_context"]:
-            share = stat["over_context"] / stat["count"]
-            notes.append(f"{key}: {stat['over_context']} samples ({share:.1%}) are longer than the context length "
-                         f"{ctx} and will be truncated")
+            notes.append(_over_context_note(key, stat, ctx))
     if totals["unreadable_shards"]:
         notes.append(f"{totals['unreadable_shards']} shard(s) could not be read to the end; see shards[].error")
     return notes

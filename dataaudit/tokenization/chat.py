@@ -19,24 +19,35 @@ PROBE_CONVERSATION = (
 RENDERED_CHARS = 2000
 
 
-class _TemplateError(Exception):
-    pass
+class TemplateError(Exception):
+    """What a template's `raise_exception(message)` raises."""
 
 
 def _raise(message):
-    raise _TemplateError(message)
+    raise TemplateError(message)
 
 
-def render(bundle: TokenizerBundle) -> str:
+def sandbox():
+    """The environment every chat template is rendered in (here and in the audit's conversation lengths): Jinja2's
+    immutable sandbox with transformers' settings (trim_blocks, lstrip_blocks, loop controls), its
+    `raise_exception` (raises TemplateError) and a fixed `strftime_now` (a rendering never depends on the day)."""
     from jinja2.ext import loopcontrols
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
     env.globals["raise_exception"] = _raise
     env.globals["strftime_now"] = lambda fmt: datetime(2024, 1, 1, tzinfo=timezone.utc).strftime(fmt)
-    tokens = {f"{role}_token": sp.token for role, sp in bundle.special.items()}
-    return env.from_string(bundle.chat_template).render(messages=[dict(m) for m in PROBE_CONVERSATION],
-                                                        add_generation_prompt=True, **tokens)
+    return env
+
+
+def special_tokens(bundle: TokenizerBundle) -> dict[str, str | None]:
+    """The template variables naming the special tokens: bos_token, eos_token, pad_token, unk_token."""
+    return {f"{role}_token": sp.token for role, sp in bundle.special.items()}
+
+
+def render(bundle: TokenizerBundle) -> str:
+    return sandbox().from_string(bundle.chat_template).render(messages=[dict(m) for m in PROBE_CONVERSATION],
+                                                              add_generation_prompt=True, **special_tokens(bundle))
 
 
 def _side(bundle: TokenizerBundle) -> tuple[dict, list[int] | None, str | None]:

@@ -2,6 +2,7 @@
 differences that a sample of ordinary prose can miss."""
 from __future__ import annotations
 
+from dataaudit.textops.special_tokens import SPECIAL_TOKEN_STRINGS
 from dataaudit.tokenization.loading import TokenizerBundle
 
 BUILTIN_PROBES: tuple[tuple[str, str], ...] = (
@@ -39,9 +40,9 @@ BUILTIN_PROBES: tuple[tuple[str, str], ...] = (
     ("markdown", "# Title\n\n* item **bold** _it_ `code`\n\n| a | b |\n|---|---|\n"),
 )
 
-# Special-token spellings of common model families, written inside plain text.
-COMMON_SPECIAL_STRINGS = ("<s>", "</s>", "<unk>", "<pad>", "<|endoftext|>", "<|im_start|>", "<|im_end|>",
-                          "[INST]", "[/INST]", "<|begin_of_text|>", "<|eot_id|>", "[CLS]", "[SEP]", "[MASK]")
+# Special-token spellings of common model families, written inside plain text (one list, shared with the
+# `special_tokens` check).
+COMMON_SPECIAL_STRINGS = SPECIAL_TOKEN_STRINGS
 
 
 def special_string_probes(*bundles: TokenizerBundle) -> list[tuple[str, str]]:

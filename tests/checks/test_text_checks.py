@@ -1,4 +1,5 @@
-"""Tests for the text checks (dataaudit/checks/text.py, text_repetition.py).
+"""Tests for the text checks (dataaudit/checks/text.py, text_repetition.py, special_tokens.py; more in
+test_repetition.py and test_special_tokens.py).
 
 Planted positives must be flagged with exact values; a hand-made multilingual / code / markup set and two real
 corpora (WebDataset English passages, tinyshakespeare paragraphs) must not be.
@@ -28,9 +29,10 @@ from dataaudit.checks.base import REGISTRY, CheckOutput
 from dataaudit.checks.text_repetition import repetition_stats
 from tests.paths import SHARED_DATA, SHARED_MISSING
 
-CHECKS = ("empty_text", "control_chars", "mojibake", "long_unbroken_run", "repetition", "non_text_ratio")
+CHECKS = ("empty_text", "control_chars", "mojibake", "long_unbroken_run", "repetition", "non_text_ratio",
+          "special_tokens")
 # The checks that look for garbage: each must stay under 0.5% on real clean text.
-GARBAGE_CHECKS = ("control_chars", "mojibake", "long_unbroken_run", "non_text_ratio")
+GARBAGE_CHECKS = ("control_chars", "mojibake", "long_unbroken_run", "non_text_ratio", "special_tokens")
 
 
 def run(name: str, rows, **params) -> CheckOutput:
@@ -71,6 +73,7 @@ def test_registered_with_defaults():
     assert [rep[f"top_{n}_gram"] for n in (2, 3, 4)] == [0.20, 0.18, 0.16]
     assert [rep[f"dup_{n}_gram"] for n in range(5, 11)] == [0.15, 0.14, 0.13, 0.12, 0.11, 0.10]
     assert rep["min_words"] == 50
+    assert (rep["max_repeats"], rep["min_repeat_chars"], rep["skip_structure"]) == (5, 5, True)
 
 
 # ------------------------------------------------------------------------------------ nulls, empties, types
@@ -473,6 +476,8 @@ def planted() -> dict[str, tuple[str, set[str]]]:
         # Latin-1 decoded binary is ~1/3 symbols, just under max_ratio; controls and lead+continuation pairs
         # catch it instead.
         "latin1_binary": (blob.decode("latin-1"), {"control_chars", "mojibake", "long_unbroken_run"}),
+        "chatml_leak": ("Sure, done.<|im_end|>\n<|im_start|>user\nThanks", {"special_tokens"}),
+        "looping_reply": ("I'm sorry. " * 8, {"repetition"}),
     }
 
 
@@ -544,7 +549,7 @@ def main() -> None:
         for name in CHECKS:
             REGISTRY[name].fn(arr, **REGISTRY[name].params)
         best = min(best, time.perf_counter() - t0)
-    print(f"all six checks, tinyshakespeare paragraphs, best of 5: {best * 1e3:.0f} ms = "
+    print(f"all {len(CHECKS)} checks, tinyshakespeare paragraphs, best of 5: {best * 1e3:.0f} ms = "
           f"{len(docs) / best:,.0f} rows/s, {chars / best / 1e6:.1f} M chars/s")
     for name in CHECKS:
         t0 = time.perf_counter()

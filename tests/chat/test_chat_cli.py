@@ -1,0 +1,98 @@
+"""Chat and instruction data through the CLI (`dataaudit audit ... --engine local`): the exit code, the summary's
+fields line, report.json's shards (fields, formats) and notes, and flags.parquet with the same rows as the shard
+audit."""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from tests.chat.chat_data import (MESSAGES, alpaca_expected, alpaca_shard, cli_audit, msg, openai_expected,
+                                  openai_shard, rows_of, sharegpt_expected, sharegpt_shard, write)
+
+
+def _lines(output: str) -> list[str]:
+    return output.splitlines()
+
+
+def test_openai_messages(tmp_path):
+    path = openai_shard(tmp_path)
+    res, report, flags = cli_audit([path], tmp_path / "out")
+    assert res.exit_code == 1, res.output          # empty replies and conversations without a reply are errors
+    assert ("fields: text = messages [conversation (role, content)] (1 shard); "
+            "id = id [identifier (not audited as prose)] (1 shard)") in _lines(res.output)
+    [shard] = report["shards"]
+    assert shard["fields"] == {"text": ["messages"], "id": ["id"]}
+    assert shard["formats"] == {"messages": "conversation (role, content)", "id": "identifier (not audited as prose)"}
+    assert shard["unchecked"] == {}
+    assert rows_of(flags) == openai_expected()
+    checks = {k: v["flagged"] for k, v in report["checks"].items() if v["flagged"]}
+    assert checks == {"empty_text": 1, "control_chars": 1, "empty_reply": 1, "unknown_role": 1, "role_order": 2,
+                      "no_assistant_turn": 2, "last_turn_not_assistant": 1}
+    assert report["duplicate_id"]["ids"] == 11 and report["duplicate_id"]["duplicates"] == 0
+
+
+def test_sharegpt(tmp_path):
+    res, report, flags = cli_audit([sharegpt_shard(tmp_path)], tmp_path / "out")
+    assert res.exit_code == 1, res.output
+    assert ("fields: text = conversations [conversation (from, value)] (1 shard); json = tools [JSON text] "
+            "(1 shard); id = id [identifier (not audited as prose)] (1 shard)") in _lines(res.output)
+    assert report["shards"][0]["formats"] == {"conversations": "conversation (from, value)", "tools": "JSON text",
+                                              "id": "identifier (not audited as prose)"}
+    assert rows_of(flags) == sharegpt_expected()
+
+
+def test_alpaca(tmp_path):
+    res, report, flags = cli_audit([alpaca_shard(tmp_path)], tmp_path / "out")
+    assert res.exit_code == 0, res.output           # warnings only
+    assert "fields: text = instruction (1 shard), input (1 shard), output (1 shard)" in _lines(res.output)
+    assert report["shards"][0]["fields"] == {"text": ["instruction", "input", "output"]}
+    assert rows_of(flags) == alpaca_expected()
+
+
+def test_configured_text_fields(tmp_path):
+    res, report, flags = cli_audit([alpaca_shard(tmp_path)], tmp_path / "out",
+                                   '[fields]\ntext = ["instruction", "output"]\n')
+    assert res.exit_code == 0, res.output
+    assert "fields: text = instruction (1 shard), output (1 shard)" in _lines(res.output)
+    assert rows_of(flags) == [r for r in alpaca_expected() if r[1] != "input"]
+    res, report, flags = cli_audit([openai_shard(tmp_path)], tmp_path / "out2", '[fields]\ntext = "messages.content"\n')
+    assert res.exit_code == 1, res.output
+    assert report["shards"][0]["fields"] == {"text": ["messages"], "id": ["id"]}
+    assert rows_of(flags) == openai_expected()
+
+
+def test_a_configured_field_that_does_not_exist_is_a_usage_error(tmp_path):
+    path = alpaca_shard(tmp_path)
+    for text, missing in (('"response"', "response"), ('"messages.content"', "messages.content"),
+                          ('["instruction", "question.stem"]', "question.stem")):
+        res, report, _ = cli_audit([path], tmp_path / "out", f"[fields]\ntext = {text}\n")
+        assert res.exit_code == 2, res.output
+        assert _lines(res.output) == [
+            f"Error: {tmp_path / 'out.toml'}: [fields]: text {missing!r} found in none of the 1 shard(s) (Parquet "
+            "footers, the first 256 records of other shards)"]
+        assert report is None and not (tmp_path / "out").exists()
+
+
+def test_columns_no_check_reads_are_named_in_notes(tmp_path):
+    meta = pa.struct([("source", pa.string()), ("score", pa.float64())])
+    path = write(tmp_path / "mm.parquet", {
+        "id": ["a", "b"],
+        "messages": [[msg("user", "What is this?"), msg("assistant", "A cat.")]] * 2,
+        "image": pa.array([b"\x89PNG\r\n", b"\x89PNG\r\n"], pa.binary()),
+        "meta": pa.array([{"source": "web", "score": 0.5}] * 2, meta)}, {"messages": MESSAGES})
+    res, report, flags = cli_audit([path], tmp_path / "out")
+    assert res.exit_code == 0, res.output
+    assert flags.num_rows == 0
+    note = f"{path}: warning: not checked by any check: image (binary), meta (struct<source: string, score: double>)"
+    assert note in report["notes"]
+    assert report["shards"][0]["unchecked"] == {"image": "binary", "meta": "struct<source: string, score: double>"}
+    assert f"note: {note}" in _lines(res.output)
+
+
+def test_clean_chat_data_exits_0_with_no_flags(tmp_path):
+    path = write(tmp_path / "clean.parquet", {
+        "id": ["a", "b"], "messages": [[msg("system", "Be kind."), msg("user", "Hi"), msg("assistant", "Hello!")],
+                                       [msg("user", "2+2?"), msg("assistant", "4")]]}, {"messages": MESSAGES})
+    res, report, flags = cli_audit([path], tmp_path / "out")
+    assert res.exit_code == 0, res.output
+    assert flags.num_rows == 0 and report["totals"]["flagged"] == 0
+    assert "(no flags)" in res.output

@@ -1,0 +1,239 @@
+"""The `repetition` check on structured text and degenerate generations (dataaudit/checks/text_repetition.py).
+
+Code, tables, lists, JSON, YAML and markdown must not be flagged; a model looping on a sentence or a line must
+be, also in a text too short for the Gopher n-gram statistics. On plain prose the statistics stay exactly
+datatrove's. The synthetic texts live in tests/checks/repetition_cases.py (run it as a script for the counts on
+the real corpora and the throughput).
+"""
+from __future__ import annotations
+
+import random
+import re
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dataaudit.checks import REGISTRY
+from dataaudit.checks.text_common import char_lengths
+from dataaudit.checks.text_repetition import RUN_GAP, repetition_stats, split_lines
+from tests.checks.repetition_cases import DEGENERATE, STRUCTURED, real_corpora, shakespeare_chunks
+from tests.checks.test_text_checks import _reference_stats, load_shakespeare, load_webdataset, run
+from tests.paths import needs_shared
+
+GOPHER_ONLY = {"skip_structure": False, "max_repeats": 0}      # the statistics as datatrove computes them
+
+
+def test_params():
+    p = REGISTRY["repetition"].params
+    assert (p["max_repeats"], p["min_repeat_chars"], p["skip_structure"], p["min_words"]) == (5, 5, True, 50)
+    assert RUN_GAP == 3
+
+
+# ------------------------------------------------------------------------------------- synthetic structure
+
+def test_structured_texts_are_not_flagged():
+    out = run("repetition", list(STRUCTURED.values()))
+    assert dict(zip(STRUCTURED, out.value.tolist())) == dict.fromkeys(STRUCTURED, 0.0)
+    assert not out.flagged.any()
+    # what the plain Gopher statistics make of them (the false positives this module removes)
+    before = run("repetition", list(STRUCTURED.values()), **GOPHER_ONLY)
+    assert [k for k, f in zip(STRUCTURED, before.flagged) if f] == [
+        "c_file", "markdown_table", "bullet_list", "numbered_list", "json", "yaml_config"]
+
+
+DEGENERATE_EXPECTED = {
+    "sorry_x8": (8 / 5, "sentence_run=8 > 5: 'I'm sorry'"),
+    "sentence_x8": (0.7109375 / 0.10, "dup_10_gram=0.71 > 0.10 (+9 more)"),
+    "line_x10": (0.72972972972973 / 0.10, "dup_10_gram=0.73 > 0.10 (+11 more)"),
+    "chinese_sentence_x6": (6 / 5, "sentence_run=6 > 5: '对不起，我无法回答这个问题'"),
+    "alternating_x6": (6 / 5, "sentence_run=6 > 5: 'I cannot do that'"),
+    "list_item_x8": (0.728 / 0.20, "dup_line_char_frac=0.73 > 0.20 (+2 more)"),
+    "looping_tail": (0.5572755417956656 / 0.10, "dup_10_gram=0.56 > 0.10 (+9 more)"),
+    "identical_lines_x20": (0.7962747380675204 / 0.10, "dup_10_gram=0.80 > 0.10 (+11 more)"),
+    "repeated_5gram_x15": (0.7724137931034483 / 0.10, "dup_10_gram=0.77 > 0.10 (+8 more)"),
+}
+
+
+def test_degenerate_texts_are_flagged_exactly():
+    assert list(DEGENERATE) == list(DEGENERATE_EXPECTED)
+    out = run("repetition", list(DEGENERATE.values()))
+    assert out.flagged.all()
+    for i, (key, (value, detail)) in enumerate(DEGENERATE_EXPECTED.items()):
+        assert out.value[i] == pytest.approx(value), key
+        assert out.detail[i] == detail, key
+    # the short loops are caught by the sentence runs alone: Gopher's n-grams need 50 words
+    gopher = run("repetition", list(DEGENERATE.values()), max_repeats=0)
+    assert [k for k, f in zip(DEGENERATE, gopher.flagged) if not f] == ["sorry_x8", "chinese_sentence_x6",
+                                                                        "alternating_x6"]
+
+
+# ------------------------------------------------------------------------------------------ sentence runs
+
+def runs(texts, **kw) -> list[int]:
+    stats = repetition_stats(pa.array(texts, type=pa.string()), top_ns=(), dup_ns=(), lines=False, repeats=True,
+                             skip_structure=kw.pop("skip_structure", True), **kw)
+    return stats["sentence_run"].astype(int).tolist()
+
+
+def test_sentence_run_boundaries():
+    assert runs(["I'm sorry. " * 5, "I'm sorry. " * 6, "I'm sorry.", "", None]) == [5, 6, 0, 0, 0]
+    flagged = run("repetition", ["I'm sorry. " * 5, "I'm sorry. " * 6]).flagged.tolist()
+    assert flagged == [False, True]                         # more than max_repeats occurrences
+    # each occurrence within RUN_GAP sentences of the previous one (short sentences hold their place)
+    assert runs(["Stop it now. x1. x2. Stop it now. x3. x4. Stop it now.",
+                 "Stop it now. x1. x2. x3. Stop it now. x4. x5. x6. Stop it now.",
+                 "Stop it now. A. B. C. D. E. F. Stop it now! Stop it now? Stop it now."]) == [3, 0, 3]
+    # sentences shorter than min_repeat_chars do not count
+    assert runs(["Yes. " * 10, "Yes!\n" * 10]) == [0, 0]
+    assert runs(["Yes. " * 10], min_repeat_chars=3) == [10]
+    # compared exactly after trimming (only the two "Sorry" make a run); closing quotes stay with their end
+    assert runs(["Sorry. sorry. SORRY. Sorry.", '"No way!" "No way!" "No way!"']) == [2, 3]
+    # Chinese sentence ends
+    assert runs(["好的。好的！好的？好的", "我明白了。 我明白了！\n我明白了"], min_repeat_chars=2) == [4, 3]
+
+
+def test_sentence_run_detail_names_the_first_longest_run():
+    text = "Intro text here. " + "Go left. " * 3 + "Middle part here. " + "Go right now. " * 7
+    out = run("repetition", [text])
+    assert out.detail[0] == "sentence_run=7 > 5: 'Go right now'"
+    stats = repetition_stats(pa.array([text + "Go left. " * 7]), repeats=True, skip_structure=True)
+    assert stats["sentence_run"][0] == 7 and stats.repeated_text(0) == "Go right now"   # first of the ties
+
+
+def _py_runs(text: str, min_chars: int) -> int:
+    """Pure-Python sentence runs (no structure: every non-empty line is cut into sentences)."""
+    sents = []
+    for line in text.split("\n"):
+        for s in re.split(r"[.!?\u2026]+[\"'\u201d\u2019\u00bb)\]]*(?:\s+|$)|[\u3002\uff01\uff1f]+[\u201d\u2019"
+                          r"\u300d\u300f\uff09]*\s*", line.strip()):
+            if s.strip():
+                sents.append(s.strip())
+    best, last, length = 0, {}, {}
+    for pos, s in enumerate(sents):
+        if len(s) < min_chars:
+            continue
+        length[s] = length[s] + 1 if s in last and pos - last[s] <= RUN_GAP else 1
+        last[s] = pos
+        best = max(best, length[s])
+    return best if best >= 2 else 0
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from(["go", "stop it", "no way", "好的", "I'm sorry", "x"]),
+                                   st.sampled_from([". ", "! ", "? ", "。", "\n", " ", "... ", ".\n"])),
+                         max_size=30), max_size=6),
+       st.sampled_from([1, 3, 5]))
+def test_sentence_runs_match_reference(docs, min_chars):
+    texts = ["".join(w + sep for w, sep in d) for d in docs]
+    assert runs(texts, min_repeat_chars=min_chars, skip_structure=False) == [_py_runs(t, min_chars) for t in texts]
+
+
+# ---------------------------------------------------------------------------------------- line classes
+
+def test_line_classes_exact():
+    docs = [
+        "\n".join([
+            "The quick brown fox jumps.",        # 0 prose
+            "```python",                         # 1 fence            counted nowhere
+            "x = compute(1)",                    # 2 fenced code
+            "```",                               # 3 fence
+            "| a | b |",                         # 4 table row
+            '"name": "value",',                  # 5 JSON key
+            "}",                                 # 6 code (and symbols)
+            "- an item of the list",             # 7 list item: a line and sentences, not words
+            "ROMEO:",                            # 8 label: sentences only
+            "## Usage notes",                    # 9 heading
+            "",                                  # 10 blank
+            "return value",                      # 11 code (return statement)
+            "image: nginx",                      # 12 key: value
+            "---",                               # 13 symbols in a text with code: counted nowhere
+        ]),
+        "Prose line.\n...\n1. " + "word " * 60,  # no code: "..." counts as in Gopher; a long item is prose
+    ]
+    arr = pa.array(docs)
+    lines = split_lines(arr, char_lengths(arr), skip_structure=True)
+    assert lines.doc.tolist() == [0] * 14 + [1] * 3
+    L, W, S = lines.lines.tolist(), lines.words.tolist(), lines.sentences.tolist()
+    #         0  1  2  3  4  5  6  7  8  9  10 11 12 13 | 0  1  2
+    assert L == [1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1]
+    assert W == [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1]
+    assert S == [1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 0, 1, 0, 1]
+    assert lines.text[7].as_py() == "an item of the list" and lines.text[16].as_py().startswith("word word")
+    # len(text) without the lines counted nowhere (1-6, 11, 13) and their "\n": the rest joined by "\n"
+    kept = "\n".join(["The quick brown fox jumps.", "- an item of the list", "ROMEO:", "## Usage notes", "",
+                      "image: nginx"])
+    assert lines.kept_chars.tolist() == [len(kept), len(docs[1])]
+    plain = split_lines(arr, char_lengths(arr), skip_structure=False)
+    assert plain.lines.tolist() == plain.words.tolist() == plain.sentences.tolist() == [
+        bool(s.strip()) for d in docs for s in d.split("\n")]
+
+
+def test_unclosed_fence_runs_to_the_end_of_its_text_only():
+    docs = ["Intro.\n```\nprint(1)\nprint(1)\nprint(1)", "print(1)\nprint(1)\nplain words\nplain words"]
+    arr = pa.array(docs)
+    lines = split_lines(arr, char_lengths(arr), skip_structure=True)
+    assert lines.lines.tolist() == [True, False, False, False, False, False, False, True, True]
+    stats = repetition_stats(arr, skip_structure=True)
+    assert stats["dup_line_frac"].tolist() == [0.0, 0.5]
+    assert stats["dup_line_char_frac"][1] == pytest.approx(11 / len("plain words\nplain words"))
+
+
+def test_prose_gets_datatrove_numbers():
+    """On text without structure, skip_structure changes nothing: the reference is datatrove's definition."""
+    rng = random.Random(3)
+    vocab = ["a", "bb", "ccc", "the", "of", "dddd", "é", "训练", "x1", "yy", "Ok,", "word."]
+    docs = []
+    for _ in range(200):
+        k = rng.choice([0, 1, 3, 12, 30, 60, 120])
+        words = [rng.choice(vocab[: rng.randint(2, len(vocab))]) for _ in range(k)]
+        seps = [rng.choice([" ", " ", " ", "\n", "  ", "\t", "\n\n"]) for _ in range(k)]
+        docs.append("".join(w + s for w, s in zip(words, seps)))
+    for min_words in (0, 10):
+        stats = repetition_stats(pa.array(docs), min_words=min_words, skip_structure=True)
+        for i, d in enumerate(docs):
+            for key, val in _reference_stats(d, min_words).items():
+                assert stats[key][i] == pytest.approx(val), (key, i, d)
+
+
+def test_disabling_everything_and_min_chars():
+    rows = ["I'm sorry. " * 8, STRUCTURED["c_file"]]
+    off = {k: 0 for k in REGISTRY["repetition"].params if k not in ("min_words", "min_chars", "skip_structure")}
+    out = run("repetition", rows, **off)
+    assert not out.flagged.any() and out.value.tolist() == [0.0, 0.0]
+    assert run("repetition", rows, min_chars=100).flagged.tolist() == [False, False]
+
+
+# ------------------------------------------------------------------------------------------ real corpora
+
+@needs_shared
+def test_real_corpora_false_positives(shared_data):
+    corpora = real_corpora(shared_data)
+    counts, gopher = {}, {}
+    for label, docs in corpora.items():
+        counts[label] = int(run("repetition", docs).flagged.sum())
+        gopher[label] = int(run("repetition", docs, **GOPHER_ONLY).flagged.sum())
+    # tool-call JSON, chat turns with code and lists, a play's speaker lines: no longer flagged
+    assert gopher == {"gsm8k question+answer": 78, "glaive conversations[].value": 3, "glaive tools (JSON)": 13,
+                      "v1_sft turns": 6, "tinyshakespeare 2000-char chunks": 15}
+    assert counts == {"gsm8k question+answer": 78, "glaive conversations[].value": 0, "glaive tools (JSON)": 0,
+                      "v1_sft turns": 3, "tinyshakespeare 2000-char chunks": 0}
+    # GSM8K is plain prose: the same texts as datatrove's statistics (short word problems that reuse a phrase)
+    docs = corpora["gsm8k question+answer"]
+    np.testing.assert_array_equal(run("repetition", docs).flagged, run("repetition", docs, **GOPHER_ONLY).flagged)
+
+
+@needs_shared
+def test_real_looping_generations_still_flagged(shared_data):
+    """The WebDataset passages are GPT-2 samples, ~7% of which loop: nearly all stay flagged, nothing new is."""
+    docs = load_webdataset(shared_data)
+    new = set(np.flatnonzero(run("repetition", docs).flagged))
+    old = set(np.flatnonzero(run("repetition", docs, **GOPHER_ONLY).flagged))
+    assert len(old) == 66 and new <= old and len(old - new) <= 3
+    paragraphs = load_shakespeare(shared_data)
+    assert int(run("repetition", paragraphs).flagged.sum()) <= 2
+    # whole plays in 20,000-character pieces: the longest sentence run anywhere is 3
+    raw = (shared_data / "corpora" / "tinyshakespeare.txt").read_text(encoding="utf-8")
+    assert max(runs(shakespeare_chunks(raw, 20000))) == 3
