@@ -574,7 +574,6 @@ def build_form(form: str, real: list[dict], pool: dict, records: int, rate: floa
     per_shard = math.ceil(len(items) / len(shards))
     out = {s: [] for s in shards}
     origin, truth = [], []
-    dup_sources = []
     for i, it in enumerate(items):
         shard = shards[min(i // per_shard, len(shards) - 1)]
         row = len(out[shard])
@@ -595,26 +594,36 @@ def build_form(form: str, real: list[dict], pool: dict, records: int, rate: floa
                 rec = to_sharegpt(conv)
             else:
                 rec = to_messages(conv, rid, parts=shard.endswith("001"), rng=rng)
-                if kind is None and it["origin"] == "generated":
-                    dup_sources.append((shard, row, rid))
         if entry is not None:
             truth.append({"shard": shard, "row": row, "kind": kind, "check": CHECK_OF[kind], **entry})
         origin.append([shard, row, it["origin"], kind])
         out[shard].append(rec)
-    # duplicate ids: each reuses the id of an unplanted generated record that comes before it (else any)
-    dups = [o for o in origin if o[3] == "duplicate_id"]
-    order = {(s, r): i for i, (s, r, _, _) in enumerate(origin)}
+    # duplicate ids: each reuses the id of an earlier record of its shard (an unplanted generated one when there
+    # is one), as the check defines a duplicate; a duplicate that would be its shard's first record trades places
+    # with an unplanted generated record further on (only the id is planted, so the records stay as they are)
+    unplanted = {(o[0], o[1]) for o in origin if o[2] == "generated" and o[3] is None}
+    for o in origin:
+        if o[3] == "duplicate_id" and o[1] == 0:
+            swap = next((x for x in origin if x[0] == o[0] and (x[0], x[1]) in unplanted), None)
+            if swap is None:
+                raise ValueError(f"{o[0]}: no unplanted generated record to hold a duplicate id: raise --records")
+            o[3], swap[3] = None, "duplicate_id"
+            unplanted.discard((swap[0], swap[1]))
+            unplanted.add((o[0], o[1]))
     used = set()
-    for shard, row, _, _ in dups:
-        here = order[(shard, row)]
-        free = [d for d in dup_sources if d[2] not in used]
-        before = [d for d in free if order[(d[0], d[1])] < here]
-        src = rng.choice(before or free)
-        used.add(src[2])
-        out[shard][row]["id"] = src[2]
+    kind_of = {(o[0], o[1]): o[3] for o in origin}
+    for shard, row, _, kind in origin:
+        if kind != "duplicate_id":
+            continue
+        earlier = [(shard, r) for r in range(row) if (shard, r) not in used and kind_of[(shard, r)] != "duplicate_id"]
+        preferred = [k for k in earlier if k in unplanted]
+        src = rng.choice(preferred or earlier)
+        used.add(src)
+        rid = out[shard][src[1]]["id"]
+        out[shard][row]["id"] = rid
         truth.append({"shard": shard, "row": row, "kind": "duplicate_id", "check": CHECK_OF["duplicate_id"],
-                      "field": "id", "turn": None, "variant": "after its original" if before else "before its original",
-                      "inserted": src[2], "original": [src[0], src[1]]})
+                      "field": "id", "turn": None, "variant": "a later record of the same shard", "inserted": rid,
+                      "original": [src[0], src[1]]})
     truth.sort(key=lambda t: (t["shard"], t["row"]))
     return {"shards": out, "truth": truth, "origin": origin}
 
