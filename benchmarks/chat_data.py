@@ -47,7 +47,8 @@ positives are measured. Kinds (the check expected to fire, and the field it must
           mojibake, special_tokens, long_unbroken_run (instruction or output), repetition (output)
 
 OUT/truth.json is the truth table: per form its shards, every record's origin (real / generated) and every
-planted defect (shard, row, kind, check, field, turn, variant, and what was inserted). Same arguments ->
+planted defect (shard, row, kind, check, field, turn, the turn's role as written, variant, and what was
+inserted). Same arguments ->
 byte-identical files.
 
     .venv/bin/python benchmarks/chat_data.py --out bench-data/chat --records 2000
@@ -595,6 +596,9 @@ def build_form(form: str, real: list[dict], pool: dict, records: int, rate: floa
             else:
                 rec = to_messages(conv, rid, parts=shard.endswith("001"), rng=rng)
         if entry is not None:
+            if form != "alpaca" and entry.get("turn") is not None:
+                # the role of the planted turn as written (the flag's `role`)
+                entry["role"] = rec[CONV_COLUMN[form]][entry["turn"]][ROLE_KEY[form]]
             truth.append({"shard": shard, "row": row, "kind": kind, "check": CHECK_OF[kind], **entry})
         origin.append([shard, row, it["origin"], kind])
         out[shard].append(rec)

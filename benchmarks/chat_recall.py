@@ -8,7 +8,9 @@ format (one process each, the installed CLI), and scores its flags.parquet again
 
   recall        per kind: planted records flagged by the expected check AT the planted row AND field path
                 (`messages[3].content`, `conversations[2].from`, `output`, `tools`, ...). A flag of the right
-                check on the same record but another field counts as "wrong field" (a wrong turn index).
+                check on the same record but another field counts as "wrong field" (a wrong turn index); a
+                found flag whose `role` is not the planted turn's role as written counts as "wrong role"; a
+                special_tokens flag whose detail does not name the planted token is not "named".
   clean flagged the real records, converted and never planted (the clean set), that get ANY flag, as a share
                 of the clean records; which checks flag them, with examples (row, field, detail).
 
@@ -54,7 +56,7 @@ def score(form_truth: dict, flags: list[dict], checks_run: set[str] | None = Non
 
     flags: flags.parquet rows (dicts with shard, row, field, check, detail). checks_run: the checks the
     audit has (report.json's `checks`); a kind whose check is missing is "no check". Returns
-    {kinds: {kind: {check, planted, found, wrong_field, recall, misses: [...], reasons: Counter}},
+    {kinds: {kind: {check, planted, found, wrong_field, wrong_role, named, recall, misses: [...], reasons}},
      clean: {records, flagged, share, by_check: {check: {records, examples}}},
      generated_unplanted: {...same}, planted_extra: {check: records}}."""
     by_record: dict[tuple[str, int], list[dict]] = defaultdict(list)
@@ -63,12 +65,17 @@ def score(form_truth: dict, flags: list[dict], checks_run: set[str] | None = Non
     kinds: dict[str, dict] = {}
     for t in form_truth["planted"]:
         k = kinds.setdefault(t["kind"], {"check": t["check"], "planted": 0, "found": 0, "wrong_field": 0,
-                                         "misses": [], "reasons": Counter()})
+                                         "wrong_role": 0, "named": None, "misses": [], "reasons": Counter()})
         k["planted"] += 1
         on_record = by_record.get((t["shard"], t["row"]), [])
         right = [f for f in on_record if f["check"] == t["check"]]
-        if any(f["field"] == t["field"] for f in right):
+        hits = [f for f in right if f["field"] == t["field"]]
+        if hits:
             k["found"] += 1
+            if t.get("role") is not None and not any(f.get("role") == t["role"] for f in hits):
+                k["wrong_role"] += 1
+            if t["kind"] == "special_tokens":      # the detail must name the token
+                k["named"] = (k["named"] or 0) + any(repr(t["inserted"]) in (f["detail"] or "") for f in hits)
             continue
         if right:
             k["wrong_field"] += 1
@@ -177,8 +184,10 @@ def print_cell(form: str, fmt: str, res: dict, result: dict | None, examples: in
     rows = []
     for kind, k in result["kinds"].items():
         rows.append([kind, k["check"], k["planted"], k["found"] if k["scored"] else "-", _fmt_recall(k),
-                     k["wrong_field"] or ""])
-    print(_common.fmt_table(["kind", "check", "planted", "found", "recall", "wrong field"], rows))
+                     k["wrong_field"] or "", k["wrong_role"] or "",
+                     "" if k["named"] is None else f"{k['named']}/{k['found']}"])
+    print(_common.fmt_table(["kind", "check", "planted", "found", "recall", "wrong field", "wrong role",
+                             "token named"], rows))
     c = result["clean"]
     verdict = "meets" if c["share"] <= TARGET_CLEAN else "ABOVE"
     print(f"clean (real records, unplanted): {c['flagged']} / {c['records']} flagged = {c['share']:.2%} "

@@ -147,30 +147,43 @@ def test_truth_points_at_the_planted_defect(small):
 
 def test_scorer_counts_exactly():
     truth = {"planted": [
-        {"shard": "m-000", "row": 1, "kind": "empty_reply", "check": "empty_reply", "field": "messages[3].content"},
-        {"shard": "m-000", "row": 2, "kind": "empty_reply", "check": "empty_reply", "field": "messages[1].content"},
-        {"shard": "m-001", "row": 0, "kind": "role_order", "check": "role_order", "field": "messages[2].role"},
-        {"shard": "m-001", "row": 4, "kind": "special_tokens", "check": "special_tokens", "field": "messages[0].content"},
+        {"shard": "m-000", "row": 1, "kind": "empty_reply", "check": "empty_reply", "field": "messages[3].content",
+         "role": "assistant"},
+        {"shard": "m-000", "row": 2, "kind": "empty_reply", "check": "empty_reply", "field": "messages[1].content",
+         "role": "assistant"},
+        {"shard": "m-001", "row": 0, "kind": "role_order", "check": "role_order", "field": "messages[2].role",
+         "role": "user"},
+        {"shard": "m-001", "row": 4, "kind": "special_tokens", "check": "special_tokens",
+         "field": "messages[0].content", "role": "user", "inserted": "</s>"},
+        {"shard": "m-001", "row": 5, "kind": "special_tokens", "check": "special_tokens",
+         "field": "messages[2].content", "role": "user", "inserted": "<s>"},
     ], "records": [["m-000", 0, "real", None], ["m-000", 1, "generated", "empty_reply"],
                    ["m-000", 2, "generated", "empty_reply"], ["m-000", 3, "real", None], ["m-000", 4, "generated", None],
-                   ["m-001", 0, "generated", "role_order"], ["m-001", 1, "real", None], ["m-001", 4, "generated",
-                                                                                         "special_tokens"]]}
-    flag = lambda shard, row, check, field: {"shard": f"/x/{shard}.jsonl", "row": row, "check": check,  # noqa: E731
-                                             "field": field, "detail": "d"}
-    flags = [flag("m-000", 1, "empty_reply", "messages[3].content"),          # found
-             flag("m-000", 1, "repetition", "messages[3].content"),           # extra on a planted record
-             flag("m-000", 2, "empty_reply", "messages[3].content"),          # right check, wrong turn
-             flag("m-001", 0, "role_order", "messages[2].role"),              # found (other shard)
-             flag("m-000", 0, "repetition", "messages[1].content"),           # a clean record flagged
-             flag("m-000", 0, "long_unbroken_run", "messages[1].content"),    # the same clean record
-             flag("m-001", 1, "empty_reply", "messages[1].content"),          # another clean record
-             flag("m-000", 4, "empty_reply", "messages[1].content")]          # a generated unplanted record
-    r = chat_recall.score(truth, flags, checks_run={"empty_reply", "role_order", "repetition", "long_unbroken_run"})
+                   ["m-001", 0, "generated", "role_order"], ["m-001", 1, "real", None],
+                   ["m-001", 4, "generated", "special_tokens"], ["m-001", 5, "generated", "special_tokens"]]}
+
+    def flag(shard, row, check, field, role=None, detail="d"):
+        return {"shard": f"/x/{shard}.jsonl", "row": row, "check": check, "field": field, "role": role,
+                "detail": detail}
+
+    flags = [flag("m-000", 1, "empty_reply", "messages[3].content", "assistant"),   # found
+             flag("m-000", 1, "repetition", "messages[3].content"),                 # extra on a planted record
+             flag("m-000", 2, "empty_reply", "messages[3].content", "assistant"),   # right check, wrong turn
+             flag("m-001", 0, "role_order", "messages[2].role", "system"),          # found, with the wrong role
+             flag("m-001", 4, "special_tokens", "messages[0].content", "user", "special token '</s>'"),  # named
+             flag("m-001", 5, "special_tokens", "messages[2].content", "user", "special token '<|x|>'"),  # not named
+             flag("m-000", 0, "repetition", "messages[1].content"),                 # a clean record flagged
+             flag("m-000", 0, "long_unbroken_run", "messages[1].content"),          # the same clean record
+             flag("m-001", 1, "empty_reply", "messages[1].content"),                # another clean record
+             flag("m-000", 4, "empty_reply", "messages[1].content")]                # a generated unplanted record
+    r = chat_recall.score(truth, flags, checks_run={"empty_reply", "role_order", "repetition", "long_unbroken_run",
+                                                    "special_tokens"})
     k = r["kinds"]
     assert (k["empty_reply"]["planted"], k["empty_reply"]["found"], k["empty_reply"]["wrong_field"]) == (2, 1, 1)
-    assert k["empty_reply"]["recall"] == 0.5
-    assert (k["role_order"]["found"], k["role_order"]["recall"]) == (1, 1.0)
-    assert not k["special_tokens"]["scored"] and k["special_tokens"]["recall"] is None
+    assert (k["empty_reply"]["recall"], k["empty_reply"]["wrong_role"], k["empty_reply"]["named"]) == (0.5, 0, None)
+    assert (k["role_order"]["found"], k["role_order"]["recall"], k["role_order"]["wrong_role"]) == (1, 1.0, 1)
+    assert (k["special_tokens"]["found"], k["special_tokens"]["named"]) == (2, 1)
+    assert k["empty_reply"]["reasons"] == {"empty_reply on another field (messages[3].content)": 1}
     assert (r["clean"]["records"], r["clean"]["flagged"]) == (3, 2)
     assert {c: v["records"] for c, v in r["clean"]["by_check"].items()} == \
         {"repetition": 1, "long_unbroken_run": 1, "empty_reply": 1}
@@ -178,6 +191,8 @@ def test_scorer_counts_exactly():
     assert r["planted_extra"] == {"repetition": 1}
     met, missed = chat_recall.targets_met(r)
     assert not met and missed == ["empty_reply recall 0.50", "clean flagged 66.7%"]
+    no_check = chat_recall.score(truth, flags, checks_run={"empty_reply", "role_order"})["kinds"]["special_tokens"]
+    assert not no_check["scored"] and no_check["recall"] is None
 
 
 # Kinds whose check finds every plant at its record and field today, in every form and format.
@@ -202,6 +217,7 @@ def test_small_audit_finds_every_plant(tmp_path):
             r = chat_recall.score(truth["forms"][form], flags, set(report["checks"]))
             assert {k: v["planted"] for k, v in r["kinds"].items()} == expected, (form, fmt)
             assert {k: v["found"] for k, v in r["kinds"].items()} == expected, (form, fmt, r["kinds"])
+            assert not any(v["wrong_field"] or v["wrong_role"] for v in r["kinds"].values()), (form, fmt)
             assert r["clean"]["records"] == 6
 
 
