@@ -219,6 +219,10 @@ def _longest_run(arr: pa.Array) -> np.ndarray:
     return out
 
 
+# Markdown table separators and horizontal rules (`|-----|:---:|`, `-----`, `=====`): layout, not a blob.
+_RULE_RE = "[-=_*~#|:]{3,}"
+
+
 def _url_re(url_max: int) -> str:
     """URLs (scheme:// or www.) of up to url_max characters after the scheme; a longer one keeps its tail.
     (The body is "not ASCII whitespace / Unicode separator": a counted repeat of the full run-break class
@@ -232,25 +236,26 @@ def _url_re(url_max: int) -> str:
     description="A run of more than max_run characters with no whitespace (base64, hex dumps, minified "
                 "code). CJK, kana, Hangul, Thai and other scripts written without spaces end a run; URLs "
                 "(scheme:// or www.) of up to url_max characters are skipped (0: count them; a longer URL "
-                "keeps its tail). value = length of the longest such run in characters.",
+                "keeps its tail), and so are markdown table separators and rules (3+ of - = _ * ~ # | :). "
+                "value = length of the longest such run in characters.",
 )
 def long_unbroken_run(arr, max_run: int = 100, url_max: int = 400, **params) -> CheckOutput:
     arr = as_string_array(arr)
     longest = _longest_run(arr)
     url = _url_re(min(int(url_max), 1000)) if url_max and url_max > 0 else None
-    if url is not None:                           # re-measure only the rows that contain a URL
-        rows = np.flatnonzero(to_bool(pc.match_substring_regex(arr, pattern=_URL_HINT_RE)))
-        if rows.size:
-            longest[rows] = _longest_run(pc.replace_substring_regex(arr.take(pa.array(rows)), pattern=url,
-                                                                    replacement=" "))
+    skip = _RULE_RE if url is None else f"{_RULE_RE}|{url}"
+    hint = _RULE_RE if url is None else f"{_RULE_RE}|{_URL_HINT_RE}"
+    # re-measure only the flagged rows that contain a URL or a rule line, without them
+    rows = np.flatnonzero((longest > max_run) & to_bool(pc.match_substring_regex(arr, pattern=hint)))
+    if rows.size:
+        longest[rows] = _longest_run(pc.replace_substring_regex(arr.take(pa.array(rows)), pattern=skip,
+                                                                replacement=" "))
     flagged = longest > max_run
     detail = None
     rows = np.flatnonzero(flagged)
     if rows.size:
         detail = np.full(len(arr), None, dtype=object)
-        taken = arr.take(pa.array(rows))
-        if url is not None:
-            taken = pc.replace_substring_regex(taken, pattern=url, replacement=" ")
+        taken = pc.replace_substring_regex(arr.take(pa.array(rows)), pattern=skip, replacement=" ")
         runs = pc.split_pattern_regex(taken, pattern=_BREAK_RE).to_pylist()
         for i, pieces_i in zip(rows, runs):
             run = max(pieces_i, key=len)

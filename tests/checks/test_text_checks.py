@@ -559,3 +559,15 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def test_long_unbroken_run_skips_markdown_rules_but_not_blobs_beside_them():
+    from dataaudit.checks.text import long_unbroken_run
+
+    table = "| a | b |\n|" + "-" * 60 + "|" + ":" + "-" * 60 + ":|\n| 1 | 2 |"
+    rule = "Intro\n" + "=" * 150 + "\nbody"
+    blob = "|" + "-" * 60 + "|\n" + "QUJD" * 40
+    out = long_unbroken_run(pa.array([table, rule, blob]))
+    assert out.flagged.tolist() == [False, False, True]
+    assert out.value.tolist()[2] == 160.0
+    assert out.detail[2].startswith("longest run without whitespace: 160 chars (max 100): QUJDQUJD")
