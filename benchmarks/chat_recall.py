@@ -89,6 +89,8 @@ def score(form_truth: dict, flags: list[dict], checks_run: set[str] | None = Non
             k["misses"].append({"shard": t["shard"], "row": t["row"], "field": t["field"], "variant": t.get("variant"),
                                 "inserted": t.get("inserted"),
                                 "flags": [(f["check"], f["field"], f["detail"]) for f in on_record]})
+    order = list(chat_data.CHECK_OF)
+    kinds = {kind: kinds[kind] for kind in sorted(kinds, key=lambda x: order.index(x) if x in order else len(order))}
     for k in kinds.values():
         k["scored"] = checks_run is None or k["check"] in checks_run
         k["recall"] = k["found"] / k["planted"] if k["planted"] and k["scored"] else None
