@@ -10,22 +10,19 @@ each. Key = record index (0-based).
 from __future__ import annotations
 
 import codecs
-import gzip
 import json
 import os
 import re
-import zlib
 from typing import Iterator
 
 import pyarrow as pa
 
-from .base import ShardReadError
-from .batch import BatchBuilder, flatten_object, one_line
+from .batch import flatten_object, one_line
+from .record_stream import STREAM_ERRORS, open_stream, record_batches
 from .jsonl import MAX_LINE_BYTES
 
 MAX_RECORD_BYTES = MAX_LINE_BYTES   # one element is held in memory; a broken file must not pull in the rest
 CHUNK_BYTES = 1 << 20
-_STREAM_ERRORS = (OSError, EOFError, zlib.error)   # gzip.BadGzipFile is an OSError
 _WHITESPACE = re.compile(r"[ \t\n\r]*")             # JSON's whitespace, nothing else
 _DECODER = json.JSONDecoder()
 # An error this close to the end of the window may be the window's end, not the file's ("tru|e", "1.|5").
@@ -81,7 +78,7 @@ class _Window:
                     break
                 parts.append(data)
                 got += len(data)
-        except _STREAM_ERRORS as e:
+        except STREAM_ERRORS as e:
             self.broken = one_line(e) or type(e).__name__
             self.eof = True
         self.read_bytes += got
@@ -270,9 +267,8 @@ def holds_json_array(path: str, probe_bytes: int = 1 << 16) -> bool:
     counts as an array, so the audit reports it instead of skipping it silently."""
     try:
         with open(os.fspath(path), "rb") as raw:
-            stream = gzip.GzipFile(fileobj=raw, mode="rb") if raw.peek(2)[:2] == b"\x1f\x8b" else raw
-            head = stream.read(probe_bytes)
-    except _STREAM_ERRORS:
+            head = open_stream(raw).read(probe_bytes)
+    except STREAM_ERRORS:
         return True
     return head.removeprefix(codecs.BOM_UTF8).lstrip(b" \t\n\r")[:1] == b"["
 
@@ -280,25 +276,5 @@ def holds_json_array(path: str, probe_bytes: int = 1 << 16) -> bool:
 def iter_json_array(path: str, columns: list[str] | None = None, batch_rows: int = 4096,
                     max_record_bytes: int = MAX_RECORD_BYTES, *, chunk_bytes: int = CHUNK_BYTES
                     ) -> Iterator[pa.RecordBatch]:
-    builder = BatchBuilder(columns)
-    try:
-        raw = open(os.fspath(path), "rb")
-    except OSError as e:
-        raise ShardReadError(f"json: {one_line(e)}") from e
-    with raw:
-        failure = None
-        try:
-            # Sniff gzip by magic rather than trusting the extension.
-            stream = gzip.GzipFile(fileobj=raw, mode="rb") if raw.peek(2)[:2] == b"\x1f\x8b" else raw
-            for values, error, warnings, size in _Records(_Window(stream, chunk_bytes), max_record_bytes):
-                builder.add(str(builder.next_row + len(builder)), values, error, warnings, size)
-                if builder.full(batch_rows):
-                    yield builder.build()
-        except _Fatal as e:
-            failure = str(e)
-        except _STREAM_ERRORS as e:   # the gzip header, read before the first record
-            failure = one_line(e) or type(e).__name__
-        if len(builder):
-            yield builder.build()
-        if failure is not None:
-            raise ShardReadError(f"json: {failure}")
+    return record_batches(path, "json", lambda stream: _Records(_Window(stream, chunk_bytes), max_record_bytes),
+                          columns, batch_rows, stop=(_Fatal,))

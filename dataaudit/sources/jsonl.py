@@ -5,19 +5,15 @@ row (with __error__), so a corrupt line is counted and locatable rather than sil
 """
 from __future__ import annotations
 
-import gzip
 import json
-import os
-import zlib
 from typing import Iterator
 
 import pyarrow as pa
 
-from .base import ShardReadError
-from .batch import BatchBuilder, flatten_object, one_line
+from .batch import flatten_object, one_line
+from .record_stream import Record, record_batches
 
 MAX_LINE_BYTES = 256 << 20  # one line is held in memory; a missing newline must not pull in the whole file
-_STREAM_ERRORS = (OSError, EOFError, zlib.error)  # gzip.BadGzipFile is an OSError
 
 
 def _parse_line(line: bytes, lineno: int) -> tuple[dict | None, str | None, list[str]]:
@@ -45,39 +41,22 @@ def _parse_line(line: bytes, lineno: int) -> tuple[dict | None, str | None, list
     return values, None, warnings
 
 
+def _lines(stream, max_line_bytes: int) -> Iterator[Record]:
+    lineno = 0
+    while True:
+        line = stream.readline(max_line_bytes + 1)
+        if not line:
+            return
+        lineno += 1
+        if len(line) > max_line_bytes and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):  # skip the rest of the overlong line
+                line = stream.readline(1 << 20)
+            yield {}, f"line {lineno}: longer than {max_line_bytes} bytes (not parsed)", [], 0
+        elif line.strip():   # blank lines are not records
+            values, error, warnings = _parse_line(line, lineno)
+            yield values or {}, error, warnings, len(line)
+
+
 def iter_jsonl(path: str, columns: list[str] | None = None, batch_rows: int = 4096,
                max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[pa.RecordBatch]:
-    builder = BatchBuilder(columns)
-    try:
-        raw = open(os.fspath(path), "rb")
-    except OSError as e:
-        raise ShardReadError(f"jsonl: {one_line(e)}") from e
-    with raw:
-        broken = None
-        try:
-            # Sniff gzip by magic rather than trusting the extension.
-            stream = gzip.GzipFile(fileobj=raw, mode="rb") if raw.peek(2)[:2] == b"\x1f\x8b" else raw
-            lineno = 0
-            while True:
-                line = stream.readline(max_line_bytes + 1)
-                if not line:
-                    break
-                lineno += 1
-                key = str(builder.next_row + len(builder))
-                if len(line) > max_line_bytes and not line.endswith(b"\n"):
-                    while line and not line.endswith(b"\n"):  # skip the rest of the overlong line
-                        line = stream.readline(1 << 20)
-                    builder.add(key, {}, f"line {lineno}: longer than {max_line_bytes} bytes (not parsed)")
-                elif line.strip():
-                    values, error, warnings = _parse_line(line, lineno)
-                    builder.add(key, values or {}, error, warnings, size=len(line))
-                else:
-                    continue  # blank lines are not records
-                if builder.full(batch_rows):
-                    yield builder.build()
-        except _STREAM_ERRORS as e:
-            broken = one_line(e) or type(e).__name__
-        if len(builder):
-            yield builder.build()
-        if broken is not None:
-            raise ShardReadError(f"jsonl: {broken}")
+    return record_batches(path, "jsonl", lambda stream: _lines(stream, max_line_bytes), columns, batch_rows)
