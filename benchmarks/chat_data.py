@@ -703,11 +703,12 @@ converted, never planted) and every planted defect. Rows are 0-based record numb
 {rows}
 
 Notes:
+- A correct audit of these files reports exactly the rows of this table, nothing more
+  (`tests/chat_bench/test_chat_bench.py` checks it).
 - `json_invalid_call` in the messages form is a truncated `tool_calls[0].function.arguments` string. The
   audit reads only `role` and `content` of a turn{note}.
-- Every record not in this table is clean by construction, except what the real data itself holds: the
-  messages form's tool-call turns have `content: null` (OpenAI's convention for an assistant turn that only
-  calls a tool) and most Alpaca records have an empty `input`.
+- Not defects, and not flagged: the messages form's tool-call turns have `content: null` (OpenAI's convention
+  for an assistant turn that only calls a tool), and most Alpaca records have an empty `input`.
 """
 
 
