@@ -651,7 +651,8 @@ def generate(out: str | Path, records: int = 2000, rate: float = 0.02, seed: int
         real = g[: (real_limit + 1) // 2] + s[: real_limit // 2]
     truth = {"generator_version": GENERATOR_VERSION,
              "params": {"records": records, "rate": rate, "seed": seed, "real_limit": real_limit,
-                        "max_chars": max_chars, "max_exchanges": max_exchanges, "kinds": list(kinds) if kinds is not None else None},
+                        "max_chars": max_chars, "max_exchanges": max_exchanges,
+                        "kinds": list(kinds) if kinds is not None else None},
              "forms": {}}
     for form in forms:
         built = build_form(form, real, pool, records, rate, seed, kinds)

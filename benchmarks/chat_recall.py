@@ -195,7 +195,8 @@ def print_cell(form: str, fmt: str, res: dict, result: dict | None, examples: in
     print(f"clean (real records, unplanted): {c['flagged']} / {c['records']} flagged = {c['share']:.2%} "
           f"({verdict} the {TARGET_CLEAN:.0%} target)")
     for check, v in c["by_check"].items():
-        ex = "; ".join(f"{e['shard']} row {e['row']} {e['field']}: {_clip(e['detail'])}" for e in v["examples"][:examples])
+        ex = "; ".join(f"{e['shard']} row {e['row']} {e['field']}: {_clip(e['detail'])}"
+                       for e in v["examples"][:examples])
         print(f"  false positives {check}: {v['records']} clean records ({v['records'] / c['records']:.2%}), e.g. {ex}")
     g = result["generated_unplanted"]
     if g["records"]:

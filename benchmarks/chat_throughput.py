@@ -81,7 +81,8 @@ def build(work: Path, case: str, mb: float, seed: int, log=print) -> dict:
     info = {"case": case, "records": len(records) * copies, "text_bytes": one * copies, "copies": copies,
             "structured_file_bytes": structured.stat().st_size, "flat_file_bytes": flat.stat().st_size}
     log(f"{case}: {info['records']:,} records ({len(records)} x {copies}), {info['text_bytes'] / 1e6:.1f} MB of turn "
-        f"text; Parquet {info['structured_file_bytes'] / 1e6:.1f} MB structured, {info['flat_file_bytes'] / 1e6:.1f} MB flat")
+        f"text; Parquet {info['structured_file_bytes'] / 1e6:.1f} MB structured, "
+        f"{info['flat_file_bytes'] / 1e6:.1f} MB flat")
     return info
 
 

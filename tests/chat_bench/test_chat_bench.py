@@ -23,9 +23,12 @@ SMALL = {"records": 40, "rate": 0.0, "real_limit": 10, "seed": 3}
 ASSISTANT = ("assistant", "gpt")
 
 
-def _records(out, fmt: str, form: str) -> dict[str, list[dict]]:
-    return {s: [json.loads(line) for line in chat_data.shard_path(out, "jsonl", form, s).read_text("utf-8").splitlines()]
-            for s in chat_data.SHARDS[form]}
+def _jsonl(out, form: str, shard: str) -> list[dict]:
+    return [json.loads(x) for x in chat_data.shard_path(out, "jsonl", form, shard).read_text("utf-8").splitlines()]
+
+
+def _records(out, form: str) -> dict[str, list[dict]]:
+    return {s: _jsonl(out, form, s) for s in chat_data.SHARDS[form]}
 
 
 def _turn_text(turn: dict):
@@ -70,7 +73,7 @@ def test_formats_hold_the_same_records(small):
     out, _ = small
     for form in chat_data.FORMS:
         for shard in chat_data.SHARDS[form]:
-            jsonl = [json.loads(x) for x in chat_data.shard_path(out, "jsonl", form, shard).read_text("utf-8").splitlines()]
+            jsonl = _jsonl(out, form, shard)
             assert json.loads(chat_data.shard_path(out, "json", form, shard).read_text("utf-8")) == jsonl
             table = pq.read_table(chat_data.shard_path(out, "parquet", form, shard)).to_pylist()
             assert len(table) == len(jsonl)
@@ -94,7 +97,7 @@ def _field_turn(field: str) -> int:
 def test_truth_points_at_the_planted_defect(small):
     out, truth = small
     for form, ft in truth["forms"].items():
-        recs = _records(out, "jsonl", form)
+        recs = _records(out, form)
         for t in ft["planted"]:
             rec = recs[t["shard"]][t["row"]]
             kind, field = t["kind"], t["field"]
@@ -132,7 +135,8 @@ def test_truth_points_at_the_planted_defect(small):
                 assert field.endswith(f"[{k}].{chat_data.ROLE_KEY[form]}") and _role(turn) == t["inserted"]
             elif kind == "role_order":
                 before = _role(turns[k - 1])
-                assert (_role(turn) == "system" and k > 0) or (_role(turn) in ("user", "human") and before == _role(turn))
+                assert (_role(turn) == "system" and k > 0) or \
+                    (_role(turn) in ("user", "human") and before == _role(turn))
             elif kind == "last_turn_not_assistant":
                 assert k == len(turns) - 1 and _role(turn) not in ASSISTANT
             elif kind == "empty_reply":
@@ -158,7 +162,8 @@ def test_scorer_counts_exactly():
         {"shard": "m-001", "row": 5, "kind": "special_tokens", "check": "special_tokens",
          "field": "messages[2].content", "role": "user", "inserted": "<s>"},
     ], "records": [["m-000", 0, "real", None], ["m-000", 1, "generated", "empty_reply"],
-                   ["m-000", 2, "generated", "empty_reply"], ["m-000", 3, "real", None], ["m-000", 4, "generated", None],
+                   ["m-000", 2, "generated", "empty_reply"], ["m-000", 3, "real", None],
+                   ["m-000", 4, "generated", None],
                    ["m-001", 0, "generated", "role_order"], ["m-001", 1, "real", None],
                    ["m-001", 4, "generated", "special_tokens"], ["m-001", 5, "generated", "special_tokens"]]}
 
