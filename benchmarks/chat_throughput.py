@@ -109,7 +109,7 @@ def main(argv=None) -> int:
                     help="folder for the Parquet files and the audits (default bench-data/chat-throughput)")
     ap.add_argument("--mb", type=float, default=20.0, help="MB of turn text per side (default 20)")
     ap.add_argument("--repeats", type=int, default=3, help="median of this many runs per side (default 3)")
-    ap.add_argument("--cases", default="messages", help=f"comma-separated, of {', '.join(CASES)} (default messages)")
+    ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)} (default: all)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
     ap.add_argument("--min-ratio", type=float, default=None,
