@@ -74,9 +74,13 @@ def build(work: Path, case: str, mb: float, seed: int, log=print) -> dict:
     structured, flat = folder / "structured.parquet", folder / "flat.parquet"
     table = pa.Table.from_pylist(records, schema=schema)
     flat_table = pa.table({"text": pa.array(texts, pa.string())})
-    for path, t in ((structured, table), (flat, flat_table)):
-        with pq.ParquetWriter(path, t.schema) as w:
-            for _ in range(copies):
+    for path, base in ((structured, table), (flat, flat_table)):
+        with pq.ParquetWriter(path, base.schema) as w:
+            for c in range(copies):
+                t = base
+                if c and "id" in base.schema.names:   # each copy its own ids (a repeated id is a duplicate_id flag)
+                    ids = pa.array([f"{x}-{c}" for x in base.column("id").to_pylist()], pa.string())
+                    t = base.set_column(base.schema.get_field_index("id"), "id", ids)
                 w.write_table(t, row_group_size=4096)
     info = {"case": case, "records": len(records) * copies, "text_bytes": one * copies, "copies": copies,
             "structured_file_bytes": structured.stat().st_size, "flat_file_bytes": flat.stat().st_size}
