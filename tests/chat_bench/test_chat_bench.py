@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -18,6 +19,9 @@ from tests.paths import REPO, needs_shared
 sys.path.insert(0, str(REPO / "benchmarks"))
 import chat_data  # noqa: E402
 import chat_recall  # noqa: E402
+
+# benchmarks/chat_data.py, not another module of that name (tests/chat/chat_data.py is tests.chat.chat_data)
+assert Path(chat_data.__file__).resolve().parent == REPO / "benchmarks", chat_data.__file__
 
 SMALL = {"records": 40, "rate": 0.0, "real_limit": 10, "seed": 3}
 ASSISTANT = ("assistant", "gpt")
