@@ -706,8 +706,8 @@ converted, never planted) and every planted defect. Rows are 0-based record numb
 Notes:
 - A correct audit of these files reports exactly the rows of this table, nothing more
   (`tests/chat_bench/test_chat_bench.py` checks it).
-- `json_invalid_call` in the messages form is a truncated `tool_calls[0].function.arguments` string. The
-  audit reads only `role` and `content` of a turn{note}.
+- `json_invalid_call` in the messages form is a truncated `tool_calls[0].function.arguments` string: the
+  arguments of tool calls are JSON segments of their turn, checked by `json_invalid`.
 - Not defects, and not flagged: the messages form's tool-call turns have `content: null` (OpenAI's convention
   for an assistant turn that only calls a tool), and most Alpaca records have an empty `input`.
 """
@@ -738,8 +738,7 @@ def write_fixtures(out: str | Path) -> dict:
                 what = f"{what}: {shown(t['inserted'])}" if what else shown(t["inserted"])
             rows.append(f"| {form} | {t['shard']} | {t['row']} | {t['kind']} | `{t['check']}` | `{t['field']}` | "
                         f"{what} |")
-    note = " (no check reads `tool_calls`: not found today)"
-    (out / "README.md").write_text(FIXTURE_README.format(rows="\n".join(rows), note=note), encoding="utf-8")
+    (out / "README.md").write_text(FIXTURE_README.format(rows="\n".join(rows)), encoding="utf-8")
     return truth
 
 

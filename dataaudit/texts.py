@@ -104,6 +104,8 @@ class Segments:
     turn: np.ndarray          # int64 element or turn index; -1 for a flat field
     roles: pa.Array           # string role (null outside conversations)
     fields: tuple[Column, ...]
+    # per segment, what inside the turn it is when not the turn's text ("tool_calls[0].function.arguments")
+    key: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.values)
@@ -111,17 +113,28 @@ class Segments:
     def take(self, idx: np.ndarray) -> "Segments":
         sel = pa.array(idx, pa.int64())
         return Segments(self.values.take(sel), self.rows[idx], self.field[idx], self.turn[idx],
-                        self.roles.take(sel), self.fields)
+                        self.roles.take(sel), self.fields, None if self.key is None else self.key[idx])
+
+    @classmethod
+    def concat(cls, parts: list["Segments"]) -> "Segments":
+        """One Segments of several (each with its own fields)."""
+        offsets = np.cumsum([0] + [len(p.fields) for p in parts])
+        keys = [p.key if p.key is not None else np.full(len(p), None, dtype=object) for p in parts]
+        return cls(pa.concat_arrays([p.values for p in parts]), np.concatenate([p.rows for p in parts]),
+                   np.concatenate([p.field + o for p, o in zip(parts, offsets)]).astype(np.int32),
+                   np.concatenate([p.turn for p in parts]), pa.concat_arrays([p.roles for p in parts]),
+                   tuple(c for p in parts for c in p.fields), np.concatenate(keys))
 
     def paths(self, idx: np.ndarray) -> list[str]:
         """Field paths of the segments `idx`: `output`, `images[2]`, `messages[3].content`."""
         out = []
-        for f, t in zip(self.field[idx].tolist(), self.turn[idx].tolist()):
+        keys = [None] * len(idx) if self.key is None else self.key[idx].tolist()
+        for f, t, key in zip(self.field[idx].tolist(), self.turn[idx].tolist(), keys):
             col = self.fields[f]
             if t < 0:
                 out.append(col.name)
             elif col.kind == "conversation":
-                out.append(f"{col.name}[{t}].{col.text_key}")
+                out.append(f"{col.name}[{t}].{key or col.text_key}")
             else:
                 out.append(f"{col.name}[{t}]")
         return out
@@ -129,6 +142,54 @@ class Segments:
     def assistant(self) -> np.ndarray:
         """bool per segment: a turn on the assistant's side."""
         return _np(pc.fill_null(pc.is_in(pc.utf8_lower(self.roles), pa.array(ASSISTANT_ROLES)), False)).astype(bool)
+
+
+def _names(arr: pa.Array) -> list[str]:
+    return [f.name for f in arr.type] if pa.types.is_struct(arr.type) else []
+
+
+def _arguments(calls: pa.Array) -> pa.Array | None:
+    """The `function.arguments` (or `arguments`) strings of an array of call structs; None when it has none."""
+    if "function" in _names(calls):
+        calls = pc.struct_field(calls, "function")
+    if "arguments" not in _names(calls):
+        return None
+    args = pc.struct_field(calls, "arguments")
+    return _plain(args) if pa.types.is_string(args.type) or pa.types.is_large_string(args.type) else None
+
+
+def call_arguments(batch: pa.RecordBatch, fields: tuple[Column, ...]) -> Segments:
+    """The JSON arguments of the tool calls in conversation turns (OpenAI `tool_calls[].function.arguments`, the
+    older `function_call.arguments`), as segments named `messages[2].tool_calls[0].function.arguments`."""
+    parts = []
+    for col in fields:
+        if col.kind != "conversation":
+            continue
+        turns, rows, turn = _flatten(batch.column(col.name))
+        roles = _field(turns, col.role_key) if col.role_key in _names(turns) else pa.nulls(len(turns), pa.string())
+        if "tool_calls" in _names(turns) and col.text_key != "tool_calls":
+            calls = _plain(pc.struct_field(turns, "tool_calls"))
+            if pa.types.is_list(calls.type) or pa.types.is_large_list(calls.type):
+                flat, parent, pos = _flatten(calls)
+                args = _arguments(flat)
+                if args is not None:
+                    keep = np.flatnonzero(_np(pc.is_valid(args)).astype(bool))
+                    parts.append(Segments(args.take(pa.array(keep, pa.int64())), rows[parent[keep]],
+                                          np.zeros(keep.size, np.int32), turn[parent[keep]],
+                                          _plain(roles.take(pa.array(parent[keep], pa.int64()))), (col,),
+                                          np.array([f"tool_calls[{j}].function.arguments" for j in pos[keep]],
+                                                   dtype=object)))
+        if "function_call" in _names(turns) and col.text_key != "function_call":
+            args = _arguments(pc.struct_field(turns, "function_call"))
+            if args is not None:
+                keep = np.flatnonzero(_np(pc.is_valid(args)).astype(bool))
+                parts.append(Segments(args.take(pa.array(keep, pa.int64())), rows[keep],
+                                      np.zeros(keep.size, np.int32), turn[keep],
+                                      _plain(roles.take(pa.array(keep, pa.int64()))), (col,),
+                                      np.full(keep.size, "function_call.arguments", dtype=object)))
+    if not parts:
+        return segments(batch, ())
+    return Segments.concat(parts)
 
 
 def _nested(batch: pa.RecordBatch, col: Column) -> pa.Array:

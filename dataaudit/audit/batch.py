@@ -22,7 +22,7 @@ from dataaudit.provenance import ERROR, KEY, ROW
 from dataaudit.stats.conversation_lengths import as_length_tokenizer, conversation_tokens
 from dataaudit.stats.token_lengths import token_lengths
 from dataaudit.tensors import NumericField, from_arrow, tokens_from_arrow
-from dataaudit.texts import Segments, conversation, record_text, segments, split_json_turns
+from dataaudit.texts import Segments, call_arguments, conversation, record_text, segments, split_json_turns
 
 FLAG_SCHEMA = pa.schema([
     ("shard", pa.string()), ("key", pa.string()), ("row", pa.int64()), ("field", pa.string()),
@@ -113,13 +113,8 @@ class BatchTexts:
     @classmethod
     def of(cls, batch: pa.RecordBatch, plan: FieldPlan) -> "BatchTexts":
         prose, json_turns = split_json_turns(segments(batch, plan.text))
-        flat_json = segments(batch, plan.json)
-        json = flat_json if not len(json_turns) else Segments(
-            pa.concat_arrays([flat_json.values, json_turns.values]),
-            np.concatenate([flat_json.rows, json_turns.rows]),
-            np.concatenate([flat_json.field, json_turns.field + len(plan.json)]),
-            np.concatenate([flat_json.turn, json_turns.turn]),
-            pa.concat_arrays([flat_json.roles, json_turns.roles]), plan.json + plan.text)
+        # JSON columns, function-call and observation turns, and the arguments of tool calls
+        json = Segments.concat([segments(batch, plan.json), json_turns, call_arguments(batch, plan.text)])
         first = np.full(batch.num_rows, -1, np.int64)
         order = np.arange(len(prose))[::-1]
         first[prose.rows[order]] = order

@@ -107,15 +107,17 @@ def role_order(conv: Conversation, **params) -> CheckOutput:
 
 
 def _assistant_turns(conv: Conversation) -> tuple[np.ndarray, np.ndarray]:
-    """(is the turn the assistant's, assistant turns per record)."""
-    is_assistant = _sides(conv.roles) == ASSISTANT
-    return is_assistant, np.bincount(conv.rows[is_assistant], minlength=conv.records)
+    """(is the turn an assistant reply, turns the assistant wrote per record: replies and function calls, so a
+    conversation cut after a tool result is `last_turn_not_assistant`, not `no_assistant_turn`)."""
+    side = _sides(conv.roles)
+    wrote = np.isin(side, (ASSISTANT, CALL))
+    return side == ASSISTANT, np.bincount(conv.rows[wrote], minlength=conv.records)
 
 
 @register("no_assistant_turn", target="conversation", severity="error",
           detail="no assistant turn ({value:.0f} turns)",
-          description="A record whose conversation is missing, empty or has no assistant turn: nothing to "
-                      "learn from it. value = number of turns.")
+          description="A record whose conversation is missing, empty or has no assistant turn (reply or "
+                      "function call): nothing to learn from it. value = number of turns.")
 def no_assistant_turn(conv: Conversation, **params) -> CheckOutput:
     _, replies = _assistant_turns(conv)
     flagged = replies == 0
