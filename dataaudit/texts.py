@@ -177,8 +177,8 @@ def call_arguments(batch: pa.RecordBatch, fields: tuple[Column, ...]) -> Segment
                     parts.append(Segments(args.take(pa.array(keep, pa.int64())), rows[parent[keep]],
                                           np.zeros(keep.size, np.int32), turn[parent[keep]],
                                           _plain(roles.take(pa.array(parent[keep], pa.int64()))), (col,),
-                                          np.array([f"tool_calls[{j}].function.arguments" for j in pos[keep]],
-                                                   dtype=object)))
+                                          np.char.add(np.char.add("tool_calls[", pos[keep].astype(str)),
+                                                      "].function.arguments").astype(object)))
         if "function_call" in _names(turns) and col.text_key != "function_call":
             args = _arguments(pc.struct_field(turns, "function_call"))
             if args is not None:

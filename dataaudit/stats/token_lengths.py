@@ -1,17 +1,9 @@
 """Token-length statistics with a HF `tokenizers` tokenizer.json (batch-encoded in the library's threads)."""
 from __future__ import annotations
 
-from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
-
-
-@lru_cache(maxsize=4)
-def load_tokenizer(path: str):
-    from tokenizers import Tokenizer
-
-    return Tokenizer.from_file(path)
 
 
 def token_lengths(tokenizer, texts: pa.Array) -> np.ndarray:
