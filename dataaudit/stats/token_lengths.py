@@ -1,7 +1,6 @@
 """Token-length statistics with a HF `tokenizers` tokenizer.json (batch-encoded in the library's threads)."""
 from __future__ import annotations
 
-
 import numpy as np
 import pyarrow as pa
 
