@@ -49,6 +49,8 @@ def best(fn, runs: int = 5):
 
 
 def main() -> None:
+    if not (SHARED_DATA / "chat").is_dir():   # a fresh clone may have no ../shared: skip with the reason
+        raise SystemExit(f"skipped: {SHARED_DATA / 'chat'} not found (set DATAAUDIT_SHARED_DATA)")
     records = json.loads((SHARED_DATA / "chat/glaive_toolcall_zh_demo.json").read_text(encoding="utf-8"))
     conversations = [r["conversations"] for r in records]
     conversations = (conversations * (N // len(conversations) + 1))[:N]

@@ -15,7 +15,7 @@ from dataaudit.stats.lengths import REPLY_NONE
 from tests.chat_lengths.chat_data import CHATML, audit, tokenizer_folder, write_shard
 from tests.paths import needs_shared, shared_file
 
-pytestmark = needs_shared
+pytestmark = needs_shared   # skip, naming the folder, when ../shared/data is missing
 CONTEXT = 512
 
 
