@@ -109,6 +109,7 @@ class BatchTexts:
     prose: Segments
     json: Segments
     first: np.ndarray
+    sides: dict[str, Segments] = field(default_factory=dict)   # the prose of each side, once a check asks
 
     @classmethod
     def of(cls, batch: pa.RecordBatch, plan: FieldPlan) -> "BatchTexts":
@@ -127,11 +128,14 @@ class BatchTexts:
 
 
 def _text_site(texts: BatchTexts, turns: str | None) -> Site:
-    segs = texts.prose
-    if turns is not None:
-        assistant = segs.assistant()
-        segs = segs.take(np.flatnonzero(assistant if turns == "assistant" else ~assistant))
-    return Site(None, segs)
+    """The prose segments a text check sees: all, or one side of the conversations (split once per batch)."""
+    if turns is None:
+        return Site(None, texts.prose)
+    if turns not in texts.sides:
+        assistant = texts.prose.assistant()
+        texts.sides["assistant"] = texts.prose.take(np.flatnonzero(assistant))
+        texts.sides["other"] = texts.prose.take(np.flatnonzero(~assistant))
+    return Site(None, texts.sides[turns])
 
 
 def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, shard: str):
