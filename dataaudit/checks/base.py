@@ -15,10 +15,13 @@ Targets (what the function receives, always as its first argument):
                  observation turns)                                   -> numpy arrays
   "conversation" dataaudit.texts.Conversation (turns of one conversation field, roles, counts per record)
   "ids"          pa.Array of the record id column (audit only)
+  "image"        dataaudit.images.ImageBatch: every image of the batch, probed once (audit only)
+  "pairs"        dataaudit.images.Pairs: per record, its images and its caption or conversation (audit only)
   "numeric"      NumericField (any numeric field)                    -> torch tensors on the field's device
   "label"        NumericField of class labels                        -> torch tensors
   "tokens"       TokenFields (token ids + optional attention mask)   -> torch tensors
   "token_ids"    NumericField of the token ids alone                 -> torch tensors
+  "image_tensor" NumericField of decoded image tensors ([C, H, W] per sample) -> torch tensors
   "text_tokens"  TextAndTokens: a record batch with both a text field and token ids (audit only)
   "reader"       the record batch itself, for the reader's findings (audit only; sees undecodable records too)
 """
@@ -32,8 +35,8 @@ SEVERITIES = ("info", "warning", "error")
 # Keys of a shard summary and of report.json: a stateful check's name must not be one of them.
 SUMMARY_KEYS = frozenset(("path", "samples", "flagged", "status", "error", "checks", "lengths", "examples", "fields",
                           "skipped", "problems", "schema_version", "totals", "shards", "notes", "config", "run"))
-TARGET_KINDS = ("text", "json", "conversation", "ids", "numeric", "label", "tokens", "token_ids", "text_tokens",
-                "reader")
+TARGET_KINDS = ("text", "json", "conversation", "ids", "image", "pairs", "numeric", "label", "tokens", "token_ids",
+                "image_tensor", "text_tokens", "reader")
 TURNS = (None, "assistant", "other")   # which text segments a text check sees: all, assistant turns, all others
 
 
