@@ -94,11 +94,12 @@ def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
             fields["numeric"] = [fields["numeric"]]
         if not isinstance(fields["numeric"], list) or not all(isinstance(f, str) and f for f in fields["numeric"]):
             raise _fail(source, "[fields] numeric must be a list of column names")
-    if "text" in fields:
-        text = [fields["text"]] if isinstance(fields["text"], str) else fields["text"]
-        if not isinstance(text, list) or not text or not all(isinstance(f, str) and f for f in text):
-            raise _fail(source, f"[fields] text must be a field name or a list of them, got {fields['text']!r}")
-        fields["text"] = text
+    for key in ("text", "image"):
+        if key in fields:
+            names = [fields[key]] if isinstance(fields[key], str) else fields[key]
+            if not isinstance(names, list) or not names or not all(isinstance(f, str) and f for f in names):
+                raise _fail(source, f"[fields] {key} must be a field name or a list of them, got {fields[key]!r}")
+            fields[key] = names
     for key in ("label", "input_ids", "attention_mask"):
         if key in fields and (not isinstance(fields[key], str) or not fields[key]):
             raise _fail(source, f"[fields] {key} must be one column name, got {fields[key]!r}")

@@ -22,6 +22,12 @@ problem, reported, and never silently replaced by another column):
   attention_mask  configured, else "attention_mask"
   numeric         configured, else every floating-point column (scalars, lists, tensors) not used above
   id              the first column named like an identifier (checked for duplicate ids)
+  image           configured, else every image column: binary (WebDataset image members arrive as binary
+                  columns named by their extension; a binary column whose sampled values are not images is not
+                  one), a struct with `bytes` (and `path`: the Hugging Face image layout), or image paths: a
+                  string column named `image`/`image_path`/... or whose values all end in an image extension,
+                  and a list of paths (`images` next to `messages`); lists of any of these too. Beside images,
+                  a flat text field is a caption: its null, empty or blank value is the pairing checks' to report
 Provenance columns (dataaudit.provenance) are never data. A configured name that no shard has is a usage
 error: `missing_fields` finds those.
 """
@@ -36,10 +42,10 @@ TEXT_NAMES = ("text", "content")
 LABEL_NAMES = ("label", "labels", "cls")
 DTYPE_SUFFIX = ".dtype"   # WebDataset .npy members carry their per-sample dtype in "<name>.dtype"
 SHAPE_SUFFIX = ".shape"
-ROLES = ("text", "numeric", "label", "input_ids", "attention_mask")
+ROLES = ("text", "image", "numeric", "label", "input_ids", "attention_mask")
 # string: one text per record; strings: a list of texts; conversation: a list of turns (structs with a role and a
 # text, the text possibly a list of parts); other: nothing a check reads (struct, binary, list of structs, ...)
-KINDS = ("string", "strings", "conversation", "float", "int", "bool", "other")
+KINDS = ("string", "strings", "conversation", "image", "float", "int", "bool", "other")
 TEXT_KINDS = ("string", "strings", "conversation")
 
 # Conversations: the keys a turn's role and text go by (OpenAI messages, ShareGPT conversations), the key of a
@@ -55,6 +61,12 @@ JSON_ROLES = ("function_call", "observation")
 # empty system prompt): their null and empty values are no text, so they are not flagged as empty text (a
 # whitespace-only value still is).
 OPTIONAL_TEXT_NAMES = ("input", "context", "system", "system_prompt")
+
+# Images: file extensions (WebDataset members, paths), the names of path columns, and the image forms a column
+# holds (raw bytes, a struct {bytes, path}, a path to a file next to the shard).
+IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "gif", "bmp", "tif", "tiff")
+IMAGE_PATH_NAMES = ("image", "images", "image_path", "image_paths", "image_file", "image_files", "img", "img_path")
+IMAGE_FORMS = ("bytes", "struct", "path")
 
 ID_NAMES = ("id", "uuid", "guid", "key", "idx")
 ID_SUFFIXES = ("_id", "_uuid", "_key")
@@ -81,6 +93,11 @@ class Column:
     hint: str | None = None
     nested: bool = False
     optional: bool = False
+    image: str | None = None       # an image column's form (IMAGE_FORMS); many: a list of images per record
+    many: bool = False
+    # the form its values would have as images (binary, string, ...), for a column the user names as images
+    can_image: tuple[str, bool] | None = field(default=None, compare=False, repr=False)
+    caption: bool = False          # a text field beside images: blank values are the pairing checks' to report
 
     @property
     def numeric(self) -> bool:
@@ -100,6 +117,12 @@ class Column:
             return "list of texts"
         if self.hint == "json":
             return "JSON text"
+        if self.kind == "image":
+            if self.many:
+                return {"bytes": "list of image bytes", "struct": "list of images {bytes, path}",
+                        "path": "list of image paths"}[self.image]
+            return {"bytes": f"image bytes{_suffix_note(self.name)}", "struct": "image {bytes, path}",
+                    "path": "image path"}[self.image]
         return "text" if self.kind == "string" else self.type_name
 
 
@@ -115,6 +138,7 @@ class FieldSpec:
     auto_label: pick a label column by its name only when the data has classes ([data] num_classes)."""
 
     text: tuple[str, ...] | None = None
+    image: tuple[str, ...] | None = None
     numeric: tuple[str, ...] | None = None
     label: str | None = None
     input_ids: str | None = None
@@ -122,8 +146,9 @@ class FieldSpec:
     auto_label: bool = False
 
     def __post_init__(self):
-        if isinstance(self.text, str):   # one name given as a string
-            object.__setattr__(self, "text", (self.text,))
+        for role in ("text", "image"):
+            if isinstance(getattr(self, role), str):   # one name given as a string
+                object.__setattr__(self, role, (getattr(self, role),))
 
     @classmethod
     def from_config(cls, fields: Mapping, data: Mapping = {}) -> "FieldSpec":  # noqa: B006 (read only)
@@ -131,7 +156,9 @@ class FieldSpec:
         if isinstance(numeric, str):
             numeric = (numeric,)
         text = fields.get("text")
+        image = fields.get("image")
         return cls(text=None if text is None else tuple([text] if isinstance(text, str) else text),
+                   image=None if image is None else tuple([image] if isinstance(image, str) else image),
                    numeric=None if numeric is None else tuple(numeric),
                    label=fields.get("label"), input_ids=fields.get("input_ids"),
                    attention_mask=fields.get("attention_mask"), auto_label="num_classes" in data)
@@ -140,6 +167,8 @@ class FieldSpec:
         """role -> the names the user gave for it."""
         out = {role: (getattr(self, role),) for role in ("label", "input_ids", "attention_mask")
                if getattr(self, role) is not None}
+        if self.image:
+            out = {"image": self.image, **out}
         if self.text:
             out = {"text": self.text, **out}
         if self.numeric:
@@ -166,6 +195,7 @@ class Fields:
     identifiers: tuple[str, ...] = ()
     unchecked: tuple[Column, ...] = ()
     problems: tuple[str, ...] = field(default_factory=tuple)
+    images: tuple[Column, ...] = ()
 
     @property
     def primary_text(self) -> str | None:
@@ -175,25 +205,27 @@ class Fields:
     def roles(self) -> dict[str, list[str]]:
         """role -> columns (every role, possibly empty): what a report says was resolved."""
         single = lambda c: [c] if c else []  # noqa: E731
-        return {"text": [c.name for c in self.text], "json": [c.name for c in self.json],
+        return {"text": [c.name for c in self.text], "image": [c.name for c in self.images],
+                "json": [c.name for c in self.json],
                 "numeric": list(self.numeric), "label": single(self.label), "input_ids": single(self.input_ids),
                 "attention_mask": single(self.attention_mask), "id": single(self.id)}
 
     def formats(self) -> dict[str, str]:
         """field -> its format, for the text and JSON fields and the identifiers."""
-        out = {c.name: c.describe() for c in (*self.text, *self.json)}
+        out = {c.name: c.describe() for c in (*self.text, *self.json, *self.images)}
         out.update({name: "identifier (not audited as prose)" for name in self.identifiers if name not in out})
         return out
 
     def columns(self) -> list[str]:
         """Every top-level column some role uses, plus the per-sample dtype companions of numeric columns."""
-        cols = [c.top for c in self.text] + [c.name for c in self.json]
+        cols = [c.top for c in self.text] + [c.name for c in self.json] + [c.name for c in self.images]
         cols += [*self.numeric, self.label, self.input_ids, self.attention_mask, self.id]
         cols += [c + DTYPE_SUFFIX for c in self.numeric]
         return [c for c in dict.fromkeys(cols) if c]
 
 
 _EXPECTED = {"text": ("text (a string, a list of strings or a conversation)", lambda c: c.kind in TEXT_KINDS),
+             "image": ("images (binary, a struct with bytes, or paths)", lambda c: c.kind == "image"),
              "numeric": ("numbers", lambda c: c.numeric and c.per_sample),
              "label": ("numbers", lambda c: c.numeric),
              "input_ids": ("numbers", lambda c: c.numeric),
@@ -210,6 +242,19 @@ def _configured_text(name: str, cols: dict[str, Column]) -> Column | None:
     if conv is not None and conv.kind == "conversation" and rest in (conv.text_key, f"{conv.text_key}.{conv.part_key}"):
         return conv
     return None
+
+
+def _configured_image(col: Column | None) -> Column | None:
+    """A column the user named as images: as it is when its type can hold images (a string column is then read
+    as paths, a binary one as image bytes, whatever its values looked like)."""
+    if col is None or col.kind == "image" or col.can_image is None:
+        return col
+    return replace(col, kind="image", image=col.can_image[0], many=col.can_image[1])
+
+
+def _suffix_note(name: str) -> str:
+    ext = name.rsplit(".", 1)[-1].lower()
+    return f" (.{ext})" if ext in IMAGE_EXTENSIONS else ""
 
 
 def _auto_text(cols: dict[str, Column]) -> list[Column]:
@@ -242,6 +287,15 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
     else:
         text = _auto_text(cols)
     text = list({c.name: c for c in text}.values())
+    if spec.image is not None:
+        images = [c for n in spec.image if check("image", n, c := _configured_image(cols.get(n)))]
+    else:
+        images = [c for c in cols.values() if c.kind == "image" and c.name not in {t.top for t in text}]
+    if images and spec.text is None:
+        text = [c for c in text if c.top not in {i.name for i in images}]
+    if images:
+        # Captions: whether a caption is missing or blank is the pairing checks' finding, not empty text's.
+        text = [replace(c, caption=True) if c.kind == "string" else c for c in text]
     if len(text) > 1:
         # Bug fix: Alpaca's empty `input` (most records) was flagged empty_text in every record that has none.
         text = [replace(c, optional=True) if c.kind == "string" and c.name.lower() in OPTIONAL_TEXT_NAMES else c
@@ -261,10 +315,12 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
                         and (c.hint == "identifier" or is_identifier_name(n)))
     record_id = next((n for n, c in cols.items() if not c.nested and is_identifier_name(n)
                       and c.kind in ("string", "int") and n not in (label, ids, mask)), None)
-    used = taken | {c.name for c in json} | set(numeric) | set(identifiers) | {label, ids, mask, record_id}
+    used = taken | {c.name for c in json} | {c.name for c in images} | set(numeric) | set(identifiers) | \
+        {label, ids, mask, record_id}
     unchecked = tuple(c for n, c in cols.items() if n not in used and not c.nested and c.kind == "other"
                       and not n.endswith((DTYPE_SUFFIX, SHAPE_SUFFIX)))
-    return Fields(tuple(text), numeric, label, ids, mask, json, record_id, identifiers, unchecked, tuple(problems))
+    return Fields(tuple(text), numeric, label, ids, mask, json, record_id, identifiers, unchecked, tuple(problems),
+                  tuple(images))
 
 
 def missing_fields(spec: FieldSpec, schemas: Iterable[Iterable[Column]]) -> list[str]:
@@ -363,9 +419,57 @@ def _struct_strings(name: str, t, out: list[Column]) -> None:
             out.append(Column(path, _kind(f.type), str(f.type), nested=True))
 
 
+IMAGE_MAGIC = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"BM", b"II*\x00", b"MM\x00*")
+_IMAGE_PATH_RE = r"(?i)^[^\n]*\.(" + "|".join(IMAGE_EXTENSIONS) + r")$"
+
+
+def _image_form(t) -> tuple[str, bool] | None:
+    """(form, many) when a column of type `t` can hold images (IMAGE_FORMS), else None."""
+    import pyarrow as pa
+
+    many = pa.types.is_list(t) or pa.types.is_large_list(t)
+    v = t.value_type if many else t
+    if pa.types.is_binary(v) or pa.types.is_large_binary(v):
+        return "bytes", many
+    if pa.types.is_struct(v) and v.get_field_index("bytes") >= 0 and \
+            (pa.types.is_binary(v.field("bytes").type) or pa.types.is_large_binary(v.field("bytes").type)):
+        return "struct", many
+    if pa.types.is_string(v) or pa.types.is_large_string(v):
+        return "path", many
+    return None
+
+
+def _looks_like_images(name: str, form: str, values) -> bool:
+    """Whether an image-capable column holds images: by its name (an image extension, a path column's name), else
+    by a sample of its values (`values`: a pa.Array or None; the magic bytes of image files, or paths that all end
+    in an image extension). Binary columns count as images until a sample says otherwise."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    low = name.lower()
+    if low.rsplit(".", 1)[-1] in IMAGE_EXTENSIONS or low in IMAGE_PATH_NAMES:
+        return form != "path" or low in IMAGE_PATH_NAMES
+    if values is None:
+        return form != "path"
+    if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+        values = pc.list_flatten(values)
+    if form == "struct":
+        values = pc.struct_field(values, "bytes")
+    present = values.drop_null()[:64]
+    if form == "path":
+        present = present.filter(pc.not_equal(present, ""))
+        return len(present) > 0 and pc.all(pc.match_substring_regex(present, _IMAGE_PATH_RE)).as_py() and \
+            not pc.any(pc.match_substring(present, "://")).as_py()
+    present = [v for v in present.to_pylist() if v]
+    if not present:
+        return True
+    return any(v.startswith(IMAGE_MAGIC) or (v[:4] == b"RIFF" and v[8:12] == b"WEBP") for v in present)
+
+
 def arrow_columns(schema, sample=None) -> list[Column]:
     """The Columns of an Arrow schema: the kind is that of the leaf values of (nested) lists. `sample`: a record
-    batch of that schema whose string values give each string column its hint (identifier, JSON)."""
+    batch of that schema whose values tell identifiers and JSON among string columns, and images among binary
+    and string columns."""
     import pyarrow as pa
 
     out = []
@@ -377,9 +481,14 @@ def arrow_columns(schema, sample=None) -> list[Column]:
             continue
         kind = _kind(f.type)
         hint = None
-        if kind == "string" and sample is not None and f.name not in RESERVED_NAMES:
-            hint = _value_hint(sample.column(f.name))
-        out.append(Column(f.name, kind, str(f.type), hint=hint))
+        image = _image_form(f.type) if f.name not in RESERVED_NAMES else None
+        values = sample.column(f.name) if sample is not None and f.name in sample.schema.names else None
+        if image is not None and _looks_like_images(f.name, image[0], values):
+            out.append(Column(f.name, "image", str(f.type), image=image[0], many=image[1]))
+            continue
+        if kind == "string" and values is not None and f.name not in RESERVED_NAMES:
+            hint = _value_hint(values)
+        out.append(Column(f.name, kind, str(f.type), hint=hint, can_image=image))
         if pa.types.is_struct(f.type):
             _struct_strings(f.name, f.type, out)
     return out

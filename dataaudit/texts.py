@@ -238,10 +238,12 @@ def _pieces(batch: pa.RecordBatch, fields: tuple[Column, ...]):
         else:
             values = _plain(_nested(batch, col) if col.nested else batch.column(col.name))
             rows = np.arange(n, dtype=np.int64)
-            if col.optional:
+            if col.optional or col.caption:
                 # Bug fix: an optional field's null or empty value (Alpaca's empty `input`) is no text, not an
-                # empty text (dataaudit.fields.OPTIONAL_TEXT_NAMES).
-                rows = np.flatnonzero(_np(pc.fill_null(pc.not_equal(values, ""), False)).astype(bool))
+                # empty text (dataaudit.fields.OPTIONAL_TEXT_NAMES). A caption's null or blank value is the
+                # pairing checks' finding (missing_caption, empty_caption).
+                kept = pc.utf8_trim_whitespace(values) if col.caption else values
+                rows = np.flatnonzero(_np(pc.fill_null(pc.not_equal(kept, ""), False)).astype(bool))
                 values = values.take(pa.array(rows, pa.int64()))
             m = len(rows)
             yield values, rows, np.full(m, -1, np.int64), pa.nulls(m, pa.string())

@@ -5,6 +5,7 @@ whose detail strings are formatted.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,8 @@ from dataaudit.fields import DTYPE_SUFFIX
 from dataaudit.checks.base import CheckSpec, Target, TextAndTokens
 from dataaudit.checks import REGISTRY, CheckOutput
 from dataaudit.config import AuditConfig
+from dataaudit.images.batch import ImageBatch, Limits
+from dataaudit.images.pairs import Pairs
 from dataaudit.provenance import ERROR, KEY, ROW
 from dataaudit.stats.conversation_lengths import as_length_tokenizer, conversation_tokens
 from dataaudit.stats.token_lengths import token_lengths
@@ -38,6 +41,7 @@ class BatchResult:
     flagged_rows: np.ndarray                      # bool per row: at least one flag
     lengths: dict[str, np.ndarray] = field(default_factory=dict)   # stats key -> lengths of usable rows
     examples: dict[str, list[dict]] = field(default_factory=dict)
+    images: ImageBatch | None = None                                # the batch's probed images, if any
 
 
 def _to_numpy(x) -> np.ndarray:
@@ -80,10 +84,12 @@ def _numeric(batch: pa.RecordBatch, column: str, device) -> NumericField:
 
 @dataclass
 class Site:
-    """Where the samples a check saw are in the batch: one per record (a field), or text segments."""
+    """Where the samples a check saw are in the batch: one per record (a field), text segments, or images.
+    `images`: the batch's probed images (for thumbnails: of the image itself, or of a record's first image)."""
 
     name: str | None
-    segments: Segments | None = None
+    segments: Segments | ImageBatch | None = None
+    images: ImageBatch | None = None
 
     def rows(self, idx: np.ndarray) -> np.ndarray:
         return idx if self.segments is None else self.segments.rows[idx]
@@ -96,10 +102,27 @@ class Site:
         return [self.name + (out.where[i] or "") for i in idx.tolist()]
 
     def roles(self, idx: np.ndarray) -> list:
-        return [None] * idx.size if self.segments is None else self.segments.roles.take(pa.array(idx)).to_pylist()
+        if not isinstance(self.segments, Segments):
+            return [None] * idx.size
+        return self.segments.roles.take(pa.array(idx)).to_pylist()
 
     def texts(self, idx: np.ndarray) -> list | None:
-        return None if self.segments is None else self.segments.values.take(pa.array(idx)).to_pylist()
+        if not isinstance(self.segments, Segments):
+            return None
+        return self.segments.values.take(pa.array(idx)).to_pylist()
+
+    def thumbnails(self, idx: np.ndarray) -> list | None:
+        """The flagged images (an image check), or each flagged record's first image, as small data URIs."""
+        if self.images is None:
+            return None
+        if self.segments is self.images:
+            return self.images.thumbnails(idx.tolist())
+        first = np.full(int(self.images.rows.max(initial=-1)) + 1, -1, np.int64)
+        first[self.images.rows[::-1]] = np.arange(len(self.images))[::-1]
+        which = [int(first[r]) if r < first.size else -1 for r in idx.tolist()]
+        thumbs = self.images.thumbnails([w for w in which if w >= 0])
+        it = iter(thumbs)
+        return [next(it) if w >= 0 else None for w in which]
 
 
 @dataclass
@@ -138,10 +161,12 @@ def _text_site(texts: BatchTexts, turns: str | None) -> Site:
     return Site(None, texts.sides[turns])
 
 
-def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, shard: str):
+def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, shard: str, config: AuditConfig,
+            images: list):
     """(target kind, site, argument) for every field of the batch, in the order the checks visit them:
-    reader findings, text, JSON, conversations, ids, numeric columns, label, tokens, token ids, text with its
-    token ids. A text target's site is None: each check's site depends on the turns it sees."""
+    reader findings, text, JSON, conversations, ids, images, image-text pairs, numeric columns, label, tokens,
+    token ids, text with its token ids. A text target's site is None: each check's site depends on the turns it
+    sees. The images are probed once (appended to `images`, for the shard's image statistics)."""
     yield "reader", Site(None), batch
     if plan.text:
         yield "text", None, None
@@ -152,6 +177,11 @@ def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, s
             yield "conversation", Site(col.name), conversation(batch, col)[0]
     if plan.id is not None:
         yield "ids", Site(plan.id), batch.column(plan.id)
+    if plan.images:
+        probed = ImageBatch.of(batch, plan.images, os.path.dirname(shard), Limits.from_data(config.data))
+        images.append(probed)
+        yield "image", Site(None, probed, probed), probed
+        yield "pairs", Site("", None, probed), Pairs.of(batch, plan.text, probed)
     for column in plan.numeric:
         yield "numeric", Site(column), _numeric(batch, column, device)
     if plan.label is not None:
@@ -167,14 +197,14 @@ def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, s
 
 
 def _planned_calls(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, texts: BatchTexts, device,
-                   shard: str):
+                   shard: str, images: list):
     """(check, target kind, site, first argument, params) for every check that runs on this batch."""
     on: dict[str, list[tuple[CheckSpec, Target]]] = {}
     for name, spec in REGISTRY.items():
         if name not in plan.skipped:
             for target in spec.targets:
                 on.setdefault(target.kind, []).append((spec, target))
-    for kind, site, arg in _fields(batch, plan, texts, device, shard):
+    for kind, site, arg in _fields(batch, plan, texts, device, shard, config, images):
         for spec, target in on.get(kind, ()):
             params = spec.params_for(target, config.check(spec.name).params)
             # A target whose parameters are incomplete is left out; the check runs on its other targets.
@@ -210,7 +240,8 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
     keys, rows_col = batch.column(KEY), batch.column(ROW)
     texts = BatchTexts.of(batch, plan)
     states = {} if states is None else states
-    for spec, kind, site, arg, params in _planned_calls(batch, plan, config, texts, device, shard):
+    images: list[ImageBatch] = []
+    for spec, kind, site, arg, params in _planned_calls(batch, plan, config, texts, device, shard, images):
         name = spec.name
         out = _run(spec, arg, params, states)
         flagged = _to_numpy(out.flagged).astype(bool, copy=False)
@@ -233,15 +264,18 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
             continue   # its report section shows its own examples
         first = slice(0, examples_per_check)
         snippets = site.texts(idx[first]) or texts.snippets(rows[first])
+        thumbs = site.thumbnails(idx[first] if site.segments is not None else rows[first])
         # One list per check and batch: a check on several fields keeps the last flagged field's examples.
         examples[name] = [
             {"shard": shard, "key": keys[r].as_py(), "row": rows_col[r].as_py(), "field": paths[j],
              "value": float(values[i]), "detail": details[j],
-             "snippet": None if s is None else s[:SNIPPET_CHARS]}
+             "snippet": None if s is None else s[:SNIPPET_CHARS],
+             **({} if thumbs is None else {"thumbnail": thumbs[j]})}
             for j, (i, r, s) in enumerate(zip(idx[first].tolist(), rows[first].tolist(), snippets))
         ]
     flags = pa.concat_tables(tables) if tables else FLAG_SCHEMA.empty_table()
-    return BatchResult(flags, flagged_rows, _lengths(batch, plan, texts, usable, tokenizer), examples)
+    return BatchResult(flags, flagged_rows, _lengths(batch, plan, texts, usable, tokenizer), examples,
+                       images[0] if images else None)
 
 
 def _lengths(batch, plan: FieldPlan, texts: BatchTexts, usable: np.ndarray, tokenizer) -> dict[str, np.ndarray]:

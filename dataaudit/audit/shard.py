@@ -19,6 +19,7 @@ from dataaudit.checks.runnable import configured
 from dataaudit.config import AuditConfig
 from dataaudit.handlers import report_unreadable
 from dataaudit.stage import ShardStage
+from dataaudit.stats.images import ImageStats
 from dataaudit.stats.lengths import LengthStats
 from dataaudit.stats.conversation_lengths import ConversationTokens, load_length_tokenizer
 
@@ -38,6 +39,7 @@ class ShardResult:
     problems: list[str] = field(default_factory=list)            # wrong-typed configured columns
     formats: dict[str, str] = field(default_factory=dict)        # text / JSON / identifier field -> its format
     unchecked: dict[str, str] = field(default_factory=dict)      # column no check reads -> its type
+    images: dict[str, ImageStats] = field(default_factory=dict)  # image field -> its images' statistics
     # Stateful check -> its state over this shard (None: the check is not configured), in registry order.
     states: dict[str, Any] = field(default_factory=dict)
 
@@ -47,7 +49,8 @@ class ShardResult:
             "error": self.error, "checks": dict(sorted(self.checks.items())),
             "lengths": {k: v.state() for k, v in sorted(self.lengths.items())},
             "examples": self.examples, "fields": self.fields, "skipped": dict(sorted(self.skipped.items())),
-            "problems": self.problems, "formats": self.formats, "unchecked": self.unchecked, **self.states,
+            "problems": self.problems, "formats": self.formats, "unchecked": self.unchecked,
+            "images": {k: v.state() for k, v in sorted(self.images.items())}, **self.states,
         }
 
 
@@ -131,6 +134,9 @@ class AuditShard(ShardStage):
         for name, examples in out.examples.items():
             kept = result.examples.setdefault(name, [])
             kept.extend(examples[: self.examples_per_check - len(kept)])
+        if out.images is not None:
+            for f, col in enumerate(plan.images):
+                result.images.setdefault(col.name, ImageStats()).add(out.images, f)
         for key, lengths in out.lengths.items():
             unit = "tokens" if key.endswith(".tokens") or key == plan.input_ids else "chars"
             stat = result.lengths.setdefault(key, LengthStats(unit))

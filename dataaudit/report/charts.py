@@ -15,7 +15,7 @@ plt.rcParams["svg.fonttype"] = "path"
 plt.rcParams["svg.hashsalt"] = "dataaudit"   # stable ids: same report bytes for the same input
 
 
-def histogram_svg(histogram: dict, unit: str, context_length: int | None) -> str:
+def histogram_svg(histogram: dict, unit: str, context_length: int | None, counted: str = "samples") -> str:
     edges, counts = histogram["edges"], histogram["counts"]
     fig, ax = plt.subplots(figsize=(6.4, 2.6), dpi=72)
     if counts:
@@ -25,8 +25,8 @@ def histogram_svg(histogram: dict, unit: str, context_length: int | None) -> str
     if context_length:
         ax.axvline(context_length, color="#e45756", linestyle="--", linewidth=1.2, label=f"context {context_length}")
         ax.legend(loc="upper right", fontsize=8, frameon=False)
-    ax.set_xlabel(f"length ({unit}, log scale)")
-    ax.set_ylabel("samples")
+    ax.set_xlabel(f"length ({unit}, log scale)" if counted == "samples" else f"{unit}, log scale")
+    ax.set_ylabel(counted)
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
     buf = io.StringIO()
@@ -38,6 +38,12 @@ def histogram_svg(histogram: dict, unit: str, context_length: int | None) -> str
 
 
 def length_charts(report: dict) -> dict[str, Markup]:
-    """report.html's charts: one length histogram per length statistic, marked safe (our SVG, no data text)."""
-    return {key: Markup(histogram_svg(stat["histogram"], stat["unit"], stat["context_length"]))
-            for key, stat in report["lengths"].items()}
+    """report.html's charts, marked safe (our SVG, no data text): one histogram per length statistic, and per
+    image field its width, height and aspect ratio (keyed "<field> width", ...)."""
+    charts = {key: Markup(histogram_svg(stat["histogram"], stat["unit"], stat["context_length"]))
+              for key, stat in report["lengths"].items()}
+    for name, stats in report.get("images", {}).items():
+        for dim in ("width", "height", "aspect"):
+            charts[f"{name} {dim}"] = Markup(histogram_svg(stats[dim]["histogram"], stats[dim]["unit"], None,
+                                                           "images"))
+    return charts

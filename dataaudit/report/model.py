@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataaudit.checks import REGISTRY
 from dataaudit.config import AuditConfig
+from dataaudit.stats.images import merge_states
 from dataaudit.stats.lengths import LengthStats
 
 SCHEMA_VERSION = 1
@@ -144,6 +145,7 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
                     "unchecked": s["unchecked"], "problems": s["problems"]}
                    for s in summaries],
         "lengths": lengths,
+        "images": merge_states([s.get("images", {}) for s in summaries]),
         "notes": notes,
         "examples": {k: examples[k] for k in REGISTRY if k in examples},   # report order = check order
         "config": config.fingerprint(),

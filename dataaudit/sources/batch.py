@@ -19,6 +19,7 @@ from .nested import nested_array, utf8_safe
 # Value kinds. A value of kind None is a JSON null: it fits any column.
 STR, INT, FLOAT, BOOL = "str", "int", "float", "bool"
 LIST_INT, LIST_FLOAT, LIST_EMPTY = "list_int", "list_float", "list_empty"
+BYTES = "bytes"    # raw bytes (a WebDataset image member): a binary column
 NESTED = "nested"  # an object, or a list that is not all numbers: an Arrow nested type when the column allows
 JSON = "json"      # anything else (integers beyond int64): stored as JSON text
 _LISTS = {LIST_INT, LIST_FLOAT, LIST_EMPTY}
@@ -81,7 +82,7 @@ def _approx_bytes(v: object) -> int:
         return 8 * v.size
     if isinstance(v, list):
         return 8 * len(v)
-    if isinstance(v, str):
+    if isinstance(v, (str, bytes)):
         return len(v)
     return 8
 
@@ -200,7 +201,7 @@ class BatchBuilder:
             (kind,) = kinds
             if kind == STR:
                 return self._strings(name, full)
-            return pa.array(full, {INT: pa.int64(), FLOAT: pa.float64(), BOOL: pa.bool_()}[kind])
+            return pa.array(full, {INT: pa.int64(), FLOAT: pa.float64(), BOOL: pa.bool_(), BYTES: pa.binary()}[kind])
         if not kinds:
             return pa.nulls(n, _STRING)
         # Conflicting kinds: JSON text keeps every value without guessing a type.

@@ -2,7 +2,9 @@
 
 Members are grouped into samples by key (path up to the first dot of the basename), as WebDataset does.
 Only text, JSON, class labels and .npy are decoded, by our own code: webdataset's default decoders unpickle,
-and a shard is untrusted input. Pickle-like members are reported, never loaded.
+and a shard is untrusted input. Pickle-like members are reported, never loaded. Image members are kept as raw
+bytes in a binary column named by their extension ("jpg", "left.png"): only the image checks decode them,
+bounded (dataaudit.images).
 """
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ import numpy as np
 import pyarrow as pa
 
 from .base import ShardReadError
-from .batch import (BatchBuilder, INT, INT64_MAX, INT64_MIN, LIST_EMPTY, LIST_FLOAT, LIST_INT, STR,
+from dataaudit.fields import IMAGE_EXTENSIONS
+
+from .batch import (BatchBuilder, BYTES, INT, INT64_MAX, INT64_MIN, LIST_EMPTY, LIST_FLOAT, LIST_INT, STR,
                     flatten_object, json_value, one_line)
 
 MAX_MEMBER_BYTES = 256 << 20
@@ -238,8 +242,9 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
             if suffix in NOT_UNPICKLED:
                 rec.warnings.append(f"{where}: unsupported type .{suffix} (not unpickled)")
                 continue
-            if suffix not in DECODED:
-                continue  # images, audio, ...: normal payload we do not inspect
+            image = suffix in IMAGE_EXTENSIONS and not ext.endswith(".gz")
+            if suffix not in DECODED and not image:
+                continue  # audio, video, ...: normal payload we do not inspect
             if m.size > max_member_bytes:
                 rec.errors.append(f"{where}: {m.size} bytes exceeds max_member_bytes {max_member_bytes} (not read)")
                 continue
@@ -248,6 +253,9 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
             except _STREAM_ERRORS as e:
                 broken = one_line(e) or type(e).__name__
                 break
+            if image:
+                rec.values[ext] = (BYTES, data)   # the extension is unique in the sample (checked above)
+                continue
             try:
                 values, warnings = decode_member(ext, data, max_member_bytes)
             except _RecordError as e:

@@ -27,7 +27,7 @@ def test_automatic_roles():
                        problems=())
     assert f.columns() == ["text", "features", "score", "input_ids", "attention_mask", "id", "features.dtype",
                            "score.dtype"]
-    assert f.roles() == {"text": ["text"], "json": [], "numeric": ["features", "score"], "label": [],
+    assert f.roles() == {"text": ["text"], "image": [], "json": [], "numeric": ["features", "score"], "label": [],
                          "input_ids": ["input_ids"], "attention_mask": ["attention_mask"], "id": ["id"]}
     assert f.formats() == {"text": "text", "id": "identifier (not audited as prose)"}
 

@@ -187,7 +187,8 @@ def test_tar_decodes_txt_json_cls_npy(tmp_path):
     assert t.column("input_ids.dtype").to_pylist() == ["int32", "float32", None]
     # A .json member that is not an object is typed like a field (it was JSON text before the nested-JSON change).
     assert s.field("json").type == pa.list_(pa.int64()) and t.column("json").to_pylist() == [None, None, [1, 2]]
-    assert "jpg" not in s.names
+    # image members are kept as bytes, decoded only by the image checks
+    assert s.field("jpg").type == pa.binary() and t.column("jpg").to_pylist() == [b"\xff\xd8not really a jpeg", None, None]
     # projection keeps only requested data columns
     t = read_all(p, columns=["cls", "input_ids.dtype", "nope"])
     assert t.schema.names == ["cls", "input_ids.dtype"] + PROV
@@ -296,7 +297,8 @@ def test_tar_bad_gzip_member_and_gzip_bomb_are_error_rows(tmp_path):
 def test_tar_oversized_member_is_skipped_with_error(tmp_path):
     p = make_tar(tmp_path / "s.tar", [("a.txt", b"y" * 200), ("a.jpg", b"z" * 500), ("b.txt", b"fine")])
     t = read_all(p, max_member_bytes=100)
-    assert t.column(ERROR).to_pylist() == ["member 'a.txt': 200 bytes exceeds max_member_bytes 100 (not read)", None]
+    assert t.column(ERROR).to_pylist() == ["member 'a.txt': 200 bytes exceeds max_member_bytes 100 (not read); "
+                                           "member 'a.jpg': 500 bytes exceeds max_member_bytes 100 (not read)", None]
     assert t.column("txt").to_pylist() == [None, "fine"]
 
 

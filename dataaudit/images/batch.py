@@ -1,0 +1,205 @@
+"""Every image of a record batch, probed once: the "image" target of the image checks.
+
+Image fields (dataaudit.fields) hold bytes, structs {bytes, path} (a path is read only when the bytes are null)
+or paths, one per record or a list of them. They are flattened into one row per image, with the record, the
+field and the position in the list it came from, so a flag names `images[1]` of record 7. Paths are resolved
+against the shard's folder: a path that leaves it (absolute, `..`, a symlink out) is flagged and never opened.
+The decodes run on a small thread pool: Pillow releases the GIL while it decodes.
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import xxhash
+
+from dataaudit.fields import Column
+
+from .probe import (BOMB, DEFAULT_MAX_BYTES, DEFAULT_MAX_PIXELS, HASH_SIDE, MISSING, OK, OUTSIDE, TOO_BIG, Probe,
+                    probe, quiet, thumbnail_png)
+
+DEFAULT_THREADS = min(4, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The `[data]` bounds of image decoding: pixels before decoding, bytes of a file before reading it."""
+
+    max_pixels: int = DEFAULT_MAX_PIXELS
+    max_bytes: int = DEFAULT_MAX_BYTES
+    threads: int = DEFAULT_THREADS
+
+    @classmethod
+    def from_data(cls, data: dict) -> "Limits":
+        return cls(int(data.get("max_image_pixels", DEFAULT_MAX_PIXELS)),
+                   int(data.get("max_image_bytes", DEFAULT_MAX_BYTES)),
+                   int(data.get("image_threads", DEFAULT_THREADS)))
+
+
+def _flat(column: pa.Array, many: bool) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """(values, record of each, position in its list or -1): one entry per non-null image."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if many:
+        rows = pc.list_parent_indices(column).to_numpy()
+        values = pc.list_flatten(column)
+        starts = column.offsets.to_numpy()[:-1] if len(column) else np.zeros(0, np.int64)
+        pos = np.arange(len(values), dtype=np.int64) - (starts[rows] - (starts[0] if len(starts) else 0))
+    else:
+        values, rows, pos = column, np.arange(len(column), dtype=np.int64), np.full(len(column), -1, np.int64)
+    valid = values.is_valid().to_numpy(zero_copy_only=False)
+    keep = np.flatnonzero(valid)
+    return values.take(pa.array(keep, pa.int64())), rows[keep].astype(np.int64), pos[keep]
+
+
+def resolve_inside(folder: str, path: str) -> tuple[str | None, str | None]:
+    """(the file, None) when `path` names a file inside `folder` (symlinks resolved), else (None, why)."""
+    if "\0" in path:
+        return None, "path holds a NUL byte"
+    if os.path.isabs(path) or path.startswith(("/", "\\")) or (len(path) > 1 and path[1] == ":"):
+        return None, f"absolute path {path!r} (outside the shard's folder)"
+    root = os.path.realpath(folder)
+    full = os.path.realpath(os.path.join(root, path))
+    if full != root and not full.startswith(root + os.sep):
+        return None, f"path {path!r} resolves outside the shard's folder"
+    return full, None
+
+
+def _read_file(folder: str, path: str, limit: int) -> tuple[bytes | None, Probe | None]:
+    """The bytes of a referenced image, or the probe result saying why there are none."""
+    if "://" in path:
+        return None, Probe(MISSING, f"{path!r} is a URL (not downloaded)")
+    full, why = resolve_inside(folder, path)
+    if full is None:
+        return None, Probe(OUTSIDE, why)
+    try:
+        size = os.path.getsize(full)
+        if size > limit:
+            return None, Probe(TOO_BIG, f"file of {size} bytes > max_image_bytes {limit} (not read)")
+        with open(full, "rb") as f:
+            return f.read(limit + 1), None
+    except FileNotFoundError:
+        return None, Probe(MISSING, f"no such file: {path!r}")
+    except OSError as e:
+        return None, Probe(MISSING, f"cannot read {path!r}: {e.strerror or e}")
+
+
+@dataclass
+class ImageBatch:
+    """One row per image of a batch: where it is, and what its probe found (see dataaudit.images.probe)."""
+
+    fields: tuple[Column, ...]
+    rows: np.ndarray            # int64: the record (batch row) of each image
+    field: np.ndarray           # int32: index into `fields`
+    pos: np.ndarray             # int64: position in a list field, -1 for a single image
+    names: list                 # the file name or path that came with the image (struct path, path), or None
+    status: np.ndarray          # int8, probe.OK, EMPTY, ...
+    errors: list                # str or None
+    formats: list               # Pillow's format name, or None
+    modes: list                 # Pillow's mode, or None
+    width: np.ndarray           # int64, -1 when unknown
+    height: np.ndarray
+    frames: np.ndarray          # int64
+    transparency: np.ndarray    # bool
+    nbytes: np.ndarray          # int64, -1 when nothing was read
+    grey_std: np.ndarray        # float32, nan when not decoded
+    digest: np.ndarray          # uint64: xxh3-64 of the bytes (0 when none)
+    grey32: np.ndarray          # float32 [n, 32, 32] of the decoded images (zeros elsewhere), for phash
+    blobs: list                 # the bytes of each image (for thumbnails of the flagged ones), or None
+
+    def __len__(self) -> int:
+        return self.rows.size
+
+    def paths(self, idx: np.ndarray) -> list[str]:
+        """Flag paths: the field, with `[k]` for an element of a list field."""
+        names = [c.name for c in self.fields]
+        return [names[f] if p < 0 else f"{names[f]}[{p}]" for f, p in zip(self.field[idx].tolist(),
+                                                                         self.pos[idx].tolist())]
+
+    def expected_format(self) -> list:
+        """The file extension each image claims (its path or file name; else a binary column's name)."""
+        out = []
+        for f, name in zip(self.field.tolist(), self.names):
+            claim = name if name else (self.fields[f].name if self.fields[f].image == "bytes" else "")
+            out.append(os.path.splitext(claim)[1].lstrip(".").lower() or claim.rsplit(".", 1)[-1].lower())
+        return out
+
+    def thumbnails(self, idx) -> list:
+        """A base64 PNG data URI (at most 64 px) of each image in `idx`, None where it does not decode."""
+        import base64
+
+        out = []
+        for i in idx:
+            png = thumbnail_png(self.blobs[i]) if self.blobs[i] is not None and self.status[i] != BOMB else None
+            out.append(None if png is None else "data:image/png;base64," + base64.b64encode(png).decode("ascii"))
+        return out
+
+    @classmethod
+    def of(cls, batch: pa.RecordBatch, fields: tuple[Column, ...], folder: str, limits: Limits = Limits()) \
+            -> "ImageBatch":
+        rows, field, pos, names, blobs, pre = [], [], [], [], [], []
+        for f, col in enumerate(fields):
+            values, r, p = _flat(batch.column(col.name), col.many)
+            n = len(values)
+            rows.append(r)
+            pos.append(p)
+            field.append(np.full(n, f, np.int32))
+            if col.image == "struct":
+                data = pc.struct_field(values, "bytes").to_pylist()
+                idx = values.type.get_field_index("path")
+                paths = pc.struct_field(values, "path").to_pylist() if idx >= 0 else [None] * n
+            elif col.image == "bytes":
+                data, paths = values.to_pylist(), [None] * n
+            else:
+                data, paths = [None] * n, values.to_pylist()
+            for d, path in zip(data, paths):
+                names.append(path)
+                if d is None and path is not None:    # the image is a file next to the shard
+                    d, found = _read_file(folder, path, limits.max_bytes)
+                    pre.append(found)
+                elif d is None:                        # a struct with neither bytes nor path: no image
+                    pre.append(Probe(MISSING, "image struct with no bytes and no path"))
+                else:
+                    pre.append(None)
+                blobs.append(d)
+        probes = _probe_all(blobs, pre, limits)
+        n = len(probes)
+        cat = lambda parts, dtype: np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)  # noqa: E731
+        grey32 = np.zeros((n, HASH_SIDE, HASH_SIDE), np.float32)
+        for i, p in enumerate(probes):
+            if p.grey32 is not None:
+                grey32[i] = p.grey32
+        return cls(
+            fields=fields, rows=cat(rows, np.int64), field=cat(field, np.int32), pos=cat(pos, np.int64),
+            names=names, status=np.array([p.status for p in probes], np.int8),
+            errors=[p.error for p in probes], formats=[p.format for p in probes], modes=[p.mode for p in probes],
+            width=np.array([p.width for p in probes], np.int64), height=np.array([p.height for p in probes], np.int64),
+            frames=np.array([p.frames for p in probes], np.int64),
+            transparency=np.array([p.transparency for p in probes], bool),
+            nbytes=np.array([-1 if b is None else len(b) for b in blobs], np.int64),
+            grey_std=np.array([p.grey_std for p in probes], np.float32),
+            digest=np.array([0 if b is None else xxhash.xxh3_64_intdigest(b) for b in blobs], np.uint64),
+            grey32=grey32, blobs=blobs)
+
+    def decoded(self) -> np.ndarray:
+        return self.status == OK
+
+
+def _probe_all(blobs: list, pre: list, limits: Limits) -> list[Probe]:
+    """The probe of every image: decodes spread over a few threads (results in input order)."""
+    todo = [i for i, p in enumerate(pre) if p is None]
+    out = list(pre)
+    work = lambda i: probe(blobs[i], limits.max_pixels)  # noqa: E731
+    if limits.threads > 1 and len(todo) > 1:
+        with quiet(), ThreadPoolExecutor(limits.threads) as pool:
+            for i, p in zip(todo, pool.map(work, todo)):
+                out[i] = p
+    else:
+        with quiet():
+            for i in todo:
+                out[i] = work(i)
+    return out

@@ -1,0 +1,134 @@
+"""Decode one image, bounded, and measure what the image checks read.
+
+Pillow is used as it ships: its global flags (LOAD_TRUNCATED_IMAGES, MAX_IMAGE_PIXELS) are never changed. The
+pixel count is read from the header and checked against our limit before anything is decoded; Pillow's own
+refusal (DecompressionBombError, above twice its MAX_IMAGE_PIXELS) is a bomb too. The decode is a full one,
+every byte of the stream is read, so a truncated or corrupt file fails here and not in a dataloader hours into
+a run; JPEGs are decoded at a reduced scale (`draft`: the DCT is scaled, the whole entropy-coded stream is
+still read), which is what makes the decode several times faster than a plain `load()`.
+"""
+from __future__ import annotations
+
+import io
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+# What a probe found, as a small int (ImageBatch.status).
+OK, EMPTY, NOT_IMAGE, CORRUPT, BOMB, MISSING, OUTSIDE, TOO_BIG = range(8)
+STATUS_NAMES = ("ok", "empty", "not an image", "corrupt", "bomb", "missing", "outside", "too big")
+
+DEFAULT_MAX_PIXELS = 89_478_485      # Pillow's own default MAX_IMAGE_PIXELS (a 1 GB RGBA image / 4 / 3)
+DEFAULT_MAX_BYTES = 256 << 20        # an image file larger than this is not read (like a WebDataset member)
+STATS_SIDE = 64                      # the grey level spread is measured on the image reduced to about this side
+HASH_SIDE = 32                       # perceptual hash input: 32x32 grey (dataaudit.images.phash)
+
+
+@dataclass
+class Probe:
+    """One image: its status, the error that gave it, and what was measured (None / nan when not decoded)."""
+
+    status: int
+    error: str | None = None
+    format: str | None = None
+    width: int = -1
+    height: int = -1
+    mode: str | None = None
+    frames: int = 1
+    transparency: bool = False
+    grey_std: float = float("nan")
+    grey32: np.ndarray | None = None    # HASH_SIDE x HASH_SIDE float32, for the perceptual hash
+
+
+def _message(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def probe(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> Probe:
+    """Identify, bound and fully decode one image's bytes."""
+    from PIL import Image, UnidentifiedImageError
+
+    if not data:
+        return Probe(EMPTY, "0 bytes")
+    # The caller silences Pillow's warnings (quiet()): warning filters are not thread-safe to change here.
+    try:
+        im = Image.open(io.BytesIO(data))
+    except Image.DecompressionBombError as e:
+        return Probe(BOMB, _message(e))
+    except UnidentifiedImageError:
+        return Probe(NOT_IMAGE, f"not an image Pillow can identify (starts {data[:8]!r})")
+    except Exception as e:  # hostile headers raise anything: SyntaxError, struct.error, ValueError, ...
+        return Probe(CORRUPT, _message(e))
+    with im:
+        out = Probe(OK, format=im.format, width=im.size[0], height=im.size[1], mode=im.mode)
+        if out.width * out.height > max_pixels:
+            out.status, out.error = BOMB, f"{out.width}x{out.height} = {out.width * out.height} pixels " \
+                                          f"> max_pixels {max_pixels} (not decoded)"
+            return out
+        try:
+            out.transparency = "transparency" in im.info
+            out.frames = int(getattr(im, "n_frames", 1)) if getattr(im, "is_animated", False) else 1
+            # JPEG: decode the grey channel at the smallest DCT scale that keeps the stats side (the whole
+            # entropy-coded stream is still read, so truncation and bad codes still fail)
+            im.draft("L" if im.mode in ("RGB", "L", "YCbCr") else None, (STATS_SIDE, STATS_SIDE))
+            im.load()
+        except Exception as e:  # truncated streams (OSError), bad codes, hostile tags: the file is corrupt
+            out.status, out.error = CORRUPT, _message(e)
+            return out
+        try:
+            grey = _grey(im)
+        except Exception:   # a mode Pillow cannot turn grey: decoded fine, no blank check or hash for it
+            return out
+        factor = max(1, min(grey.size) // STATS_SIDE)
+        if factor > 1:
+            grey = grey.reduce(factor)
+        out.grey_std = float(np.asarray(grey, dtype=np.float32).std())
+        out.grey32 = np.asarray(grey.resize((HASH_SIDE, HASH_SIDE), Image.Resampling.LANCZOS), dtype=np.float32)
+        return out
+
+
+def _grey(im):
+    """The image as 8-bit grey ("L"); 16-bit and float images scaled from their own range."""
+    from PIL import Image
+
+    if im.mode == "L":
+        return im
+    if im.mode.startswith("I") or im.mode == "F":
+        a = np.asarray(im, dtype=np.float32)
+        top = 65535.0 if im.mode.startswith("I;16") else max(float(np.abs(a).max()), 1.0)
+        return Image.fromarray(np.clip(a * (255.0 / top), 0, 255).astype(np.uint8), "L")
+    return im.convert("L")
+
+
+@contextmanager
+def quiet():
+    """Pillow's warnings (DecompressionBombWarning, malformed MPO headers, ...) silenced while images are probed
+    (our findings are the flags), restored after; entered once around a batch, not in its worker threads."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def thumbnail_png(data: bytes, side: int = 64, max_pixels: int = DEFAULT_MAX_PIXELS) -> bytes | None:
+    """A small PNG of an image (at most side x side), re-encoded so the report shows pixels, never the file
+    itself; None when the image does not decode within the limits."""
+    from PIL import Image
+
+    if not data:
+        return None
+    with quiet():
+        try:
+            with Image.open(io.BytesIO(data)) as im:
+                if im.size[0] * im.size[1] > max_pixels:
+                    return None
+                im.draft("RGB", (side, side))
+                im.thumbnail((side, side))
+                im = im.convert("RGBA" if "A" in im.mode or "transparency" in im.info else "RGB")
+                buf = io.BytesIO()
+                im.save(buf, "PNG", optimize=True)
+                return buf.getvalue()
+        except Exception:
+            return None
