@@ -419,7 +419,15 @@ def _struct_strings(name: str, t, out: list[Column]) -> None:
             out.append(Column(path, _kind(f.type), str(f.type), nested=True))
 
 
-IMAGE_MAGIC = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"BM", b"II*\x00", b"MM\x00*")
+IMAGE_MAGIC = ((b"\xff\xd8\xff", "JPEG"), (b"\x89PNG\r\n\x1a\n", "PNG"), (b"GIF8", "GIF"), (b"BM", "BMP"),
+               (b"II*\x00", "TIFF"), (b"MM\x00*", "TIFF"))
+
+
+def sniff_image_format(data: bytes) -> str | None:
+    """The image format named by a file's magic bytes (WebP: RIFF....WEBP), else None."""
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "WEBP"
+    return next((fmt for magic, fmt in IMAGE_MAGIC if data.startswith(magic)), None)
 _IMAGE_PATH_RE = r"(?i)^[^\n]*\.(" + "|".join(IMAGE_EXTENSIONS) + r")$"
 
 
@@ -463,7 +471,7 @@ def _looks_like_images(name: str, form: str, values) -> bool:
     present = [v for v in present.to_pylist() if v]
     if not present:
         return True
-    return any(v.startswith(IMAGE_MAGIC) or (v[:4] == b"RIFF" and v[8:12] == b"WEBP") for v in present)
+    return any(sniff_image_format(v) is not None for v in present)
 
 
 def arrow_columns(schema, sample=None) -> list[Column]:

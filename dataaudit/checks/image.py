@@ -46,7 +46,7 @@ def image_corrupt(ib, **params) -> CheckOutput:
                       "89,478,485), or a file larger than max_image_bytes: never decoded. value = pixels.")
 def image_bomb(ib, **params) -> CheckOutput:
     out = _status(ib, BOMB, TOO_BIG)
-    out.value = np.where(ib.width >= 0, ib.width.astype(np.float64) * np.maximum(ib.height, 0), np.nan)
+    out.value = np.where(ib.pixels >= 0, ib.pixels.astype(np.float64), np.nan)
     return out
 
 

@@ -103,6 +103,7 @@ class ImageBatch:
     modes: list                 # Pillow's mode, or None
     width: np.ndarray           # int64, -1 when unknown
     height: np.ndarray
+    pixels: np.ndarray          # int64: the pixel count the header declares, -1 when unknown
     frames: np.ndarray          # int64
     transparency: np.ndarray    # bool
     nbytes: np.ndarray          # int64, -1 when nothing was read
@@ -178,6 +179,7 @@ class ImageBatch:
             names=names, status=np.array([p.status for p in probes], np.int8),
             errors=[p.error for p in probes], formats=[p.format for p in probes], modes=[p.mode for p in probes],
             width=np.array([p.width for p in probes], np.int64), height=np.array([p.height for p in probes], np.int64),
+            pixels=np.array([p.pixels for p in probes], np.int64),
             frames=np.array([p.frames for p in probes], np.int64),
             transparency=np.array([p.transparency for p in probes], bool),
             nbytes=np.array([-1 if b is None else len(b) for b in blobs], np.int64),

@@ -10,11 +10,14 @@ still read), which is what makes the decode several times faster than a plain `l
 from __future__ import annotations
 
 import io
+import re
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
+
+from dataaudit.fields import sniff_image_format
 
 # What a probe found, as a small int (ImageBatch.status).
 OK, EMPTY, NOT_IMAGE, CORRUPT, BOMB, MISSING, OUTSIDE, TOO_BIG = range(8)
@@ -40,6 +43,7 @@ class Probe:
     transparency: bool = False
     grey_std: float = float("nan")
     grey32: np.ndarray | None = None    # HASH_SIDE x HASH_SIDE float32, for the perceptual hash
+    pixels: int = -1                    # the pixel count the header declares (-1: unknown)
 
 
 def _message(e: BaseException) -> str:
@@ -56,14 +60,16 @@ def probe(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> Probe:
     # The caller silences Pillow's warnings (quiet()): warning filters are not thread-safe to change here.
     try:
         im = Image.open(io.BytesIO(data))
-    except Image.DecompressionBombError as e:
-        return Probe(BOMB, _message(e))
+    except Image.DecompressionBombError as e:   # Pillow's own refusal, before it tells us the size
+        declared = re.search(r"\((\d+) pixels\)", str(e))
+        return Probe(BOMB, _message(e), format=sniff_image_format(data), pixels=int(declared.group(1)) if declared else -1)
     except UnidentifiedImageError:
         return Probe(NOT_IMAGE, f"not an image Pillow can identify (starts {data[:8]!r})")
     except Exception as e:  # hostile headers raise anything: SyntaxError, struct.error, ValueError, ...
         return Probe(CORRUPT, _message(e))
     with im:
-        out = Probe(OK, format=im.format, width=im.size[0], height=im.size[1], mode=im.mode)
+        out = Probe(OK, format=im.format, width=im.size[0], height=im.size[1], mode=im.mode,
+                    pixels=im.size[0] * im.size[1])
         if out.width * out.height > max_pixels:
             out.status, out.error = BOMB, f"{out.width}x{out.height} = {out.width * out.height} pixels " \
                                           f"> max_pixels {max_pixels} (not decoded)"
