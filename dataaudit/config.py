@@ -23,7 +23,8 @@ FIELD_KEYS = ROLES   # [fields] keys: the roles of the one field rule
 # [data] keys of the config itself: facts about the data that field resolution, the length statistics and the
 # checks read. A check declares which [data] keys fill its parameters and may own more keys, which it validates
 # itself (CheckSpec.data, CheckSpec.resolve_data).
-DATA_FACTS = ("num_classes", "vocab_size", "pad_id", "context_length", "tokenizer", "numeric_dtype")
+DATA_FACTS = ("num_classes", "vocab_size", "pad_id", "context_length", "tokenizer", "numeric_dtype", "max_image_pixels",
+              "max_image_bytes", "image_threads")
 CHECK_KEYS = ("enabled", "severity")
 
 
@@ -103,7 +104,7 @@ def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
     for key in ("label", "input_ids", "attention_mask"):
         if key in fields and (not isinstance(fields[key], str) or not fields[key]):
             raise _fail(source, f"[fields] {key} must be one column name, got {fields[key]!r}")
-    for key in ("num_classes", "vocab_size", "context_length"):
+    for key in ("num_classes", "vocab_size", "context_length", "max_image_pixels", "max_image_bytes", "image_threads"):
         if key in data and (not isinstance(data[key], int) or data[key] <= 0):
             raise _fail(source, f"[data] {key} must be a positive integer, got {data[key]!r}")
     folder = None if source in ("<config>", "<defaults>") else Path(source).parent   # relative paths' base

@@ -139,3 +139,35 @@ def test_multimodal_conversations_count_image_placeholders(tmp_path):
         "1 <image> placeholders, 2 images", "1 <image> placeholders, 0 images", "1 <image> placeholders, 2 images"]
     assert report["shards"][0]["fields"] == {"text": ["messages"], "image": ["images"]}
     assert report["shards"][0]["formats"]["images"] == "list of image paths"
+
+
+def test_the_pixel_limit_is_configurable_and_checked_before_decoding(tmp_path):
+    shard = make_tar(tmp_path / "s.tar", [("a.jpg", picture(96, 72, seed=1)), ("a.txt", b"6912 pixels"),
+                                          ("b.jpg", picture(40, 40, seed=2)), ("b.txt", b"1600 pixels")])
+    res, report, flags = cli_audit([shard], tmp_path / "out", "[data]\nmax_image_pixels = 5000\n")
+    assert res.exit_code == 1, res.output
+    assert flags == [("s.tar", "a", "jpg", "image_bomb")]
+    [example] = report["examples"]["image_bomb"]
+    assert (example["value"], example["detail"]) == (6912.0, "96x72 = 6912 pixels > max_pixels 5000 (not decoded)")
+    res, _, _ = cli_audit([shard], tmp_path / "out2", "[data]\nmax_image_pixels = -1\n")
+    assert res.exit_code == 2 and "max_image_pixels must be a positive integer" in res.output
+
+
+def test_image_paths_by_value_by_config_and_a_binary_column_that_holds_no_images(tmp_path):
+    (tmp_path / "a.jpg").write_bytes(picture(seed=3))
+    (tmp_path / "a").write_bytes(picture(seed=3))
+    by_value = write_parquet(tmp_path / "v.parquet", {"photo_file": ["a.jpg", "b.jpg"], "text": ["x", "y"],
+                                                      "blob": [b"\x00\x01\x02", b"\x03"]})
+    res, report, flags = cli_audit([by_value], tmp_path / "out")
+    assert res.exit_code == 1, res.output        # every value ends in an image extension: image paths
+    assert flags == [("v.parquet", "1", "photo_file", "image_missing_file")]
+    assert report["shards"][0]["fields"] == {"text": ["text"], "image": ["photo_file"]}
+    assert report["shards"][0]["unchecked"] == {"blob": "binary"}     # no image magic in its values
+    no_suffix = write_parquet(tmp_path / "n.parquet", {"photo_file": ["a", "b"], "text": ["x", "y"]})
+    res, report, flags = cli_audit([no_suffix], tmp_path / "out2")
+    assert res.exit_code == 0, res.output
+    assert report["shards"][0]["fields"] == {"text": ["text", "photo_file"]}
+    res, report, flags = cli_audit([no_suffix], tmp_path / "out3", '[fields]\nimage = "photo_file"\n')
+    assert res.exit_code == 1, res.output
+    assert flags == [("n.parquet", "1", "photo_file", "image_missing_file")]
+    assert report["shards"][0]["fields"] == {"text": ["text"], "image": ["photo_file"]}
