@@ -67,6 +67,14 @@ else
   echo "=== chat_recall, chat_throughput: skipped ($SHARED/chat missing)"
 fi
 
+# Image-text data: needs the real photos in ../shared/data/images (or $DATAAUDIT_SHARED_DATA/images)
+if [[ -d "$SHARED/images" ]]; then
+  step image_recall "$PY" benchmarks/image_recall.py --json "$RESULTS/image_recall.json"
+  step image_throughput "$PY" benchmarks/image_throughput.py --json "$RESULTS/image_throughput.json"
+else
+  echo "=== image_recall, image_throughput: skipped ($SHARED/images missing)"
+fi
+
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "run_all: FAILED: ${failed[*]} (outputs in $RESULTS/)"
   exit 1
