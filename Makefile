@@ -21,7 +21,7 @@ setup: $(VENV)/.installed
 # "bad samples found", which is the point of the demo; only 2 (usage/I/O error) fails the target.
 demo: setup
 	$(PY) -m fixtures.generate fixtures/data
-	$(VENV)/bin/dataaudit audit fixtures/data fixtures/chat/jsonl --config fixtures/audit.toml --out $(DEMO_OUT); \
+	$(VENV)/bin/dataaudit audit fixtures/data fixtures/chat/jsonl fixtures/images/webdataset --config fixtures/audit.toml --out $(DEMO_OUT); \
 	  rc=$$?; [ $$rc -le 1 ] || exit $$rc
 	@echo "open $(DEMO_OUT)/report.html"
 

@@ -11,6 +11,7 @@ import click
 from dataaudit.cli.audit import audit
 from dataaudit.cli.contamination import contamination
 from dataaudit.cli.dedup import dedup
+from dataaudit.cli.dedup_images import dedup_images
 from dataaudit.cli.tokenizer_drift import tokenizer_drift
 
 
@@ -25,3 +26,4 @@ main.add_command(audit)
 main.add_command(tokenizer_drift)
 main.add_command(contamination)
 main.add_command(dedup)
+main.add_command(dedup_images)

@@ -91,8 +91,9 @@ def probe(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> Probe:
         factor = max(1, min(grey.size) // STATS_SIDE)
         if factor > 1:
             grey = grey.reduce(factor)
-        out.grey_std = float(np.asarray(grey, dtype=np.float32).std())
-        out.grey32 = np.asarray(grey.resize((HASH_SIDE, HASH_SIDE), Image.Resampling.LANCZOS), dtype=np.float32)
+        out.grey_std = float(np.asarray(grey).std())
+        # box filter: on the ~64 px drafted image a 2x2 mean, 10x cheaper than Lanczos, and all a pHash needs
+        out.grey32 = np.asarray(grey.resize((HASH_SIDE, HASH_SIDE), Image.Resampling.BOX), dtype=np.float32)
         return out
 
 

@@ -14,13 +14,16 @@ from dataaudit.cli import main
 
 
 def picture(w: int = 96, h: int = 72, seed: int = 0, fmt: str = "JPEG", mode: str = "RGB") -> bytes:
-    """A textured picture (smooth gradients plus noise: not blank), encoded."""
+    """A textured picture (waves whose frequencies and phases depend on the seed, plus noise: not blank, and
+    pictures of different seeds look different to a perceptual hash), encoded."""
     from PIL import Image
 
     rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:h, 0:w]
-    base = np.stack([(x * 255 // max(w - 1, 1)), (y * 255 // max(h - 1, 1)), ((x + y) * 3) % 256], -1)
-    arr = np.clip(base + rng.integers(-40, 40, base.shape), 0, 255).astype(np.uint8)
+    y, x = np.mgrid[0:h, 0:w] / np.array([max(h, 1), max(w, 1)])[:, None, None]
+    fx, fy = rng.integers(1, 5, 3), rng.integers(1, 5, 3)
+    phase = rng.uniform(0, 2 * np.pi, 3)
+    base = np.stack([127 + 100 * np.sin(2 * np.pi * (fx[c] * x + fy[c] * y) + phase[c]) for c in range(3)], -1)
+    arr = np.clip(base + rng.integers(-30, 30, base.shape), 0, 255).astype(np.uint8)
     im = Image.fromarray(arr, "RGB")
     if mode != "RGB":
         im = im.convert(mode)

@@ -1,0 +1,87 @@
+"""`dataaudit dedup-images`: exact and perceptual-hash near-duplicate images across shards.
+
+Exit codes: 0 done (duplicates are listed and the keep-list drops them: a warning, as in text dedup); 1 a shard
+could not be read to the end; 2 usage or I/O error.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from dataaudit.cli.common import InputError, engine_options, make_out_dir, progress_bar
+from dataaudit.cli.fields import fields_line, require_fields, text_fields
+from dataaudit.fields import FieldSpec
+from dataaudit.cli.paths import InputPathError, expand_shards
+
+
+def _print_summary(console: Console, r: dict, out: Path) -> None:
+    table = Table(title=f"dataaudit dedup-images: {r['documents']} records, {r['images']} images in "
+                        f"{len(r['shards'])} shards (pHash within {r['params']['max_distance']} bits)")
+    table.add_column("")
+    table.add_column("groups", justify="right")
+    table.add_column("images", justify="right")
+    table.add_column("removable", justify="right")
+    table.add_row("exact duplicates", str(r["exact"]["groups"]), str(r["exact"]["documents"]),
+                  str(r["exact"]["duplicates"]))
+    table.add_row("near duplicates", str(r["near"]["clusters"]), str(r["near"]["documents"]),
+                  str(r["near"]["duplicates"]))
+    table.add_row("all clusters", str(r["clusters"]["count"]), str(r["clusters"]["documents"]),
+                  f"[yellow]{r['duplicates']}[/]" if r["duplicates"] else "0")
+    console.print(table)
+    console.print(f"duplicate rate {100 * r['duplicate_rate']:.2f}%; kept {r['kept']} of {r['documents']}; "
+                  f"records without an image {r['no_image']}; undecodable images {r['undecodable']}; "
+                  f"unreadable shards {r['unreadable_shards']}", highlight=False)
+    console.print(fields_line({"image": s["image_field"].split(", ") if s.get("image_field") else []}
+                              for s in r["shards"]), highlight=False)
+    for s in r["shards"]:
+        if s["status"] != "ok":
+            console.print(f"[red]unreadable[/] {s['path']}: {s['error']}", markup=True, highlight=False)
+    for note in r["notes"]:
+        console.print(f"note: {note}", highlight=False, markup=False)
+    console.print("wrote " + ", ".join(str(out / f) for f in ("dedup.json", "clusters.parquet", "keep.parquet")),
+                  highlight=False)
+
+
+@click.command("dedup-images")
+@click.argument("shards", nargs=-1, required=True)
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for dedup.json, clusters.parquet, keep.parquet (created if missing).")
+@click.option("--max-distance", type=click.IntRange(0, 32), default=8, show_default=True,
+              help="Near duplicates: perceptual hashes (64 bits) differing in at most this many bits.")
+@click.option("--image-field", "image_field", multiple=True,
+              help="Image field(s), repeatable or comma-separated (default: every image field of the field rule; "
+                   "a record's first image is compared).")
+@click.option("--max-image-pixels", type=click.IntRange(1), default=None,
+              help="Never decode an image declaring more pixels (default: Pillow's 89,478,485).")
+@engine_options("one task per shard", "shards")
+def dedup_images(shards, out, max_distance, image_field, max_image_pixels, engine, ray_address, workers):
+    """Find exact and near-duplicate images in SHARD_OR_GLOB... and write a keep-list."""
+    from dataaudit.dedup.image_hashes import ImageDedupSpec
+    from dataaudit.images.batch import Limits
+
+    try:
+        paths = expand_shards(list(shards))
+    except InputPathError as exc:
+        raise InputError(str(exc)) from None
+    fields = text_fields(image_field)
+    limits = Limits() if max_image_pixels is None else Limits(max_pixels=max_image_pixels)
+    spec = ImageDedupSpec(image_field=fields, max_distance=max_distance, limits=limits)
+    require_fields(paths, FieldSpec(image=fields), "--image-field")
+    make_out_dir(out)
+
+    from pipelines.image_dedup import run_image_dedup   # imported late: keeps `--help` fast
+
+    console = Console(stderr=False)
+    with progress_bar(console, "hashing", "shards") as progress:
+        task = progress.add_task("dedup-images", total=len(paths), samples=0)
+
+        def on_progress(stage: str, done: int, total: int, samples: int) -> None:
+            progress.update(task, completed=done, total=total, samples=samples)
+
+        report = run_image_dedup(paths, spec, out, engine=engine, ray_address=ray_address, workers=workers,
+                                 on_progress=on_progress)
+    _print_summary(console, report, out)
+    raise SystemExit(1 if report["unreadable_shards"] else 0)
