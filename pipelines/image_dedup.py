@@ -99,7 +99,8 @@ def _report(spec: ImageDedupSpec, corpus: Corpus, clusters: Clusters, kept: int,
     no_image = sum(s["no_image"] for s in summaries)
     undecodable = sum(s["undecodable"] for s in summaries)
     if no_image:
-        notes.append(f"{no_image} records have no image (or an unreadable record): kept, not clustered")
+        notes.append(f"{no_image} records have no image (none, a zero-byte one, or an unreadable record): kept, "
+                     "not clustered")
     if undecodable:
         notes.append(f"{undecodable} images do not decode: compared by their bytes only (see the audit's flags)")
     for s in summaries:

@@ -3,8 +3,8 @@ copies) and its 64-bit perceptual hash (near copies: re-encodes, resizes, small 
 
 The images are the image fields of the field rule (dataaudit.fields), probed exactly as the audit probes them
 (dataaudit.images: bounded decode, paths inside the shard's folder only). A record's image is its first image
-(in field order, then list order); a record without one, or whose image does not decode, is counted and kept,
-never clustered (an undecodable image still has its exact digest).
+(in field order, then list order); a record without one (or with a zero-byte one) is counted and kept, never
+clustered; an image that does not decode is compared by its bytes only.
 """
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def hash_batch(batch: pa.RecordBatch, spec: ImageDedupSpec, folder: str) -> tupl
     first = first_images(ib, n) if len(ib) else np.full(n, -1, np.int64)
     has = (first >= 0) & usable
     pick = np.maximum(first, 0)
-    has &= ib.nbytes[pick] >= 0 if len(ib) else False
+    has &= ib.nbytes[pick] > 0 if len(ib) else False     # zero bytes: nothing to compare (the audit flags it)
     decoded = has & (ib.decoded()[pick] if len(ib) else False)
     phash = np.zeros(n, np.uint64)
     if decoded.any():

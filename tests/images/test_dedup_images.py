@@ -37,6 +37,7 @@ def shards(tmp_path):
         ("e.jpg", e), ("e.txt", b"another picture"),
         ("f.txt", b"no image"),
         ("h.jpg", b"not an image"), ("h.txt", b"undecodable"),
+        ("y.jpg", b""), ("y.txt", b"zero bytes"), ("z.jpg", b""), ("z.txt", b"zero bytes too: no copy of y"),
     ])
     pq_shard = write_parquet(tmp_path / "p.parquet", {"image": [{"bytes": e, "path": "e.jpg"},
                                                                 {"bytes": picture(64, 64, seed=9), "path": "x.jpg"}],
@@ -60,9 +61,10 @@ def test_exact_and_near_copies_across_shards(shards, tmp_path):
                    ("s.tar", "e", 1, True, "exact"), ("p.parquet", "0", 1, False, "exact")]
     keep = pq.read_table(tmp_path / "out" / "keep.parquet").to_pylist()
     assert [(k["shard"].rsplit("/", 1)[-1], k["key"]) for k in keep] == [
-        ("s.tar", "a"), ("s.tar", "e"), ("s.tar", "f"), ("s.tar", "h"), ("p.parquet", "1")]
-    assert (report["documents"], report["images"], report["hashed"]) == (9, 8, 7)
-    assert (report["no_image"], report["undecodable"], report["duplicates"], report["kept"]) == (1, 1, 4, 5)
+        ("s.tar", "a"), ("s.tar", "e"), ("s.tar", "f"), ("s.tar", "h"), ("s.tar", "y"), ("s.tar", "z"),
+        ("p.parquet", "1")]
+    assert (report["documents"], report["images"], report["hashed"]) == (11, 8, 7)
+    assert (report["no_image"], report["undecodable"], report["duplicates"], report["kept"]) == (3, 1, 4, 7)
     assert report["exact"] == {"groups": 2, "documents": 4, "duplicates": 2}
     assert report["near"]["documents"] == 2 and report["near"]["duplicates"] == 2
     assert "fields: image = jpg [" not in res.output and "fields: image = jpg (1 shard), image (1 shard)" in res.output
