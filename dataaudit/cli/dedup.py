@@ -20,14 +20,12 @@ from dataaudit.fields import FieldSpec
 _STAGES = {"sign": ("signing", "shards"), "map": ("banding", "shards"), "reduce": ("clustering", "partitions")}
 
 
-def _print_summary(console: Console, r: dict, out: Path) -> None:
-    p = r["params"]
-    table = Table(title=f"dataaudit dedup: {r['documents']} documents in {len(r['shards'])} shards "
-                        f"({p['shingles']} {p['ngram']}-grams, threshold {p['threshold']}, "
-                        f"{p['bands']}x{p['rows']} bands)")
+def clusters_table(title: str, r: dict, unit: str = "documents") -> Table:
+    """The summary table of a dedup report (text or images): exact groups, near clusters, all clusters."""
+    table = Table(title=title)
     table.add_column("")
     table.add_column("groups", justify="right")
-    table.add_column("documents", justify="right")
+    table.add_column(unit, justify="right")
     table.add_column("removable", justify="right")
     table.add_row("exact duplicates", str(r["exact"]["groups"]), str(r["exact"]["documents"]),
                   str(r["exact"]["duplicates"]))
@@ -35,7 +33,14 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
                   str(r["near"]["duplicates"]))
     table.add_row("all clusters", str(r["clusters"]["count"]), str(r["clusters"]["documents"]),
                   f"[yellow]{r['duplicates']}[/]" if r["duplicates"] else "0")
-    console.print(table)
+    return table
+
+
+def _print_summary(console: Console, r: dict, out: Path) -> None:
+    p = r["params"]
+    console.print(clusters_table(f"dataaudit dedup: {r['documents']} documents in {len(r['shards'])} shards "
+                                 f"({p['shingles']} {p['ngram']}-grams, threshold {p['threshold']}, "
+                                 f"{p['bands']}x{p['rows']} bands)", r))
     console.print(f"duplicate rate {100 * r['duplicate_rate']:.2f}%; kept {r['kept']} of {r['documents']}; "
                   f"empty documents (not clustered) {r['empty_documents']}; "
                   f"unreadable shards {r['unreadable_shards']}", highlight=False)

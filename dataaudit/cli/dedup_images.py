@@ -9,28 +9,18 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.table import Table
 
 from dataaudit.cli.common import InputError, engine_options, make_out_dir, progress_bar
+from dataaudit.cli.dedup import clusters_table
 from dataaudit.cli.fields import fields_line, require_fields, text_fields
 from dataaudit.fields import FieldSpec
 from dataaudit.cli.paths import InputPathError, expand_shards
 
 
 def _print_summary(console: Console, r: dict, out: Path) -> None:
-    table = Table(title=f"dataaudit dedup-images: {r['documents']} records, {r['images']} images in "
-                        f"{len(r['shards'])} shards (pHash within {r['params']['max_distance']} bits)")
-    table.add_column("")
-    table.add_column("groups", justify="right")
-    table.add_column("images", justify="right")
-    table.add_column("removable", justify="right")
-    table.add_row("exact duplicates", str(r["exact"]["groups"]), str(r["exact"]["documents"]),
-                  str(r["exact"]["duplicates"]))
-    table.add_row("near duplicates", str(r["near"]["clusters"]), str(r["near"]["documents"]),
-                  str(r["near"]["duplicates"]))
-    table.add_row("all clusters", str(r["clusters"]["count"]), str(r["clusters"]["documents"]),
-                  f"[yellow]{r['duplicates']}[/]" if r["duplicates"] else "0")
-    console.print(table)
+    console.print(clusters_table(f"dataaudit dedup-images: {r['documents']} records, {r['images']} images in "
+                                 f"{len(r['shards'])} shards (pHash within {r['params']['max_distance']} bits)", r,
+                                 "images"))
     console.print(f"duplicate rate {100 * r['duplicate_rate']:.2f}%; kept {r['kept']} of {r['documents']}; "
                   f"records without an image {r['no_image']}; undecodable images {r['undecodable']}; "
                   f"unreadable shards {r['unreadable_shards']}", highlight=False)
