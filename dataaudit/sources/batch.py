@@ -151,6 +151,10 @@ class BatchBuilder:
     def __len__(self) -> int:
         return len(self._keys)
 
+    def wants(self, column: str) -> bool:
+        """Whether the reader asked for this column (a member nobody reads need not be kept)."""
+        return self._wanted is None or column in self._wanted
+
     def full(self, batch_rows: int) -> bool:
         return len(self._keys) >= batch_rows or self.nbytes >= MAX_BATCH_BYTES
 

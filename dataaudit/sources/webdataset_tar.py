@@ -243,8 +243,8 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
                 rec.warnings.append(f"{where}: unsupported type .{suffix} (not unpickled)")
                 continue
             image = suffix in IMAGE_EXTENSIONS and not ext.endswith(".gz")
-            if suffix not in DECODED and not image:
-                continue  # audio, video, ...: normal payload we do not inspect
+            if (suffix not in DECODED and not image) or (image and not builder.wants(ext)):
+                continue  # audio, video, ... (normal payload we do not inspect), images nobody asked for
             if m.size > max_member_bytes:
                 rec.errors.append(f"{where}: {m.size} bytes exceeds max_member_bytes {max_member_bytes} (not read)")
                 continue
