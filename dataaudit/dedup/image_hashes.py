@@ -33,7 +33,7 @@ class ImageDedupSpec:
     """Every setting of an image dedup run (parts are reused by a rerun with the same `hash_fingerprint`)."""
 
     image_field: tuple[str, ...] | None = None   # default: every image field of the rule
-    max_distance: int = 8                        # Hamming distance of near copies (of 64 bits)
+    max_distance: int = 6                        # Hamming distance of near copies (of 64 bits)
     limits: Limits = Limits()
     batch_rows: int = 1024
 
