@@ -71,8 +71,9 @@ fi
 if [[ -d "$SHARED/images" ]]; then
   step image_recall "$PY" benchmarks/image_recall.py --json "$RESULTS/image_recall.json"
   step image_throughput "$PY" benchmarks/image_throughput.py --json "$RESULTS/image_throughput.json"
+  step image_dedup_recall "$PY" benchmarks/image_dedup_recall.py --json "$RESULTS/image_dedup_recall.json"
 else
-  echo "=== image_recall, image_throughput: skipped ($SHARED/images missing)"
+  echo "=== image_recall, image_throughput, image_dedup_recall: skipped ($SHARED/images missing)"
 fi
 
 if [[ ${#failed[@]} -gt 0 ]]; then
