@@ -20,6 +20,11 @@ problem, reported, and never silently replaced by another column):
   label           configured, else (only when the data has classes) "label", "labels", "cls"
   input_ids       configured, else "input_ids"
   attention_mask  configured, else "attention_mask"
+  image_tensor    configured, else the first of "pixel_values", "image", "images", "img", "pixels" that is an image
+                  tensor: float or uint8, 3 dims per sample ([C, H, W]; a guard tensor of 4 dims). An Arrow column's
+                  dims are those stored beside it in `<name>.shape` (WebDataset .npy; the first sample's when the
+                  rule sees a sample batch): a nested Parquet list has none and is never an image tensor. A float
+                  image tensor is numeric too
   numeric         configured, else every floating-point column (scalars, lists, tensors) not used above
   id              the first column named like an identifier (checked for duplicate ids)
 Provenance columns (dataaudit.provenance) are never data. A configured name that no shard has is a usage
@@ -36,7 +41,8 @@ TEXT_NAMES = ("text", "content")
 LABEL_NAMES = ("label", "labels", "cls")
 DTYPE_SUFFIX = ".dtype"   # WebDataset .npy members carry their per-sample dtype in "<name>.dtype"
 SHAPE_SUFFIX = ".shape"
-ROLES = ("text", "numeric", "label", "input_ids", "attention_mask")
+ROLES = ("text", "numeric", "label", "input_ids", "attention_mask", "image_tensor")
+IMAGE_TENSOR_NAMES = ("pixel_values", "image", "images", "img", "pixels")
 # string: one text per record; strings: a list of texts; conversation: a list of turns (structs with a role and a
 # text, the text possibly a list of parts); other: nothing a check reads (struct, binary, list of structs, ...)
 KINDS = ("string", "strings", "conversation", "float", "int", "bool", "other")
@@ -81,6 +87,10 @@ class Column:
     hint: str | None = None
     nested: bool = False
     optional: bool = False
+    # A tensor's dims per sample and element dtype name, when known: a guard tensor's (after the batch dim), an
+    # Arrow column's from the `<name>.shape` / `<name>.dtype` columns beside it in a sample batch (image tensors).
+    ndim: int | None = None
+    dtype: str | None = None
 
     @property
     def numeric(self) -> bool:
@@ -120,6 +130,7 @@ class FieldSpec:
     input_ids: str | None = None
     attention_mask: str | None = None
     auto_label: bool = False
+    image_tensor: str | None = None
 
     def __post_init__(self):
         if isinstance(self.text, str):   # one name given as a string
@@ -134,11 +145,12 @@ class FieldSpec:
         return cls(text=None if text is None else tuple([text] if isinstance(text, str) else text),
                    numeric=None if numeric is None else tuple(numeric),
                    label=fields.get("label"), input_ids=fields.get("input_ids"),
-                   attention_mask=fields.get("attention_mask"), auto_label="num_classes" in data)
+                   attention_mask=fields.get("attention_mask"), auto_label="num_classes" in data,
+                   image_tensor=fields.get("image_tensor"))
 
     def configured(self) -> dict[str, tuple[str, ...]]:
         """role -> the names the user gave for it."""
-        out = {role: (getattr(self, role),) for role in ("label", "input_ids", "attention_mask")
+        out = {role: (getattr(self, role),) for role in ("label", "input_ids", "attention_mask", "image_tensor")
                if getattr(self, role) is not None}
         if self.text:
             out = {"text": self.text, **out}
@@ -166,6 +178,7 @@ class Fields:
     identifiers: tuple[str, ...] = ()
     unchecked: tuple[Column, ...] = ()
     problems: tuple[str, ...] = field(default_factory=tuple)
+    image_tensor: str | None = None   # decoded images ([C, H, W] per sample); also numeric when float
 
     @property
     def primary_text(self) -> str | None:
@@ -177,7 +190,8 @@ class Fields:
         single = lambda c: [c] if c else []  # noqa: E731
         return {"text": [c.name for c in self.text], "json": [c.name for c in self.json],
                 "numeric": list(self.numeric), "label": single(self.label), "input_ids": single(self.input_ids),
-                "attention_mask": single(self.attention_mask), "id": single(self.id)}
+                "attention_mask": single(self.attention_mask), "id": single(self.id),
+                "image_tensor": single(self.image_tensor)}
 
     def formats(self) -> dict[str, str]:
         """field -> its format, for the text and JSON fields and the identifiers."""
@@ -190,6 +204,8 @@ class Fields:
         cols = [c.top for c in self.text] + [c.name for c in self.json]
         cols += [*self.numeric, self.label, self.input_ids, self.attention_mask, self.id]
         cols += [c + DTYPE_SUFFIX for c in self.numeric]
+        if self.image_tensor:
+            cols += [self.image_tensor, self.image_tensor + SHAPE_SUFFIX, self.image_tensor + DTYPE_SUFFIX]
         return [c for c in dict.fromkeys(cols) if c]
 
 
@@ -198,6 +214,27 @@ _EXPECTED = {"text": ("text (a string, a list of strings or a conversation)", la
              "label": ("numbers", lambda c: c.numeric),
              "input_ids": ("numbers", lambda c: c.numeric),
              "attention_mask": ("numbers", lambda c: c.numeric)}
+
+
+def _image_tensor(cols: dict[str, Column], configured: str | None, problems: list[str]) -> str | None:
+    """The image tensor field: the configured column (a problem when it is not one), else the first column named
+    in IMAGE_TENSOR_NAMES that is one (a column so named that is not, e.g. `image` bytes or paths, is left alone)."""
+
+    def fits(c: Column) -> bool:
+        if not c.per_sample or c.kind not in ("float", "int") or (c.kind == "int" and c.dtype not in (None, "uint8")):
+            return False
+        if c.ndim is None:  # an Arrow column without a sample batch: shaped when its shapes are stored beside it
+            return c.name + SHAPE_SUFFIX in cols
+        return c.ndim == 3
+
+    if configured is None:
+        return next((n for n in IMAGE_TENSOR_NAMES if n in cols and fits(cols[n])), None)
+    col = cols.get(configured)
+    if col is not None and not fits(col):
+        problems.append(f"column {configured!r} (image_tensor) is {col.type_name}, expected an image tensor (float "
+                        "or uint8, [C, H, W] per sample): its checks are skipped")
+        return None
+    return configured if col is not None else None
 
 
 def _configured_text(name: str, cols: dict[str, Column]) -> Column | None:
@@ -249,6 +286,7 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
     label = pick("label", spec.label, LABEL_NAMES if spec.auto_label else ())
     ids = pick("input_ids", spec.input_ids, ("input_ids",))
     mask = pick("attention_mask", spec.attention_mask, ("attention_mask",))
+    image = _image_tensor(cols, spec.image_tensor, problems)
     if spec.numeric is not None:
         numeric = tuple(n for n in spec.numeric if pick("numeric", n) is not None)
     else:
@@ -261,10 +299,11 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
                         and (c.hint == "identifier" or is_identifier_name(n)))
     record_id = next((n for n, c in cols.items() if not c.nested and is_identifier_name(n)
                       and c.kind in ("string", "int") and n not in (label, ids, mask)), None)
-    used = taken | {c.name for c in json} | set(numeric) | set(identifiers) | {label, ids, mask, record_id}
+    used = taken | {c.name for c in json} | set(numeric) | set(identifiers) | {label, ids, mask, record_id, image}
     unchecked = tuple(c for n, c in cols.items() if n not in used and not c.nested and c.kind == "other"
                       and not n.endswith((DTYPE_SUFFIX, SHAPE_SUFFIX)))
-    return Fields(tuple(text), numeric, label, ids, mask, json, record_id, identifiers, unchecked, tuple(problems))
+    return Fields(tuple(text), numeric, label, ids, mask, json, record_id, identifiers, unchecked, tuple(problems),
+                  image_tensor=image)
 
 
 def missing_fields(spec: FieldSpec, schemas: Iterable[Iterable[Column]]) -> list[str]:
@@ -363,6 +402,30 @@ def _struct_strings(name: str, t, out: list[Column]) -> None:
             out.append(Column(path, _kind(f.type), str(f.type), nested=True))
 
 
+def _stored_shape(name: str, kind: str, schema, sample) -> dict:
+    """ndim and dtype of a numeric column's first sample whose shape is stored in `<name>.shape` (WebDataset .npy),
+    read from a sample batch; {} when there is none."""
+    shape, dtype = name + SHAPE_SUFFIX, name + DTYPE_SUFFIX
+    if sample is None or kind not in ("float", "int") or shape not in schema.names:
+        return {}
+    import pyarrow.compute as pc
+
+    ranks = pc.list_value_length(sample.column(shape)).drop_null()
+    if not len(ranks):
+        return {}
+    first = pc.index(pc.is_valid(sample.column(shape)), True).as_py()
+    stored = sample.column(dtype)[first].as_py() if dtype in schema.names else None
+    return {"ndim": ranks[0].as_py(), "dtype": stored or str(_leaf(schema.field(name).type))}
+
+
+def _leaf(t):
+    import pyarrow as pa
+
+    while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        t = t.value_type
+    return t
+
+
 def arrow_columns(schema, sample=None) -> list[Column]:
     """The Columns of an Arrow schema: the kind is that of the leaf values of (nested) lists. `sample`: a record
     batch of that schema whose string values give each string column its hint (identifier, JSON)."""
@@ -379,7 +442,7 @@ def arrow_columns(schema, sample=None) -> list[Column]:
         hint = None
         if kind == "string" and sample is not None and f.name not in RESERVED_NAMES:
             hint = _value_hint(sample.column(f.name))
-        out.append(Column(f.name, kind, str(f.type), hint=hint))
+        out.append(Column(f.name, kind, str(f.type), hint=hint, **_stored_shape(f.name, kind, schema, sample)))
         if pa.types.is_struct(f.type):
             _struct_strings(f.name, f.type, out)
     return out
