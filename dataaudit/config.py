@@ -101,7 +101,7 @@ def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
             if not isinstance(names, list) or not names or not all(isinstance(f, str) and f for f in names):
                 raise _fail(source, f"[fields] {key} must be a field name or a list of them, got {fields[key]!r}")
             fields[key] = names
-    for key in ("label", "input_ids", "attention_mask"):
+    for key in ("label", "input_ids", "attention_mask", "image_tensor"):
         if key in fields and (not isinstance(fields[key], str) or not fields[key]):
             raise _fail(source, f"[fields] {key} must be one column name, got {fields[key]!r}")
     for key in ("num_classes", "vocab_size", "context_length", "max_image_pixels", "max_image_bytes", "image_threads"):

@@ -20,6 +20,11 @@ problem, reported, and never silently replaced by another column):
   label           configured, else (only when the data has classes) "label", "labels", "cls"
   input_ids       configured, else "input_ids"
   attention_mask  configured, else "attention_mask"
+  image_tensor    configured, else the first of "pixel_values", "image", "images", "img", "pixels" that is an image
+                  tensor: float or uint8, 3 dims per sample ([C, H, W]; a guard tensor of 4 dims). An Arrow column's
+                  dims are those stored beside it in `<name>.shape` (WebDataset .npy; the first sample's when the
+                  rule sees a sample batch): a nested Parquet list has none and is never an image tensor. A float
+                  image tensor is numeric too
   numeric         configured, else every floating-point column (scalars, lists, tensors) not used above
   id              the first column named like an identifier (checked for duplicate ids)
   image           configured, else every image column: binary (WebDataset image members arrive as binary
@@ -42,7 +47,8 @@ TEXT_NAMES = ("text", "content")
 LABEL_NAMES = ("label", "labels", "cls")
 DTYPE_SUFFIX = ".dtype"   # WebDataset .npy members carry their per-sample dtype in "<name>.dtype"
 SHAPE_SUFFIX = ".shape"
-ROLES = ("text", "image", "numeric", "label", "input_ids", "attention_mask")
+ROLES = ("text", "image", "numeric", "label", "input_ids", "attention_mask", "image_tensor")
+IMAGE_TENSOR_NAMES = ("pixel_values", "image", "images", "img", "pixels")
 # string: one text per record; strings: a list of texts; conversation: a list of turns (structs with a role and a
 # text, the text possibly a list of parts); other: nothing a check reads (struct, binary, list of structs, ...)
 KINDS = ("string", "strings", "conversation", "image", "float", "int", "bool", "other")
@@ -98,6 +104,10 @@ class Column:
     # the form its values would have as images (binary, string, ...), for a column the user names as images
     can_image: tuple[str, bool] | None = field(default=None, compare=False, repr=False)
     caption: bool = False          # a text field beside images: blank values are the pairing checks' to report
+    # A tensor's dims per sample and element dtype name, when known: a guard tensor's (after the batch dim), an
+    # Arrow column's from the `<name>.shape` / `<name>.dtype` columns beside it in a sample batch (image tensors).
+    ndim: int | None = None
+    dtype: str | None = None
 
     @property
     def numeric(self) -> bool:
@@ -144,6 +154,7 @@ class FieldSpec:
     input_ids: str | None = None
     attention_mask: str | None = None
     auto_label: bool = False
+    image_tensor: str | None = None
 
     def __post_init__(self):
         for role in ("text", "image"):
@@ -161,11 +172,12 @@ class FieldSpec:
                    image=None if image is None else tuple([image] if isinstance(image, str) else image),
                    numeric=None if numeric is None else tuple(numeric),
                    label=fields.get("label"), input_ids=fields.get("input_ids"),
-                   attention_mask=fields.get("attention_mask"), auto_label="num_classes" in data)
+                   attention_mask=fields.get("attention_mask"), auto_label="num_classes" in data,
+                   image_tensor=fields.get("image_tensor"))
 
     def configured(self) -> dict[str, tuple[str, ...]]:
         """role -> the names the user gave for it."""
-        out = {role: (getattr(self, role),) for role in ("label", "input_ids", "attention_mask")
+        out = {role: (getattr(self, role),) for role in ("label", "input_ids", "attention_mask", "image_tensor")
                if getattr(self, role) is not None}
         if self.image:
             out = {"image": self.image, **out}
@@ -196,6 +208,7 @@ class Fields:
     unchecked: tuple[Column, ...] = ()
     problems: tuple[str, ...] = field(default_factory=tuple)
     images: tuple[Column, ...] = ()
+    image_tensor: str | None = None   # decoded images ([C, H, W] per sample); also numeric when float
 
     @property
     def primary_text(self) -> str | None:
@@ -208,7 +221,8 @@ class Fields:
         return {"text": [c.name for c in self.text], "image": [c.name for c in self.images],
                 "json": [c.name for c in self.json],
                 "numeric": list(self.numeric), "label": single(self.label), "input_ids": single(self.input_ids),
-                "attention_mask": single(self.attention_mask), "id": single(self.id)}
+                "attention_mask": single(self.attention_mask), "id": single(self.id),
+                "image_tensor": single(self.image_tensor)}
 
     def formats(self) -> dict[str, str]:
         """field -> its format, for the text and JSON fields and the identifiers."""
@@ -221,6 +235,8 @@ class Fields:
         cols = [c.top for c in self.text] + [c.name for c in self.json] + [c.name for c in self.images]
         cols += [*self.numeric, self.label, self.input_ids, self.attention_mask, self.id]
         cols += [c + DTYPE_SUFFIX for c in self.numeric]
+        if self.image_tensor:
+            cols += [self.image_tensor, self.image_tensor + SHAPE_SUFFIX, self.image_tensor + DTYPE_SUFFIX]
         return [c for c in dict.fromkeys(cols) if c]
 
 
@@ -230,6 +246,27 @@ _EXPECTED = {"text": ("text (a string, a list of strings or a conversation)", la
              "label": ("numbers", lambda c: c.numeric),
              "input_ids": ("numbers", lambda c: c.numeric),
              "attention_mask": ("numbers", lambda c: c.numeric)}
+
+
+def _image_tensor(cols: dict[str, Column], configured: str | None, problems: list[str]) -> str | None:
+    """The image tensor field: the configured column (a problem when it is not one), else the first column named
+    in IMAGE_TENSOR_NAMES that is one (a column so named that is not, e.g. `image` bytes or paths, is left alone)."""
+
+    def fits(c: Column) -> bool:
+        if not c.per_sample or c.kind not in ("float", "int") or (c.kind == "int" and c.dtype not in (None, "uint8")):
+            return False
+        if c.ndim is None:  # an Arrow column without a sample batch: shaped when its shapes are stored beside it
+            return c.name + SHAPE_SUFFIX in cols
+        return c.ndim == 3
+
+    if configured is None:
+        return next((n for n in IMAGE_TENSOR_NAMES if n in cols and fits(cols[n])), None)
+    col = cols.get(configured)
+    if col is not None and not fits(col):
+        problems.append(f"column {configured!r} (image_tensor) is {col.type_name}, expected an image tensor (float "
+                        "or uint8, [C, H, W] per sample): its checks are skipped")
+        return None
+    return configured if col is not None else None
 
 
 def _configured_text(name: str, cols: dict[str, Column]) -> Column | None:
@@ -303,6 +340,7 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
     label = pick("label", spec.label, LABEL_NAMES if spec.auto_label else ())
     ids = pick("input_ids", spec.input_ids, ("input_ids",))
     mask = pick("attention_mask", spec.attention_mask, ("attention_mask",))
+    image_tensor = _image_tensor(cols, spec.image_tensor, problems)
     if spec.numeric is not None:
         numeric = tuple(n for n in spec.numeric if pick("numeric", n) is not None)
     else:
@@ -316,11 +354,11 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
     record_id = next((n for n, c in cols.items() if not c.nested and is_identifier_name(n)
                       and c.kind in ("string", "int") and n not in (label, ids, mask)), None)
     used = taken | {c.name for c in json} | {c.name for c in images} | set(numeric) | set(identifiers) | \
-        {label, ids, mask, record_id}
+        {label, ids, mask, record_id, image_tensor}
     unchecked = tuple(c for n, c in cols.items() if n not in used and not c.nested and c.kind == "other"
                       and not n.endswith((DTYPE_SUFFIX, SHAPE_SUFFIX)))
     return Fields(tuple(text), numeric, label, ids, mask, json, record_id, identifiers, unchecked, tuple(problems),
-                  tuple(images))
+                  tuple(images), image_tensor=image_tensor)
 
 
 def missing_fields(spec: FieldSpec, schemas: Iterable[Iterable[Column]]) -> list[str]:
@@ -428,6 +466,8 @@ def sniff_image_format(data: bytes) -> str | None:
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "WEBP"
     return next((fmt for magic, fmt in IMAGE_MAGIC if data.startswith(magic)), None)
+
+
 _IMAGE_PATH_RE = r"(?i)^[^\n]*\.(" + "|".join(IMAGE_EXTENSIONS) + r")$"
 
 
@@ -474,6 +514,30 @@ def _looks_like_images(name: str, form: str, values) -> bool:
     return any(sniff_image_format(v) is not None for v in present)
 
 
+def _stored_shape(name: str, kind: str, schema, sample) -> dict:
+    """ndim and dtype of a numeric column's first sample whose shape is stored in `<name>.shape` (WebDataset .npy),
+    read from a sample batch; {} when there is none."""
+    shape, dtype = name + SHAPE_SUFFIX, name + DTYPE_SUFFIX
+    if sample is None or kind not in ("float", "int") or shape not in schema.names:
+        return {}
+    import pyarrow.compute as pc
+
+    ranks = pc.list_value_length(sample.column(shape)).drop_null()
+    if not len(ranks):
+        return {}
+    first = pc.index(pc.is_valid(sample.column(shape)), True).as_py()
+    stored = sample.column(dtype)[first].as_py() if dtype in schema.names else None
+    return {"ndim": ranks[0].as_py(), "dtype": stored or str(_leaf(schema.field(name).type))}
+
+
+def _leaf(t):
+    import pyarrow as pa
+
+    while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        t = t.value_type
+    return t
+
+
 def arrow_columns(schema, sample=None) -> list[Column]:
     """The Columns of an Arrow schema: the kind is that of the leaf values of (nested) lists. `sample`: a record
     batch of that schema whose values tell identifiers and JSON among string columns, and images among binary
@@ -496,7 +560,8 @@ def arrow_columns(schema, sample=None) -> list[Column]:
             continue
         if kind == "string" and values is not None and f.name not in RESERVED_NAMES:
             hint = _value_hint(values)
-        out.append(Column(f.name, kind, str(f.type), hint=hint, can_image=image))
+        out.append(Column(f.name, kind, str(f.type), hint=hint, can_image=image,
+                          **_stored_shape(f.name, kind, schema, sample)))
         if pa.types.is_struct(f.type):
             _struct_strings(f.name, f.type, out)
     return out

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 import torch
 
 from dataaudit.audit.plan import FieldPlan
-from dataaudit.fields import DTYPE_SUFFIX
+from dataaudit.fields import DTYPE_SUFFIX, SHAPE_SUFFIX
 from dataaudit.checks.base import CheckSpec, Target, TextAndTokens
 from dataaudit.checks import REGISTRY, CheckOutput
 from dataaudit.config import AuditConfig
@@ -24,7 +24,7 @@ from dataaudit.images.pairs import Pairs
 from dataaudit.provenance import ERROR, KEY, ROW
 from dataaudit.stats.conversation_lengths import as_length_tokenizer, conversation_tokens
 from dataaudit.stats.token_lengths import token_lengths
-from dataaudit.tensors import NumericField, from_arrow, tokens_from_arrow
+from dataaudit.tensors import NumericField, from_arrow, tokens_from_arrow, with_shapes
 from dataaudit.texts import Segments, call_arguments, conversation, record_text, segments, split_json_turns
 
 FLAG_SCHEMA = pa.schema([
@@ -164,9 +164,9 @@ def _text_site(texts: BatchTexts, turns: str | None) -> Site:
 def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, shard: str, config: AuditConfig,
             images: list):
     """(target kind, site, argument) for every field of the batch, in the order the checks visit them:
-    reader findings, text, JSON, conversations, ids, images, image-text pairs, numeric columns, label, tokens,
-    token ids, text with its token ids. A text target's site is None: each check's site depends on the turns it
-    sees. The images are probed once (appended to `images`, for the shard's image statistics)."""
+    reader findings, text, JSON, conversations, ids, images, image-text pairs, numeric columns, image tensor, label,
+    tokens, token ids, text with its token ids. A text target's site is None: each check's site depends on the
+    turns it sees. The images are probed once (appended to `images`, for the shard's image statistics)."""
     yield "reader", Site(None), batch
     if plan.text:
         yield "text", None, None
@@ -184,6 +184,9 @@ def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, s
         yield "pairs", Site("", None, probed), Pairs.of(batch, plan.text, probed)
     for column in plan.numeric:
         yield "numeric", Site(column), _numeric(batch, column, device)
+    if plan.image_tensor is not None:  # its [C, H, W]: the `.shape` column beside it (the rule requires one)
+        image, shapes = _numeric(batch, plan.image_tensor, device), batch.column(plan.image_tensor + SHAPE_SUFFIX)
+        yield "image_tensor", Site(plan.image_tensor), with_shapes(image, shapes, 3)
     if plan.label is not None:
         yield "label", Site(plan.label), _numeric(batch, plan.label, device)
     if plan.input_ids is not None:

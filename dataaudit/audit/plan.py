@@ -28,7 +28,7 @@ def resolve_plan(schema: pa.Schema, config: AuditConfig, sample: pa.RecordBatch 
                   "ids": resolved.id is not None, "image": bool(resolved.images), "pairs": bool(resolved.images),
                   "numeric": bool(numeric), "label": label is not None,
                   "tokens": ids is not None, "text_tokens": resolved.primary_text is not None and ids is not None,
-                  "reader": True}
+                  "image_tensor": resolved.image_tensor is not None, "reader": True}
     skipped = {}
     for name in REGISTRY:
         why = skip_reason(name, config, has_target, "this shard")

@@ -8,7 +8,7 @@ from typing import Iterable, Sequence
 from dataaudit.cli.common import InputError
 from dataaudit.fields import FieldSpec
 
-ROLE_ORDER = ("text", "json", "numeric", "label", "input_ids", "attention_mask", "id")
+ROLE_ORDER = ("text", "json", "numeric", "image_tensor", "label", "input_ids", "attention_mask", "id")
 PEEK_ROWS = 256   # JSONL and tar shards have no schema: their first records stand for it
 
 

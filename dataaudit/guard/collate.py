@@ -27,7 +27,7 @@ import torch
 from dataaudit.guard.payload import GuardedBatch, checks_to_payload
 from dataaudit.guard.plan import BatchChecks, GuardPlan, empty_checks
 from dataaudit.provenance import GUARD, KEY, ROW, SHARD
-from dataaudit.tensors import from_arrow, from_tensor, tokens_from_arrow, tokens_from_tensor
+from dataaudit.tensors import from_arrow, from_tensor, tokens_from_arrow, tokens_from_tensor, with_shapes
 
 log = logging.getLogger("dataaudit.guard")
 
@@ -65,13 +65,15 @@ def _list_array(vals: list, dtypes: bool = False):
     return arr, names
 
 
-def _numeric_field(vals: list):
+def _numeric_field(vals: list, shaped: bool = False):
     """A NumericField of the samples' values: a stacked tensor (from_tensor) when every sample has the same
-    shape and dtype, else the ragged Arrow form (from_arrow) with per-sample dtypes."""
+    shape and dtype, else the ragged Arrow form (from_arrow) with per-sample dtypes and, `shaped` (image tensors),
+    each sample's [C, H, W] (`with_shapes`)."""
     if all(v is not None for v in vals) and len({(v.shape, v.dtype) for v in vals}) == 1:
         return from_tensor(torch.from_numpy(np.stack(vals)))
     arr, names = _list_array(vals, dtypes=True)
-    return from_arrow(arr, dtypes=names)
+    field = from_arrow(arr, dtypes=names)
+    return with_shapes(field, [None if v is None else list(v.shape) for v in vals], 3) if shaped else field
 
 
 def _token_fields(ids: list, mask: list | None):
@@ -132,8 +134,11 @@ class CollateGuard:
             if a is not None and a.dtype.kind in "biuf":  # a one-sample stand-in: resolves keys and dtypes
                 proto[k] = torch.from_numpy(np.array(a, copy=True).reshape((1,) + a.shape))
         plans = self.plan.resolve(proto)
-        args = []
+        args, built = [], {}
         for p in plans:
+            if p.target in ("numeric", "image_tensor") and p.key in built:  # one field per entry (see GuardPlan.run)
+                args.append(built[p.key])
+                continue
             vals = [_as_array(d.get(p.key)) for d in dicts]
             if p.target == "tokens":
                 masks = None
@@ -143,7 +148,7 @@ class CollateGuard:
             elif p.target == "label" and all(v is not None and v.ndim == 0 for v in vals):
                 args.append(from_tensor(torch.from_numpy(np.stack(vals))))
             else:
-                args.append(_numeric_field(vals))
+                args.append(built.setdefault(p.key, _numeric_field(vals, p.target == "image_tensor")))
         res = self.plan.run_fields(plans, args, [torch.zeros(n)])
         return res, keys, shards, rows
 

@@ -354,7 +354,7 @@ class DeviceGuard:
         def rows_of(x):
             return act.view((-1,) + (1,) * (x.dim() - 1))
 
-        for k in p.numeric_keys:
+        for k in dict.fromkeys((*p.numeric_keys, *(() if p.image_key is None else (p.image_key,)))):
             x = named[k]
             named[k] = x.masked_fill(rows_of(x), 0)
         if p.label_key is not None:

@@ -31,7 +31,7 @@ from dataaudit.tensors import from_tensor, tokens_from_tensor
 # (checks=[...]) or with "all".
 GUARD_DEFAULT_CHECKS = tuple(sorted((n for n, s in REGISTRY.items() if s.guard_default is not None),
                                     key=lambda n: REGISTRY[n].guard_default))
-GUARD_TARGETS = ("numeric", "label", "tokens")
+GUARD_TARGETS = ("numeric", "image_tensor", "label", "tokens")
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class CheckCall:
 class FieldChecks:
     """A tensor of the batch (or ids + attention mask) and the checks run on it."""
 
-    target: str                         # numeric | label | tokens
+    target: str                         # numeric | image_tensor | label | tokens
     key: Any                            # batch key (str for dicts, int position for tuples)
     name: str                           # report name
     calls: tuple[CheckCall, ...]
@@ -166,23 +166,26 @@ def as_config(config) -> AuditConfig:
 
 def _tensor_column(name: str, value) -> Column:
     """A batch entry as the field rule sees it: a tensor's element kind; a 0-dim tensor is no per-sample field;
-    anything else (lists of strings, provenance) is no tensor field."""
+    anything else (lists of strings, provenance) is no tensor field. Its dims per sample and dtype name (image
+    tensors) come along."""
     if not isinstance(value, torch.Tensor):
         return Column(name, "other", type(value).__name__)
     kind = ("float" if value.is_floating_point() else "bool" if value.dtype == torch.bool
             else "other" if value.is_complex() else "int")
-    return Column(name, kind, f"tensor {str(value.dtype).removeprefix('torch.')}", per_sample=value.dim() >= 1)
+    dtype = str(value.dtype).removeprefix("torch.")
+    return Column(name, kind, f"tensor {dtype}", per_sample=value.dim() >= 1, ndim=value.dim() - 1, dtype=dtype)
 
 
 class GuardPlan:
     """The guard's checks for one kind of batch, from the audit config.
 
     config: path of the audit TOML, an AuditConfig, or None (defaults).
-    checks: None -> GUARD_DEFAULT_CHECKS; "all" -> every numeric/label/token check; or a list of check names.
+    checks: None -> GUARD_DEFAULT_CHECKS; "all" -> every numeric/image tensor/label/token check; or a list of
+        check names.
         Only checks the config enables run; a check whose required setting is missing (the label range check
         without num_classes) is listed in `skipped` with the reason, never silently passed.
     names: for tuple/list batches, the name of each position (("pixels", "label")); dict batches use their keys.
-    fields: overrides of the config's [fields] (numeric, label, input_ids, attention_mask).
+    fields: overrides of the config's [fields] (numeric, label, input_ids, attention_mask, image_tensor).
     """
 
     def __init__(self, config=None, *, checks: Iterable[str] | str | None = None,
@@ -216,7 +219,7 @@ class GuardPlan:
                 raise ConfigError(f"guard: unknown check {name!r} (known: {', '.join(sorted(REGISTRY))})")
             if REGISTRY[name].target not in GUARD_TARGETS:
                 raise ConfigError(f"guard: {name!r} is a {REGISTRY[name].target} check; the guard runs numeric, "
-                                  "label and token checks on tensors (text checks run in the audit)")
+                                  "image tensor, label and token checks on tensors (text checks run in the audit)")
             out.append(name)
         return tuple(dict.fromkeys(out))
 
@@ -252,8 +255,10 @@ class GuardPlan:
         self.problems = resolved.problems
         label, ids, mask = (by_name.get(n) for n in (resolved.label, resolved.input_ids, resolved.attention_mask))
         numeric = [by_name[n] for n in resolved.numeric]
+        image = by_name.get(resolved.image_tensor)
 
-        has = {"numeric": bool(numeric), "label": label is not None, "tokens": ids is not None}
+        has = {"numeric": bool(numeric), "label": label is not None, "tokens": ids is not None,
+               "image_tensor": image is not None}
         skipped: dict[str, str] = {}
         runnable: dict[str, dict] = {}
         for name in self.requested:
@@ -272,6 +277,9 @@ class GuardPlan:
                          for n in names)
 
         plans = []
+        if image is not None:  # before numeric: on a float image its per-channel min / max give nonfinite its own
+            plans.append(FieldChecks("image_tensor", image, self.display(image),
+                                     calls("image_tensor", self.display(image))))
         for k in numeric:
             plans.append(FieldChecks("numeric", k, self.display(k), calls("numeric", self.display(k))))
         if label is not None:
@@ -285,6 +293,7 @@ class GuardPlan:
         self._one = ((one.key,) + one.fns[0]) if one is not None and one.target != "tokens" and len(one.calls) == 1 \
             else None  # run's straight-line path: (batch key, registered function, params)
         self.label_key, self.ids_key, self.mask_key, self.numeric_keys = label, ids, mask, tuple(numeric)
+        self.image_key = image
         return self.fields
 
     @property
@@ -313,14 +322,16 @@ class GuardPlan:
             if f.is_cpu:
                 return HostChecks(self._all_calls, f.numpy()[None], None, out.value)
             return BatchChecks(self._all_calls, f.unsqueeze(0), out.value.unsqueeze(0))
-        args = []
+        args, built = [], {}
         for p in plans:
             x = named[p.key]
             if p.target == "tokens":
                 m = named.get(p.mask_key) if p.mask_key is not None else None
                 args.append(tokens_from_tensor(x, m))
-            else:
-                args.append(from_tensor(x))
+            else:  # one field per tensor: an image tensor's numeric checks reuse its reductions
+                if p.key not in built:
+                    built[p.key] = from_tensor(x)
+                args.append(built[p.key])
         return self.run_fields(plans, args, named.values())
 
     def run_fields(self, plans: Sequence[FieldChecks], args: Sequence, batch_values: Iterable = ()) -> BatchChecks:

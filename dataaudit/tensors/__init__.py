@@ -7,7 +7,7 @@
     reductions.py   per-sample reductions (seg_count, seg_sum, seg_min, ...), sync-free on every device
     rows.py         reductions computed once and shared by checks; the CPU fast path
 """
-from dataaudit.tensors.arrow import from_arrow, tokens_from_arrow
+from dataaudit.tensors.arrow import from_arrow, tokens_from_arrow, with_shapes
 from dataaudit.tensors.dtypes import DTYPE_CODE, DTYPE_NAMES, FLOAT_DTYPES, INTEGER_DTYPES, dtype_code, dtype_name
 from dataaudit.tensors.field import NumericField, TokenFields, with_valid
 from dataaudit.tensors.reductions import (
@@ -32,6 +32,7 @@ from dataaudit.tensors.rows import (
     row_reduce,
     same_dense_layout,
     uniform_dtype_code,
+    uniform_shape,
 )
 from dataaudit.tensors.torch_batch import from_tensor, tokens_from_tensor
 
@@ -40,5 +41,5 @@ __all__ = [
     "dense_rows", "dtype_code", "dtype_name", "element_position", "from_arrow", "from_tensor", "has_memo", "host_np",
     "memo", "row_reduce", "same_dense_layout", "seg_all", "seg_any", "seg_broadcast", "seg_count", "seg_lengths",
     "seg_max", "seg_min", "seg_std", "seg_sum", "tokens_from_arrow", "tokens_from_tensor", "uniform_dtype_code",
-    "valid_from_mask", "with_valid",
+    "uniform_shape", "valid_from_mask", "with_shapes", "with_valid",
 ]

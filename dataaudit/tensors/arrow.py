@@ -127,7 +127,31 @@ def _to_device(field: NumericField, device) -> NumericField:
         return field
     mv = lambda t: None if t is None else t.to(device)  # noqa: E731
     return NumericField(values=mv(field.values), sample=mv(field.sample), num_samples=field.num_samples,
-                        dtypes=mv(field.dtypes), valid=mv(field.valid), present=mv(field.present))
+                        dtypes=mv(field.dtypes), valid=mv(field.valid), present=mv(field.present),
+                        shape=mv(field.shape))
+
+
+def with_shapes(field: NumericField, shapes, ndim: int) -> NumericField:
+    """`field` with its per-sample dims set from `shapes`, an Arrow list<int> column (one shape per sample, null
+    for none: WebDataset `<name>.shape`): int64 [num_samples, ndim], -1 rows for samples without a value or with
+    another number of dims. In place; returns the field. No per-sample Python loop."""
+    if isinstance(shapes, pa.ChunkedArray):
+        shapes = shapes.combine_chunks()
+    if not isinstance(shapes, pa.Array):
+        shapes = pa.array(shapes, pa.list_(pa.int64()))
+    n = field.num_samples
+    if len(shapes) != n:
+        raise ValueError(f"shapes has {len(shapes)} entries for {n} samples")
+    lens = pc.fill_null(pc.list_value_length(shapes), -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    flat = pc.list_flatten(shapes).to_numpy(zero_copy_only=False).astype(np.int64)
+    starts = np.cumsum(np.maximum(lens, 0)) - np.maximum(lens, 0)
+    ok = lens == ndim
+    if field.present is not None:
+        ok &= field.present.cpu().numpy()
+    out = np.full((n, ndim), -1, dtype=np.int64)
+    out[ok] = flat[starts[ok][:, None] + np.arange(ndim)]
+    field.shape = torch.from_numpy(out).to(field.device)
+    return field
 
 
 def tokens_from_arrow(ids, mask=None, device=None) -> TokenFields:

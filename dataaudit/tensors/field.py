@@ -23,6 +23,9 @@ class NumericField:
     valid:   optional 1-D bool tensor, same length: False marks padding that checks must ignore.
     dtypes:  1-D int8 tensor [num_samples]: storage dtype code per sample (index into DTYPE_NAMES).
     present: optional 1-D bool tensor [num_samples]: False where the sample has no value (null / missing).
+    shape:   optional int64 tensor [num_samples, ndim]: each sample's dims, when the data has them (a batch
+             tensor's dims after the batch's; WebDataset .npy shapes for image tensors); a row of -1 where the
+             sample has no value or another number of dims. None: unknown.
     """
 
     values: torch.Tensor
@@ -31,6 +34,7 @@ class NumericField:
     dtypes: torch.Tensor
     valid: torch.Tensor | None = None
     present: torch.Tensor | None = None
+    shape: torch.Tensor | None = None
 
     @property
     def device(self) -> torch.device:
@@ -73,6 +77,23 @@ class TensorField(NumericField):
     def sample(self, value) -> None:
         self.__dict__["_sample"] = value
 
+    @property
+    def shape(self) -> torch.Tensor:
+        """[num_samples, ndim]: the tensor's dims after the batch's, the same for every sample (built on demand;
+        `uniform_shape` gives them without a tensor)."""
+        s = self.__dict__.get("_shape")
+        if s is None:
+            dims = self.__dict__["_dims"]
+            s = torch.tensor(dims, dtype=torch.int64, device=self.values.device).expand(self.num_samples, len(dims))
+            self.__dict__["_shape"] = s
+        return s
+
+    @shape.setter
+    def shape(self, value) -> None:
+        self.__dict__["_shape"] = value
+        if value is not None:  # per-sample dims given: no longer the tensor's uniform ones
+            self.__dict__.pop("_dims", None)
+
 
 LAZY = object()  # stands for a TensorField's sample index that has not been built yet
 
@@ -90,11 +111,13 @@ def _replace(field: NumericField, **changes) -> NumericField:
     lazy = isinstance(field, TensorField)
     kw = dict(values=field.values, sample=field.__dict__["_sample"] if lazy else field.sample,
               num_samples=field.num_samples, dtypes=field.__dict__.get("_dtypes") if lazy else field.dtypes,
-              valid=field.valid, present=field.present)
+              valid=field.valid, present=field.present, shape=field.__dict__.get("_shape") if lazy else field.shape)
     kw.update(changes)
     out = type(field)(**kw)
     if lazy:
         out.__dict__["_dtype_code"] = field.__dict__["_dtype_code"]
+        if "_dims" in field.__dict__:
+            out.__dict__["_dims"] = field.__dict__["_dims"]
     return out
 
 

@@ -88,3 +88,8 @@ def uniform_dtype_code(field: NumericField) -> int | None:
     if "_dtype_code" in d and d.get("_dtypes") is None:
         return d["_dtype_code"]
     return None
+
+
+def uniform_shape(field: NumericField) -> tuple[int, ...] | None:
+    """The dims every sample shares when that is known without reading `shape` (a from_tensor field), else None."""
+    return field.__dict__.get("_dims")

@@ -52,6 +52,7 @@ def from_tensor(x: torch.Tensor, mask: torch.Tensor | None = None) -> NumericFie
     d["values"], d["_sample"], d["num_samples"], d["_dtypes"], d["valid"], d["present"] = (
         values, None, b, None, valid, None)
     d["_dtype_code"] = code if code is not None else dtype_code(x.dtype)
+    d["_shape"], d["_dims"] = None, tuple(shape[1:])   # per-sample dims: `uniform_shape`, or .shape on demand
     d["_layout"] = Layout(LAZY, b, "dense", per, None)
     if len(shape) == 2 and x.is_cpu and x.is_contiguous():
         d["_rows"] = (values, x)  # dense_rows: x itself is the [B, per] matrix (no second view per batch)

@@ -28,7 +28,8 @@ def test_automatic_roles():
     assert f.columns() == ["text", "features", "score", "input_ids", "attention_mask", "id", "features.dtype",
                            "score.dtype"]
     assert f.roles() == {"text": ["text"], "image": [], "json": [], "numeric": ["features", "score"], "label": [],
-                         "input_ids": ["input_ids"], "attention_mask": ["attention_mask"], "id": ["id"]}
+                         "input_ids": ["input_ids"], "attention_mask": ["attention_mask"], "id": ["id"],
+                         "image_tensor": []}
     assert f.formats() == {"text": "text", "id": "identifier (not audited as prose)"}
 
 

@@ -34,8 +34,9 @@ ALL_CHECKS = (
     "nonfinite", "extreme_span", "constant", "out_of_range", "dtype_mismatch",
     "label_out_of_range", "token_id_out_of_range", "too_long", "all_padding", "mask_mismatch",
     "empty_text", "control_chars", "mojibake", "long_unbroken_run", "repetition", "non_text_ratio",
-    "reader_warning", "unreadable_record",
+    "reader_warning", "unreadable_record", "image_constant", "image_value_range",
 )
+IMAGE_CHECKS = ("image_constant", "image_value_range")   # only the tar's `pixels` is an image tensor
 TAR_SHARDS = ("images-000.tar", "captions-000.tar.gz")
 PARQUET_SHARDS = ("train-000.parquet", "train-001.parquet")
 
@@ -123,7 +124,7 @@ def test_manifest_is_well_formed_and_sorted(manifest):
     # train-000 plants every numeric/label/token/text check at least twice at scattered rows
     in_000 = Counter(d["check"] for d in defects if d["shard"] == "train-000.parquet")
     for check in ALL_CHECKS:
-        if check not in ("reader_warning", "unreadable_record", "dtype_mismatch"):
+        if check not in ("reader_warning", "unreadable_record", "dtype_mismatch", *IMAGE_CHECKS):
             assert in_000[check] >= 2, check
 
 
@@ -298,6 +299,24 @@ def numeric_checks(values: np.ndarray, dtype: str) -> set[str]:
     return found
 
 
+def image_checks(pixels: np.ndarray) -> set[str]:
+    """image_constant (every channel one value) and image_value_range ("normalized": finite values in [-10, 10])
+    on a [C, H, W] image; clean pixels are in [0, 1], far from both."""
+    v = pixels.astype(np.float64).reshape(pixels.shape[0], -1)
+    found = set()
+    spans = [c[np.isfinite(c)].max() - c[np.isfinite(c)].min() for c in v if np.isfinite(c).any()]
+    if spans and max(spans) <= 1e-6:
+        found.add("image_constant")
+    else:
+        assert not spans or max(spans) > 0.5, spans
+    finite = v[np.isfinite(v)]
+    if finite.size and np.abs(finite).max() > 10:
+        found.add("image_value_range")
+    else:
+        assert not finite.size or np.abs(finite).max() <= 1.25
+    return found
+
+
 def token_checks(ids: list[int], mask: list[int] | None) -> set[str]:
     found = set()
     if any(i < 0 or i >= gen.VOCAB_SIZE for i in ids):
@@ -355,7 +374,7 @@ def reference_audit(out: Path, manifest: dict) -> set[tuple]:
             if "pixels.npy" in members:
                 arr = np.load(io.BytesIO(members["pixels.npy"]), allow_pickle=False)
                 assert arr.shape == gen.PIXEL_SHAPE
-                checks |= numeric_checks(arr, arr.dtype.name)
+                checks |= numeric_checks(arr, arr.dtype.name) | image_checks(arr)
             if "label.cls" in members:
                 checks |= label_checks(int(members["label.cls"].decode("ascii")))
             if "meta.json" in members:

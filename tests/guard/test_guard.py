@@ -31,7 +31,7 @@ from tests.paths import REPO
 CFG = REPO / "fixtures" / "audit.toml"
 NAN_ = math.nan
 ALL = ("error", "warning", "info")
-GUARD_CHECKS = {n for n, s in REGISTRY.items() if s.target in ("numeric", "label", "tokens")}
+GUARD_CHECKS = {n for n, s in REGISTRY.items() if s.target in ("numeric", "image_tensor", "label", "tokens")}
 PARQUET = ("train-000.parquet", "train-001.parquet")
 COLUMNS = ["features", "label", "input_ids", "attention_mask"]
 BS = 32
@@ -214,7 +214,9 @@ def test_same_config_file_drives_the_guard():
                                            "all_padding:input_ids"]
     assert p.skipped == {"nonfinite": "disabled in config", "dtype_mismatch": "not configured: expected",
                          "label_out_of_range": "not configured: num_classes",
-                         "too_long": "not configured: context_length"}
+                         "too_long": "not configured: context_length",
+                         **dict.fromkeys(("image_constant", "image_value_range", "image_channels"),
+                                         "no image_tensor field in the batch")}
     assert res.calls[0].severity == "error" and dict(res.calls[0].params) == {"min": None, "max": 100.0}
     g = DeviceGuard([x], cfg, policy="mask", profile=False)
     (out,) = list(g)
