@@ -243,13 +243,13 @@ def near_duplicate_edges(hashes: np.ndarray, max_distance: int) -> tuple[np.ndar
 
 def near_duplicate_groups(hashes: np.ndarray, max_distance: int) -> np.ndarray:
     """Group id per hash (int64): the smallest index of its connected component (its own index if alone)."""
-    from dataaudit.dedup.clusters import components
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
 
     src, dst = near_duplicate_edges(hashes, max_distance)
-    groups = np.arange(len(np.asarray(hashes)), dtype=np.int64)
-    nodes, labels = components(src, dst)
-    if len(nodes):
-        # nodes are sorted, so each label's first position holds its smallest index
-        _, first = np.unique(labels, return_index=True)
-        groups[nodes] = nodes[first][labels]
-    return groups
+    n = len(np.asarray(hashes))
+    graph = coo_matrix((np.ones(len(src), np.int8), (src, dst)), shape=(n, n)).tocsr()
+    _, labels = connected_components(graph, directed=False)
+    # np.unique's first occurrence of each label is its component's smallest index
+    _, first = np.unique(labels, return_index=True)
+    return first[labels].astype(np.int64)
