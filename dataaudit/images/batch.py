@@ -192,16 +192,22 @@ class ImageBatch:
 
 
 def _probe_all(blobs: list, pre: list, limits: Limits) -> list[Probe]:
-    """The probe of every image: decodes spread over a few threads (results in input order)."""
+    """The probe of every image: decodes spread over a few threads, a slice of the images each (one task per
+    image would spend more on the pool's bookkeeping, under the GIL, than a small JPEG takes to decode)."""
     todo = [i for i, p in enumerate(pre) if p is None]
     out = list(pre)
-    work = lambda i: probe(blobs[i], limits.max_pixels)  # noqa: E731
-    if limits.threads > 1 and len(todo) > 1:
-        with quiet(), ThreadPoolExecutor(limits.threads) as pool:
-            for i, p in zip(todo, pool.map(work, todo)):
+
+    def work(part: list[int]) -> list[Probe]:
+        return [probe(blobs[i], limits.max_pixels) for i in part]
+
+    with quiet():
+        if limits.threads > 1 and len(todo) > 1:
+            parts = [todo[k::limits.threads * 4] for k in range(limits.threads * 4)]
+            with ThreadPoolExecutor(limits.threads) as pool:
+                for part, probes in zip(parts, pool.map(work, parts)):
+                    for i, p in zip(part, probes):
+                        out[i] = p
+        else:
+            for i, p in zip(todo, work(todo)):
                 out[i] = p
-    else:
-        with quiet():
-            for i in todo:
-                out[i] = work(i)
     return out
