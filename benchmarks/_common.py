@@ -116,6 +116,16 @@ def base_parser(description: str, default_mb: float) -> argparse.ArgumentParser:
     return ap
 
 
+def run_with_data(name: str, sources, run, args) -> int:
+    """`sources()` checks that the real data a benchmark needs is there (FileNotFoundError naming the folder: the
+    benchmark stops with that one line), then `run_guarded`."""
+    try:
+        sources()
+    except FileNotFoundError as e:
+        raise SystemExit(f"{name}: {e}")
+    return run_guarded(name, run, args)
+
+
 def run_guarded(name: str, run, args) -> int:
     """Run a benchmark's `run(args)`: an unexpected error prints its traceback and `NAME: FAILED`, exit 1."""
     try:

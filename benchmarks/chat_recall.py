@@ -259,11 +259,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
     ap.add_argument("--strict", action="store_true", help="exit 3 when a target is missed")
     args = ap.parse_args(argv)
-    try:
-        chat_data.chat_sources()
-    except FileNotFoundError as e:
-        raise SystemExit(f"chat_recall: {e}")
-    return _common.run_guarded("chat_recall", run, args)
+    return _common.run_with_data("chat_recall", chat_data.chat_sources, run, args)
 
 
 def run(args) -> int:

@@ -119,11 +119,7 @@ def main(argv=None) -> int:
     ap.add_argument("--min-ratio", type=float, default=None,
                     help=f"exit 3 when structured/flat is below this (target {TARGET_RATIO:g}; off by default)")
     args = ap.parse_args(argv)
-    try:
-        chat_data.chat_sources()
-    except FileNotFoundError as e:
-        raise SystemExit(f"chat_throughput: {e}")
-    return _common.run_guarded("chat_throughput", run, args)
+    return _common.run_with_data("chat_throughput", chat_data.chat_sources, run, args)
 
 
 def run(args) -> int:

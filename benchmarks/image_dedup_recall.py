@@ -124,11 +124,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
     ap.add_argument("--strict", action="store_true", help="exit 3 when a target is missed")
     args = ap.parse_args(argv)
-    try:
-        image_data.image_sources()
-    except FileNotFoundError as e:
-        raise SystemExit(f"image_dedup_recall: {e}")
-    return _common.run_guarded("image_dedup_recall", run, args)
+    return _common.run_with_data("image_dedup_recall", image_data.image_sources, run, args)
 
 
 def run(args) -> int:

@@ -155,11 +155,7 @@ def main(argv=None) -> int:
                     help=f"exit 3 when a target is missed: the default path below {TARGET_RATIO:g}x (or --min-ratio) "
                          f"or a truncated copy not flagged corrupt")
     args = ap.parse_args(argv)
-    try:
-        image_data.image_sources()
-    except FileNotFoundError as e:
-        raise SystemExit(f"image_throughput: {e}")
-    return _common.run_guarded("image_throughput", run, args)
+    return _common.run_with_data("image_throughput", image_data.image_sources, run, args)
 
 
 def run(args) -> int:
