@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import argparse
-import traceback
+import json
 import os
 import platform
+import shutil
+import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -145,3 +148,59 @@ def write_json_result(path: str | None, result: dict) -> None:
 
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(json.dumps(result, indent=1))
+
+
+# ----------------------------------------------------------------------------- the audit CLI as a child process
+
+def child_env() -> dict:
+    """The environment of the audit children: this checkout's root first on PYTHONPATH (so `-m dataaudit.cli`
+    runs this checkout's code, not another editable install's), whatever PYTHONPATH held kept after it."""
+    paths = [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                                    if p and Path(p).resolve() != REPO]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "COLUMNS": "160"}
+
+
+def dataaudit_cli() -> list[str]:
+    return [sys.executable, "-m", "dataaudit.cli"]
+
+
+def dataaudit_origin() -> str:
+    """Where the children import dataaudit from (printed, so a run says which code it measured)."""
+    out = subprocess.run([sys.executable, "-c", "import dataaudit; print(dataaudit.__file__)"], capture_output=True,
+                         text=True, env=child_env())
+    return out.stdout.strip() or out.stderr.strip().splitlines()[-1]
+
+
+def audit_cmd(shards: list[Path], out: Path, config: str | None = None) -> list[str]:
+    cmd = dataaudit_cli() + ["audit", *map(str, shards), "--out", str(out), "--engine", "local"]
+    return cmd + (["--config", config] if config else [])
+
+
+def read_outputs(res: dict, out: Path) -> dict:
+    if res["rc"] in (0, 1) and (out / "flags.parquet").exists():
+        import pyarrow.parquet as pq
+
+        res["flags"] = pq.read_table(out / "flags.parquet").to_pylist()
+        res["report"] = json.loads((out / "report.json").read_text())
+    return res
+
+
+def run_audit_cli(shards: list[Path], out: Path, config: str | None = None) -> dict:
+    """`dataaudit audit SHARDS --out OUT --engine local` as a child; returns rc, seconds, the last output lines,
+    and the flags and report when it wrote them."""
+    if out.exists():
+        shutil.rmtree(out)
+    cmd = audit_cmd(shards, out, config)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env())
+    seconds = time.perf_counter() - t0
+    res = {"cmd": cmd, "rc": proc.returncode, "seconds": seconds,
+           "output": (proc.stdout + proc.stderr).strip().splitlines()[-12:]}
+    return read_outputs(res, out)
+
+
+def fields_line(report: dict) -> str:
+    seen = {}
+    for s in report.get("shards", []):
+        seen.update(s.get("formats", {}))
+    return "; ".join(f"{k} [{v}]" for k, v in seen.items())

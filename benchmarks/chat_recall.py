@@ -24,10 +24,6 @@ Exit status: 0 done (targets met or not), 1 error, 3 a target missed and --stric
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import shutil
-import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
@@ -134,39 +130,6 @@ def targets_met(result: dict) -> tuple[bool, list[str]]:
 
 # -------------------------------------------------------------------------------------------------- running
 
-def dataaudit_cli() -> list[str]:
-    exe = Path(sys.executable).with_name("dataaudit")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "dataaudit.cli"]
-
-
-def run_audit_cli(shards: list[Path], out: Path, config: str | None = None) -> dict:
-    """`dataaudit audit SHARDS --out OUT --engine local`; returns rc, seconds, the last output lines, and the
-    flags and report when it wrote them."""
-    if out.exists():
-        shutil.rmtree(out)
-    cmd = dataaudit_cli() + ["audit", *map(str, shards), "--out", str(out), "--engine", "local"]
-    if config:
-        cmd += ["--config", config]
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "COLUMNS": "160"})
-    seconds = time.perf_counter() - t0
-    res = {"cmd": cmd, "rc": proc.returncode, "seconds": seconds,
-           "output": (proc.stdout + proc.stderr).strip().splitlines()[-12:]}
-    if proc.returncode in (0, 1) and (out / "flags.parquet").exists():
-        import pyarrow.parquet as pq
-
-        res["flags"] = pq.read_table(out / "flags.parquet").to_pylist()
-        res["report"] = json.loads((out / "report.json").read_text())
-    return res
-
-
-def _fields_line(report: dict) -> str:
-    seen = {}
-    for s in report.get("shards", []):
-        seen.update(s.get("formats", {}))
-    return "; ".join(f"{k} [{v}]" for k, v in seen.items())
-
-
 # ------------------------------------------------------------------------------------------------ printing
 
 def _fmt_recall(k: dict) -> str:
@@ -182,7 +145,7 @@ def print_cell(form: str, fmt: str, res: dict, result: dict | None, examples: in
         return
     rep = res["report"]
     print(f"{title}: {rep['totals']['samples']} records, audit {res['seconds']:.1f} s (exit {res['rc']}); "
-          f"fields: {_fields_line(rep)}")
+          f"fields: {_common.fields_line(rep)}")
     rows = []
     for kind, k in result["kinds"].items():
         rows.append([kind, k["check"], k["planted"], k["found"] if k["scored"] else "-", _fmt_recall(k),
@@ -279,7 +242,7 @@ def run(args) -> int:
         results[form] = {}
         for fmt in formats:
             shards = [chat_data.shard_path(data, fmt, form, s) for s in chat_data.SHARDS[form]]
-            res = run_audit_cli(shards, work / "audits" / f"{form}-{fmt}", args.config)
+            res = _common.run_audit_cli(shards, work / "audits" / f"{form}-{fmt}", args.config)
             result = None
             if "flags" in res:
                 result = score(truth["forms"][form], res["flags"], set(res["report"]["checks"]), args.examples)

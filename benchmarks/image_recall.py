@@ -40,7 +40,6 @@ import io
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
@@ -166,62 +165,8 @@ def targets_met(result: dict) -> tuple[bool, list[str]]:
 
 # -------------------------------------------------------------------------------------------------- running
 
-def child_env() -> dict:
-    """The environment of the audit children: this checkout's root first on PYTHONPATH (so `-m dataaudit.cli`
-    runs this checkout's code, not another editable install's), whatever PYTHONPATH held kept after it."""
-    paths = [str(_common.REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-                                    if p and Path(p).resolve() != _common.REPO]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "COLUMNS": "160"}
-
-
-def dataaudit_cli() -> list[str]:
-    return [sys.executable, "-m", "dataaudit.cli"]
-
-
-def dataaudit_origin() -> str:
-    """Where the children import dataaudit from (printed, so a run says which code it measured)."""
-    out = subprocess.run([sys.executable, "-c", "import dataaudit; print(dataaudit.__file__)"], capture_output=True,
-                         text=True, env=child_env())
-    return out.stdout.strip() or out.stderr.strip().splitlines()[-1]
-
-
-def audit_cmd(shards: list[Path], out: Path, config: str | None = None) -> list[str]:
-    cmd = dataaudit_cli() + ["audit", *map(str, shards), "--out", str(out), "--engine", "local"]
-    return cmd + (["--config", config] if config else [])
-
-
-def _read_outputs(res: dict, out: Path) -> dict:
-    if res["rc"] in (0, 1) and (out / "flags.parquet").exists():
-        import pyarrow.parquet as pq
-
-        res["flags"] = pq.read_table(out / "flags.parquet").to_pylist()
-        res["report"] = json.loads((out / "report.json").read_text())
-    return res
-
-
-def run_audit_cli(shards: list[Path], out: Path, config: str | None = None) -> dict:
-    """`dataaudit audit SHARDS --out OUT --engine local` as a child; returns rc, seconds, the last output lines,
-    and the flags and report when it wrote them."""
-    if out.exists():
-        shutil.rmtree(out)
-    cmd = audit_cmd(shards, out, config)
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env())
-    seconds = time.perf_counter() - t0
-    res = {"cmd": cmd, "rc": proc.returncode, "seconds": seconds,
-           "output": (proc.stdout + proc.stderr).strip().splitlines()[-12:]}
-    return _read_outputs(res, out)
-
-
 def layout_shards(data: Path, lt: dict) -> list[Path]:
     return [data / s for s in lt["shards"]]
-
-
-def _fields_line(report: dict) -> str:
-    seen = {}
-    for s in report.get("shards", []):
-        seen.update(s.get("formats", {}))
-    return "; ".join(f"{k} [{v}]" for k, v in seen.items())
 
 
 # ------------------------------------------------------------------------------------ hostile files, bomb
@@ -268,7 +213,7 @@ def hostile_files(work: Path, config: str | None) -> dict:
     d.mkdir(parents=True, exist_ok=True)
     path = d / "hostile.parquet"
     _caption_table(blobs, path)
-    res = run_audit_cli([path], d / "audit", config)
+    res = _common.run_audit_cli([path], d / "audit", config)
     rows = []
     on = defaultdict(list)
     for f in res.get("flags", []):
@@ -282,7 +227,7 @@ def hostile_files(work: Path, config: str | None) -> dict:
                      "note": HOSTILE_NOTE.get(name)})
     missing = [n for n in HOSTILE if n not in names]
     return {"rc": res["rc"], "seconds": res["seconds"], "output": res["output"], "audited": "flags" in res,
-            "files": rows, "missing": missing, "fields": _fields_line(res["report"]) if "report" in res else ""}
+            "files": rows, "missing": missing, "fields": _common.fields_line(res["report"]) if "report" in res else ""}
 
 
 def bomb_row(work: Path, side: int, config: str | None, sample_ms: float = 20) -> dict:
@@ -311,14 +256,14 @@ def bomb_row(work: Path, side: int, config: str | None, sample_ms: float = 20) -
         if audit_out.exists():
             shutil.rmtree(audit_out)
         env = os.environ.copy()
-        os.environ.update(child_env())               # the wrapper's child inherits this process's environment
+        os.environ.update(_common.child_env())               # the wrapper's child inherits this process's environment
         try:
-            m = memory_scaling.run_measured(audit_cmd([path], audit_out, config), d / f"{path.stem}.log", sample_ms,
+            m = memory_scaling.run_measured(_common.audit_cmd([path], audit_out, config), d / f"{path.stem}.log", sample_ms,
                                             timeout=600)
         finally:
             os.environ.clear()
             os.environ.update(env)
-        res = _read_outputs({"rc": m["rc"]}, audit_out)
+        res = _common.read_outputs({"rc": m["rc"]}, audit_out)
         bomb_flags = [f for f in res.get("flags", []) if f["check"] == "image_bomb"]
         out[name] = {**m, "flags": sorted({(int(f["row"]), f["check"]) for f in res.get("flags", [])}),
                      "bomb_flags": [(int(f["row"]), f["detail"]) for f in bomb_flags]}
@@ -342,7 +287,7 @@ def print_layout(layout: str, res: dict, result: dict | None, examples: int) -> 
         return
     rep = res["report"]
     print(f"{title}: {rep['totals']['samples']} records, audit {res['seconds']:.1f} s (exit {res['rc']}); "
-          f"fields: {_fields_line(rep)}")
+          f"fields: {_common.fields_line(rep)}")
     multi = layout == "multimodal"
     rows = []
     for kind, k in result["kinds"].items():
@@ -466,7 +411,7 @@ def run(args) -> int:
     if bad:
         raise SystemExit(f"--layouts: unknown {', '.join(bad)} (expected {', '.join(image_data.LAYOUTS)})")
     print(_common.machine_line())
-    print(f"dataaudit (audit children): {dataaudit_origin()}")
+    print(f"dataaudit (audit children): {_common.dataaudit_origin()}")
     t0 = time.perf_counter()
     if args.data:
         data = Path(args.data)
@@ -488,7 +433,7 @@ def run(args) -> int:
     all_met = True
     for layout in layouts:
         lt = truth["layouts"][layout]
-        res = run_audit_cli(layout_shards(data, lt), work / "audits" / layout, args.config)
+        res = _common.run_audit_cli(layout_shards(data, lt), work / "audits" / layout, args.config)
         result = None
         if "flags" in res:
             result = score(layout, lt, res["flags"], data, args.examples)
