@@ -18,6 +18,7 @@ from dataaudit.checks import REGISTRY
 from dataaudit.checks.runnable import configured
 from dataaudit.config import AuditConfig
 from dataaudit.handlers import report_unreadable
+from dataaudit.sources.fingerprint import shard_fingerprint
 from dataaudit.stage import ShardStage
 from dataaudit.stats.images import ImageStats
 from dataaudit.stats.lengths import LengthStats
@@ -40,6 +41,7 @@ class ShardResult:
     formats: dict[str, str] = field(default_factory=dict)        # text / JSON / identifier field -> its format
     unchecked: dict[str, str] = field(default_factory=dict)      # column no check reads -> its type
     images: dict[str, ImageStats] = field(default_factory=dict)  # image field -> its images' statistics
+    fingerprint: dict | None = None   # the file as read: size, mtime_ns, xxh3_128 (what `clean` checks it against)
     # Stateful check -> its state over this shard (None: the check is not configured), in registry order.
     states: dict[str, Any] = field(default_factory=dict)
 
@@ -50,7 +52,8 @@ class ShardResult:
             "lengths": {k: v.state() for k, v in sorted(self.lengths.items())},
             "examples": self.examples, "fields": self.fields, "skipped": dict(sorted(self.skipped.items())),
             "problems": self.problems, "formats": self.formats, "unchecked": self.unchecked,
-            "images": {k: v.state() for k, v in sorted(self.images.items())}, **self.states,
+            "images": {k: v.state() for k, v in sorted(self.images.items())}, "fingerprint": self.fingerprint,
+            **self.states,
         }
 
 
@@ -102,7 +105,11 @@ class AuditShard(ShardStage):
         # the tokenizer of the token lengths, with the context length conversations are cut to
         tokenizer = load_length_tokenizer(cfg.data["tokenizer"]).with_context(cfg.data.get("context_length")) \
             if cfg.data.get("tokenizer") else None
-        return _Work(ShardResult(path, states=states), tokenizer)
+        try:
+            fingerprint = shard_fingerprint(path)
+        except OSError:
+            fingerprint = None     # the reader reports why the shard cannot be read
+        return _Work(ShardResult(path, states=states, fingerprint=fingerprint), tokenizer)
 
     def columns(self, work: _Work, schema: pa.Schema | None) -> list[str] | None:
         # Parquet: read only the columns some check needs (the footer tells us which exist). A shard none of

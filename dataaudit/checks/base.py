@@ -35,7 +35,7 @@ SEVERITIES = ("info", "warning", "error")
 # Keys of a shard summary and of report.json: a stateful check's name must not be one of them.
 SUMMARY_KEYS = frozenset(("path", "samples", "flagged", "status", "error", "checks", "lengths", "examples", "fields",
                           "skipped", "problems", "schema_version", "totals", "shards", "notes", "config", "run",
-                          "images", "formats", "unchecked"))
+                          "images", "formats", "unchecked", "fingerprint"))
 TARGET_KINDS = ("text", "json", "conversation", "ids", "image", "pairs", "numeric", "label", "tokens", "token_ids",
                 "image_tensor", "text_tokens", "reader")
 TURNS = (None, "assistant", "other")   # which text segments a text check sees: all, assistant turns, all others

@@ -142,7 +142,7 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
         "checks": checks,
         "shards": [{"path": s["path"], "samples": s["samples"], "flagged": s["flagged"], "status": s["status"],
                     "error": s["error"], "checks": s["checks"], "fields": s["fields"], "formats": s["formats"],
-                    "unchecked": s["unchecked"], "problems": s["problems"]}
+                    "unchecked": s["unchecked"], "problems": s["problems"], "fingerprint": s.get("fingerprint")}
                    for s in summaries],
         "lengths": lengths,
         "images": merge_states([s.get("images", {}) for s in summaries]),
