@@ -171,3 +171,13 @@ def test_image_paths_by_value_by_config_and_a_binary_column_that_holds_no_images
     assert res.exit_code == 1, res.output
     assert flags == [("n.parquet", "1", "photo_file", "image_missing_file")]
     assert report["shards"][0]["fields"] == {"text": ["text"], "image": ["photo_file"]}
+
+
+def test_a_list_of_image_structs_names_the_image_by_its_position(tmp_path):
+    shard = write_parquet(tmp_path / "l.parquet", {
+        "images": [[{"bytes": picture(seed=1), "path": "a.jpg"}, {"bytes": b"", "path": "b.jpg"}], []],
+        "text": ["two images", "none"]})
+    res, report, flags = cli_audit([shard], tmp_path / "out")
+    assert res.exit_code == 1, res.output
+    assert flags == [("l.parquet", "0", "images[1]", "image_empty"), ("l.parquet", "1", "images", "missing_image")]
+    assert report["shards"][0]["formats"]["images"] == "list of images {bytes, path}"
