@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dataaudit.report.atomic import write_bytes
+
 from .config import BenchmarkSettings
 from .presets import Preset, find_preset, preset_by_name
 
@@ -521,20 +523,6 @@ def _json_default(v: Any):
     return str(v)
 
 
-def _write_bytes_atomic(path: Path, chunks) -> None:
-    import tempfile
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            for c in chunks:
-                f.write(c)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def clean_lines(bench: Benchmark, keep) -> list[bytes]:
     """The clean.jsonl lines: JSONL inputs' original lines byte for byte; other formats' records as one JSON
     object per line (CSV: column -> cell text)."""
@@ -550,14 +538,14 @@ def write_clean(bench: Benchmark, keep, folder: Path) -> list[str]:
     Always `clean.jsonl`; CSV inputs also get `clean.csv` (header and rows byte for byte) and Parquet inputs
     `clean.parquet` (the same schema), so the subset can be evaluated with the same loader as the original."""
     folder = Path(folder)
-    _write_bytes_atomic(folder / "clean.jsonl", clean_lines(bench, keep))
+    write_bytes(folder / "clean.jsonl", clean_lines(bench, keep))
     files = ["clean.jsonl"]
     if bench.format in ("csv", "tsv"):
         ext = "csv" if bench.format == "csv" else "tsv"
         rows = [bench.raw[i] for i in range(len(bench)) if keep[i]]
         if rows and not rows[-1].endswith(b"\n"):
             rows[-1] = rows[-1] + b"\n"
-        _write_bytes_atomic(folder / f"clean.{ext}", ([bench.csv_header] if bench.csv_header else []) + rows)
+        write_bytes(folder / f"clean.{ext}", ([bench.csv_header] if bench.csv_header else []) + rows)
         files.append(f"clean.{ext}")
     elif bench.format == "parquet" and bench.table is not None:
         import pyarrow as pa

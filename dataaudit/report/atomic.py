@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Iterable
 
@@ -13,10 +13,28 @@ import pyarrow.parquet as pq
 
 
 def _temp_beside(path: Path) -> Path:
+    """A new empty file next to `path`, created with mode 0o666 less the umask, like any file the user makes
+    (tempfile.mkstemp's 0o600 would leave outputs unreadable to teammates on shared storage)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    return Path(tmp)
+    while True:
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return tmp
+        except FileExistsError:
+            continue
+
+
+def write_bytes(path: Path, chunks: Iterable[bytes]) -> None:
+    """Write byte chunks to `path` atomically."""
+    tmp = _temp_beside(path)
+    try:
+        with open(tmp, "wb") as f:
+            for chunk in chunks:
+                f.write(chunk)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def remove_stale_temps(folder: Path) -> int:
