@@ -15,6 +15,11 @@ class InputError(click.ClickException):
     exit_code = 2
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """'1 shard', '3 shards' (`many`: the plural when it is not word + 's')."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
 def progress_bar(console: Console, verb: str, unit: str) -> Progress:
     """A transient bar `VERB [====] N/M UNIT  K samples  0:00:12`; update with completed= and samples=."""
     return Progress(TextColumn(verb), BarColumn(), MofNCompleteColumn(), TextColumn(unit),

@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from dataaudit.cli.common import InputError, engine_options, make_out_dir, shard_progress
+from dataaudit.cli.common import InputError, engine_options, make_out_dir, plural, shard_progress
 from dataaudit.cli.fields import fields_line, require_fields
 from dataaudit.fields import FieldSpec
 
@@ -20,8 +20,9 @@ RESERVED_NAMES = {"parts"}
 
 def _print_summary(console: Console, report: dict, out: Path) -> None:
     t = report["totals"]
-    table = Table(title=f"dataaudit contamination: {t['items']} items in {t['benchmarks']} benchmarks vs "
-                        f"{t['train_records']} training records in {t['train_shards']} shards")
+    table = Table(title=f"dataaudit contamination: {plural(t['items'], 'item')} in "
+                        f"{plural(t['benchmarks'], 'benchmark')} vs {plural(t['train_records'], 'training record')} "
+                        f"in {plural(t['train_shards'], 'shard')}")
     for col, just in (("benchmark", "left"), ("items", "right"), ("contaminated", "right"), ("rate", "right"),
                       ("ngram", "right"), ("exact", "right"), ("minhash", "right"), ("empty", "right")):
         table.add_column(col, justify=just)

@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from dataaudit.cli.common import InputError, engine_options, make_out_dir, progress_bar
+from dataaudit.cli.common import InputError, engine_options, make_out_dir, plural, progress_bar
 from dataaudit.cli.fields import fields_line, require_fields, text_fields
 from dataaudit.cli.paths import InputPathError, expand_shards
 from dataaudit.fields import FieldSpec
@@ -38,7 +38,8 @@ def clusters_table(title: str, r: dict, unit: str = "documents") -> Table:
 
 def _print_summary(console: Console, r: dict, out: Path) -> None:
     p = r["params"]
-    console.print(clusters_table(f"dataaudit dedup: {r['documents']} documents in {len(r['shards'])} shards "
+    console.print(clusters_table(f"dataaudit dedup: {plural(r['documents'], 'document')} in "
+                                 f"{plural(len(r['shards']), 'shard')} "
                                  f"({p['shingles']} {p['ngram']}-grams, threshold {p['threshold']}, "
                                  f"{p['bands']}x{p['rows']} bands)", r))
     console.print(f"duplicate rate {100 * r['duplicate_rate']:.2f}%; kept {r['kept']} of {r['documents']}; "

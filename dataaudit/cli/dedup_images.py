@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from dataaudit.cli.common import InputError, engine_options, make_out_dir, progress_bar
+from dataaudit.cli.common import InputError, engine_options, make_out_dir, plural, progress_bar
 from dataaudit.cli.dedup import clusters_table
 from dataaudit.cli.fields import fields_line, require_fields, text_fields
 from dataaudit.fields import FieldSpec
@@ -18,9 +18,9 @@ from dataaudit.cli.paths import InputPathError, expand_shards
 
 
 def _print_summary(console: Console, r: dict, out: Path) -> None:
-    console.print(clusters_table(f"dataaudit dedup-images: {r['documents']} records, {r['images']} images in "
-                                 f"{len(r['shards'])} shards (pHash within {r['params']['max_distance']} bits)", r,
-                                 "images"))
+    console.print(clusters_table(f"dataaudit dedup-images: {plural(r['documents'], 'record')}, "
+                                 f"{plural(r['images'], 'image')} in {plural(len(r['shards']), 'shard')} "
+                                 f"(pHash within {r['params']['max_distance']} bits)", r, "images"))
     console.print(f"duplicate rate {100 * r['duplicate_rate']:.2f}%; kept {r['kept']} of {r['documents']}; "
                   f"records without an image {r['no_image']}; undecodable images {r['undecodable']}; "
                   f"unreadable shards {r['unreadable_shards']}", highlight=False)

@@ -88,3 +88,12 @@ def test_a_configured_image_field_that_does_not_exist_is_a_usage_error(shards, t
     res, report = _run(shards, tmp_path / "out", "--image-field", "photo")
     assert res.exit_code == 2 and report is None
     assert "--image-field: image 'photo' found in none of the 2 shard(s)" in res.output
+
+
+def test_one_shard_is_one_shard_in_the_summary(tmp_path):
+    shard = write_parquet(tmp_path / "one.parquet", {"image": [{"bytes": picture(seed=3), "path": "a.jpg"}],
+                                                     "text": ["one"]})
+    res = CliRunner().invoke(main, ["dedup-images", str(shard), "--out", str(tmp_path / "out"), "--engine", "local"])
+    assert res.exit_code == 0, res.output
+    # the table's title is wrapped to the table's width: compared with whitespace folded
+    assert "dataaudit dedup-images: 1 record, 1 image in 1 shard (pHash within 6 bits)" in " ".join(res.output.split())
