@@ -49,11 +49,11 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
             console.print(f"[red]unreadable[/] {shard['path']}: {shard['error']}", markup=True, highlight=False)
     for note in report["notes"]:
         console.print(f"note: {note}", highlight=False)
-    files = [str(out / "contamination.json"), str(out / "contamination.html"),
-             str(out / "BENCHMARK" / "items.parquet"), str(out / "BENCHMARK" / "clean.jsonl")]
+    files = [str(out / "contamination.json"), str(out / "contamination.html")]
+    files += [str(out / f) for b in report["benchmarks"].values() for f in b["files"]]
     if report["decontaminate"]:
-        files.append(f"{out / report['decontaminate']['file']} ({report['decontaminate']['records']} records)")
-    console.print("wrote " + ", ".join(files), highlight=False)
+        files.append(f"{out / report['decontaminate']['file']} ({plural(report['decontaminate']['records'], 'record')})")
+    console.print("wrote " + ", ".join(files), highlight=False, soft_wrap=True)
 
 
 @click.command()

@@ -56,7 +56,7 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
         if s["status"] != "ok":
             console.print(f"[red]unreadable[/] {s['path']}: {s['error']}", markup=True, highlight=False)
     files = ["dedup.json", "clusters.parquet", "keep.parquet", "dedup.html"] + (["overlap.parquet"] if r["against"] else [])
-    console.print("wrote " + ", ".join(str(out / f) for f in files), highlight=False)
+    console.print("wrote " + ", ".join(str(out / f) for f in files), highlight=False, soft_wrap=True)
 
 
 class _DedupCommand(click.Command):

@@ -32,7 +32,7 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
     for note in r["notes"]:
         console.print(f"note: {note}", highlight=False, markup=False)
     console.print("wrote " + ", ".join(str(out / f) for f in ("dedup.json", "clusters.parquet", "keep.parquet")),
-                  highlight=False)
+                  highlight=False, soft_wrap=True)
 
 
 @click.command("dedup-images")

@@ -42,7 +42,7 @@ def _print_summary(console: Console, result: dict, json_path: Path, html_path: P
                   highlight=False)
     for r in result["reasons"]:
         console.print(f"[{_STYLE[r['level']]}]{r['level']}[/] {r['code']}: {r['message']}", highlight=False)
-    console.print(f"wrote {json_path}, {html_path}", highlight=False)
+    console.print(f"wrote {json_path}, {html_path}", highlight=False, soft_wrap=True)
 
 
 @click.command("tokenizer-drift")

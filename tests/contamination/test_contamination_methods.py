@@ -249,3 +249,22 @@ def test_kgram_hashes_are_textops_ngram_hashes():
                        2: HashSet(np.array([ngram_hash_of("five six"), ngram_hash_of("four five")], np.uint64))})
     hits = kgram_hits(tokens, lk)
     assert {k: v[0].tolist() for k, v in hits.items()} == {3: [1], 2: [4]}   # no 2-gram across documents
+
+
+def test_the_page_and_the_summary_name_the_files_to_open_next(tmp_path):
+    bench = tmp_path / "gsm.jsonl"
+    bench.write_text(json.dumps({"text": ITEM30}) + "\n" + json.dumps({"text": "an unrelated question"}) + "\n")
+    train = tmp_path / "train.jsonl"
+    train.write_text(json.dumps({"text": "x " + ITEM30 + " y"}) + "\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["contamination", "--train", str(train), "--benchmark", f"gsm={bench}",
+                                       "--out", str(out), "--decontaminate-train"])
+    assert result.exit_code == 1, result.output
+    # one line, never wrapped inside a path, whatever the terminal's width
+    [written] = [line for line in result.output.splitlines() if line.startswith("wrote ")]
+    assert written == (f"wrote {out / 'contamination.json'}, {out / 'contamination.html'}, {out / 'gsm' / 'items.parquet'}, "
+                       f"{out / 'gsm' / 'clean.jsonl'}, {out / 'decontaminate.parquet'} (1 record)")
+    assert "BENCHMARK" not in result.output
+    html = (out / "contamination.html").read_text()
+    for name in ("gsm/items.parquet", "gsm/clean.jsonl", "decontaminate.parquet", "contamination.json"):
+        assert f"<code>{name}</code>" in html

@@ -1,0 +1,38 @@
+"""Each HTML page says which output files to open next, and the summary's "wrote" line is never wrapped inside a
+path."""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from dataaudit.cli import main
+
+
+def _corpus(tmp_path):
+    p = tmp_path / "a" / "very" / "long" / "folder" / "name" / "so" / "that" / "paths" / "pass" / "eighty" / "c.jsonl"
+    p.parent.mkdir(parents=True)
+    text = "the same document about cats and dogs and the weather in spring and summer"
+    p.write_text("".join(json.dumps({"text": t}) + "\n" for t in (text, text, "something else entirely, alone")))
+    return p
+
+
+def test_audit_page_names_flags_parquet(tmp_path):
+    out = tmp_path / "out-with-a-long-name-too"
+    res = CliRunner().invoke(main, ["audit", str(_corpus(tmp_path)), "--out", str(out), "--engine", "local"])
+    assert res.exit_code == 0, res.output
+    html = (out / "report.html").read_text()
+    assert "<code>flags.parquet</code> (next to this page)" in html and "<code>report.json</code>" in html
+
+
+def test_dedup_page_names_keep_and_clusters_and_the_wrote_line_is_one_line(tmp_path):
+    out = tmp_path / "out-with-a-long-name-too"
+    res = CliRunner().invoke(main, ["dedup", str(_corpus(tmp_path)), "--out", str(out), "--engine", "local"])
+    assert res.exit_code == 0, res.output
+    html = (out / "dedup.html").read_text()
+    for name in ("keep.parquet", "clusters.parquet", "dedup.json"):
+        assert f"<code>{name}</code>" in html
+    assert "overlap.parquet" not in html
+    [wrote] = [line for line in res.output.splitlines() if line.startswith("wrote ")]
+    assert wrote == "wrote " + ", ".join(str(out / f) for f in ("dedup.json", "clusters.parquet", "keep.parquet",
+                                                                 "dedup.html"))
