@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .base import CheckOutput, register
-from .text_common import (as_string_array, char_lengths, clip, count_regex, flatten_lists, null_mask,
+from .text_common import (as_string_array, beyond, char_lengths, clip, count_regex, flatten_lists, null_mask,
                           rows_as_str, safe_ratio, segment_max, to_bool)
 from .text_repetition import DUP_NS, MIN_REPEAT_CHARS, TOP_NS, repetition_stats
 
@@ -324,7 +324,7 @@ def repetition(arr, **params) -> CheckOutput:
                 detail[i] = (f"sentence_run={stats[k][i]:.0f} > {thresholds[k]:.0f}{more}: "
                              f"'{clip(stats.repeated_text(i), 48)}'")
             else:
-                detail[i] = f"{k}={stats[k][i]:.2f} > {thresholds[k]:.2f}{more}"
+                detail[i] = f"{k}={beyond(stats[k][i], thresholds[k])} > {thresholds[k]:g}{more}"
     return CheckOutput(flagged=flagged, value=np.asarray(value, dtype=np.float64), detail=detail)
 
 
@@ -368,7 +368,7 @@ def non_text_ratio(arr, max_ratio: float = 0.35, min_chars: int = 20, **params) 
             bad = [ch for ch in s[:5000] if not _is_text_char(ch)]
             top = ", ".join(f"{ch!r}x{k}" if unicodedata.category(ch)[0] != "C" else f"U+{ord(ch):04X}x{k}"
                             for ch, k in Counter(bad).most_common(5))
-            detail[i] = f"non-text ratio {ratio[i]:.2f} (max {max_ratio}): {top}"
+            detail[i] = f"non-text ratio {beyond(ratio[i], max_ratio)} (max {max_ratio}): {top}"
     return CheckOutput(flagged=flagged, value=ratio, detail=detail)
 
 

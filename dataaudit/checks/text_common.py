@@ -58,3 +58,12 @@ def clip(s: str, n: int = 40) -> str:
     """Short printable excerpt for detail strings."""
     r = s if len(s) <= n else s[: n - 1] + "…"
     return repr(r)[1:-1]
+
+
+def beyond(value: float, limit: float) -> str:
+    """`value` with the fewest decimals (2 to 6) that still show it beyond `limit`: 0.1612 against 0.16 is
+    "0.161", never "0.16 > 0.16"."""
+    for digits in range(2, 7):
+        if round(value, digits) != round(limit, digits):
+            return f"{value:.{digits}f}"
+    return repr(value)

@@ -46,14 +46,14 @@ def test_structured_texts_are_not_flagged():
 
 DEGENERATE_EXPECTED = {
     "sorry_x8": (8 / 5, "sentence_run=8 > 5: 'I'm sorry'"),
-    "sentence_x8": (0.7109375 / 0.10, "dup_10_gram=0.71 > 0.10 (+9 more)"),
-    "line_x10": (0.72972972972973 / 0.10, "dup_10_gram=0.73 > 0.10 (+11 more)"),
+    "sentence_x8": (0.7109375 / 0.10, "dup_10_gram=0.71 > 0.1 (+9 more)"),
+    "line_x10": (0.72972972972973 / 0.10, "dup_10_gram=0.73 > 0.1 (+11 more)"),
     "chinese_sentence_x6": (6 / 5, "sentence_run=6 > 5: '对不起，我无法回答这个问题'"),
     "alternating_x6": (6 / 5, "sentence_run=6 > 5: 'I cannot do that'"),
-    "list_item_x8": (0.728 / 0.20, "dup_line_char_frac=0.73 > 0.20 (+2 more)"),
-    "looping_tail": (0.5572755417956656 / 0.10, "dup_10_gram=0.56 > 0.10 (+9 more)"),
-    "identical_lines_x20": (0.7962747380675204 / 0.10, "dup_10_gram=0.80 > 0.10 (+11 more)"),
-    "repeated_5gram_x15": (0.7724137931034483 / 0.10, "dup_10_gram=0.77 > 0.10 (+8 more)"),
+    "list_item_x8": (0.728 / 0.20, "dup_line_char_frac=0.73 > 0.2 (+2 more)"),
+    "looping_tail": (0.5572755417956656 / 0.10, "dup_10_gram=0.56 > 0.1 (+9 more)"),
+    "identical_lines_x20": (0.7962747380675204 / 0.10, "dup_10_gram=0.80 > 0.1 (+11 more)"),
+    "repeated_5gram_x15": (0.7724137931034483 / 0.10, "dup_10_gram=0.77 > 0.1 (+8 more)"),
 }
 
 

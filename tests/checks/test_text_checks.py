@@ -219,7 +219,7 @@ def test_repetition_identical_lines_exact():
     assert stats["dup_line_char_frac"][0] == pytest.approx(19 * 4 / 99)
     assert out.flagged.tolist() == [True]
     assert out.value[0] == pytest.approx((76 / 99) / 0.20)
-    assert out.detail[0] == "dup_line_char_frac=0.77 > 0.20 (+1 more)"
+    assert out.detail[0] == "dup_line_char_frac=0.77 > 0.2 (+1 more)"
 
 
 def test_repetition_repeated_5gram_exact():
@@ -234,7 +234,7 @@ def test_repetition_repeated_5gram_exact():
     assert stats["dup_line_frac"][0] == 0.0
     out = run("repetition", [doc])
     assert out.value[0] == pytest.approx(231 / 312 / 0.10)
-    assert out.detail[0].startswith("dup_10_gram=0.74 > 0.10")
+    assert out.detail[0].startswith("dup_10_gram=0.74 > 0.1")
 
 
 def test_repetition_small_cases():
@@ -571,3 +571,10 @@ def test_long_unbroken_run_skips_markdown_rules_but_not_blobs_beside_them():
     assert out.flagged.tolist() == [False, False, True]
     assert out.value.tolist()[2] == 160.0
     assert out.detail[2].startswith("longest run without whitespace: 160 chars (max 100): QUJDQUJD")
+
+
+def test_details_show_a_statistic_beyond_its_threshold_with_enough_decimals():
+    from dataaudit.checks.text_common import beyond
+
+    assert [beyond(0.1612, 0.16), beyond(0.16004, 0.16), beyond(0.77, 0.2), beyond(0.5, 0.35)] == \
+        ["0.161", "0.16004", "0.77", "0.50"]
