@@ -25,6 +25,22 @@ def visible(text) -> str:
                           else f"\\u{ord(m.group()):04x}", str(text))
 
 
+_WHITESPACE_SHOWN = {" ": "\u2420", "\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def token(text) -> str:
+    """A token as a person can see it: `visible`, and a token made only of whitespace spelled out (␠ for a space,
+    \\t, \\n, ...) instead of a blank cell; the empty string as (empty)."""
+    if text is None:
+        return ""
+    text = str(text)
+    if text == "":
+        return "(empty)"
+    if not text.strip():
+        return "".join(_WHITESPACE_SHOWN.get(c, f"\\u{ord(c):04x}") for c in text)
+    return visible(text)
+
+
 def dumps(value) -> str:
     """A value as compact JSON, keys sorted, non-ASCII kept (tokenizer settings shown as they are stored)."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
@@ -32,6 +48,7 @@ def dumps(value) -> str:
 
 _env = Environment(loader=PackageLoader("dataaudit.report", "templates"), autoescape=True)
 _env.filters["visible"] = visible
+_env.filters["token"] = token
 _env.filters["dumps"] = dumps
 
 

@@ -33,6 +33,8 @@ def test_dedup_page_names_keep_and_clusters_and_the_wrote_line_is_one_line(tmp_p
     for name in ("keep.parquet", "clusters.parquet", "dedup.json"):
         assert f"<code>{name}</code>" in html
     assert "overlap.parquet" not in html
+    # the cluster-size headers sit over their counts (both right-aligned)
+    assert '<th class="num">2</th>' in html and "th.num" in html
     [wrote] = [line for line in res.output.splitlines() if line.startswith("wrote ")]
     assert wrote == "wrote " + ", ".join(str(out / f) for f in ("dedup.json", "clusters.parquet", "keep.parquet",
                                                                  "dedup.html"))

@@ -109,6 +109,8 @@ def test_llama_vs_gpt_neo_is_breaking_and_quantified(toks, tmp_path):
     assert (beh["train"]["byte_fallback_tokens"], beh["infer"]["byte_fallback_rate"]) == (138, None)
     html = (tmp_path / "tokenizer_drift.html").read_text()
     assert html.count('class="seg diff"') >= 20 and "▁quick" in html and "Ġquick" in html
+    # GPT-NeoX's added tokens of 2-24 spaces are spelled out, not blank cells
+    assert "<code>␠␠</code>" in html and "<code>" + "␠" * 24 + "</code>" in html and "<code>  </code>" not in html
 
 
 def test_sample_shards_are_compared_and_counted(toks, tmp_path):
