@@ -15,6 +15,37 @@ class InputError(click.ClickException):
     exit_code = 2
 
 
+class MultiValueCommand(click.Command):
+    """A command whose `multi_value` options take every following value up to the next option: `--against V1 V2`
+    is read as `--against V1 --against V2` (click's options take one value each). Such an option given no value is
+    a usage error naming it, not a confusing "missing option" about the next one."""
+
+    def __init__(self, *args, multi_value: tuple[str, ...] = (), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.multi_value = multi_value
+
+    def parse_args(self, ctx, args):
+        out, i = [], 0
+        while i < len(args):
+            a = args[i]
+            if a == "--":
+                out += args[i:]
+                break
+            if a in self.multi_value:
+                i += 1
+                values = []
+                while i < len(args) and not args[i].startswith("-"):
+                    values.append(args[i])
+                    i += 1
+                if not values:
+                    raise click.UsageError(f"{a} needs at least one value (files, folders or quoted globs)", ctx)
+                out += [x for v in values for x in (a, v)]
+                continue
+            out.append(a)
+            i += 1
+        return super().parse_args(ctx, out)
+
+
 def plural(n: int, word: str, many: str | None = None) -> str:
     """'1 shard', '3 shards' (`many`: the plural when it is not word + 's')."""
     return f"{n} {word if n == 1 else many or word + 's'}"

@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from dataaudit.cli.common import InputError, engine_options, make_out_dir, plural, shard_progress
+from dataaudit.cli.common import InputError, MultiValueCommand, engine_options, make_out_dir, plural, shard_progress
 from dataaudit.cli.fields import fields_line, require_fields
 from dataaudit.fields import FieldSpec
 
@@ -56,11 +56,10 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     console.print("wrote " + ", ".join(files), highlight=False, soft_wrap=True)
 
 
-@click.command()
-@click.option("--train", "train", multiple=True, required=True, metavar="SHARD_OR_GLOB",
-              help="Training shards: files, folders or quoted globs (Parquet, WebDataset tar, JSONL). Repeat the "
-                   "option, or list several after it.")
-@click.argument("more_train", nargs=-1, metavar="[SHARD_OR_GLOB...]")
+@click.command(cls=MultiValueCommand, multi_value=("--train",))
+@click.option("--train", "train", multiple=True, required=True, metavar="SHARD_OR_GLOB...",
+              help="Training shards: files, folders or quoted globs (Parquet, WebDataset tar, JSONL). Several may "
+                   "follow the option.")
 @click.option("--benchmark", "benchmarks", multiple=True, required=True, metavar="NAME=PATH[:FIELD+FIELD]",
               help="A benchmark file (JSONL, JSON, CSV, Parquet, optionally gzipped) with the fields to match "
                    "(dots for nested fields, '+' to join several). Known names (gsm8k, arc, mmlu, hellaswag, "
@@ -74,7 +73,7 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
               help="contamination.toml: methods and thresholds, training text field, per-benchmark fields.")
 @engine_options("one task per training shard")
-def contamination(train, more_train, benchmarks, out, ngram, decontaminate_train, config_path, engine,
+def contamination(train, benchmarks, out, ngram, decontaminate_train, config_path, engine,
                   ray_address, workers):
     """Report which benchmark items the training shards already contain, per benchmark and per item, and write
     a clean subset of every benchmark. Exit 0: none contaminated; 1: some; 2: usage or I/O error."""
@@ -83,7 +82,7 @@ def contamination(train, more_train, benchmarks, out, ngram, decontaminate_train
     from dataaudit.contamination.load import BenchmarkError, load_benchmark, parse_benchmark_arg
 
     try:
-        paths = expand_shards(list(train) + list(more_train))
+        paths = expand_shards(list(train))
         config = load_contamination_config(config_path).with_overrides(ngram=ngram)
         specs = [parse_benchmark_arg(b) for b in benchmarks]
         names = [s[0] for s in specs]

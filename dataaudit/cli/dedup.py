@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from dataaudit.cli.common import InputError, engine_options, make_out_dir, plural, progress_bar
+from dataaudit.cli.common import InputError, MultiValueCommand, engine_options, make_out_dir, plural, progress_bar
 from dataaudit.cli.fields import fields_line, require_fields, text_fields
 from dataaudit.cli.paths import InputPathError, expand_shards
 from dataaudit.fields import FieldSpec
@@ -59,31 +59,7 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
     console.print("wrote " + ", ".join(str(out / f) for f in files), highlight=False, soft_wrap=True)
 
 
-class _DedupCommand(click.Command):
-    """`--against V1 V2 ...` takes every following value up to the next option (click options take one value
-    each): rewritten as `--against V1 --against V2` before parsing. Training shards go before --against."""
-
-    def parse_args(self, ctx, args):
-        out, i = [], 0
-        while i < len(args):
-            a = args[i]
-            if a == "--":
-                out += args[i:]
-                break
-            if a == "--against":
-                i += 1
-                vals = []
-                while i < len(args) and not args[i].startswith("-"):
-                    vals.append(args[i])
-                    i += 1
-                out += [x for v in vals for x in ("--against", v)] if vals else ["--against"]
-                continue
-            out.append(a)
-            i += 1
-        return super().parse_args(ctx, out)
-
-
-@click.command(cls=_DedupCommand)
+@click.command(cls=MultiValueCommand, multi_value=("--against",))
 @click.argument("shards", nargs=-1, required=True)
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder for dedup.json, clusters.parquet, keep.parquet, dedup.html (created if missing).")
