@@ -46,6 +46,14 @@ class MultiValueCommand(click.Command):
         return super().parse_args(ctx, out)
 
 
+def print_resumed(console: Console, report: dict, out: Path) -> None:
+    """Say when a rerun reused shards finished by an earlier run (their parts in OUT/parts)."""
+    n = report.get("run", {}).get("resumed_shards", 0)
+    if n:
+        console.print(f"reused {plural(n, 'finished shard')} of an earlier run ({out / 'parts'}); "
+                      "the others were read now", highlight=False, soft_wrap=True)
+
+
 def plural(n: int, word: str, many: str | None = None) -> str:
     """'1 shard', '3 shards' (`many`: the plural when it is not word + 's')."""
     return f"{n} {word if n == 1 else many or word + 's'}"

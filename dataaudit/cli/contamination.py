@@ -11,7 +11,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from dataaudit.cli.common import InputError, MultiValueCommand, engine_options, make_out_dir, plural, shard_progress
+from dataaudit.cli.common import (InputError, MultiValueCommand, engine_options, make_out_dir, plural,
+                                  print_resumed, shard_progress)
 from dataaudit.cli.fields import fields_line, require_fields
 from dataaudit.fields import FieldSpec
 
@@ -49,6 +50,7 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
             console.print(f"[red]unreadable[/] {shard['path']}: {shard['error']}", markup=True, highlight=False)
     for note in report["notes"]:
         console.print(f"note: {note}", highlight=False)
+    print_resumed(console, report, out)
     files = [str(out / "contamination.json"), str(out / "contamination.html")]
     files += [str(out / f) for b in report["benchmarks"].values() for f in b["files"]]
     if report["decontaminate"]:

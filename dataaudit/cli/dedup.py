@@ -12,7 +12,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from dataaudit.cli.common import InputError, MultiValueCommand, engine_options, make_out_dir, plural, progress_bar
+from dataaudit.cli.common import (InputError, MultiValueCommand, engine_options, make_out_dir, plural,
+                                  print_resumed, progress_bar)
 from dataaudit.cli.fields import fields_line, require_fields, text_fields
 from dataaudit.cli.paths import InputPathError, expand_shards
 from dataaudit.fields import FieldSpec
@@ -55,6 +56,7 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
     for s in r["shards"] + r["validation_shards"]:
         if s["status"] != "ok":
             console.print(f"[red]unreadable[/] {s['path']}: {s['error']}", markup=True, highlight=False)
+    print_resumed(console, r, out)
     files = ["dedup.json", "clusters.parquet", "keep.parquet", "dedup.html"] + (["overlap.parquet"] if r["against"] else [])
     console.print("wrote " + ", ".join(str(out / f) for f in files), highlight=False, soft_wrap=True)
 

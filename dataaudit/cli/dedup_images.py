@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from dataaudit.cli.common import InputError, engine_options, make_out_dir, plural, progress_bar
+from dataaudit.cli.common import InputError, engine_options, make_out_dir, plural, print_resumed, progress_bar
 from dataaudit.cli.dedup import clusters_table
 from dataaudit.cli.fields import fields_line, require_fields, text_fields
 from dataaudit.fields import FieldSpec
@@ -31,6 +31,7 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
             console.print(f"[red]unreadable[/] {s['path']}: {s['error']}", markup=True, highlight=False)
     for note in r["notes"]:
         console.print(f"note: {note}", highlight=False, markup=False)
+    print_resumed(console, r, out)
     console.print("wrote " + ", ".join(str(out / f) for f in ("dedup.json", "clusters.parquet", "keep.parquet")),
                   highlight=False, soft_wrap=True)
 

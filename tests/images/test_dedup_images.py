@@ -97,3 +97,12 @@ def test_one_shard_is_one_shard_in_the_summary(tmp_path):
     assert res.exit_code == 0, res.output
     # the table's title is wrapped to the table's width: compared with whitespace folded
     assert "dataaudit dedup-images: 1 record, 1 image in 1 shard (pHash within 6 bits)" in " ".join(res.output.split())
+
+
+def test_a_rerun_says_it_reused_the_finished_shards(shards, tmp_path):
+    out = tmp_path / "out"
+    first, _ = _run(shards, out, "--engine", "local")
+    assert "reused 2" not in first.output and "finished shard" not in first.output
+    again, _ = _run(shards, out, "--engine", "local")
+    assert again.exit_code == 0, again.output
+    assert f"reused 2 finished shards of an earlier run ({out / 'parts'}); the others were read now" in again.output
