@@ -27,8 +27,14 @@ def shard_format(path: str) -> str:
     for suffix, fmt in _SUFFIXES:
         if name.endswith(suffix):
             return fmt
+    hint = ""
+    if name.endswith((".txt", ".txt.gz", ".md", ".text")):
+        # plain text has no records: where one record ends is the user's choice (a line, a paragraph, the file)
+        hint = ("; plain text has no records: write one JSON object per record, e.g. "
+                "python -c 'import json,sys; [print(json.dumps({\"text\": l.rstrip(\"\\n\")})) for l in sys.stdin]' "
+                "< corpus.txt > corpus.jsonl")
     raise ValueError(f"{os.fspath(path)}: unsupported shard format "
-                     "(expected .parquet/.pq, .tar/.tar.gz/.tgz, .jsonl/.jsonl.gz/.ndjson or .json/.json.gz)")
+                     f"(expected .parquet/.pq, .tar/.tar.gz/.tgz, .jsonl/.jsonl.gz/.ndjson or .json/.json.gz){hint}")
 
 
 def read_schema(path: str) -> pa.Schema | None:

@@ -33,3 +33,21 @@ def test_dedup_against_without_a_value_names_against(tmp_path):
     res = CliRunner().invoke(main, ["dedup", str(shard), "--against", "--out", str(tmp_path / "out")])
     assert res.exit_code == 2 and not (tmp_path / "out").exists()
     assert res.output.splitlines()[-1] == "Error: --against needs at least one value (files, folders or quoted globs)"
+
+
+def test_a_text_file_is_refused_with_a_hint_that_works(tmp_path):
+    import subprocess
+    import sys
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("first line\nsecond line\n")
+    res = CliRunner().invoke(main, ["audit", str(corpus), "--out", str(tmp_path / "out")])
+    assert res.exit_code == 2
+    [line] = [x for x in res.output.splitlines() if x.startswith("Error:")]
+    assert line.startswith(f"Error: {corpus}: unsupported shard format") and "plain text has no records" in line
+    # the command the hint gives makes a JSONL file the audit reads
+    code = line.split("python -c '", 1)[1].split("'", 1)[0]
+    jsonl = tmp_path / "corpus.jsonl"
+    with open(corpus) as src, open(jsonl, "w") as dst:
+        subprocess.run([sys.executable, "-c", code], stdin=src, stdout=dst, check=True)
+    assert jsonl.read_text() == '{"text": "first line"}\n{"text": "second line"}\n'
