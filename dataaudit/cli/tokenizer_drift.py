@@ -42,6 +42,9 @@ def _print_summary(console: Console, result: dict, json_path: Path, html_path: P
                   highlight=False)
     for r in result["reasons"]:
         console.print(f"[{_STYLE[r['level']]}]{r['level']}[/] {r['code']}: {r['message']}", highlight=False)
+    for side in ("train", "infer"):
+        for h in result["hazards"][side]:
+            console.print(f"[yellow]hazard[/] ({side}) {h['code']}: {h['message']}", highlight=False)
     console.print(f"wrote {json_path}, {html_path}", highlight=False, soft_wrap=True)
 
 

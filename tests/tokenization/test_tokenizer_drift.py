@@ -107,6 +107,10 @@ def test_llama_vs_gpt_neo_is_breaking_and_quantified(toks, tmp_path):
     assert probes["combining_decomposed"]["roundtrip"] == {"train": True, "infer": False}
     assert (beh["train"]["roundtrip_failures"], beh["infer"]["roundtrip_failures"]) == (0, 1)
     assert (beh["train"]["byte_fallback_tokens"], beh["infer"]["byte_fallback_rate"]) == (138, None)
+    hazards = [line for line in " ".join(res.output.split()).split("hazard (")[1:]]
+    assert [h.split(":")[0] for h in hazards] == ["train) no_pad", "train) special_in_text", "infer) no_pad",
+                                                  "infer) special_in_text", "infer) roundtrip"]
+    assert "decode(encode(x)) != x on 1 probes: combining_decomposed" in hazards[-1]
     html = (tmp_path / "tokenizer_drift.html").read_text()
     assert html.count('class="seg diff"') >= 20 and "▁quick" in html and "Ġquick" in html
     # GPT-NeoX's added tokens of 2-24 spaces are spelled out, not blank cells
