@@ -237,3 +237,15 @@ def test_real_looping_generations_still_flagged(shared_data):
     # whole plays in 20,000-character pieces: the longest sentence run anywhere is 3
     raw = (shared_data / "corpora" / "tinyshakespeare.txt").read_text(encoding="utf-8")
     assert max(runs(shakespeare_chunks(raw, 20000))) == 3
+
+
+@pytest.mark.parametrize("space", ["\u1680", "\u2000", "\u2009", "\u202f", "\u205f", "\u3000", "\u00a0", "\u2028"])
+def test_every_unicode_space_separates_words_like_a_space(space):
+    fn = REGISTRY["repetition"].fn
+    params = REGISTRY["repetition"].params
+    words = [f"word{k}" for k in range(60)]
+    looping = " ".join(words[:6] * 10)
+    texts = [looping, looping.replace(" ", space), " ".join(words), " ".join(words).replace(" ", space)]
+    out = fn(pa.array(texts), **params)
+    assert list(out.flagged) == [True, True, False, False]
+    assert out.value[1] == pytest.approx(out.value[0]) and out.value[3] == pytest.approx(out.value[2])
