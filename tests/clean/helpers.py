@@ -68,3 +68,27 @@ def flagged_rows(audit_dir: Path, severities=("error",)) -> dict[str, list[int]]
         if r["severity"] in severities:
             out.setdefault(Path(r["shard"]).name, set()).add(r["row"])
     return {k: sorted(v) for k, v in out.items()}
+
+
+def fake_audit(folder: Path, flagged: dict[str, list[int]], counts: dict[str, int], *, status: dict | None = None
+               ) -> Path:
+    """An audit output folder as `dataaudit audit` writes it (report.json shards with fingerprints, flags.parquet),
+    without running the audit: `flagged` {path: rows flagged `nonfinite` (error)}."""
+    from dataaudit.audit.batch import FLAG_SCHEMA
+    from dataaudit.sources.fingerprint import shard_fingerprint
+
+    folder.mkdir(parents=True, exist_ok=True)
+    status = status or {}
+    shards = [{"path": p, "samples": n, "status": status.get(p, "ok"), "error": None if p not in status else "broken",
+               "fingerprint": shard_fingerprint(p)} for p, n in counts.items()]
+    (folder / "report.json").write_text(json.dumps({"schema_version": 1, "shards": shards}))
+    recs = [{"shard": p, "key": str(r), "row": r, "field": "x", "role": None, "check": "nonfinite",
+             "severity": "error", "value": 1.0, "detail": "planted"} for p, rows in flagged.items() for r in rows]
+    pq.write_table(pa.Table.from_pylist(recs, FLAG_SCHEMA), folder / "flags.parquet")
+    return folder
+
+
+def outputs(out: Path) -> dict[str, bytes]:
+    """Every file under `out` but clean.json and the parts, by relative path: what two runs must write alike."""
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.name != "clean.json" and "parts" not in p.relative_to(out).parts}

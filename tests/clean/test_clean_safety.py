@@ -1,0 +1,106 @@
+"""When clean refuses (exit 2, one line, nothing written), and how an unreadable shard can be left out."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.clean.helpers import cli, fake_audit
+
+
+@pytest.fixture()
+def corpus(tmp_path) -> tuple[Path, list[str], Path]:
+    data = tmp_path / "data"
+    data.mkdir()
+    paths = []
+    for s in range(3):
+        p = data / f"s{s}.parquet"
+        pq.write_table(pa.table({"x": list(range(10))}), p)
+        paths.append(str(p))
+    audit = fake_audit(tmp_path / "audit", {paths[0]: [1, 2]}, {p: 10 for p in paths})
+    return data, paths, audit
+
+
+def _refused(tmp_path, *args) -> str:
+    out = tmp_path / "out"
+    code, text = cli("clean", *args, "--out", out)
+    assert code == 2, text
+    assert text.startswith("Error: refused: ") and text.count("\n") == 1 and "Traceback" not in text
+    assert not out.exists()
+    return text
+
+
+def test_changed_since_the_audit(tmp_path, corpus):
+    data, paths, audit = corpus
+    pq.write_table(pa.table({"x": list(range(10, 20))}), paths[1])         # same size, other bytes
+    assert "s1.parquet: changed since the audit" in _refused(tmp_path, data, "--audit", audit)
+
+
+def test_same_bytes_new_mtime_is_refused(tmp_path, corpus):
+    data, paths, audit = corpus
+    os.utime(paths[2], ns=(1, 1))
+    assert "modification time changed" in _refused(tmp_path, data, "--audit", audit)
+
+
+def test_shard_not_in_the_audit(tmp_path, corpus):
+    data, paths, audit = corpus
+    extra = data / "new.parquet"
+    pq.write_table(pa.table({"x": [1]}), extra)
+    assert "new.parquet: not in the audit's report" in _refused(tmp_path, data, "--audit", audit)
+
+
+def test_out_inside_or_equal_to_an_input_folder(tmp_path, corpus):
+    data, paths, audit = corpus
+    out = data / "clean"
+    code, text = cli("clean", data, "--audit", audit, "--out", out)
+    assert code == 2 and "inside the input folder" in text and not out.exists()
+    code, text = cli("clean", *paths, "--audit", audit, "--out", data)
+    assert code == 2 and "--out is an input folder" in text
+
+
+def test_out_is_the_audit_folder(tmp_path, corpus):
+    data, paths, audit = corpus
+    code, text = cli("clean", data, "--audit", audit, "--out", audit)
+    assert code == 2 and "findings folder" in text
+    assert sorted(p.name for p in audit.iterdir()) == ["flags.parquet", "report.json"]
+
+
+def test_dedup_folder_that_does_not_cover_the_shard(tmp_path, corpus):
+    data, paths, audit = corpus
+    d = tmp_path / "dedup"
+    d.mkdir()
+    (d / "dedup.json").write_text(json.dumps({"shards": [{"path": paths[0], "samples": 10, "status": "ok"}]}))
+    pq.write_table(pa.table({"shard": [paths[0]], "key": ["0"], "row": [0]}), d / "keep.parquet")
+    assert "s1.parquet: not among the dedup job's shards" in _refused(tmp_path, data, "--audit", audit, "--dedup", d)
+
+
+def test_contamination_without_drop_list(tmp_path, corpus):
+    data, paths, audit = corpus
+    c = tmp_path / "con"
+    c.mkdir()
+    (c / "contamination.json").write_text(json.dumps({"decontaminate": None, "train": {"shards": []}}))
+    assert "--decontaminate-train" in _refused(tmp_path, data, "--audit", audit, "--contamination", c)
+
+
+def test_unreadable_shard_refused_unless_skipped(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    good, bad = data / "a.parquet", data / "b.parquet"
+    pq.write_table(pa.table({"x": list(range(5))}), good)
+    bad.write_bytes(b"PAR1 not really")
+    audit = fake_audit(tmp_path / "audit", {str(good): [4]}, {str(good): 5, str(bad): 0},
+                       status={str(bad): "unreadable"})
+    assert "b.parquet: the audit could not read it to the end" in _refused(tmp_path, data, "--audit", audit)
+    out = tmp_path / "out"
+    code, text = cli("clean", data, "--audit", audit, "--out", out, "--skip-unreadable")
+    assert code == 0, text
+    report = json.loads((out / "clean.json").read_text())
+    assert report["skipped"] == [{"path": str(bad), "reason": "the audit could not read it to the end (broken)"}]
+    assert report["totals"] == {"shards": 1, "rows": 5, "kept": 4, "dropped": 1,
+                                "dropped_by": {"check:nonfinite": 1}, "skipped_shards": 1}
+    assert sorted(p.name for p in out.iterdir()) == ["a.parquet", "clean.json", "dropped.parquet", "parts"]
+    assert pq.read_table(out / "a.parquet").column("x").to_pylist() == [0, 1, 2, 3]
