@@ -31,10 +31,10 @@ def corpus(tmp_path_factory) -> tuple[Path, list[str], Path]:
     rng = np.random.default_rng(5)
     paths, flagged, counts = [], {}, {}
     for s in range(SHARDS):
-        n = 100_000
+        n = 40_000
         p = data / f"part-{s:02d}.parquet"
         pq.write_table(pa.table({"text": [f"shard {s} row {i} {rng.integers(1e9)}" for i in range(n)],
-                                 "x": rng.normal(size=n)}), p, row_group_size=10_000)
+                                 "x": rng.normal(size=n)}), p, row_group_size=4_000)
         paths.append(str(p))
         flagged[str(p)] = sorted(rng.choice(n, 50, replace=False).tolist())
         counts[str(p)] = n
