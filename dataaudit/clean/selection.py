@@ -54,16 +54,6 @@ class Drops:
     reasons: list[str]                                   # code -> reason string
     shards: list[ShardDrops] = field(default_factory=list)
 
-    def reason_counts(self, i: int) -> dict[str, int]:
-        """dropped_by of shard i: {reason: rows}, in reason order."""
-        counts = np.bincount(self.shards[i].codes, minlength=len(self.reasons))
-        return {self.reasons[c]: int(counts[c]) for c in np.flatnonzero(counts)}
-
-    def reasons_array(self, i: int) -> pa.ListArray:
-        s = self.shards[i]
-        return pa.ListArray.from_arrays(pa.array(s.offsets, pa.int32()),
-                                        pa.array(self.reasons, pa.string()).take(pa.array(s.codes, pa.int32())))
-
 
 def reason_names(extra_checks: list[str] = ()) -> list[str]:
     names = list(REGISTRY) + sorted(set(extra_checks) - set(REGISTRY))
@@ -96,8 +86,8 @@ def flag_drops(flags: pa.Table, sel: Selection, index_of: dict[str, int], names:
     sev_rank = {s: i for i, s in enumerate(SEVERITIES)}
     check_enc = pc.dictionary_encode(flags.column("check")).combine_chunks()
     check_codes = np.array([code_of[f"check:{c}"] for c in check_enc.dictionary.to_pylist()] + [-1], np.int64)
-    picked = np.array([f"check:{c}" in {f"check:{x}" for x in sel.checks}
-                       for c in check_enc.dictionary.to_pylist()] + [False], bool)
+    chosen = set(sel.checks)
+    picked = np.array([c in chosen for c in check_enc.dictionary.to_pylist()] + [False], bool)
     cidx = check_enc.indices.fill_null(len(check_codes) - 1).to_numpy(zero_copy_only=False)
     mask = picked[cidx]
     if sel.severity is not None:

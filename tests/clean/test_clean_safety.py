@@ -104,3 +104,47 @@ def test_unreadable_shard_refused_unless_skipped(tmp_path):
                                 "dropped_by": {"check:nonfinite": 1}, "skipped_shards": 1}
     assert sorted(p.name for p in out.iterdir()) == ["a.parquet", "clean.json", "dropped.parquet", "parts"]
     assert pq.read_table(out / "a.parquet").column("x").to_pylist() == [0, 1, 2, 3]
+
+
+def test_every_format_through_the_job(tmp_path):
+    """Compressed tar and JSONL, a JSON array, selection by check only (--severity none)."""
+    import gzip
+    import io
+    import tarfile
+
+    data = tmp_path / "data"
+    (data / "sub").mkdir(parents=True)
+    jl = data / "sub" / "a.jsonl.gz"
+    jl.write_bytes(gzip.compress(b"".join(b'{"i": %d}\r\n' % i for i in range(6))))
+    js = data / "b.json"
+    js.write_text('[\n  {"i": 0},\n  {"i": 1},\n  {"i": 2}\n]\n')
+    tz = data / "c.tar.gz"
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for k in range(4):
+            for ext in ("txt", "cls"):
+                body = f"{k}".encode()
+                info = tarfile.TarInfo(f"{k:04d}.{ext}")
+                info.size = len(body)
+                tf.addfile(info, io.BytesIO(body))
+    tz.write_bytes(buf.getvalue())
+    counts = {str(jl): 6, str(js): 3, str(tz): 4}
+    audit = fake_audit(tmp_path / "audit", {str(jl): [0, 5], str(js): [1], str(tz): [2]}, counts)
+    out = tmp_path / "out"
+    code, text = cli("clean", data, "--audit", audit, "--out", out, "--severity", "none")
+    assert code == 0, text
+    assert json.loads((out / "clean.json").read_text())["totals"]["dropped"] == 0
+    out = tmp_path / "out2"
+    code, text = cli("clean", data, "--audit", audit, "--out", out, "--severity", "none", "--check", "nonfinite")
+    assert code == 0, text
+    assert gzip.decompress((out / "sub" / "a.jsonl.gz").read_bytes()) == b'{"i": 1}\r\n{"i": 2}\r\n{"i": 3}\r\n{"i": 4}\r\n'
+    assert (out / "b.json").read_text() == '[\n  {"i": 0},\n  {"i": 2}\n]\n'
+    with tarfile.open(out / "c.tar.gz") as tf:
+        assert [m.name for m in tf] == ["0000.txt", "0000.cls", "0001.txt", "0001.cls", "0003.txt", "0003.cls"]
+    report = json.loads((out / "clean.json").read_text())
+    assert [(s["output"], s["format"], s["rows"], s["kept"], s["dropped"]) for s in report["shards"]] == [
+        ("b.json", "json", 3, 2, 1), ("c.tar.gz", "webdataset", 4, 3, 1), ("sub/a.jsonl.gz", "jsonl", 6, 4, 2)]
+    dropped = pq.read_table(out / "dropped.parquet").to_pylist()
+    assert [(Path(r["shard"]).name, r["key"], r["row"], r["reasons"]) for r in dropped] == [
+        ("b.json", "1", 1, ["check:nonfinite"]), ("c.tar.gz", "0002", 2, ["check:nonfinite"]),
+        ("a.jsonl.gz", "0", 0, ["check:nonfinite"]), ("a.jsonl.gz", "5", 5, ["check:nonfinite"])]
