@@ -1,13 +1,14 @@
 """Parquet: the kept rows with the input's schema (its metadata included), compression codec per column,
 dictionary use, statistics, format version and row-group size (`row_group_rows` overrides the last).
 
-Row groups are decoded with one batch of read-ahead (as dataaudit.sources.parquet reads them), filtered with
-one boolean mask per batch (no per-row Python), and written in row groups of exactly the input's size (the
-last one shorter), whatever was dropped.
+Row groups are decoded with two batches of read-ahead, filtered with one boolean mask per batch (no per-row
+Python) and written, by a second thread, while the next ones are decoded, in row groups of exactly the input's
+size (the last one shorter), whatever was dropped.
 """
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -68,7 +69,7 @@ def rewrite_parquet(src: str, dst: Path, drop: np.ndarray, expected: int, row_gr
         lay = layout(md)
         group = row_group_rows or lay["row_group_rows"] or DEFAULT_ROW_GROUP
         fragment = _FORMAT.make_fragment(os.path.abspath(src), _LOCAL)
-        batches = fragment.to_batches(batch_size=_READ_ROWS, batch_readahead=1, fragment_readahead=0)
+        batches = fragment.to_batches(batch_size=_READ_ROWS, batch_readahead=2, fragment_readahead=0)
     except (pa.ArrowException, OSError) as e:
         raise ShardMismatch(f"{src}: parquet: {e}") from None
     keep = np.ones(md.num_rows, bool)
@@ -76,8 +77,17 @@ def rewrite_parquet(src: str, dst: Path, drop: np.ndarray, expected: int, row_gr
         raise ShardMismatch(f"{src}: row {int(drop[-1])} is past the file's {md.num_rows} rows")
     keep[drop] = False
     rows = kept = 0
-    with atomic_path(Path(dst)) as tmp:
+    with atomic_path(Path(dst)) as tmp, ThreadPoolExecutor(1) as pool:
         with pq.ParquetWriter(tmp, schema, **_writer_kwargs(lay)) as writer:
+            # One row group is encoded (GIL released) while the next is decoded and filtered.
+            writing = None
+
+            def write(table: pa.Table) -> None:
+                nonlocal writing
+                if writing is not None:
+                    writing.result()
+                writing = pool.submit(writer.write_table, table, row_group_size=group)
+
             pending: list[pa.RecordBatch] = []
             held = 0
             for batch in batches:
@@ -94,10 +104,12 @@ def rewrite_parquet(src: str, dst: Path, drop: np.ndarray, expected: int, row_gr
                 if held >= group:
                     table = pa.Table.from_batches(pending, schema)
                     full = held - held % group
-                    writer.write_table(table.slice(0, full), row_group_size=group)
+                    write(table.slice(0, full))
                     rest = table.slice(full)
                     pending, held = rest.to_batches(), rest.num_rows
             if held:
-                writer.write_table(pa.Table.from_batches(pending, schema), row_group_size=group)
+                write(pa.Table.from_batches(pending, schema))
+            if writing is not None:
+                writing.result()
         check_rows(src, rows, expected)
     return {"rows": rows, "kept": kept, "row_group_rows": group}
