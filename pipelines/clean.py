@@ -31,7 +31,7 @@ from dataaudit.clean.jsonl import rewrite_jsonl
 from dataaudit.clean.output import output_fingerprint
 from dataaudit.clean.parquet import rewrite_parquet
 from dataaudit.clean.safety import PARTS, CleanRefused, audited, check_outputs, covered, output_paths
-from dataaudit.clean.selection import (DROPPED_SCHEMA, Drops, Selection, flag_drops, group, keep_drops,
+from dataaudit.clean.selection import (DROPPED_SCHEMA, Selection, flag_drops, group, keep_drops,
                                        list_drops, reason_names)
 from dataaudit.clean.tar import rewrite_tar
 from dataaudit.handlers import reraise
@@ -91,8 +91,29 @@ def _read_table(path: Path, columns: list[str]) -> pa.Table:
         raise CleanRefused(f"{path}: cannot read it: {e}") from None
 
 
+def _dedup_drops(dirs: list[Path], paths: list[str], counts: list[int], code: int) -> list[tuple]:
+    """(shard, row, code) of the records each dedup folder's keep-list leaves out, for the shards it covers (a
+    text and an image dedup may cover the same shards: both apply). Refuses a shard no folder covers."""
+    parts, seen = [], set()
+    for d in dirs:
+        report = _read_json(d / "dedup.json", "dedup")
+        entries = {os.path.realpath(s["path"]) for s in report.get("shards", [])}
+        idx = [i for i, p in enumerate(paths) if os.path.realpath(p) in entries]
+        sub = [paths[i] for i in idx]
+        covered(sub, report.get("shards", []), [counts[i] for i in idx], f"dedup ({d})", "samples")
+        keep = _read_table(d / "keep.parquet", ["shard", "row"])
+        shard, rows, codes = keep_drops(keep, {os.path.realpath(p): j for j, p in enumerate(sub)},
+                                        [counts[i] for i in idx], code)
+        parts.append((np.asarray(idx, np.int64)[shard] if len(idx) else shard, rows, codes))
+        seen.update(idx)
+    missing = [p for i, p in enumerate(paths) if dirs and i not in seen]
+    if missing:
+        raise CleanRefused(f"{missing[0]}: not among the shards of any --dedup folder: no findings cover it")
+    return parts
+
+
 def plan_clean(paths: Sequence[str], args: Sequence[str], out: Path, selection: Selection, audit_dir: Path,
-               dedup_dir: Path | None = None, contamination_dir: Path | None = None, *,
+               dedup_dirs: Sequence[Path] = (), contamination_dir: Path | None = None, *,
                skip_unreadable: bool = False, row_group_rows: int | None = None) -> CleanJob:
     """Everything decided before a byte is written; CleanRefused (one line) for any reason not to clean."""
     audit_dir = Path(audit_dir)
@@ -101,7 +122,8 @@ def plan_clean(paths: Sequence[str], args: Sequence[str], out: Path, selection: 
     if not paths:
         raise CleanRefused("no shard left to clean")
     outputs = output_paths(paths, out)
-    findings_dirs = [Path(d) for d in (audit_dir, dedup_dir, contamination_dir) if d is not None]
+    dedup_dirs = [Path(d) for d in dedup_dirs]
+    findings_dirs = [Path(d) for d in (audit_dir, *dedup_dirs, contamination_dir) if d is not None]
     check_outputs(paths, list(args), out, outputs, findings_dirs)
     samples = {os.path.realpath(s["path"]): s["samples"] for s in report["shards"]}
     counts = [int(samples[os.path.realpath(p)]) for p in paths]
@@ -111,11 +133,7 @@ def plan_clean(paths: Sequence[str], args: Sequence[str], out: Path, selection: 
     flagged_checks = [c for c in flags.column("check").unique().to_pylist() if c is not None]
     names = reason_names(flagged_checks)
     parts = [flag_drops(flags, selection, index_of, names)]
-    if dedup_dir is not None:
-        dedup = _read_json(Path(dedup_dir) / "dedup.json", "dedup")
-        covered(paths, dedup.get("shards", []), counts, "dedup", "samples")
-        keep = _read_table(Path(dedup_dir) / "keep.parquet", ["shard", "row"])
-        parts.append(keep_drops(keep, index_of, counts, names.index("dedup")))
+    parts += _dedup_drops(dedup_dirs, paths, counts, names.index("dedup"))
     if contamination_dir is not None:
         con = _read_json(Path(contamination_dir) / "contamination.json", "contamination")
         if not con.get("decontaminate"):
@@ -136,7 +154,7 @@ def plan_clean(paths: Sequence[str], args: Sequence[str], out: Path, selection: 
         fp = entries[os.path.realpath(p)]["fingerprint"]
         shards[p] = ShardPlan(p, str(outputs[i]), str(outputs[i].relative_to(out)), shard_format(p), counts[i],
                               d.rows, d.offsets, d.codes, f"{d.digest()}-{fp['xxh3_128']}")
-    findings = {"audit": str(audit_dir), "dedup": None if dedup_dir is None else str(dedup_dir),
+    findings = {"audit": str(audit_dir), "dedup": [str(d) for d in dedup_dirs],
                 "contamination": None if contamination_dir is None else str(contamination_dir)}
     return CleanJob(shards, names, selection, findings, skipped, row_group_rows)
 

@@ -48,8 +48,9 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
 @click.argument("shards", nargs=-1, required=True)
 @click.option("--audit", "audit_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="The audit's --out folder (report.json, flags.parquet) for these shards.")
-@click.option("--dedup", "dedup_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="A `dedup` or `dedup-images` --out folder: keep only the records its keep.parquet lists.")
+@click.option("--dedup", "dedup_dirs", type=click.Path(file_okay=False, path_type=Path), multiple=True,
+              help="A `dedup` or `dedup-images` --out folder: keep only the records its keep.parquet lists "
+                   "(repeatable: each applies to the shards it covers; every shard must be covered).")
 @click.option("--contamination", "contamination_dir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help="A `contamination --decontaminate-train` --out folder: drop the training records "
                                  "its decontaminate.parquet lists.")
@@ -66,7 +67,7 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
 @click.option("--row-group-rows", type=click.IntRange(1), default=None,
               help="Parquet: rows per row group of the output (default: the input's).")
 @engine_options("one task per shard", "shards")
-def clean(shards, audit_dir, dedup_dir, contamination_dir, out, severity, checks, skip_unreadable, row_group_rows,
+def clean(shards, audit_dir, dedup_dirs, contamination_dir, out, severity, checks, skip_unreadable, row_group_rows,
           engine, ray_address, workers):
     """Write SHARD_OR_GLOB... without the records the findings name, in their own format and layout."""
     from dataaudit.clean.safety import CleanRefused
@@ -79,12 +80,12 @@ def clean(shards, audit_dir, dedup_dir, contamination_dir, out, severity, checks
     except InputPathError as exc:
         raise InputError(str(exc)) from None
     selection = Selection(severity=None if severity == "none" else severity, checks=names,
-                          dedup=dedup_dir is not None, contamination=contamination_dir is not None)
+                          dedup=bool(dedup_dirs), contamination=contamination_dir is not None)
 
     from pipelines.clean import plan_clean, run_clean   # imported late: keeps `--help` fast
 
     try:
-        job = plan_clean(paths, list(shards), out, selection, audit_dir, dedup_dir, contamination_dir,
+        job = plan_clean(paths, list(shards), out, selection, audit_dir, dedup_dirs, contamination_dir,
                          skip_unreadable=skip_unreadable, row_group_rows=row_group_rows)
     except CleanRefused as exc:
         raise InputError(f"refused: {exc}") from None

@@ -6,9 +6,7 @@ import json
 import tarfile
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from tests.clean.helpers import (CONTAMINATED_ROW, DUPLICATE_ROW, NONFINITE_ROWS, NOT_IMAGE_ROW, cli, flagged_rows,
                                  flags, parquet_table, write_parquet_corpus)
@@ -50,7 +48,7 @@ def test_parquet_audit_dedup_contamination_clean_audit(tmp_path):
                                                "contamination": 1}}
     assert report["shards"][0]["output"] == "part-0.parquet" and report["shards"][0]["row_group_rows"] == 8
     assert report["selection"] == {"severity": "error", "checks": [], "dedup": True, "contamination": True}
-    assert report["findings"]["dedup"] == str(tmp_path / "d")
+    assert report["findings"]["dedup"] == [str(tmp_path / "d")]
     d = pq.read_table(out / "dropped.parquet").to_pylist()
     assert [(r["row"], r["key"], r["reasons"]) for r in d] == [
         (3, "3", ["check:nonfinite"]), (9, "9", ["check:not_an_image"]), (17, "17", ["check:nonfinite"]),

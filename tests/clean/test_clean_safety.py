@@ -75,7 +75,7 @@ def test_dedup_folder_that_does_not_cover_the_shard(tmp_path, corpus):
     d.mkdir()
     (d / "dedup.json").write_text(json.dumps({"shards": [{"path": paths[0], "samples": 10, "status": "ok"}]}))
     pq.write_table(pa.table({"shard": [paths[0]], "key": ["0"], "row": [0]}), d / "keep.parquet")
-    assert "s1.parquet: not among the dedup job's shards" in _refused(tmp_path, data, "--audit", audit, "--dedup", d)
+    assert "s1.parquet: not among the shards of any --dedup folder" in _refused(tmp_path, data, "--audit", audit, "--dedup", d)
 
 
 def test_contamination_without_drop_list(tmp_path, corpus):
@@ -148,3 +148,30 @@ def test_every_format_through_the_job(tmp_path):
     assert [(Path(r["shard"]).name, r["key"], r["row"], r["reasons"]) for r in dropped] == [
         ("b.json", "1", 1, ["check:nonfinite"]), ("c.tar.gz", "0002", 2, ["check:nonfinite"]),
         ("a.jsonl.gz", "0", 0, ["check:nonfinite"]), ("a.jsonl.gz", "5", 5, ["check:nonfinite"])]
+
+
+def _dedup(folder: Path, keep: dict[str, list[int]]) -> Path:
+    folder.mkdir()
+    (folder / "dedup.json").write_text(json.dumps({"shards": [{"path": p, "samples": 10, "status": "ok"}
+                                                               for p in keep]}))
+    pq.write_table(pa.table({"shard": [p for p, rows in keep.items() for _ in rows],
+                             "key": [str(r) for rows in keep.values() for r in rows],
+                             "row": [r for rows in keep.values() for r in rows]}), folder / "keep.parquet")
+    return folder
+
+
+def test_two_dedup_folders_each_for_the_shards_it_covers(tmp_path, corpus):
+    data, paths, audit = corpus
+    everything = list(range(10))
+    text = _dedup(tmp_path / "text", {paths[0]: [0, 1, 2, 3, 4, 5, 6, 7, 8], paths[1]: everything})
+    image = _dedup(tmp_path / "image", {paths[1]: [0, 2, 4, 6, 8, 9], paths[2]: [1, 2, 3, 4, 5, 6, 7, 8, 9]})
+    out = tmp_path / "out"
+    code, text_out = cli("clean", data, "--audit", audit, "--dedup", text, "--dedup", image, "--out", out)
+    assert code == 0, text_out
+    d = pq.read_table(out / "dropped.parquet").to_pylist()
+    assert [(Path(r["shard"]).name, r["row"], r["reasons"]) for r in d] == [
+        ("s0.parquet", 1, ["check:nonfinite"]), ("s0.parquet", 2, ["check:nonfinite"]), ("s0.parquet", 9, ["dedup"]),
+        ("s1.parquet", 1, ["dedup"]), ("s1.parquet", 3, ["dedup"]), ("s1.parquet", 5, ["dedup"]),
+        ("s1.parquet", 7, ["dedup"]), ("s2.parquet", 0, ["dedup"])]
+    assert pq.read_table(out / "s1.parquet").column("x").to_pylist() == [0, 2, 4, 6, 8, 9]
+    assert json.loads((out / "clean.json").read_text())["findings"]["dedup"] == [str(text), str(image)]

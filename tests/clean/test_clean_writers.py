@@ -5,7 +5,6 @@ import gzip
 import io
 import json
 import tarfile
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
