@@ -42,6 +42,7 @@ step text_checks_vs_datatrove "$PY" benchmarks/text_checks_vs_datatrove.py --mb 
 # shellcheck disable=SC2086
 step parquet_read "$PY" benchmarks/parquet_read.py --mb "$MB" --seed "$SEED" \
   --json "$RESULTS/parquet_read.json" $EXTRA_ARGS
+step clean_rewrite "$PY" benchmarks/clean_rewrite.py --mb "$MB" --json "$RESULTS/clean_rewrite.json"
 # shellcheck disable=SC2086
 step memory_scaling "$PY" benchmarks/memory_scaling.py --sizes "$MEM_SIZES" --seed "$SEED" \
   --json "$RESULTS/memory_scaling.json" $EXTRA_ARGS

@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from dataaudit.cli.audit import audit
+from dataaudit.cli.clean import clean
 from dataaudit.cli.contamination import contamination
 from dataaudit.cli.dedup import dedup
 from dataaudit.cli.dedup_images import dedup_images
@@ -27,3 +28,4 @@ main.add_command(tokenizer_drift)
 main.add_command(contamination)
 main.add_command(dedup)
 main.add_command(dedup_images)
+main.add_command(clean)

@@ -1,0 +1,114 @@
+"""When `clean` refuses to write anything, and where each cleaned shard goes.
+
+Refused (CleanRefused, one line): a shard the audit did not read, or read only in part (unless skipped), or that
+changed since (size, modification time, xxh3-128 of every byte, as report.json recorded them); dedup or
+contamination findings that do not cover a shard; an --out folder that is an input folder or inside one; an
+output path that would be an input or one of the job's own files.
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from dataaudit.sources.fingerprint import changed
+
+OWN_FILES = ("clean.json", "dropped.parquet")
+PARTS = "parts"
+
+
+class CleanRefused(Exception):
+    """A reason not to clean; the message is one line naming the file."""
+
+
+def _real(p) -> str:
+    return os.path.realpath(os.fspath(p))
+
+
+def by_path(shards: list[dict]) -> dict[str, dict]:
+    """A report's shard entries by resolved path."""
+    return {_real(s["path"]): s for s in shards}
+
+
+def audited(paths: list[str], report: dict, skip_unreadable: bool) -> tuple[list[str], list[dict]]:
+    """The shards to clean and the ones left out ([{path, reason}]); refuses a shard the audit did not read whole
+    (unless `skip_unreadable`) or that changed since the audit."""
+    entries = by_path(report.get("shards", []))
+    keep, skipped = [], []
+    for p in paths:
+        s = entries.get(_real(p))
+        if s is None:
+            raise CleanRefused(f"{p}: not in the audit's report (audit it first, or leave it out)")
+        if s.get("status") != "ok":
+            why = f"the audit could not read it to the end ({s.get('error')})"
+            if not skip_unreadable:
+                raise CleanRefused(f"{p}: {why}; --skip-unreadable leaves it out")
+            skipped.append({"path": p, "reason": why})
+            continue
+        if not s.get("fingerprint"):
+            raise CleanRefused(f"{p}: the audit recorded no fingerprint of it (an older audit): audit it again")
+        keep.append(p)
+    with ThreadPoolExecutor(max_workers=min(8, len(keep) or 1)) as pool:   # xxh3 releases the GIL
+        why = list(pool.map(lambda p: changed(p, entries[_real(p)]["fingerprint"]), keep))
+    for p, w in zip(keep, why):
+        if w is not None:
+            raise CleanRefused(f"{p}: changed since the audit ({w}): audit it again before cleaning")
+    return keep, skipped
+
+
+def covered(paths: list[str], shards: list[dict], counts: list[int], what: str, count_key: str) -> None:
+    """Refuse a shard that dedup or contamination findings (`shards`: their report's entries) do not cover, or
+    saw with another number of records than the audit."""
+    entries = by_path(shards)
+    for p, n in zip(paths, counts):
+        s = entries.get(_real(p))
+        if s is None:
+            raise CleanRefused(f"{p}: not among the {what} job's shards: its findings do not cover it")
+        if s.get("status") != "ok":
+            raise CleanRefused(f"{p}: the {what} job could not read it to the end ({s.get('error')})")
+        if s.get(count_key) != n:
+            raise CleanRefused(f"{p}: the {what} job read {s.get(count_key)} records, the audit {n}: "
+                               "the findings describe different files")
+
+
+def _inside(child: str, parent: str) -> bool:
+    return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
+
+
+def output_paths(paths: list[str], out: Path) -> list[Path]:
+    """OUT/<path relative to the inputs' common parent folder>, one per shard."""
+    absolute = [os.path.abspath(p) for p in paths]
+    parent = os.path.commonpath([os.path.dirname(a) for a in absolute])
+    return [Path(out) / os.path.relpath(a, parent) for a in absolute]
+
+
+def check_outputs(paths: list[str], args: list[str], out: Path, outputs: list[Path],
+                  findings: list[Path]) -> None:
+    """Refuse an --out folder that is (or is inside) an input folder or a findings folder, and an output path
+    that would be an input or one of clean's own files."""
+    out_s = {os.path.abspath(out), _real(out)}
+    folders = {f for p in paths for f in (os.path.dirname(os.path.abspath(p)), os.path.dirname(_real(p)))}
+    folders |= {f for a in args if os.path.isdir(a) for f in (os.path.abspath(a), _real(a))}
+    for o in out_s:
+        for f in sorted(folders):
+            if _inside(o, f):
+                raise CleanRefused(f"{out}: --out is {'an input folder' if o == f else 'inside the input folder ' + f}"
+                                   ": cleaned shards must not mix with their inputs")
+        for f in findings:
+            if o in (os.path.abspath(f), _real(f)):
+                raise CleanRefused(f"{out}: --out is the findings folder {f}")
+    inputs = {_real(p) for p in paths}
+    own = {_real(Path(out) / f) for f in OWN_FILES}
+    parts = _real(Path(out) / PARTS)
+    for p, o in zip(paths, outputs):
+        r = _real(o)
+        if r in inputs:
+            raise CleanRefused(f"{o}: this output would overwrite an input")
+        if r in own or _inside(r, parts):
+            raise CleanRefused(f"{p}: its output {o} would be one of clean's own files (clean.json, "
+                               "dropped.parquet, parts/): move the shard or clean it separately")
+    seen: dict[str, str] = {}
+    for p, o in zip(paths, outputs):
+        if _real(o) in seen:
+            raise CleanRefused(f"{p}: its output {o} is also the output of {seen[_real(o)]}")
+        seen[_real(o)] = p

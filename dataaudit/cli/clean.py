@@ -1,0 +1,103 @@
+"""`dataaudit clean`: write the shards without the records the audit (and dedup, contamination) name, each in
+its own format and layout, with an account of every record dropped.
+
+Exit codes: 0 done; 2 usage or I/O error, or a refusal (a shard changed since the audit, a shard the audit did
+not read, an output that would be an input ...): one line, nothing written.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from dataaudit.cli.common import InputError, engine_options, make_out_dir, progress_bar
+from dataaudit.cli.paths import InputPathError, expand_shards
+
+SEVERITY_CHOICES = ["error", "warning", "info", "none"]
+
+
+def _check_names(values: tuple[str, ...]) -> tuple[str, ...]:
+    from dataaudit.checks import REGISTRY
+
+    names = [n.strip() for v in values for n in v.split(",") if n.strip()]
+    unknown = [n for n in names if n not in REGISTRY]
+    if unknown:
+        raise InputError(f"--check: unknown check {', '.join(map(repr, unknown))} (known: {', '.join(REGISTRY)})")
+    return tuple(dict.fromkeys(names))
+
+
+def _print_summary(console: Console, r: dict, out: Path) -> None:
+    t = r["totals"]
+    table = Table(title=f"dataaudit clean: kept {t['kept']} of {t['rows']} records in {t['shards']} shards")
+    for col in ("shard", "records", "kept", "dropped", "dropped by"):
+        table.add_column(col, justify="left" if col in ("shard", "dropped by") else "right")
+    for s in r["shards"]:
+        table.add_row(s["output"], str(s["rows"]), str(s["kept"]), str(s["dropped"]),
+                      ", ".join(f"{k} {v}" for k, v in s["dropped_by"].items()))
+    console.print(table)
+    console.print("dropped by: " + (", ".join(f"{k} {v}" for k, v in t["dropped_by"].items()) or "nothing"),
+                  highlight=False, markup=False)
+    for s in r["skipped"]:
+        console.print(f"skipped {s['path']}: {s['reason']}", highlight=False, markup=False)
+    console.print(f"wrote {t['shards']} shards, {out / 'clean.json'}, {out / 'dropped.parquet'}", highlight=False)
+
+
+@click.command("clean")
+@click.argument("shards", nargs=-1, required=True)
+@click.option("--audit", "audit_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="The audit's --out folder (report.json, flags.parquet) for these shards.")
+@click.option("--dedup", "dedup_dirs", type=click.Path(file_okay=False, path_type=Path), multiple=True,
+              help="A `dedup` or `dedup-images` --out folder: keep only the records its keep.parquet lists "
+                   "(repeatable: each applies to the shards it covers; every shard must be covered).")
+@click.option("--contamination", "contamination_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=None, help="A `contamination --decontaminate-train` --out folder: drop the training records "
+                                 "its decontaminate.parquet lists.")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for the cleaned shards (same relative names), clean.json and dropped.parquet.")
+@click.option("--severity", type=click.Choice(SEVERITY_CHOICES), default="error", show_default=True,
+              help="Drop every record with a flag of this severity or worse (none: drop nothing by severity).")
+@click.option("--check", "checks", multiple=True,
+              help="Also drop the records flagged by these checks, whatever their severity (repeatable or "
+                   "comma-separated).")
+@click.option("--skip-unreadable", is_flag=True,
+              help="Leave out (with a reason in clean.json) the shards the audit could not read to the end, "
+                   "instead of refusing.")
+@click.option("--row-group-rows", type=click.IntRange(1), default=None,
+              help="Parquet: rows per row group of the output (default: the input's).")
+@engine_options("one task per shard", "shards")
+def clean(shards, audit_dir, dedup_dirs, contamination_dir, out, severity, checks, skip_unreadable, row_group_rows,
+          engine, ray_address, workers):
+    """Write SHARD_OR_GLOB... without the records the findings name, in their own format and layout."""
+    from dataaudit.clean.safety import CleanRefused
+    from dataaudit.clean.output import ShardMismatch
+    from dataaudit.clean.selection import Selection
+
+    names = _check_names(checks)
+    try:
+        paths = expand_shards(list(shards))
+    except InputPathError as exc:
+        raise InputError(str(exc)) from None
+    selection = Selection(severity=None if severity == "none" else severity, checks=names,
+                          dedup=bool(dedup_dirs), contamination=contamination_dir is not None)
+
+    from pipelines.clean import plan_clean, run_clean   # imported late: keeps `--help` fast
+
+    try:
+        job = plan_clean(paths, list(shards), out, selection, audit_dir, dedup_dirs, contamination_dir,
+                         skip_unreadable=skip_unreadable, row_group_rows=row_group_rows)
+    except CleanRefused as exc:
+        raise InputError(f"refused: {exc}") from None
+    make_out_dir(out)
+    console = Console(stderr=False)
+    try:
+        with progress_bar(console, "cleaning", "shards") as progress:
+            task = progress.add_task("clean", total=len(job.shards), samples=0)
+            report = run_clean(job, out, engine=engine, ray_address=ray_address, workers=workers,
+                               on_progress=lambda done, n: progress.update(task, completed=done, samples=n))
+    except ShardMismatch as exc:
+        raise InputError(f"refused: {exc}") from None
+    except OSError as exc:
+        raise InputError(f"{getattr(exc, 'filename', None) or out}: {exc.strerror or exc}") from None
+    _print_summary(console, report, out)
