@@ -51,3 +51,25 @@ def test_a_text_file_is_refused_with_a_hint_that_works(tmp_path):
     with open(corpus) as src, open(jsonl, "w") as dst:
         subprocess.run([sys.executable, "-c", code], stdin=src, stdout=dst, check=True)
     assert jsonl.read_text() == '{"text": "first line"}\n{"text": "second line"}\n'
+
+
+def test_a_folder_walk_leaves_out_the_files_of_dataaudit_jobs(tmp_path):
+    from dataaudit.cli.paths import expand_shards
+
+    def touch(rel: str, text: str = '{"text": "x"}\n') -> str:
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+        return str(p)
+
+    data = touch("out/shard-0.jsonl")                     # a cleaned shard written by `clean`
+    touch("out/clean.json", "{}")
+    touch("out/dropped.parquet")
+    touch("out/parts/clean/00000-abc.jsonl")
+    touch("audit/report.json", "{}")
+    touch("audit/flags.parquet")
+    touch("contam/contamination.json", "{}")
+    touch("contam/gsm8k/items.parquet")
+    bench_clean = touch("contam/gsm8k/clean.jsonl")        # the clean benchmark subset is data
+    other = touch("plain/flags.parquet")                    # no job record beside it: data
+    assert expand_shards([str(tmp_path)]) == sorted([bench_clean, data, other])
