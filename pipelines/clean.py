@@ -30,6 +30,7 @@ from dataaudit.clean.json_array import rewrite_json_array
 from dataaudit.clean.jsonl import rewrite_jsonl
 from dataaudit.clean.output import output_fingerprint
 from dataaudit.clean.parquet import rewrite_parquet
+from dataaudit.clean.referenced import copy_referenced
 from dataaudit.clean.safety import PARTS, CleanRefused, audited, check_outputs, covered, output_paths
 from dataaudit.clean.selection import (DROPPED_SCHEMA, Selection, flag_drops, group, keep_drops,
                                        list_drops, reason_names)
@@ -194,6 +195,7 @@ def clean_shard(path: str, job: CleanJob, on_batch: Callable[[int], None] | None
         wrote = rewrite_jsonl(path, dst, plan.drop, plan.rows)
     else:
         wrote = rewrite_json_array(path, dst, plan.drop, plan.rows)
+    referenced = copy_referenced(path, dst, plan.drop) if plan.format != "webdataset" else {}
     keys = pa.array(wrote["dropped_keys"], pa.string()) if "dropped_keys" in wrote else None
     if keys is None:
         keys = pc.cast(pa.array(plan.drop, pa.int64()), pa.string())
@@ -206,7 +208,7 @@ def clean_shard(path: str, job: CleanJob, on_batch: Callable[[int], None] | None
     summary = {"path": path, "output": plan.relative, "format": plan.format, "rows": plan.rows,
                "kept": wrote["kept"], "dropped": n,
                "dropped_by": {job.reasons[c]: int(by[c]) for c in np.flatnonzero(by)},
-               **({"row_group_rows": wrote["row_group_rows"]} if "row_group_rows" in wrote else {}),
+               **({"row_group_rows": wrote["row_group_rows"]} if "row_group_rows" in wrote else {}), **referenced,
                **output_fingerprint(dst), "drops": plan.digest}
     if on_batch is not None:
         on_batch(plan.rows)

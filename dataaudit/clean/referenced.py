@@ -1,0 +1,60 @@
+"""The image files a cleaned shard's kept records reference by path (`image`, `images: [...]`), copied next to it
+at the same relative paths, so the cleaned dataset loads on its own.
+
+Only files inside the input shard's folder are copied (dataaudit.images.batch.resolve_inside: the rule the audit
+applies); a reference that is missing or leaves the folder is counted, never followed. Each file is copied to a
+temporary name and renamed (never hard-linked: editing a cleaned image must not edit the original).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from dataaudit.fields import FieldSpec, resolve_schema
+from dataaudit.images.batch import _flat, resolve_inside
+from dataaudit.report.atomic import _temp_beside
+from dataaudit.sources import ROW, iter_shard
+
+
+def _kept_paths(src: str, drop: np.ndarray, image_field: tuple[str, ...] | None) -> set[str]:
+    """The path values of the image path fields of the records not in `drop` (sorted rows)."""
+    wanted: set[str] = set()
+    for batch in iter_shard(src, batch_rows=8192):
+        fields = [c for c in resolve_schema(batch.schema, FieldSpec(image=image_field), batch).images
+                  if c.image == "path"]
+        if not fields:
+            continue
+        rows = batch.column(batch.schema.get_field_index(ROW)).to_numpy()
+        kept = ~np.isin(rows, drop)
+        for col in fields:
+            values, which, _ = _flat(batch.column(batch.schema.get_field_index(col.name)), col.many)
+            take = np.flatnonzero(kept[which])
+            wanted.update(v for v in values.take(pa.array(take, pa.int64())).to_pylist() if v)
+    return wanted
+
+
+def copy_referenced(src: str, dst: Path, drop: np.ndarray, image_field: tuple[str, ...] | None = None) -> dict:
+    """Copy the files the kept records of `src` reference into the folder of `dst`; returns
+    {"referenced_files": copied or already there, "referenced_missing": missing or outside the folder}."""
+    src_root = os.path.realpath(os.path.dirname(os.path.abspath(src)))
+    dst_root = Path(dst).parent
+    present = missing = 0
+    for ref in sorted(_kept_paths(src, drop, image_field)):
+        full, _ = resolve_inside(src_root, ref) if "://" not in ref else (None, "a URL")
+        if full is None or not os.path.isfile(full):
+            missing += 1
+            continue
+        target = dst_root / os.path.relpath(full, src_root)
+        if not (target.is_file() and target.stat().st_size == os.path.getsize(full)):
+            tmp = _temp_beside(target)
+            try:
+                shutil.copyfile(full, tmp)
+                os.replace(tmp, target)
+            finally:
+                tmp.unlink(missing_ok=True)
+        present += 1
+    return {"referenced_files": present, "referenced_missing": missing}
