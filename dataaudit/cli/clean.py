@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from dataaudit.cli.common import InputError, engine_options, make_out_dir, progress_bar
+from dataaudit.cli.common import InputError, engine_options, make_out_dir, plural, print_resumed, progress_bar
 from dataaudit.cli.paths import InputPathError, expand_shards
 
 SEVERITY_CHOICES = ["error", "warning", "info", "none"]
@@ -30,7 +30,8 @@ def _check_names(values: tuple[str, ...]) -> tuple[str, ...]:
 
 def _print_summary(console: Console, r: dict, out: Path) -> None:
     t = r["totals"]
-    table = Table(title=f"dataaudit clean: kept {t['kept']} of {t['rows']} records in {t['shards']} shards")
+    table = Table(title=f"dataaudit clean: kept {t['kept']} of {plural(t['rows'], 'record')} in "
+                        f"{plural(t['shards'], 'shard')}")
     for col in ("shard", "records", "kept", "dropped", "dropped by"):
         table.add_column(col, justify="left" if col in ("shard", "dropped by") else "right")
     for s in r["shards"]:
@@ -41,7 +42,9 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
                   highlight=False, markup=False)
     for s in r["skipped"]:
         console.print(f"skipped {s['path']}: {s['reason']}", highlight=False, markup=False)
-    console.print(f"wrote {t['shards']} shards, {out / 'clean.json'}, {out / 'dropped.parquet'}", highlight=False)
+    print_resumed(console, r, out)
+    console.print(f"wrote {plural(t['shards'], 'shard')}, {out / 'clean.json'}, {out / 'dropped.parquet'}",
+                  highlight=False, soft_wrap=True)
 
 
 @click.command("clean")
