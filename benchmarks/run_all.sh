@@ -44,6 +44,9 @@ step parquet_read "$PY" benchmarks/parquet_read.py --mb "$MB" --seed "$SEED" \
   --json "$RESULTS/parquet_read.json" $EXTRA_ARGS
 step clean_rewrite "$PY" benchmarks/clean_rewrite.py --mb "$MB" --json "$RESULTS/clean_rewrite.json"
 # shellcheck disable=SC2086
+step integrity_read_cost "$PY" benchmarks/integrity_read_cost.py --mb "$MB" --seed "$SEED" \
+  --json "$RESULTS/integrity_read_cost.json" $EXTRA_ARGS
+# shellcheck disable=SC2086
 step memory_scaling "$PY" benchmarks/memory_scaling.py --sizes "$MEM_SIZES" --seed "$SEED" \
   --json "$RESULTS/memory_scaling.json" $EXTRA_ARGS
 

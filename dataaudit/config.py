@@ -6,7 +6,7 @@ name or a parameter is one clear error naming the file, never a silently ignored
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,10 @@ FIELD_KEYS = ROLES   # [fields] keys: the roles of the one field rule
 DATA_FACTS = ("num_classes", "vocab_size", "pad_id", "context_length", "tokenizer", "numeric_dtype", "max_image_pixels",
               "max_image_bytes", "image_threads")
 CHECK_KEYS = ("enabled", "severity")
+# How much of a Parquet shard the audit decodes (`dataaudit audit --read`): every column of every row group, as a
+# training loader does (a column that cannot be decoded makes the shard unreadable), or only the columns the
+# checks read (faster when the shard has wide columns no check reads; those columns' integrity is not verified).
+READ_MODES = ("all-columns", "checked-columns")
 
 
 def data_keys() -> tuple[str, ...]:
@@ -46,9 +50,16 @@ class AuditConfig:
     data: dict[str, Any] = field(default_factory=dict)
     checks: dict[str, CheckSettings] = field(default_factory=dict)
     source: str = "<defaults>"
+    read: str = READ_MODES[0]   # one of READ_MODES (set by `--read`, not by the TOML file)
 
     def check(self, name: str) -> CheckSettings:
         return self.checks[name]
+
+    def with_read(self, read: str) -> "AuditConfig":
+        """This config with another read mode (ValueError for one not in READ_MODES)."""
+        if read not in READ_MODES:
+            raise ValueError(f"read mode must be one of {', '.join(READ_MODES)}, got {read!r}")
+        return replace(self, read=read)
 
     def fingerprint(self) -> dict[str, Any]:
         """Everything that changes results, for reports and for resuming a job with the same settings."""
@@ -57,6 +68,7 @@ class AuditConfig:
             "data": self.data,
             "checks": {n: {"enabled": c.enabled, "severity": c.severity, "params": c.params}
                        for n, c in sorted(self.checks.items())},
+            "read": self.read,
         }
 
 

@@ -19,6 +19,9 @@ class ShardStage:
     """Per-shard work; `stage(path)` -> `finish`'s result (usually a (summary dict, table) pair)."""
 
     batch_rows = 4096
+    # Parquet: decode every column of every row group, not only those `columns` names (what a training loader
+    # reads: a column that cannot be decoded breaks the shard). The other formats always read whole records.
+    decode_all = False
 
     def start(self, path: str) -> Any:
         """A fresh per-shard state (anything `add` and `finish` share)."""
@@ -45,7 +48,7 @@ class ShardStage:
     def _batches(self, state: Any, path: str) -> Iterator[pa.RecordBatch]:
         """The shard's batches: every failure to read the shard surfaces from here."""
         columns = self.columns(state, self.schema(state, path))
-        yield from iter_shard(path, columns=columns, batch_rows=self.batch_rows)
+        yield from iter_shard(path, columns=columns, batch_rows=self.batch_rows, decode_all=self.decode_all)
 
     def __call__(self, path: str, on_batch: Callable[[int], None] | None = None,
                  handler: Callable[[BaseException, str], str] = report_unreadable) -> Any:

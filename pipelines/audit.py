@@ -38,14 +38,19 @@ def run_audit(paths: Sequence[str], config: AuditConfig, out_dir: Path, engine: 
               ray_address: str | None = None,
               on_progress: Callable[[int, int], None] | None = None,
               workers: int | None = None, stage: Callable = audit_shard,
-              handler: Callable[[BaseException, str], str] = report_unreadable) -> dict:
+              handler: Callable[[BaseException, str], str] = report_unreadable, read: str | None = None) -> dict:
     """Audit `paths` into `out_dir` (report.json, flags.parquet, report.html); returns the report.
 
     `on_progress(shards_done, samples_done)` is called as work finishes: per batch with the local engine,
     per shard with Ray. `workers` caps the shards in flight on Ray (default: all at once, Ray schedules them
     on its CPUs). `stage` is the per-shard function (`audit_shard`'s signature), replaceable for fault tests;
     `handler` is the policy for a shard that cannot be read (default: reported unreadable, the job goes on).
+    `read` (default: the config's, "all-columns"): "all-columns" decodes every column of every Parquet row group,
+    as a training loader does, so a column that cannot be decoded makes its shard unreadable; "checked-columns"
+    decodes only the columns the checks read (faster on wide shards; the others are named in a note). The mode is
+    part of the config: report.json's `config.read`, and parts written under the other mode are not reused.
     """
+    config = config.with_read(config.read if read is None else read)   # ValueError for an unknown mode
     out_dir = Path(out_dir)
     started = time.time()
     engine = choose_engine(paths, engine, ray_address)

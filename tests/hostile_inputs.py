@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tests.builders import make_tar, npy_bytes
+from tests.integrity.damage import damage_column, write_sample
 from tests.paths import SHARED_DATA, SHARED_MISSING
 
 GiB = 1 << 30
@@ -53,6 +54,12 @@ def _valid_parquet(folder: Path, name="valid.parquet", rows=100) -> Path:
     pq.write_table(pa.table({"text": [f"Row {i} says something sensible about boats." for i in range(rows)]}),
                    path, row_group_size=25)
     return path
+
+
+def _damaged_column(folder):
+    """text, timestamp, score in two row groups of 400 rows; the bytes of row group 1's timestamp pages damaged."""
+    path = write_sample(folder / "damaged-column.parquet", row_groups=2)
+    return damage_column(path, "timestamp", row_group=1)
 
 
 def _zero_bytes(folder):
@@ -198,9 +205,11 @@ HOSTILE = [
     Hostile("parquet-testing/PARQUET-1481.parquet", _copy("PARQUET-1481.parquet"), 0, "unreadable",
             error="parquet: ", shared=True),
     Hostile("parquet-testing/ARROW-GH-41321.parquet", _copy("ARROW-GH-41321.parquet"), 0, "unreadable",
-            error="parquet: ", shared=True),
+            error="parquet: column 'int64' (row group 0): ", shared=True),
     Hostile("parquet-testing/ARROW-GH-45185.parquet", _copy("ARROW-GH-45185.parquet"), 0, "unreadable",
-            error="parquet: ", shared=True),
+            error="parquet: column 'x' (row group 0): ", shared=True),
+    Hostile("parquet, a column no check reads damaged in row group 1 of 2", _damaged_column, 400, "unreadable",
+            error="parquet: column 'timestamp' (row group 1): "),
     Hostile("parquet, zero bytes", _zero_bytes, 0, "unreadable", error="parquet: "),
     Hostile("parquet, wrong magic", _wrong_magic, 0, "unreadable", error="parquet: "),
     Hostile("parquet, truncated footer", _truncated_footer, 0, "unreadable", error="parquet: "),

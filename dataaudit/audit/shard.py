@@ -18,6 +18,7 @@ from dataaudit.checks import REGISTRY
 from dataaudit.checks.runnable import configured
 from dataaudit.config import AuditConfig
 from dataaudit.handlers import report_unreadable
+from dataaudit.sources import PROVENANCE_COLUMNS
 from dataaudit.sources.fingerprint import shard_fingerprint
 from dataaudit.stage import ShardStage
 from dataaudit.stats.images import ImageStats
@@ -41,6 +42,7 @@ class ShardResult:
     formats: dict[str, str] = field(default_factory=dict)        # text / JSON / identifier field -> its format
     unchecked: dict[str, str] = field(default_factory=dict)      # column no check reads -> its type
     images: dict[str, ImageStats] = field(default_factory=dict)  # image field -> its images' statistics
+    not_decoded: list[str] = field(default_factory=list)  # Parquet columns not decoded (--read checked-columns)
     fingerprint: dict | None = None   # the file as read: size, mtime_ns, xxh3_128 (what `clean` checks it against)
     # Stateful check -> its state over this shard (None: the check is not configured), in registry order.
     states: dict[str, Any] = field(default_factory=dict)
@@ -53,6 +55,7 @@ class ShardResult:
             "examples": self.examples, "fields": self.fields, "skipped": dict(sorted(self.skipped.items())),
             "problems": self.problems, "formats": self.formats, "unchecked": self.unchecked,
             "images": {k: v.state() for k, v in sorted(self.images.items())}, "fingerprint": self.fingerprint,
+            "not_decoded": self.not_decoded,
             **self.states,
         }
 
@@ -95,6 +98,7 @@ class AuditShard(ShardStage):
     def __init__(self, config: AuditConfig, batch_rows: int = 4096, examples_per_check: int = 5, device=None):
         self.config, self.batch_rows, self.examples_per_check, self.device = \
             config, batch_rows, examples_per_check, device
+        self.decode_all = config.read == "all-columns"   # Parquet: decode the columns no check reads too
 
     def start(self, path: str) -> _Work:
         cfg = self.config
@@ -112,15 +116,21 @@ class AuditShard(ShardStage):
         return _Work(ShardResult(path, states=states, fingerprint=fingerprint), tokenizer)
 
     def columns(self, work: _Work, schema: pa.Schema | None) -> list[str] | None:
-        # Parquet: read only the columns some check needs (the footer tells us which exist). A shard none of
-        # whose columns is checked is still read in full, so its integrity is verified.
+        # Parquet: the checks get only the columns some check needs (the footer tells us which exist). With the
+        # default read mode (all-columns) the reader decodes every other column too and drops it at once, so a
+        # column a loader cannot decode makes the shard unreadable; with checked-columns the others are not
+        # decoded at all, and are named (`not_decoded`). A shard none of whose columns is checked is read in full.
         if schema is None:
             return None
         footer_plan = resolve_plan(schema, self.config)
         work.result.problems += list(footer_plan.problems)
-        for col in footer_plan.unchecked:     # columns not read below: named here
+        for col in footer_plan.unchecked:     # columns the checks do not get: named here
             work.result.unchecked.setdefault(col.name, col.type_name)
-        return footer_plan.columns() or None
+        read = footer_plan.columns() or None
+        if not self.decode_all:
+            work.result.not_decoded = [n for n in schema.names
+                                       if n in PROVENANCE_COLUMNS or (read is not None and n not in read)]
+        return read
 
     def add(self, work: _Work, batch: pa.RecordBatch) -> None:
         result, cfg = work.result, self.config

@@ -14,9 +14,9 @@ from rich.table import Table
 from dataaudit.cli.common import InputError, engine_options, make_out_dir, shard_progress
 from dataaudit.cli.paths import InputPathError, expand_shards
 from dataaudit.cli.fields import fields_line, require_fields
-from dataaudit.config import ConfigError, load_config
+from dataaudit.config import READ_MODES, ConfigError, load_config
 from dataaudit.fields import FieldSpec
-from dataaudit.report.model import has_errors
+from dataaudit.report.model import has_errors, not_decoded_columns
 
 
 def _print_summary(console: Console, report: dict, out: Path) -> None:
@@ -32,7 +32,9 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     if not table.rows:
         table.add_row("(no flags)", "", "0")
     console.print(table)
-    console.print(f"flagged {t['flagged']} / {t['samples']} samples; unreadable shards: {t['unreadable_shards']}")
+    skipped = not_decoded_columns(report)
+    console.print(f"flagged {t['flagged']} / {t['samples']} samples; unreadable shards: {t['unreadable_shards']}"
+                  + (f"; {skipped} column(s) not decoded (--read checked-columns)" if skipped else ""))
     for shard in report["shards"]:
         if shard["status"] != "ok":
             console.print(f"[red]unreadable[/] {shard['path']}: {shard['error']}", markup=True, highlight=False)
@@ -58,8 +60,13 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
 @click.option("--strict", is_flag=True,
               help="Exit 1 when a field warning is noted: a column no check reads, a shard without text, a "
                    "configured field of the wrong type.")
+@click.option("--read", "read", type=click.Choice(READ_MODES), default=READ_MODES[0], show_default=True,
+              help="Parquet: all-columns decodes every column of every row group, as a training loader does (a "
+                   "column that cannot be decoded makes its shard unreadable, naming it); checked-columns decodes "
+                   "only the columns the checks read (faster on shards with wide unchecked columns; a note names "
+                   "the columns not decoded). Other formats always read whole records.")
 @engine_options("one task per shard")
-def audit(shards, out, config_path, tokenizer, context_length, strict, engine, ray_address, workers):
+def audit(shards, out, config_path, tokenizer, context_length, strict, read, engine, ray_address, workers):
     """Scan SHARD_OR_GLOB... (Parquet, WebDataset .tar/.tar.gz, JSONL, JSON arrays) and report every bad sample."""
     given = {"tokenizer": str(tokenizer.resolve()) if tokenizer else None, "context_length": context_length}
     try:
@@ -75,7 +82,7 @@ def audit(shards, out, config_path, tokenizer, context_length, strict, engine, r
     console = Console(stderr=False)
     with shard_progress(console, "auditing", len(paths)) as on_progress:
         report = run_audit(paths, config, out, engine=engine, ray_address=ray_address, on_progress=on_progress,
-                           workers=workers)
+                           workers=workers, read=read)
     _print_summary(console, report, out)
     raise SystemExit(1 if has_errors(report) or (strict and report["totals"]["field_warnings"]) else 0)
 

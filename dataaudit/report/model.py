@@ -87,6 +87,25 @@ def _field_notes(summaries: list[dict], config: AuditConfig) -> list[str]:
     return notes
 
 
+def _read_notes(summaries: list[dict], config: AuditConfig) -> list[str]:
+    """Never a silent all-clear: the Parquet columns `--read checked-columns` did not decode, whose integrity the
+    audit therefore did not verify."""
+    skipped = {s["path"]: s.get("not_decoded") or [] for s in summaries}
+    skipped = {path: cols for path, cols in skipped.items() if cols}
+    if not skipped:
+        return []
+    names = list(dict.fromkeys(c for cols in skipped.values() for c in cols))
+    shown = ", ".join(names[:10]) + (f", ... ({len(names) - 10} more)" if len(names) > 10 else "")
+    return [f"{len(names)} column(s) not decoded (--read {config.read}) in {len(skipped)} shard(s): {shown}; "
+            "whether a loader can decode them was not verified (the default --read all-columns decodes every "
+            "column); see shards[].not_decoded"]
+
+
+def not_decoded_columns(report: dict) -> int:
+    """How many distinct columns the audit did not decode (--read checked-columns), over every shard."""
+    return len({c for s in report["shards"] for c in s.get("not_decoded") or []})
+
+
 def _sections(summaries: list[dict], config: AuditConfig) -> dict[str, dict]:
     """The report sections of the stateful checks (report.json key = the check's name, in registry order): each
     check's shard states merged with its own merge, then shaped by its own section function."""
@@ -133,7 +152,7 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
     # wrong-typed configured fields, shards without text, columns no check reads: --strict fails on these
     field_notes = [f"{s['path']}: {p}" for s in summaries for p in s["problems"]] + _field_notes(summaries, config)
     totals["field_warnings"] = len(field_notes)
-    notes = _notes(lengths, totals) + field_notes
+    notes = _notes(lengths, totals) + _read_notes(summaries, config) + field_notes
     for name, section in sections.items():
         notes += REGISTRY[name].state.notes(section)
     report = {
@@ -142,7 +161,8 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
         "checks": checks,
         "shards": [{"path": s["path"], "samples": s["samples"], "flagged": s["flagged"], "status": s["status"],
                     "error": s["error"], "checks": s["checks"], "fields": s["fields"], "formats": s["formats"],
-                    "unchecked": s["unchecked"], "problems": s["problems"], "fingerprint": s.get("fingerprint")}
+                    "unchecked": s["unchecked"], "problems": s["problems"], "fingerprint": s.get("fingerprint"),
+                    "not_decoded": s.get("not_decoded") or []}
                    for s in summaries],
         "lengths": lengths,
         "images": merge_states([s.get("images", {}) for s in summaries]),

@@ -64,8 +64,12 @@ def peek_schema(path: str, rows: int = 256) -> pa.Schema | None:
 
 
 def iter_shard(path: str, columns: list[str] | None = None, batch_rows: int = 4096, *,
-               max_member_bytes: int = MAX_MEMBER_BYTES) -> Iterator[pa.RecordBatch]:
+               max_member_bytes: int = MAX_MEMBER_BYTES, decode_all: bool = False) -> Iterator[pa.RecordBatch]:
     """Record batches of one shard: data columns plus __key__, __row__, __error__, __warning__.
+
+    `decode_all`: Parquet decodes every column of every row group even when `columns` names fewer (a column that
+    cannot be decoded breaks the shard, naming it), and yields `columns`. The other formats always read every
+    field of every record (a record is parsed whole), so it changes nothing for them.
 
     Raises ValueError at once for an unsupported file name; ShardReadError while iterating when the shard as
     a whole cannot be read further (batches already yielded stay valid).
@@ -74,7 +78,7 @@ def iter_shard(path: str, columns: list[str] | None = None, batch_rows: int = 40
         raise ValueError(f"batch_rows must be >= 1, got {batch_rows}")
     fmt = shard_format(path)
     if fmt == "parquet":
-        return iter_parquet(path, columns, batch_rows)
+        return iter_parquet(path, columns, batch_rows, decode_all=decode_all)
     if fmt == "webdataset":
         return iter_webdataset(path, columns, batch_rows, max_member_bytes=max_member_bytes)
     if fmt == "json":

@@ -4,6 +4,13 @@ The reader must stay within 0.8x of pyarrow.parquet.read_table on the same file,
 Python, and row groups are read through the dataset scanner with a read-ahead of one batch:
 ParquetFile.iter_batches decodes row groups strictly one after the other, which on a multi-row-group file
 is about half read_table's speed; one batch of read-ahead lets two decode in parallel, memory stays bounded.
+
+Integrity: with `decode_all` every column of every row group is decoded (what a training loader reads), and
+only the requested columns are kept (the others' buffers are dropped as soon as a batch is decoded). When the
+read fails, the read-ahead may have lost batches decoded before the failure: the shard is then read again row
+group by row group from the first row not yet yielded, so the records before the broken row group are all
+counted, and the broken row group's columns are decoded one by one to name the one that fails:
+`parquet: column 'ts' (row group 1): <pyarrow's message>`. That costs nothing until a read fails.
 """
 from __future__ import annotations
 
@@ -70,7 +77,10 @@ def _with_provenance(batch: pa.RecordBatch, start: int, schema: pa.Schema) -> pa
     return pa.RecordBatch.from_arrays(batch.columns + [_keys(start, n), rows, nulls, nulls], schema=schema)
 
 
-def iter_parquet(path: str, columns: list[str] | None = None, batch_rows: int = 4096) -> Iterator[pa.RecordBatch]:
+def iter_parquet(path: str, columns: list[str] | None = None, batch_rows: int = 4096, *,
+                 decode_all: bool = False) -> Iterator[pa.RecordBatch]:
+    """Batches of `columns` (None: every column) plus the provenance columns. `decode_all`: decode every column
+    of the file all the same (a column that cannot be decoded fails the shard, naming it), yield only `columns`."""
     try:
         fragment = _FORMAT.make_fragment(os.path.abspath(os.fspath(path)), _LOCAL)
         file_schema = fragment.physical_schema  # reads the footer: a bad file fails here
@@ -80,25 +90,91 @@ def iter_parquet(path: str, columns: list[str] | None = None, batch_rows: int = 
         if columns is not None:
             wanted = set(columns)
             names = [n for n in names if n in wanted]  # unknown requested names are ignored
-        batches = fragment.to_batches(columns=names, batch_size=max(batch_rows, _READ_ROWS),
-                                      batch_readahead=1, fragment_readahead=0)
+        decoded = list(file_schema.names) if decode_all else names
+        keep = None if decoded == names else [decoded.index(n) for n in names]   # of each decoded batch
+        batch_size = max(batch_rows, _READ_ROWS)
+        batches = fragment.to_batches(columns=decoded, batch_size=batch_size, batch_readahead=1,
+                                      fragment_readahead=0)
     except _ARROW_ERRORS as e:
         raise _error(e) from e
     row = 0
     schema = None
+
+    def as_yielded(batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        """A decoded batch as the caller gets it: the requested columns (the others are released here), the
+        provenance columns, cut into batch_rows slices."""
+        nonlocal row, schema
+        if keep is not None:
+            batch = batch.select(keep)
+        if schema is None:
+            schema = pa.schema(list(batch.schema) + _PROVENANCE_FIELDS, metadata=file_schema.metadata)
+        batch = _with_provenance(batch, row, schema)
+        row += batch.num_rows
+        return [batch.slice(offset, batch_rows) for offset in range(0, batch.num_rows, batch_rows)]
+
+    failed = None
     while True:
         try:
             batch = next(batches)
         except StopIteration:
             break
         except _ARROW_ERRORS as e:  # only pyarrow's decoding is wrapped, not our own code
-            raise _error(e) from e
-        if schema is None:
-            schema = pa.schema(list(batch.schema) + _PROVENANCE_FIELDS, metadata=file_schema.metadata)
-        batch = _with_provenance(batch, row, schema)
-        row += batch.num_rows
-        for offset in range(0, batch.num_rows, batch_rows):
-            yield batch.slice(offset, batch_rows)
+            failed = e
+            break
+        pieces, batch = as_yielded(batch), None   # the decoded batch goes before the caller works on the pieces
+        yield from pieces
+    if failed is not None:
+        # Read again from `row`, one row group at a time: the rows the read-ahead lost, then the named error.
+        again = _row_group_by_row_group(fragment, decoded, row, batch_size)
+        for pieces in map(as_yielded, again):
+            yield from pieces
+        raise _error(failed) from failed   # the read failed as a whole, yet every row group reads alone
     # A footer/data mismatch would otherwise lose rows without a trace.
     if row != declared:
         raise ShardReadError(f"parquet: read {row} rows but the footer declares {declared}")
+
+
+def _scan(fragment, columns: list[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+    return fragment.to_batches(columns=columns, batch_size=batch_size, batch_readahead=0, fragment_readahead=0)
+
+
+def _row_group_by_row_group(fragment, columns: list[str], start: int, batch_size: int) -> Iterator[pa.RecordBatch]:
+    """The batches from row `start` on, each row group read alone and in order (no read-ahead past a broken one);
+    raises ShardReadError naming the column and row group of the first row group that fails."""
+    metadata = fragment.metadata
+    first = 0
+    for rg in range(metadata.num_row_groups):
+        n = metadata.row_group(rg).num_rows
+        if first + n <= start:
+            first += n
+            continue
+        skip = max(start - first, 0)
+        try:
+            for batch in _scan(fragment.subset(row_group_ids=[rg]), columns, batch_size):
+                if skip >= batch.num_rows:
+                    skip -= batch.num_rows
+                    continue
+                yield batch.slice(skip) if skip else batch
+                skip = 0
+        except _ARROW_ERRORS as e:
+            raise _named_error(fragment, rg, columns, batch_size, e) from e
+        first += n
+
+
+def _named_error(fragment, row_group: int, columns: list[str], batch_size: int, exc: BaseException) -> ShardReadError:
+    """The error of a row group that cannot be read, naming the first of its columns that fails to decode alone
+    (and how many more do); the row group's own error when none does."""
+    bad = []
+    for name in columns:
+        try:
+            for _ in _scan(fragment.subset(row_group_ids=[row_group]), [name], batch_size):
+                pass
+        except _ARROW_ERRORS as e:
+            bad.append((name, e))
+    if not bad:
+        return ShardReadError(f"parquet: row group {row_group}: {one_line(exc) or type(exc).__name__}")
+    name, e = bad[0]
+    more = (f" (and {len(bad) - 1} more undecodable column(s) in this row group: "
+            f"{', '.join(repr(n) for n, _ in bad[1:])})") if len(bad) > 1 else ""
+    return ShardReadError(f"parquet: column {name!r} (row group {row_group}): "
+                          f"{one_line(e) or type(e).__name__}{more}")
