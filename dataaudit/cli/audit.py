@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from dataaudit.cli.common import InputError, engine_options, make_out_dir, shard_progress
+from dataaudit.cli.common import InputError, engine_options, make_out_dir, plural, print_resumed, shard_progress
 from dataaudit.cli.paths import InputPathError, expand_shards
 from dataaudit.cli.fields import fields_line, require_fields
 from dataaudit.config import READ_MODES, ConfigError, load_config
@@ -21,7 +21,7 @@ from dataaudit.report.model import has_errors, not_decoded_columns
 
 def _print_summary(console: Console, report: dict, out: Path) -> None:
     t = report["totals"]
-    table = Table(title=f"dataaudit audit: {t['samples']} samples in {t['shards']} shards")
+    table = Table(title=f"dataaudit audit: {plural(t['samples'], 'sample')} in {plural(t['shards'], 'shard')}")
     table.add_column("check")
     table.add_column("severity")
     table.add_column("flagged", justify="right")
@@ -43,7 +43,9 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
                   markup=False)
     for note in report["notes"]:
         console.print(f"note: {note}", highlight=False, soft_wrap=True)
-    console.print(f"wrote {out / 'report.json'}, {out / 'flags.parquet'}, {out / 'report.html'}")
+    print_resumed(console, report, out)
+    console.print(f"wrote {out / 'report.json'}, {out / 'flags.parquet'}, {out / 'report.html'}", highlight=False,
+                  soft_wrap=True)
 
 
 @click.command()

@@ -38,3 +38,12 @@ def test_dedup_page_names_keep_and_clusters_and_the_wrote_line_is_one_line(tmp_p
     [wrote] = [line for line in res.output.splitlines() if line.startswith("wrote ")]
     assert wrote == "wrote " + ", ".join(str(out / f) for f in ("dedup.json", "clusters.parquet", "keep.parquet",
                                                                  "dedup.html"))
+
+
+def test_audit_summary_says_one_shard_and_writes_one_line(tmp_path):
+    out = tmp_path / "out-with-a-long-name-too"
+    res = CliRunner().invoke(main, ["audit", str(_corpus(tmp_path)), "--out", str(out), "--engine", "local"])
+    assert res.exit_code == 0, res.output
+    assert "dataaudit audit: 3 samples in 1 shard " in " ".join(res.output.split())   # the title wraps with the table
+    [wrote] = [line for line in res.output.splitlines() if line.startswith("wrote ")]
+    assert wrote == f"wrote {out / 'report.json'}, {out / 'flags.parquet'}, {out / 'report.html'}"
