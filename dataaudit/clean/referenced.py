@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from dataaudit.fields import FieldSpec, resolve_schema
-from dataaudit.images.batch import _flat, resolve_inside
+from dataaudit.images.batch import flat_images, resolve_inside
 from dataaudit.report.atomic import _temp_beside
 from dataaudit.sources import ROW, iter_shard
 
@@ -31,7 +31,7 @@ def _kept_paths(src: str, drop: np.ndarray, image_field: tuple[str, ...] | None)
         rows = batch.column(batch.schema.get_field_index(ROW)).to_numpy()
         kept = ~np.isin(rows, drop)
         for col in fields:
-            values, which, _ = _flat(batch.column(batch.schema.get_field_index(col.name)), col.many)
+            values, which, _ = flat_images(batch.column(batch.schema.get_field_index(col.name)), col.many)
             take = np.flatnonzero(kept[which])
             wanted.update(v for v in values.take(pa.array(take, pa.int64())).to_pylist() if v)
     return wanted

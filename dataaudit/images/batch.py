@@ -40,7 +40,7 @@ class Limits:
                    int(data.get("image_threads", DEFAULT_THREADS)))
 
 
-def _flat(column: pa.Array, many: bool) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+def flat_images(column: pa.Array, many: bool) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """(values, record of each, position in its list or -1): one entry per non-null image."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
@@ -144,7 +144,7 @@ class ImageBatch:
             -> "ImageBatch":
         rows, field, pos, names, blobs, pre = [], [], [], [], [], []
         for f, col in enumerate(fields):
-            values, r, p = _flat(batch.column(col.name), col.many)
+            values, r, p = flat_images(batch.column(col.name), col.many)
             n = len(values)
             rows.append(r)
             pos.append(p)

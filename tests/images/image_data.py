@@ -1,4 +1,4 @@
-"""Small image shards for the image tests, made with Pillow from generated pictures (no ../shared needed)."""
+"""Small image shards for the image tests, made with Pillow from generated pictures (they need no real data)."""
 from __future__ import annotations
 
 import io

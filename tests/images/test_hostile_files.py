@@ -6,7 +6,7 @@ import pytest
 from tests.images.image_data import cli_audit, write_parquet
 from tests.paths import SHARED_DATA, needs_shared
 
-pytestmark = needs_shared
+pytestmark = needs_shared      # skips, naming the folder, where ../shared/data is absent
 IMAGES = SHARED_DATA / "images"
 
 
