@@ -67,9 +67,14 @@ def _notes(lengths: dict, totals: dict) -> list[str]:
                          f"length {ctx}: most of each sequence is padding unless samples are packed")
         if stat["over_context"]:
             notes.append(_over_context_note(key, stat, ctx))
-    if totals["unreadable_shards"]:
-        notes.append(f"{totals['unreadable_shards']} shard(s) could not be read to the end; see shards[].error")
     return notes
+
+
+def _unreadable_notes(summaries: list[dict]) -> list[str]:
+    """Each shard that could not be read to the end, with the reader's error (its records read before the break
+    are counted)."""
+    return [f"unreadable shard {s['path']}: {s['error']} (the records read before the break are counted)"
+            for s in summaries if s["status"] != "ok"]
 
 
 def _field_notes(summaries: list[dict], config: AuditConfig) -> list[str]:
@@ -152,7 +157,7 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
     # wrong-typed configured fields, shards without text, columns no check reads: --strict fails on these
     field_notes = [f"{s['path']}: {p}" for s in summaries for p in s["problems"]] + _field_notes(summaries, config)
     totals["field_warnings"] = len(field_notes)
-    notes = _notes(lengths, totals) + _read_notes(summaries, config) + field_notes
+    notes = _notes(lengths, totals) + _unreadable_notes(summaries) + _read_notes(summaries, config) + field_notes
     for name, section in sections.items():
         notes += REGISTRY[name].state.notes(section)
     report = {

@@ -47,3 +47,18 @@ def test_audit_summary_says_one_shard_and_writes_one_line(tmp_path):
     assert "dataaudit audit: 3 samples in 1 shard " in " ".join(res.output.split())   # the title wraps with the table
     [wrote] = [line for line in res.output.splitlines() if line.startswith("wrote ")]
     assert wrote == f"wrote {out / 'report.json'}, {out / 'flags.parquet'}, {out / 'report.html'}"
+
+
+def test_an_unreadable_shard_is_shown_with_its_error_in_the_notes_and_the_page(tmp_path):
+    good = _corpus(tmp_path)
+    bad = tmp_path / "bad.tar"
+    bad.write_bytes(b"this is not a tar archive at all" * 20)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["audit", str(good), str(bad), "--out", str(out), "--engine", "local"])
+    assert res.exit_code == 1, res.output
+    report = json.loads((out / "report.json").read_text())
+    [shard] = [s for s in report["shards"] if s["status"] != "ok"]
+    note = f"unreadable shard {bad}: {shard['error']} (the records read before the break are counted)"
+    assert note in report["notes"] and shard["error"].startswith("tar: ")
+    html = (out / "report.html").read_text()
+    assert f"<li>unreadable shard {bad}: {shard['error']}" in html and "shards[].error" not in html
