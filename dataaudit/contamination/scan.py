@@ -129,7 +129,8 @@ def match_texts(texts: pa.Array, index: ContaminationIndex, config: Contaminatio
     parts = []
     if config.ngram.enabled or config.exact.enabled:
         hits = kgram_hits(tokens, index.lookup)
-        hits = whole_sentence_hits(texts, tokens, hits, [k for k in hits if k != index.n])
+        short = {k: t.closed for k, t in index.tables.items() if k != index.n}
+        hits = whole_sentence_hits(texts, tokens, hits, short)    # short items: whole sentences only
         for k, (p, u) in sorted(hits.items()):
             if config.ngram.enabled:
                 found[k] = np.unique(u)

@@ -2,7 +2,10 @@
 
 An item shorter than n words is one gram, so without this a short question would match inside any longer sentence
 that starts the same way ("... cold weather?" inside "... cold weather with wet hair?"). A hit of k words at
-normalized word i of a document is kept when word i starts a sentence and word i + k - 1 ends one:
+normalized word i of a document is kept when word i starts a sentence and, for an item that ends a sentence
+itself (its text ends with . ! ? 。！？, then any closing quotes or brackets), word i + k - 1 ends one. An item that
+stops mid-sentence (a fill-in-the-blank stem: "Snow, rain and fog are all forms of") is the start of a sentence
+whose rest, often the answer, may follow in the document: it needs only the start.
 
 - a sentence starts at the document start, after a sentence end, or after a colon followed by whitespace
   ("Q: ...", "Question: ...");
@@ -31,8 +34,10 @@ START_MARK = "\ufdd1"    # a sentence starts after it (a colon)
 
 _WS = PY_WHITESPACE[:-1]                      # one whitespace character
 _LINE_BREAK = r"[\n\x{0B}\x{0C}\r\x{1C}-\x{1E}\x{85}\x{2028}\x{2029}]"
-_SENTENCE_END = r"[.!?\x{3002}\x{FF01}\x{FF1F}]+[\p{Pe}\p{Pf}\"']*" + _WS + "|" + _LINE_BREAK
+_END_PUNCT = r"[.!?\x{3002}\x{FF01}\x{FF1F}]+[\p{Pe}\p{Pf}\"']*"
+_SENTENCE_END = _END_PUNCT + _WS + "|" + _LINE_BREAK
 _COLON = r"[:\x{FF1A}]" + _WS
+_ITEM_END = _END_PUNCT + _WS + "*$"
 
 
 def _mark_hashes() -> tuple[np.uint64, np.uint64]:
@@ -41,6 +46,12 @@ def _mark_hashes() -> tuple[np.uint64, np.uint64]:
 
 
 _END_HASH, _START_HASH = _mark_hashes()
+
+
+def ends_a_sentence(texts: pa.Array) -> np.ndarray:
+    """Per item text: whether it ends with sentence-ending punctuation (then closing quotes, brackets, spaces)."""
+    found = pc.match_substring_regex(as_string_array(texts), pattern=_ITEM_END)
+    return np.asarray(pc.fill_null(found, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def mark_boundaries(texts: pa.Array) -> pa.Array:
@@ -72,11 +83,12 @@ def sentence_flags(texts: pa.Array) -> tuple[Tokens, np.ndarray, np.ndarray]:
 
 
 def whole_sentence_hits(texts: pa.Array, tokens: Tokens, hits: dict[int, tuple[np.ndarray, np.ndarray]],
-                        short: list[int]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """`hits` (k -> flat word positions, keys) with the hits of the k in `short` kept only where the k words are
-    whole sentences of their document. A document whose marked words do not line up with `tokens` (it holds the
-    sentinel characters itself) keeps its hits: matched as before, never dropped unchecked."""
-    short = [k for k in short if k in hits and len(hits[k][0])]
+                        closed: dict[int, np.ndarray]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """`hits` (k -> flat word positions, keys) with the hits of every k in `closed` kept only where the k words
+    start a sentence of their document and, where closed[k][key] (the key's items end a sentence), end one. A
+    document whose marked words do not line up with `tokens` (it holds the sentinel characters itself) keeps its
+    hits: matched as before, never dropped unchecked."""
+    short = [k for k in closed if k in hits and len(hits[k][0])]
     if not short:
         return hits
     docs, inv = np.unique(np.concatenate([tokens.doc[hits[k][0]] for k in short]), return_inverse=True)
@@ -92,6 +104,6 @@ def whole_sentence_hits(texts: pa.Array, tokens: Tokens, hits: dict[int, tuple[n
         ok = aligned[j]
         i0 = np.where(ok, words.first[j] + p - tokens.first[docs[j]], -1)
         i1 = np.where(ok, i0 + k - 1, -1)
-        keep = ~aligned[j] | (start[i0] & end[i1])
+        keep = ~aligned[j] | (start[i0] & (end[i1] | ~closed[k][u]))
         out[k] = (p[keep], u[keep])
     return out

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 
 from dataaudit.contamination.config import ContaminationConfig
 from dataaudit.contamination.load import load_benchmark
-from dataaudit.contamination.sentences import sentence_flags
+from dataaudit.contamination.sentences import ends_a_sentence, sentence_flags
 from pipelines.contamination import run_contamination
 from tests.paths import shared_file
 
@@ -42,7 +42,8 @@ def test_short_item_is_not_matched_inside_a_longer_question(tmp_path):
             "Winter notes. " + COLD.replace("?", ", really?")]
     report, rows = _run(tmp_path, [COLD, WET_HAIR], docs)
     cold, wet = rows["i0"], rows["i1"]
-    assert (cold["train_records"], cold["exact_records"], cold["ngram_found"], cold["contaminated"]) == (0, 0, 0, False)
+    assert (cold["train_records"], cold["exact_records"], cold["ngram_found"]) == (0, 0, 0)
+    assert not cold["contaminated"]
     assert cold["matches"] == []
     assert (wet["train_records"], wet["exact_records"], wet["contaminated"]) == (1, 1, True) and _keys(wet) == [0]
     assert report["benchmarks"]["bench"]["contaminated"] == 1
@@ -54,12 +55,18 @@ def test_real_short_benchmark_item_inside_a_longer_question(tmp_path):
     item = bench.ids.index("Mercury_SC_413240")
     stem = bench.texts[item]
     assert stem == "At which temperature does water freeze?"
+    blank = bench.texts[bench.ids.index("Mercury_SC_405086")]
+    assert blank == "Snow, rain, hail, and fog are all forms of"         # stops mid-sentence: its answer follows
     docs = ["Lab notes. At which temperature does water freeze in a salty ocean? It is lower.",
-            "Lab notes. At which temperature does water freeze? It is 0 C."]
+            "Lab notes. At which temperature does water freeze? It is 0 C.",
+            "Quiz. Snow, rain, hail, and fog are all forms of water. Next.",
+            "We saw snow, rain, hail, and fog are all forms of water. Next."]
     report, rows = _scan(tmp_path, bench, docs)
     row = rows["Mercury_SC_413240"]
     assert (row["train_records"], row["exact_records"], row["contaminated"]) == (1, 1, True) and _keys(row) == [1]
-    assert report["benchmarks"]["arc"]["items"] == 1172 and report["benchmarks"]["arc"]["contaminated"] == 1
+    row = rows["Mercury_SC_405086"]
+    assert (row["train_records"], row["exact_records"], row["contaminated"]) == (1, 1, True) and _keys(row) == [2]
+    assert report["benchmarks"]["arc"]["items"] == 1172 and report["benchmarks"]["arc"]["contaminated"] == 2
 
 
 LEAKS = [
@@ -100,16 +107,30 @@ def test_two_sentence_item_matches_the_two_sentences_in_a_row(tmp_path):
     assert _keys(rows["i0"]) == [0, 1] and rows["i0"]["exact_records"] == 2
 
 
+def test_item_that_stops_mid_sentence_needs_only_the_sentence_start(tmp_path):
+    items = ["The capital of France is", "The capital of France is?", "Capital of France."]
+    docs = ["Geography. The capital of France is Paris. Next.", "Facts: the capital of France is\nParis",
+            "Well the capital of France is Paris. Next.", "The capital of France is. Capital of France?"]
+    _, rows = _run(tmp_path, items, docs)
+    # items 0 and 1 are one key (same normalized text): the item that stops mid-sentence sets the rule for both
+    assert [_keys(rows[i]) for i in ("i0", "i1", "i2")] == [[0, 1, 3], [0, 1, 3], [3]]
+
+
 def test_record_holding_the_sentinel_characters_keeps_its_matches(tmp_path):
     # the marks are Unicode noncharacters; a record that holds them is matched as before, not silently dropped
-    _, rows = _run(tmp_path, ["cold weather"], ["it is cold weather \ufdd0 here", "it is cold weather here"])
+    _, rows = _run(tmp_path, ["Cold weather."], ["so cold weather \ufdd0 here", "Yes. Cold weather here."])
     assert _keys(rows["i0"]) == [0]
 
 
 def test_sentence_flags_per_word():
-    words, start, end = sentence_flags(pa.array([
-        'Tips. Go "out?" he asked: really… Q: yes\n- one\n\n1. two', None, "a.b c?d e", "你好。 世界！\u3000再见"]))
+    texts = ['Tips. Go "out?" he asked: really… Q: yes\n- one\n\n1. two', None, "a.b c?d e", "你好。 世界！\u3000再见"]
+    words, start, end = sentence_flags(pa.array(texts))
     # tips go out he asked really q yes one 1 two | ab cd e | 你好 世界 再见
     assert words.count.tolist() == [11, 0, 3, 3]
     assert start.astype(int).tolist() == [1, 1, 0, 1, 0, 1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1]
     assert end.astype(int).tolist() == [1, 0, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1]
+
+
+def test_which_items_end_a_sentence():
+    texts = ["Why?", 'He said "stop."  ', "forms of", "Is it (yes)?)", "这是什么？", "a: b:", "end…", None]
+    assert ends_a_sentence(pa.array(texts)).tolist() == [True, True, False, True, True, False, False, False]
