@@ -15,7 +15,7 @@ whose rest, often the answer, may follow in the document: it needs only the star
 Normalization removes punctuation, so the boundaries are marked before it: a sentinel word is inserted after the
 whitespace that follows each boundary (inserting next to whitespace never splits or joins a word, so the words
 are those of the unmarked document, sentinels aside). The sentinels are Unicode noncharacters, which
-normalization keeps as they are. Only the documents holding a short-item hit are marked, in one vectorized pass.
+normalization keeps as they are. Only the documents holding a short-item hit are marked (pyarrow regex, numpy).
 """
 from __future__ import annotations
 
