@@ -4,7 +4,8 @@ The index is small (a few hashes per benchmark word) and is built once, then bro
 Items are numbered globally ("gid") across benchmarks in the order given.
 
 - An item of L >= n words contributes its distinct word n-grams to the n table.
-- An item of 1 <= L < n words is matched on its whole normalized text: one L-gram in the L table.
+- An item of 1 <= L < n words is matched on its whole normalized text: one L-gram in the L table, found only as
+  whole sentences of a training record (`sentences`); `closed` says per key whether its items end a sentence.
 - An empty item (nothing left after normalization) is in no table: it is reported, never matched.
 
 For the `exact` method the word hashes of every item are kept in order, with a table from each long item's first
@@ -24,6 +25,7 @@ from dataaudit.textops import word_tokens
 from .config import ContaminationConfig
 from .grams import HashSet, KgramLookup, build_lookup, normalize_for_contamination
 from .load import Benchmark
+from .sentences import ends_a_sentence
 
 
 @dataclass
@@ -36,6 +38,9 @@ class GramTable:
     # n table only (exact method): items whose first n-gram is key u: first_items[first_ptr[u]:first_ptr[u + 1]]
     first_ptr: np.ndarray | None = None
     first_items: np.ndarray | None = None
+    # short-item tables only: per key, whether every item holding it ends a sentence (then so must its match; a
+    # key shared with an item that stops mid-sentence takes that item's looser rule)
+    closed: np.ndarray | None = None
 
     @property
     def entry_key(self) -> np.ndarray:
@@ -114,9 +119,12 @@ def build_index(benchmarks: list[Benchmark], config: ContaminationConfig) -> Con
     short = (words > 0) & (words < n)
     sd = grams.doc[short[grams.doc]]
     sh = grams.hash[short[grams.doc]]
+    item_closed = ends_a_sentence(pa.array(texts, pa.string()))
     for k in np.unique(words[short]):
         m = words[sd] == k
-        tables[int(k)] = _table(int(k), sh[m], sd[m])
+        t = _table(int(k), sh[m], sd[m])
+        t.closed = np.bincount(t.entry_key, weights=~item_closed[t.items], minlength=len(t.set)) == 0
+        tables[int(k)] = t
 
     total = np.zeros(num, np.int64)
     for t in tables.values():

@@ -18,6 +18,7 @@ from dataaudit.textops import Tokens, word_tokens
 from .config import ContaminationConfig
 from .grams import kgram_hits, normalize_for_contamination
 from .index import ContaminationIndex
+from .sentences import whole_sentence_hits
 from .snippet import make_snippet, word_spans
 
 MATCH_SCHEMA = pa.schema([
@@ -127,7 +128,10 @@ def match_texts(texts: pa.Array, index: ContaminationIndex, config: Contaminatio
     found: dict[int, np.ndarray] = {}
     parts = []
     if config.ngram.enabled or config.exact.enabled:
-        for k, (p, u) in sorted(kgram_hits(tokens, index.lookup).items()):
+        hits = kgram_hits(tokens, index.lookup)
+        short = {k: t.closed for k, t in index.tables.items() if k != index.n}
+        hits = whole_sentence_hits(texts, tokens, hits, short)    # short items: whole sentences only
+        for k, (p, u) in sorted(hits.items()):
             if config.ngram.enabled:
                 found[k] = np.unique(u)
             parts.append(_gram_pairs(index, tokens, k, p, u, num_items, config.exact.enabled))
