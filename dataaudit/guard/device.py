@@ -281,8 +281,8 @@ class DeviceGuard:
         """Guard one batch as drawn from the loader: (batch for the training loop or None if skipped, entry).
         Usable without the iterator (e.g. the Lightning callback)."""
         out, entry = self._process(raw)
-        if out is not None:  # the batch a loss given to watch_loss comes from; RNG as the step starts
-            self._handed = (entry, out, _rng_state(self.device) if self._loss_on else None)
+        # the batch a loss given to watch_loss comes from; the RNG state as its step starts
+        self._handed = None if out is None else (entry, out, _rng_state(self.device) if self._loss_on else None)
         return out, entry
 
     def _process(self, raw):
