@@ -28,8 +28,9 @@ def null_sample(samples: Sequence) -> CheckOutput:
     return CheckOutput(flagged=torch.from_numpy(flagged), value=torch.zeros(len(samples), dtype=torch.float64))
 
 
-# Guard default on numeric fields, labels and tokens: free for a batch tensor (its shape says it all).
-@register("missing_value", target=("numeric", "label", "tokens"), severity="error", guard_default=11,
+# Collate guard default (null and empty samples exist before collation); opt-in on the device, where a batch
+# tensor has no null and a second call would cost the single-check fast path.
+@register("missing_value", target=("numeric", "label", "tokens"), severity="error",
           guard_all_targets=True,
           detail="no value ({value:.0f} elements; -1: null)",
           description="The field has no value in this sample: null (value -1), or no element at all (an empty "

@@ -31,6 +31,8 @@ from dataaudit.tensors import from_tensor, tokens_from_tensor
 # (checks=[...]) or with "all".
 GUARD_DEFAULT_CHECKS = tuple(sorted((n for n, s in REGISTRY.items() if s.guard_default is not None),
                                     key=lambda n: REGISTRY[n].guard_default))
+# The collate guard adds the checks only samples before collation need (a null or empty field).
+COLLATE_DEFAULT_CHECKS = GUARD_DEFAULT_CHECKS + ("missing_value",)
 GUARD_TARGETS = ("numeric", "image_tensor", "label", "tokens", "samples")   # samples: the collate guard's
 
 
@@ -198,7 +200,7 @@ class GuardPlan:
         if isinstance(self.fields_cfg.get("numeric"), str):
             self.fields_cfg["numeric"] = [self.fields_cfg["numeric"]]
         self.names = tuple(names) if names is not None else None
-        self.requested = self._requested(checks)
+        self.requested = self._requested(COLLATE_DEFAULT_CHECKS if checks is None and before_collate else checks)
         self.skipped: dict[str, str] = {}
         self.problems: tuple[str, ...] = ()   # configured batch keys of the wrong kind (their checks are skipped)
         self.fields: tuple[FieldChecks, ...] | None = None   # resolved from the first batch
@@ -421,4 +423,5 @@ def format_value(call: CheckCall, value: float) -> str:
 
 
 __all__ = ["GuardPlan", "BatchChecks", "HostChecks", "CheckCall", "FieldChecks", "GUARD_DEFAULT_CHECKS",
+           "COLLATE_DEFAULT_CHECKS",
            "as_config", "empty_checks", "format_value"]

@@ -150,9 +150,8 @@ def test_default_act_on_error_only(samples):
     g = DeviceGuard(loader(samples, batch_size=4), CFG, policy="skip", profile=False)  # default checks, errors
     out = list(g)
     assert [c.label for c in g.plan.calls] == [
-        "out_of_range:features", "nonfinite:features", "dtype_mismatch:features", "missing_value:features",
-        "label_out_of_range:label", "missing_value:label", "token_id_out_of_range:input_ids",
-        "all_padding:input_ids", "too_long:input_ids", "missing_value:input_ids"]
+        "out_of_range:features", "nonfinite:features", "dtype_mismatch:features", "label_out_of_range:label",
+        "token_id_out_of_range:input_ids", "all_padding:input_ids", "too_long:input_ids"]
     assert g.plan.skipped == {"null_sample": "no samples field in the batch",   # the collate guard's
                               **dict.fromkeys(("image_constant", "image_value_range", "image_channels"),
                                               "no image_tensor field in the batch")}
@@ -210,17 +209,15 @@ def test_same_config_file_drives_the_guard():
         "out_of_range:features": [False, True], "nonfinite:features": [True, False],
         "dtype_mismatch:features": [False, False], "label_out_of_range:label": [False, True],
         "token_id_out_of_range:input_ids": [False, True], "all_padding:input_ids": [False, False],
-        "too_long:input_ids": [False, False], "missing_value:features": [False, False],
-        "missing_value:label": [False, False], "missing_value:input_ids": [False, False]}
+        "too_long:input_ids": [False, False]}
     cfg = build_config({"fields": {"numeric": ["features"], "label": "label"},
                         "data": {"vocab_size": 1000},
                         "checks": {"nonfinite": {"enabled": False}, "out_of_range": {"max": 100.0,
                                                                                      "severity": "error"}}})
     p = GuardPlan(cfg)
     res = p.run(x)
-    assert [c.label for c in res.calls] == ["out_of_range:features", "missing_value:features",
-                                           "missing_value:label", "token_id_out_of_range:input_ids",
-                                           "all_padding:input_ids", "missing_value:input_ids"]
+    assert [c.label for c in res.calls] == ["out_of_range:features", "token_id_out_of_range:input_ids",
+                                           "all_padding:input_ids"]
     assert p.skipped == {"nonfinite": "disabled in config", "dtype_mismatch": "not configured: expected",
                          "null_sample": "no samples field in the batch",
                          "label_out_of_range": "not configured: num_classes",

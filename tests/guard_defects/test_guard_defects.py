@@ -79,7 +79,7 @@ def test_empty_and_null_fields_and_labels_are_flagged():
                    "missing_value:label": ([False, True, False, False, False], [1.0, -1.0, 1.0, 1.0, 1.0]),
                    "missing_value:input_ids": ([False, False, False, True, False], [3.0, 3.0, 3.0, -1.0, 3.0])}
     # a batch tensor with no element per sample (the device guard)
-    res = GuardPlan(CFG).run({"features": torch.zeros(2, 0), "label": torch.tensor([1, 2])})
+    res = GuardPlan(CFG, checks=["missing_value"]).run({"features": torch.zeros(2, 0), "label": torch.tensor([1, 2])})
     assert {c.label: res.flagged[i].tolist() for i, c in enumerate(res.calls) if c.check == "missing_value"} == {
         "missing_value:features": [True, True], "missing_value:label": [False, False]}
 

@@ -64,12 +64,10 @@ def test_default_checks_on_a_pixel_values_batch():
     plan = GuardPlan(None)
     res = plan.run({k: v for k, v in batch.items() if not k.startswith("__")})
     assert [c.label for c in res.calls] == ["image_constant:pixel_values", "image_value_range:pixel_values",
-                                           "image_channels:pixel_values", "nonfinite:pixel_values",
-                                           "missing_value:pixel_values"]
+                                           "image_channels:pixel_values", "nonfinite:pixel_values"]
     # NaN / Inf: nonfinite on the same field; the image checks look at the finite values only
     assert flags(res) == {"image_constant:pixel_values": [CONSTANT_AT], "image_value_range:pixel_values": [UINT8_AT],
-                          "image_channels:pixel_values": [], "nonfinite:pixel_values": [NAN_AT, INF_AT],
-                          "missing_value:pixel_values": []}
+                          "image_channels:pixel_values": [], "nonfinite:pixel_values": [NAN_AT, INF_AT]}
     d = res.to_dict()
     assert d["image_value_range:pixel_values"]["value"][UINT8_AT] == 255.0
     assert d["image_constant:pixel_values"]["value"][CONSTANT_AT] == 0.0
@@ -199,7 +197,7 @@ def test_value_range_per_expected_normalization():
 def test_a_batch_without_images_and_configured_names():
     plan = GuardPlan(None)
     plan.run({"features": torch.randn(2, 16), "pixels": torch.randn(2, 8, 8)})  # [H, W]: no image tensor
-    assert [c.check for c in plan.calls] == ["nonfinite", "missing_value", "nonfinite", "missing_value"]
+    assert [c.check for c in plan.calls] == ["nonfinite", "nonfinite"]
     assert plan.skipped["image_channels"] == "no image_tensor field in the batch"
     plan = GuardPlan(None, fields={"image_tensor": "frames"})
     plan.run({"frames": torch.rand(2, 3, 4, 4), "pixel_values": torch.rand(2, 3, 4, 4)})
