@@ -1,9 +1,9 @@
 """The validators. Importing this package registers every check in REGISTRY."""
 from dataaudit.checks.base import (REGISTRY, SEVERITIES, CheckOutput, CheckSpec, SettingError, ShardState, Target,
                                    TextAndTokens, register)
-# Import order is report order: numeric, image tensors, labels and tokens, text, conversations, JSON, record ids,
-# images and their pairing, reader findings.
-from dataaudit.checks import (numeric, image_tensor, tokens, text, special_tokens, conversation, json_text,  # noqa: F401,E402
+# Import order is report order: numeric, image tensors, labels and tokens, missing values, text, conversations,
+# JSON, record ids, images and their pairing, reader findings.
+from dataaudit.checks import (numeric, image_tensor, tokens, missing, text, special_tokens, conversation, json_text,  # noqa: F401,E402
                               record_ids, image, drift, reader)  # (registration side effects)
 
 __all__ = ["REGISTRY", "SEVERITIES", "CheckOutput", "CheckSpec", "SettingError", "ShardState", "Target",

@@ -24,6 +24,8 @@ Targets (what the function receives, always as its first argument):
   "image_tensor" NumericField of decoded image tensors ([C, H, W] per sample) -> torch tensors
   "text_tokens"  TextAndTokens: a record batch with both a text field and token ids (audit only)
   "reader"       the record batch itself, for the reader's findings (audit only; sees undecodable records too)
+  "samples"      the list of samples a dataset yielded for one batch, before collation (guard only: the collate
+                 guard; a sample may be None)
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ SUMMARY_KEYS = frozenset(("path", "samples", "flagged", "status", "error", "chec
                           "skipped", "problems", "schema_version", "totals", "shards", "notes", "config", "run",
                           "images", "formats", "unchecked", "fingerprint"))
 TARGET_KINDS = ("text", "json", "conversation", "ids", "image", "pairs", "numeric", "label", "tokens", "token_ids",
-                "image_tensor", "text_tokens", "reader")
+                "image_tensor", "text_tokens", "reader", "samples")
 TURNS = (None, "assistant", "other")   # which text segments a text check sees: all, assistant turns, all others
 
 
@@ -136,6 +138,8 @@ class CheckSpec:
     guard_rank: int = 9
     # Text checks: "assistant" sees only the assistant's turns, "other" every text but those (None: all).
     turns: str | None = None
+    # The guard runs a check on its first target only, unless this is set: then on every target it has.
+    guard_all_targets: bool = False
 
     @property
     def target(self) -> str:
@@ -163,7 +167,8 @@ def register(name: str, *, target: str | tuple[str, ...] | Mapping[str, Mapping[
              detail: str, description: str, params: dict[str, Any] | None = None,
              required: tuple[str | tuple[str, ...], ...] = (), data: Mapping[str, str] | None = None,
              resolve_data: Callable[[dict, Path | None], None] | None = None, state: ShardState | None = None,
-             guard_default: int | None = None, guard_rank: int = 9, turns: str | None = None):
+             guard_default: int | None = None, guard_rank: int = 9, turns: str | None = None,
+             guard_all_targets: bool = False):
     """Decorator: add a check function to the registry under a stable name.
 
     target: a kind, a tuple of kinds, or {kind: the params fixed on it}; the check runs on each, in that order.
@@ -184,7 +189,7 @@ def register(name: str, *, target: str | tuple[str, ...] | Mapping[str, Mapping[
             raise ValueError(f"stateful check {name!r} would overwrite the report's own {name!r}")
         REGISTRY[name] = CheckSpec(name, targets, severity, dict(params or {}), fn, detail, description,
                                    tuple(required), dict(data or {}), resolve_data, state, guard_default,
-                                   guard_rank, turns)
+                                   guard_rank, turns, guard_all_targets)
         return fn
 
     return wrap

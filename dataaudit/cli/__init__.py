@@ -13,6 +13,7 @@ from dataaudit.cli.clean import clean
 from dataaudit.cli.contamination import contamination
 from dataaudit.cli.dedup import dedup
 from dataaudit.cli.dedup_images import dedup_images
+from dataaudit.cli.replay import replay
 from dataaudit.cli.tokenizer_drift import tokenizer_drift
 
 
@@ -29,3 +30,4 @@ main.add_command(contamination)
 main.add_command(dedup)
 main.add_command(dedup_images)
 main.add_command(clean)
+main.add_command(replay)

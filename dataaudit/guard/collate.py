@@ -9,8 +9,8 @@ takes them out, checks the samples as they are (ragged token lists and per-sampl
 fields the audit builds from Arrow), calls the user's collate_fn on the samples, and returns the collated batch
 with the provenance and the results attached:
 
-    dict batch   -> the same dict plus "__key__" [B], "__shard__" [B] and "__guard__" (the check results)
-    other batch  -> GuardedBatch(data, keys, shards, guard)
+    dict batch   -> the same dict plus "__key__" [B], "__shard__" [B], "__row__" [B] and "__guard__" (the results)
+    other batch  -> GuardedBatch(data, keys, shards, guard, rows)
 
 The device guard (DeviceGuard) consumes those entries: it names every flagged sample by (shard, key), merges
 the worker-side results with its own and applies its policy. The work here runs in the workers, in parallel
@@ -102,7 +102,7 @@ class CollateGuard:
             from torch.utils.data import default_collate
             collate_fn = default_collate
         self.collate_fn = collate_fn
-        self.plan = GuardPlan(config, checks=checks, names=names, fields=fields)
+        self.plan = GuardPlan(config, checks=checks, names=names, fields=fields, before_collate=True)
         self.names = tuple(names) if names is not None else None
         self.drop = drop
         self.act_on = frozenset(act_on)
@@ -118,8 +118,10 @@ class CollateGuard:
                         f"{type(s).__name__}")
 
     def check(self, samples: Sequence) -> tuple[BatchChecks, list, list, list]:
-        """(results, keys, shards, rows) for a list of samples; no collation."""
-        dicts = [self._sample_dict(s) for s in samples]
+        """(results, keys, shards, rows) for a list of samples; no collation. A None sample is checked as a
+        sample without fields: only null_sample names it (as the audit reports only an undecodable record's
+        reader error)."""
+        dicts = [{} if s is None else self._sample_dict(s) for s in samples]
         keys = [d.get(KEY) for d in dicts]
         shards = [d.get(SHARD) for d in dicts]
         rows = [d.get(ROW) for d in dicts]
@@ -127,7 +129,7 @@ class CollateGuard:
         if n == 0:
             return empty_checks(0), keys, shards, rows
         proto = {}
-        for k, v in dicts[0].items():
+        for k, v in next((d for d in dicts if d), {}).items():
             if k in (KEY, SHARD, ROW):
                 continue
             a = _as_array(v)
@@ -136,6 +138,9 @@ class CollateGuard:
         plans = self.plan.resolve(proto)
         args, built = [], {}
         for p in plans:
+            if p.target == "samples":
+                args.append(samples)
+                continue
             if p.target in ("numeric", "image_tensor") and p.key in built:  # one field per entry (see GuardPlan.run)
                 args.append(built[p.key])
                 continue
@@ -150,12 +155,16 @@ class CollateGuard:
             else:
                 args.append(built.setdefault(p.key, _numeric_field(vals, p.target == "image_tensor")))
         res = self.plan.run_fields(plans, args, [torch.zeros(n)])
+        null = [i for i, s in enumerate(samples) if s is None]
+        if null and plans and plans[0].target == "samples":  # its fields are missing because it is: one finding
+            start = len(plans[0].calls)
+            res.flagged[start:, null] = False
         return res, keys, shards, rows
 
     def __call__(self, samples: Sequence):
         res, keys, shards, rows = self.check(samples)
         dropped = []
-        samples = list(samples)
+        samples = _stand_ins(list(samples))
         if self.drop and res.calls:
             acting = [c.severity in self.act_on for c in res.calls]
             bad = res.rows(acting).numpy()
@@ -168,7 +177,7 @@ class CollateGuard:
                 log.warning("collate guard: dropped %d of %d samples: %s", len(dropped), len(samples),
                             ", ".join(f"{d['shard']}:{d['key']} ({'/'.join(d['checks'])})" for d in dropped[:5]))
                 samples = [samples[i] for i in keep.tolist()]
-                keys, shards = [keys[i] for i in keep], [shards[i] for i in keep]
+                keys, shards, rows = [keys[i] for i in keep], [shards[i] for i in keep], [rows[i] for i in keep]
                 res = BatchChecks(res.calls, res.flagged[:, torch.from_numpy(keep)],
                                   res.value[:, torch.from_numpy(keep)])
         clean = [_strip(s) for s in samples]
@@ -179,9 +188,35 @@ class CollateGuard:
             raise CollateError(f"collate_fn failed on samples [{named}]: {exc}") from exc
         payload = checks_to_payload(res, dropped)
         if isinstance(data, dict):
-            data[KEY], data[SHARD], data[GUARD] = keys, shards, payload
+            data[KEY], data[SHARD], data[ROW], data[GUARD] = keys, shards, rows, payload
             return data
-        return GuardedBatch(data, keys, shards, payload)
+        return GuardedBatch(data, keys, shards, payload, rows)
+
+
+def _stand_ins(samples: list) -> list:
+    """A None sample collated as zeros shaped like the batch's first sample (no provenance), so the batch keeps
+    its size and positions and the device guard's policy acts on it (null_sample flags it)."""
+    if all(s is not None for s in samples):
+        return samples
+    proto = next((s for s in samples if s is not None), None)
+    if proto is None:
+        raise CollateError(f"every sample of the batch is None ({len(samples)} samples): nothing to collate")
+    zero = _zeros_like(proto)
+    return [zero if s is None else s for s in samples]
+
+
+def _zeros_like(v):
+    if isinstance(v, Mapping):
+        return {k: (None if k in (KEY, SHARD, ROW) else _zeros_like(x)) for k, x in v.items()}
+    if isinstance(v, torch.Tensor):
+        return torch.zeros_like(v)
+    if isinstance(v, np.ndarray):
+        return np.zeros_like(v)
+    if isinstance(v, (tuple, list)):
+        return type(v)(_zeros_like(x) for x in v)
+    if isinstance(v, (bool, int, float)):
+        return type(v)(0)
+    return type(v)() if isinstance(v, (str, bytes)) else None
 
 
 def _strip(s):

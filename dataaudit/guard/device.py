@@ -25,6 +25,17 @@ are recorded and logged, as `warn`):
            inputs -> 0 and attention mask -> 1 (finite activations), and batch[weight_key] = 0.0 for them (1.0
            for the others). No host read on an accelerator.
     warn   record and log only.
+
+Checks the collate guard ran on the samples (carried in the batch's "__guard__") are not run again on the
+device: each finding is made once, by the stage that ran its check.
+
+The loss guard: `guard.watch_loss(loss)` after the forward pass tests the loss (non-finite, or a spike over a
+moving average: dataaudit.guard.loss) on its device and reads the verdict back late, like the flags. A bad loss
+gets a snapshot of the batch that produced it (kept by reference until then: only the batches whose loss is
+still pending), with trace ids, step, loss and RNG state; then the policy: raise -> BadLossError (late on an
+accelerator); warn -> logged; skip and mask -> watch_loss reads the verdict at once (one small read per step on
+an accelerator) and returns True: skip this optimizer step (there is no sample to mask in a loss).
+`dataaudit replay SNAPSHOT --model module:factory` then finds the culprit samples.
 """
 from __future__ import annotations
 
@@ -39,6 +50,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import torch
 
+from dataaudit.guard.loss import LossWatch
 from dataaudit.guard.payload import GuardedBatch, checks_from_payload
 from dataaudit.guard.plan import BatchChecks, GuardPlan, HostChecks, format_value
 from dataaudit.guard.profiler import StepRecord, ThroughputProfiler
@@ -61,6 +73,15 @@ class BadBatchError(RuntimeError):
         self.step, self.trace_id, self.snapshot, self.findings = step, trace_id, snapshot, findings
 
 
+class BadLossError(BadBatchError):
+    """The loss of a step was non-finite or spiked, under policy "raise". Attributes as BadBatchError, plus
+    loss (its value) and kind ("nonfinite" or "spike"); findings is empty."""
+
+    def __init__(self, message: str, *, step: int, trace_id: str, snapshot, loss: float, kind: str):
+        super().__init__(message, step=step, trace_id=trace_id, snapshot=snapshot, findings=[])
+        self.loss, self.kind = loss, kind
+
+
 @dataclass
 class Finding:
     """One flagged (sample, check) of one batch."""
@@ -79,6 +100,16 @@ class Finding:
 
 
 # ------------------------------------------------------------------------------------------------ per batch
+
+class _LossEntry:
+    """One watched loss on its way back: the batch that produced it is kept (by reference) until it is read."""
+
+    __slots__ = ("entry", "batch", "rng", "packed", "staged", "event")
+
+    def __init__(self, entry, batch, rng, packed):
+        self.entry, self.batch, self.rng, self.packed = entry, batch, rng, packed
+        self.staged = self.event = None
+
 
 class _Entry:
     """One batch on its way through the guard; its flags are read back when `event` has completed."""
@@ -122,7 +153,9 @@ class DeviceGuard:
     policy: raise | skip | mask | warn (see the module doc); act_on: severities the policy acts on.
     ignore_index, pad_id: mask fill values (default: the config's label_out_of_range ignore_index, -100, and
         [data] pad_id, else 0). weight_key: per-sample loss weight added to dict batches under mask (None: no).
-    snapshot_dir: where raise writes its snapshot (None: no snapshot).
+    snapshot_dir: where raise (and the loss guard) write snapshots (None: no snapshot).
+    loss_spike, loss_warmup, loss_decay: the loss guard's spike test (see dataaudit.guard.loss; loss_spike=None:
+        non-finite losses only); loss_snapshots: at most this many loss snapshots are written.
     profile: True (a ThroughputProfiler with log_every / jsonl), a ThroughputProfiler, or False.
     """
 
@@ -132,7 +165,8 @@ class DeviceGuard:
                  pad_id: int | None = None, weight_key: str | None = "loss_weight",
                  snapshot_dir: str | Path | None = "guard_snapshots", profile=True, log_every: int = 100,
                  jsonl: str | Path | None = None, late_raise: bool = True, non_blocking: bool = True,
-                 pin_memory: bool = True, max_findings: int = 10_000):
+                 pin_memory: bool = True, max_findings: int = 10_000, loss_spike: float | None = 5.0,
+                 loss_warmup: int = 20, loss_decay: float = 0.98, loss_snapshots: int = 10):
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
         self.loader = loader
@@ -163,8 +197,14 @@ class DeviceGuard:
         self.sample_weight: torch.Tensor | None = None   # mask: the last batch's weights (tuple batches)
         self._acting_key = self._acting_val = None
         self._step_end = None
-        self._pending: deque[_Entry] = deque()
+        self._pending: deque = deque()   # _Entry and _LossEntry, in the order their copies were queued
         self._unrecorded: deque[_Entry] = deque()
+        self.loss_watch = LossWatch(loss_spike, loss_warmup, loss_decay)
+        self.loss_events: list[dict] = []
+        self.loss_snapshots = loss_snapshots
+        self.skip_step = False          # skip / mask: the last watched loss was bad (skip the optimizer step)
+        self._handed = None             # (entry, batch, RNG state) of the last batch handed out
+        self._loss_on = False
 
     def __len__(self) -> int:
         return len(self.loader)  # type: ignore[arg-type]
@@ -240,6 +280,12 @@ class DeviceGuard:
     def process(self, raw):
         """Guard one batch as drawn from the loader: (batch for the training loop or None if skipped, entry).
         Usable without the iterator (e.g. the Lightning callback)."""
+        out, entry = self._process(raw)
+        # the batch a loss given to watch_loss comes from; the RNG state as its step starts
+        self._handed = None if out is None else (entry, out, _rng_state(self.device) if self._loss_on else None)
+        return out, entry
+
+    def _process(self, raw):
         clock = time.perf_counter
         self.step += 1
         data, keys, shards, rows, worker = _unwrap(raw)
@@ -253,7 +299,8 @@ class DeviceGuard:
                 worker = move_tree(worker, self.device, self.non_blocking, pin)
             ev1 = _timing_event(self.device)
         t1 = clock()
-        res = self.plan.run(data)
+        # a check the collate guard ran on a field is its finding, not run again here
+        res = self.plan.run(data, _labels(worker["calls"]) if worker is not None else frozenset())
         device_calls = len(res.calls)
         if worker is not None:
             res = res.concat(checks_from_payload(worker))
@@ -372,6 +419,64 @@ class DeviceGuard:
 
     # ------------------------------------------------------------------------------------------ readback
 
+    def watch_loss(self, loss: torch.Tensor, batch=None) -> bool:
+        """Test the training loss of the batch last handed out (or `batch`): non-finite, or a spike. The verdict
+        is read back late (no sync) except on the CPU and under skip / mask. Returns True when the optimizer
+        step should be skipped (skip / mask, bad loss; always False under raise / warn); also `skip_step`."""
+        if self._handed is None and batch is None:
+            raise RuntimeError("watch_loss: no batch was handed out by this guard yet")
+        entry, out, rng = self._handed if self._handed is not None else (None, None, None)
+        self._loss_on = True
+        le = _LossEntry(entry, out if batch is None else batch, rng or _rng_state(self.device),
+                        self.loss_watch.update(loss))
+        self.skip_step = False
+        dev = le.packed.device.type
+        if dev == "cpu" or (self.policy in ("skip", "mask") and dev != "meta"):
+            self._on_loss(le, le.packed.cpu().tolist())  # skip / mask: the one host read they need
+            return self.skip_step
+        if dev == "cuda":
+            le.staged, le.event = _late_copy(le.packed)
+            self._pending.append(le)
+            while sum(type(e) is _LossEntry for e in self._pending) > 8:  # bound the batches held
+                self._drain(block=True, limit=1)
+        return False
+
+    def _on_loss(self, le: _LossEntry, packed: list) -> None:
+        value, nonfinite, spike, ema = packed
+        if not (nonfinite or spike):
+            return
+        kind = "nonfinite" if nonfinite else "spike"
+        e = le.entry
+        step = e.step if e is not None else self.step
+        trace_id = uuid.uuid4().hex
+        info = {"value": value, "kind": kind, "reference": ema, "spike_factor": self.loss_watch.spike_factor,
+                "threshold": None if self.loss_watch.spike_factor is None else self.loss_watch.spike_factor * ema}
+        path = None
+        if self.snapshot_dir is not None and le.batch is not None and \
+                sum(ev["snapshot"] is not None for ev in self.loss_events) < self.loss_snapshots:
+            data = le.batch
+            named = dict(data) if isinstance(data, Mapping) else dict(enumerate(data))
+            checks = e.checks if e is not None else None
+            path = save_snapshot(self.snapshot_dir, named=named, is_dict=isinstance(data, Mapping),
+                                 checks=checks, device_calls=e.device_calls if e is not None else 0,
+                                 keys=e.keys if e else None, shards=e.shards if e else None,
+                                 rows=e.rows if e else None, step=step, trace_id=trace_id, policy=self.policy,
+                                 plan=self.plan, reason="loss", loss=info, rng=le.rng)
+            self.snapshots.append(path)
+        action = {"raise": "raised", "warn": "warned"}.get(self.policy, "skipped step")
+        self.loss_events.append({"step": step, "trace_id": trace_id, **info, "snapshot": path, "action": action})
+        if self.profiler is not None:
+            self.profiler.record_bad([f"loss:{kind}"], action)
+        msg = (f"guard: {'non-finite' if nonfinite else 'spiking'} loss {value:g} at step {step} (trace {trace_id})"
+               + (f" > {info['threshold']:g} ({info['spike_factor']:g} x moving average {ema:g})" if spike else "")
+               + (f"; snapshot: {path}" if path else "")
+               + (f"; find the culprit samples: dataaudit replay {path} --model MODULE:FACTORY" if path else ""))
+        if self.policy == "raise":
+            raise BadLossError(msg, step=step, trace_id=trace_id, snapshot=path, loss=value, kind=kind)
+        log.warning("%s -> %s", msg, action)
+        if self.policy in ("skip", "mask"):
+            self.skip_step = True
+
     def _stage(self, entry: _Entry, tokens) -> None:
         fl, va = entry.checks.flagged, entry.checks.value
         if fl.device.type == "cpu":
@@ -385,28 +490,27 @@ class DeviceGuard:
             entry.flagged_host = entry.value_host = None
             entry.tokens_host = 0
             return
-        pf = torch.empty(fl.shape, dtype=fl.dtype, pin_memory=True)
-        pv = torch.empty(va.shape, dtype=va.dtype, pin_memory=True)
-        pf.copy_(fl, non_blocking=True)
-        pv.copy_(va, non_blocking=True)
-        if isinstance(tokens, torch.Tensor):
-            pt = torch.empty((), dtype=torch.int64, pin_memory=True)
-            pt.copy_(tokens, non_blocking=True)
-        else:
-            pt = int(tokens)
+        pf, pv = _pinned_copy(fl), _pinned_copy(va)
+        pt = _pinned_copy(tokens) if isinstance(tokens, torch.Tensor) else int(tokens)
         ev = torch.cuda.Event()
         ev.record()
         entry.staged, entry.event = (pf, pv, pt), ev
         self._pending.append(entry)
 
-    def _drain(self, block: bool) -> None:
-        while self._pending:
+    def _drain(self, block: bool, limit: int | None = None) -> None:
+        while self._pending and (limit is None or limit > 0):
             e = self._pending[0]
             if not block and not e.event.query():
                 break
             if block:
                 e.event.synchronize()
             self._pending.popleft()
+            if limit is not None:
+                limit -= 1
+            if type(e) is _LossEntry:
+                packed, e.staged, e.event = e.staged.tolist(), None, None
+                self._on_loss(e, packed)
+                continue
             pf, pv, pt = e.staged
             e.flagged_host, e.value_host = pf.numpy(), pv.numpy()
             e.tokens_host = int(pt) if isinstance(pt, torch.Tensor) else pt
@@ -508,7 +612,7 @@ class DeviceGuard:
     def summary(self) -> dict:
         """Profiler summary plus the guard's record: bad batches, findings count, snapshots, skipped checks."""
         s = self.profiler.summary() if self.profiler is not None else {}
-        s.update({"policy": self.policy, "act_on": sorted(self.act_on),
+        s.update({"policy": self.policy, "act_on": sorted(self.act_on), "loss_events": len(self.loss_events),
                   "checks": [c.label for c in self.plan.calls], "skipped_checks": dict(self.plan.skipped),
                   "findings": len(self.findings), "bad_batch_records": len(self.bad_batches),
                   "snapshots": [str(p) for p in self.snapshots]})
@@ -518,6 +622,34 @@ class DeviceGuard:
         self.flush()
         if self.profiler is not None:
             self.profiler.close()
+
+
+def _pinned_copy(t: torch.Tensor) -> torch.Tensor:
+    """A non_blocking copy of a device tensor into pinned host memory (complete once a later event is)."""
+    p = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+    p.copy_(t, non_blocking=True)
+    return p
+
+
+def _late_copy(t: torch.Tensor):
+    """(pinned host copy, CUDA event recorded after it): read the copy once the event has completed."""
+    p = _pinned_copy(t)
+    ev = torch.cuda.Event()
+    ev.record()
+    return p, ev
+
+
+def _rng_state(device) -> dict:
+    """The RNG state a step starts from: torch's CPU generator, and the CUDA one when the guard's device is CUDA
+    (host-side state: no sync)."""
+    out = {"cpu": torch.get_rng_state()}
+    if device is not None and device.type == "cuda":
+        out["cuda"] = torch.cuda.get_rng_state(device)
+    return out
+
+
+def _labels(calls) -> frozenset:
+    return frozenset(f"{c[0]}:{c[1]}" for c in calls)
 
 
 def _timing_event(device):
@@ -531,7 +663,7 @@ def _timing_event(device):
 def _unwrap(raw):
     """(data, keys, shards, rows, collate guard payload) of what the loader yielded."""
     if isinstance(raw, GuardedBatch):
-        return raw.data, raw.keys, raw.shards, None, raw.guard
+        return raw.data, raw.keys, raw.shards, raw.rows, raw.guard
     if isinstance(raw, dict) and (KEY in raw or SHARD in raw or ROW in raw or GUARD in raw):
         data = dict(raw)
         keys, shards, rows, payload = (data.pop(KEY, None), data.pop(SHARD, None), data.pop(ROW, None),
@@ -563,4 +695,4 @@ def _describe(findings: list[Finding], limit: int = 6) -> str:
     return "; ".join(parts)
 
 
-__all__ = ["DeviceGuard", "BadBatchError", "Finding", "POLICIES"]
+__all__ = ["DeviceGuard", "BadBatchError", "BadLossError", "Finding", "POLICIES"]

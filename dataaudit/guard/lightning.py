@@ -15,6 +15,9 @@ there and applies the policy to the batch in place (dict batches):
     skip   Lightning cannot drop a batch from a callback: `callback.skip_requested` is True for a bad batch;
            have training_step `return None` then (automatic optimization then skips the step)
     warn   record and log
+The loss guard: `on_before_backward` hands the step's loss to `guard.watch_loss` (non-finite or spiking loss ->
+a snapshot of the batch, then the policy: raise -> BadLossError; skip / mask -> `callback.loss_skip_requested`
+and the gradients are dropped in `on_before_optimizer_step`, so the optimizer leaves the weights alone).
 Profiler figures: "wait" is the time between the end of one training batch and the start of the next (data
 loading plus Lightning's own transfer), "copy" is 0 (Lightning's transfer is in "wait"). Every `log_every`
 steps the figures go to trainer.logger.log_metrics (TensorBoard, wandb, CSV...) under "guard/...".
@@ -48,6 +51,7 @@ class GuardCallback(_Base):
         self.log_every = log_every
         self.metrics_prefix = metrics_prefix
         self.skip_requested = False
+        self.loss_skip_requested = False
         self._entry = None
         self._t_end: float | None = None
         self._t_ready = 0.0
@@ -67,6 +71,16 @@ class GuardCallback(_Base):
         entry.wait_s, entry.copy_s, entry.guard_s = wait, 0.0, t1 - t0
         self._entry = None if out is None else entry
         self._t_ready = t1
+
+    def on_before_backward(self, trainer, pl_module, loss) -> None:
+        self.loss_skip_requested = self.guard.watch_loss(loss) if self.guard._handed is not None else False
+
+    def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
+        if self.loss_skip_requested:  # a parameter without a gradient is left alone by the optimizer
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    p.grad = None
+            self.loss_skip_requested = False
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         t = time.perf_counter()

@@ -21,13 +21,14 @@ class GuardedBatch:
     keys: list | None = None
     shards: list | None = None
     guard: dict | None = None
+    rows: list | None = None
 
     def pin_memory(self) -> "GuardedBatch":  # called by the DataLoader's pin-memory thread
-        return GuardedBatch(pin_tree(self.data), self.keys, self.shards, pin_tree(self.guard))
+        return GuardedBatch(pin_tree(self.data), self.keys, self.shards, pin_tree(self.guard), self.rows)
 
     def to(self, device, non_blocking: bool = False) -> "GuardedBatch":
         return GuardedBatch(move_tree(self.data, device, non_blocking), self.keys, self.shards,
-                            move_tree(self.guard, device, non_blocking))
+                            move_tree(self.guard, device, non_blocking), self.rows)
 
 
 def checks_to_payload(res: BatchChecks, dropped: list | None = None) -> dict:

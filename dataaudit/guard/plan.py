@@ -31,7 +31,9 @@ from dataaudit.tensors import from_tensor, tokens_from_tensor
 # (checks=[...]) or with "all".
 GUARD_DEFAULT_CHECKS = tuple(sorted((n for n, s in REGISTRY.items() if s.guard_default is not None),
                                     key=lambda n: REGISTRY[n].guard_default))
-GUARD_TARGETS = ("numeric", "image_tensor", "label", "tokens")
+# The collate guard adds the checks only samples before collation need (a null or empty field).
+COLLATE_DEFAULT_CHECKS = GUARD_DEFAULT_CHECKS + ("missing_value",)
+GUARD_TARGETS = ("numeric", "image_tensor", "label", "tokens", "samples")   # samples: the collate guard's
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,8 @@ class CheckCall:
 class FieldChecks:
     """A tensor of the batch (or ids + attention mask) and the checks run on it."""
 
-    target: str                         # numeric | image_tensor | label | tokens
-    key: Any                            # batch key (str for dicts, int position for tuples)
+    target: str                         # numeric | image_tensor | label | tokens | samples
+    key: Any                            # batch key (str for dicts, int position for tuples; None for samples)
     name: str                           # report name
     calls: tuple[CheckCall, ...]
     mask_key: Any = None                # tokens: the attention mask's key
@@ -186,21 +188,25 @@ class GuardPlan:
         without num_classes) is listed in `skipped` with the reason, never silently passed.
     names: for tuple/list batches, the name of each position (("pixels", "label")); dict batches use their keys.
     fields: overrides of the config's [fields] (numeric, label, input_ids, attention_mask, image_tensor).
+    before_collate: the plan of the collate guard, which also has the samples themselves (target "samples").
     """
 
     def __init__(self, config=None, *, checks: Iterable[str] | str | None = None,
-                 names: Sequence[str] | None = None, fields: Mapping[str, Any] | None = None):
+                 names: Sequence[str] | None = None, fields: Mapping[str, Any] | None = None,
+                 before_collate: bool = False):
         self.config = as_config(config)
+        self.before_collate = before_collate
         self.fields_cfg = {**self.config.fields, **dict(fields or {})}
         if isinstance(self.fields_cfg.get("numeric"), str):
             self.fields_cfg["numeric"] = [self.fields_cfg["numeric"]]
         self.names = tuple(names) if names is not None else None
-        self.requested = self._requested(checks)
+        self.requested = self._requested(COLLATE_DEFAULT_CHECKS if checks is None and before_collate else checks)
         self.skipped: dict[str, str] = {}
         self.problems: tuple[str, ...] = ()   # configured batch keys of the wrong kind (their checks are skipped)
         self.fields: tuple[FieldChecks, ...] | None = None   # resolved from the first batch
         self._signature = None
         self._one = None
+        self._without: dict[frozenset, tuple[FieldChecks, ...]] = {}
 
     # ------------------------------------------------------------------------------------------ resolution
 
@@ -258,25 +264,32 @@ class GuardPlan:
         image = by_name.get(resolved.image_tensor)
 
         has = {"numeric": bool(numeric), "label": label is not None, "tokens": ids is not None,
-               "image_tensor": image is not None}
+               "image_tensor": image is not None, "samples": self.before_collate}
         skipped: dict[str, str] = {}
-        runnable: dict[str, dict] = {}
+        runnable: dict[str, dict[str, dict]] = {}   # check -> target kind -> params
         for name in self.requested:
-            first = REGISTRY[name].targets[:1]   # the guard runs a check on its first target (see `calls`)
-            why = skip_reason(name, cfg, has, "the batch", targets=first)
+            spec = REGISTRY[name]
+            # the guard runs a check on its first target, or on each of them (guard_all_targets)
+            targets = tuple(t for t in spec.targets if t.kind in GUARD_TARGETS) if spec.guard_all_targets \
+                else spec.targets[:1]
+            why = skip_reason(name, cfg, has, "the batch", targets=targets)
             if why is None:
-                runnable[name] = REGISTRY[name].params_for(first[0], cfg.check(name).params)
+                params = cfg.check(name).params
+                runnable[name] = {t.kind: spec.params_for(t, params) for t in targets
+                                  if has[t.kind] and not spec.missing(spec.params_for(t, params))}
             else:
                 skipped[name] = why
 
         def calls(target: str, fname: str) -> tuple[CheckCall, ...]:
-            names = [n for n in runnable if REGISTRY[n].target == target]
+            names = [n for n in runnable if target in runnable[n]]
             # Reduce-once ordering on one field: checks computing a row reduction the others reuse run first.
             names.sort(key=lambda n: REGISTRY[n].guard_rank)
-            return tuple(CheckCall(n, fname, cfg.check(n).severity, tuple(sorted(runnable[n].items())))
+            return tuple(CheckCall(n, fname, cfg.check(n).severity, tuple(sorted(runnable[n][target].items())))
                          for n in names)
 
         plans = []
+        if self.before_collate:  # the samples as the dataset yielded them (a None sample)
+            plans.append(FieldChecks("samples", None, "sample", calls("samples", "sample")))
         if image is not None:  # before numeric: on a float image its per-channel min / max give nonfinite its own
             plans.append(FieldChecks("image_tensor", image, self.display(image),
                                      calls("image_tensor", self.display(image))))
@@ -288,9 +301,11 @@ class GuardPlan:
             plans.append(FieldChecks("tokens", ids, self.display(ids), calls("tokens", self.display(ids)), mask))
         self.skipped = skipped
         self.fields = tuple(p for p in plans if p.calls)
+        self._without = {}
         self._all_calls = tuple(c for p in self.fields for c in p.calls)
         one = self.fields[0] if len(self.fields) == 1 else None
-        self._one = ((one.key,) + one.fns[0]) if one is not None and one.target != "tokens" and len(one.calls) == 1 \
+        self._one = ((one.key,) + one.fns[0]) \
+            if one is not None and one.target not in ("tokens", "samples") and len(one.calls) == 1 \
             else None  # run's straight-line path: (batch key, registered function, params)
         self.label_key, self.ids_key, self.mask_key, self.numeric_keys = label, ids, mask, tuple(numeric)
         self.image_key = image
@@ -309,12 +324,27 @@ class GuardPlan:
 
     # ------------------------------------------------------------------------------------------ running
 
-    def run(self, batch) -> BatchChecks:
+    def without(self, labels: frozenset) -> tuple[FieldChecks, ...]:
+        """The resolved plans less the calls named in `labels` ("check:field"), cached per set of labels."""
+        out = self._without.get(labels)
+        if out is None:
+            out = []
+            for p in self.fields or ():
+                keep = tuple(c for c in p.calls if c.label not in labels)
+                if keep:
+                    out.append(FieldChecks(p.target, p.key, p.name, keep, p.mask_key))
+            out = self._without[labels] = tuple(out)
+        return out
+
+    def run(self, batch, exclude: frozenset = frozenset()) -> BatchChecks:
         """Every planned check on the batch: per-sample flags and values as [C, B] tensors on the batch's device.
+        exclude: labels ("check:field") of calls not to run (the collate guard ran them on the samples already).
         No host read on a non-CPU device (tested on the meta device)."""
         named = self._named(batch)
         plans = self.resolve(named)
-        one = self._one
+        if exclude:
+            plans = self.without(exclude)
+        one = None if exclude else self._one
         if one is not None:  # the common case of one tensor and one check (the defaults on an image batch)
             key, fn, kw = one
             out = fn(from_tensor(named[key]), **kw)
@@ -339,7 +369,8 @@ class GuardPlan:
         flagged, values, calls = [], [], []
         b = None
         for p, arg in zip(plans, args):
-            n = arg.ids.num_samples if p.target == "tokens" else arg.num_samples
+            n = arg.ids.num_samples if p.target == "tokens" else len(arg) if p.target == "samples" \
+                else arg.num_samples
             if b is None:
                 b = n
             elif n != b:
@@ -392,4 +423,5 @@ def format_value(call: CheckCall, value: float) -> str:
 
 
 __all__ = ["GuardPlan", "BatchChecks", "HostChecks", "CheckCall", "FieldChecks", "GUARD_DEFAULT_CHECKS",
+           "COLLATE_DEFAULT_CHECKS",
            "as_config", "empty_checks", "format_value"]

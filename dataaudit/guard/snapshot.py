@@ -5,6 +5,11 @@ A snapshot holds the batch's tensors as the guard saw them (before any masking),
 resolved config, a trace id and the step. `load_snapshot(path).reproduce()` re-runs the same registered checks
 on the stored tensors and `verify()` says whether they give the stored results again.
 
+A loss snapshot (the loss guard's, reason "loss") holds the batch handed to the training step whose loss was
+non-finite or spiked, the loss (`snap.loss`: value, kind, moving average, threshold) and the RNG state the step
+started from (`snap.rng`: "cpu", and "cuda" on a GPU). `dataaudit replay SNAPSHOT --model module:factory` runs
+the loss on parts of it to name the culprit samples (dataaudit.guard.replay).
+
     snap = load_snapshot("guard_snapshots/step000041-1f0c9a.safetensors")
     print(snap.trace_id, snap.step, snap.findings()[:3])
     assert snap.verify()
@@ -20,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dataaudit.guard.plan import BatchChecks, CheckCall, GuardPlan, format_value
+from dataaudit.guard.plan import BatchChecks, CheckCall, GuardPlan, empty_checks, format_value
 
 FORMAT = "dataaudit-guard-snapshot/1"
 _META_KEY = "dataaudit"
@@ -49,16 +54,19 @@ def _config_from_fingerprint(fp: dict):
     return AuditConfig(fields=dict(fp["fields"]), data=dict(fp["data"]), checks=checks, source="<snapshot>")
 
 
-def save_snapshot(directory, *, named: dict, is_dict: bool, checks: BatchChecks, device_calls: int,
+def save_snapshot(directory, *, named: dict, is_dict: bool, checks: BatchChecks | None, device_calls: int,
                   keys, shards, rows, step: int, trace_id: str, policy: str, plan: GuardPlan,
-                  reason: str = "") -> Path:
+                  reason: str = "", loss: dict | None = None, rng: dict | None = None) -> Path:
     """Write one snapshot file into `directory`; returns its path.
 
     named: the batch's top-level entries (dict keys, or tuple positions); tensors are stored, JSON-able lists
     (e.g. strings) go to the header, anything else is named in the header as not stored.
     device_calls: how many of checks.calls (the first ones) the device guard ran (the rest came from the
-    collate guard)."""
+    collate guard). loss: the loss guard's verdict (JSON-able); rng: name -> RNG state tensor."""
     from safetensors.torch import save_file
+
+    if checks is None:
+        checks = empty_checks(len(keys) if keys is not None else 0)
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -74,10 +82,13 @@ def save_snapshot(directory, *, named: dict, is_dict: bool, checks: BatchChecks,
             extra[name] = _jsonable(v)
         else:
             not_stored.append(name)
+    for name, state in (rng or {}).items():
+        tensors["rng/" + name] = _host(state)
     tensors["checks/flagged"] = _host(checks.flagged)
     tensors["checks/value"] = _host(checks.value)
     meta = {
         "format": FORMAT, "trace_id": trace_id, "step": step, "policy": policy, "reason": reason,
+        "loss": _jsonable(loss),
         "batch": {"kind": "dict" if is_dict else "tuple", "entries": entries, "extra": extra,
                   "not_stored": not_stored},
         "keys": _jsonable(keys), "shards": _jsonable(shards), "rows": _jsonable(rows),
@@ -107,11 +118,14 @@ class Snapshot:
     trace_id: str
     policy: str
     meta: dict = field(default_factory=dict)
+    loss: dict | None = None        # loss snapshots: value, kind, reference (moving average), threshold
+    rng: dict = field(default_factory=dict)   # loss snapshots: "cpu" (and "cuda") RNG state tensors
 
     def plan(self) -> GuardPlan:
         """The device guard's plan, rebuilt from the stored config and call list."""
         p = self.meta["plan"]
-        checks = list(dict.fromkeys(c.check for c in self.checks.calls[:self.device_calls]))
+        ran = {c.check for c in self.checks.calls[:self.device_calls]}
+        checks = [c for c in p["requested"] if c in ran]  # the order asked for: the order the calls ran in
         return GuardPlan(_config_from_fingerprint(self.meta["config"]), checks=checks,
                          names=p["names"], fields=p["fields"])
 
@@ -170,8 +184,9 @@ def load_snapshot(path) -> Snapshot:
         batch = tuple(values[k] for k, _ in b["entries"] if k in values)
     calls = tuple(CheckCall(c[0], c[1], c[2], tuple((p[0], _tuplify(p[1])) for p in c[3])) for c in meta["calls"])
     checks = BatchChecks(calls, tensors["checks/flagged"], tensors["checks/value"])
+    rng = {k[len("rng/"):]: v for k, v in tensors.items() if k.startswith("rng/")}
     return Snapshot(path, batch, meta["keys"], meta["shards"], meta["rows"], checks, meta["device_calls"],
-                    meta["step"], meta["trace_id"], meta["policy"], meta)
+                    meta["step"], meta["trace_id"], meta["policy"], meta, meta.get("loss"), rng)
 
 
 def _tuplify(v):

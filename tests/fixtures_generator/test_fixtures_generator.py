@@ -34,7 +34,7 @@ ALL_CHECKS = (
     "nonfinite", "extreme_span", "constant", "out_of_range", "dtype_mismatch",
     "label_out_of_range", "token_id_out_of_range", "too_long", "all_padding", "mask_mismatch",
     "empty_text", "control_chars", "mojibake", "long_unbroken_run", "repetition", "non_text_ratio",
-    "reader_warning", "unreadable_record", "image_constant", "image_value_range",
+    "reader_warning", "unreadable_record", "image_constant", "image_value_range", "missing_value",
 )
 IMAGE_CHECKS = ("image_constant", "image_value_range")   # only the tar's `pixels` is an image tensor
 TAR_SHARDS = ("images-000.tar", "captions-000.tar.gz")
@@ -102,7 +102,7 @@ def test_manifest_covers_every_check(manifest):
     assert manifest["plants_per_check"] == {c: found[c] for c in ALL_CHECKS}
     # every numeric / label / token / text check is planted at least twice across the shards
     for check in ALL_CHECKS:
-        if check not in ("reader_warning", "unreadable_record"):
+        if check not in ("reader_warning", "unreadable_record", "missing_value"):
             assert found[check] >= 2, check
 
 
@@ -124,7 +124,7 @@ def test_manifest_is_well_formed_and_sorted(manifest):
     # train-000 plants every numeric/label/token/text check at least twice at scattered rows
     in_000 = Counter(d["check"] for d in defects if d["shard"] == "train-000.parquet")
     for check in ALL_CHECKS:
-        if check not in ("reader_warning", "unreadable_record", "dtype_mismatch", *IMAGE_CHECKS):
+        if check not in ("reader_warning", "unreadable_record", "dtype_mismatch", "missing_value", *IMAGE_CHECKS):
             assert in_000[check] >= 2, check
 
 
@@ -370,6 +370,8 @@ def reference_audit(out: Path, manifest: dict) -> set[tuple]:
                 continue
             if rec["split"] or "pkl" in members:
                 checks.add("reader_warning")
+            if name == "images-000.tar" and not {"pixels.npy", "label.cls"} <= set(members):
+                checks.add("missing_value")  # a record of a shard whose others have pixels and a label
             checks |= text_checks(text, clean)
             if "pixels.npy" in members:
                 arr = np.load(io.BytesIO(members["pixels.npy"]), allow_pickle=False)

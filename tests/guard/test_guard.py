@@ -152,6 +152,9 @@ def test_default_act_on_error_only(samples):
     assert [c.label for c in g.plan.calls] == [
         "out_of_range:features", "nonfinite:features", "dtype_mismatch:features", "label_out_of_range:label",
         "token_id_out_of_range:input_ids", "all_padding:input_ids", "too_long:input_ids"]
+    assert g.plan.skipped == {"null_sample": "no samples field in the batch",   # the collate guard's
+                              **dict.fromkeys(("image_constant", "image_value_range", "image_channels"),
+                                              "no image_tensor field in the batch")}
     error_steps = {f.step for f in g.findings if f.severity == "error"}
     assert {f.action for f in g.findings if f.step in error_steps and f.severity == "error"} == {"skipped"}
     assert len(out) == 80 - len(error_steps) and len(error_steps) == 16
@@ -168,7 +171,10 @@ def test_collate_guard_audit_semantics_and_provenance(fixture_dir, manifest):
     # checks only in the workers (sample level, ragged as in the audit); the device guard merges them
     g = DeviceGuard(loader(ds, collate_checks="all"), CFG, policy="warn", checks=(), act_on=ALL, profile=False)
     list(g)
-    assert found(g) == expected(manifest, shards) and {f.source for f in g.findings} == {"collate"}
+    # img/000038 does not decode: the audit reports only that (unreadable_record); the dataset yields it with
+    # every field null, which the guard names
+    assert found(g) == expected(manifest, shards) | {("images-000.tar", "img/000038", "missing_value")}
+    assert {f.source for f in g.findings} == {"collate"}
     # ragged semantics: the mask shorter than its ids is a length mismatch (-1), per-sample dtypes are judged
     f47 = next(f for f in g.findings if f.key == "47" and f.shard == "train-000.parquet")
     assert (f47.check, f47.value) == ("mask_mismatch", -1.0)
@@ -213,6 +219,7 @@ def test_same_config_file_drives_the_guard():
     assert [c.label for c in res.calls] == ["out_of_range:features", "token_id_out_of_range:input_ids",
                                            "all_padding:input_ids"]
     assert p.skipped == {"nonfinite": "disabled in config", "dtype_mismatch": "not configured: expected",
+                         "null_sample": "no samples field in the batch",
                          "label_out_of_range": "not configured: num_classes",
                          "too_long": "not configured: context_length",
                          **dict.fromkeys(("image_constant", "image_value_range", "image_channels"),

@@ -1,0 +1,98 @@
+"""`dataaudit replay`: run a guard snapshot's batch through the user's loss and name the samples that make it bad.
+
+Exit codes (as the other commands: 1 = bad data found): 0 the loss is fine on replay (nothing to blame: the
+model differs from the one in training, or the cause is not in the batch); 1 culprit samples named (alone, or
+a group that fails only together); 2 usage or I/O error (an unreadable snapshot, a module or factory that does
+not import, a loss function that fails), one line.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from dataaudit.cli.common import InputError, plural
+
+
+def _factory(spec: str):
+    module, _, name = spec.partition(":")
+    if not module or not name:
+        raise InputError(f"--model {spec!r}: expected MODULE:FACTORY (e.g. mytrain.replay:make_loss)")
+    if os.getcwd() not in sys.path:  # the user's code is usually beside where they run the command
+        sys.path.insert(0, os.getcwd())
+    try:
+        mod = importlib.import_module(module)
+    except Exception as exc:  # noqa: BLE001 - any import failure of user code is a usage error, one line
+        raise InputError(f"--model {spec!r}: cannot import {module!r}: {type(exc).__name__}: {exc}") from None
+    fn = getattr(mod, name, None)
+    if not callable(fn):
+        raise InputError(f"--model {spec!r}: {module!r} has no callable {name!r}")
+    try:
+        loss_fn = fn()
+    except Exception as exc:  # noqa: BLE001
+        raise InputError(f"--model {spec!r}: the factory failed: {type(exc).__name__}: {exc}") from None
+    if not callable(loss_fn):
+        raise InputError(f"--model {spec!r}: the factory returned {type(loss_fn).__name__}, not a loss function")
+    return loss_fn
+
+
+def _name(t: dict) -> str:
+    return f"row {t['position']}: shard {t['shard']}, key {t['key']}, record {t['row']}"
+
+
+@click.command("replay")
+@click.argument("snapshot", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--model", "model", required=True,
+              help="MODULE:FACTORY; FACTORY() returns loss_fn(batch) -> loss (scalar or per sample).")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True)
+@click.option("--per-sample", "mode", flag_value="per-sample", help="Run every sample alone (1 + B passes).")
+@click.option("--bisect", "mode", flag_value="bisect", default=True, help="Bisect the batch (default).")
+@click.option("--threshold", type=float, default=None,
+              help="A loss above this is bad too (default: a spike snapshot's own threshold, else none).")
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where the JSON result goes (default: SNAPSHOT with .replay.json).")
+def replay(snapshot, model, device, mode, threshold, out):
+    """Find the samples of SNAPSHOT whose loss is non-finite (or above --threshold)."""
+    from dataaudit.guard.replay import default_threshold, replay as run_replay
+    from dataaudit.guard.snapshot import load_snapshot
+
+    try:
+        snap = load_snapshot(snapshot)  # safetensors and a JSON header: nothing is unpickled
+    except Exception as exc:  # noqa: BLE001 - missing, truncated, foreign file: one line
+        raise InputError(f"{snapshot}: not a readable guard snapshot: {type(exc).__name__}: {exc}") from None
+    if device == "cuda":
+        import torch
+        if not torch.cuda.is_available():
+            raise InputError("--device cuda: no CUDA device is available")
+    loss_fn = _factory(model)
+    if threshold is None:
+        threshold = default_threshold(snap)
+    try:
+        result = run_replay(snap, loss_fn, mode, device, threshold)
+    except Exception as exc:  # noqa: BLE001
+        raise InputError(f"{snapshot}: the loss function failed: {type(exc).__name__}: {exc}") from None
+    out = out or snapshot.with_suffix(".replay.json")
+    try:
+        out.write_text(json.dumps(result, indent=2) + "\n")
+    except OSError as exc:
+        raise InputError(f"{out}: cannot write: {exc.strerror}") from None
+    what = f"loss above {threshold:g}" if threshold is not None else "non-finite loss"
+    click.echo(f"replay {snapshot} (step {snap.step}, {plural(result['batch_rows'], 'row')}, {mode}): "
+               f"{plural(result['forward_passes'], 'forward pass', 'forward passes')}")
+    if result["culprits"]:
+        click.echo(f"{plural(len(result['culprits']), 'culprit')} ({what} alone):")
+        for t in result["culprits"]:
+            click.echo("  " + _name(t))
+    if result["together"]:
+        click.echo(f"{plural(len(result['together']), 'row')} give a {what} only together:")
+        for t in result["together"]:
+            click.echo("  " + _name(t))
+    if not result["reproduced"]:
+        click.echo(f"the batch's loss is fine on replay: not reproduced (does the factory load the weights of "
+                   f"step {snap.step}?)")
+    click.echo(f"wrote {out}")
+    raise SystemExit(1 if result["culprits"] or result["together"] else 0)
