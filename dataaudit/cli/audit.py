@@ -79,7 +79,7 @@ def audit(shards, out, config_path, tokenizer, context_length, strict, read, eng
         raise InputError(str(exc)) from None
     make_out_dir(out)
 
-    from pipelines.audit import run_audit   # imported late: keeps `--help` fast
+    from dataaudit.pipelines.audit import run_audit   # imported late: keeps `--help` fast
 
     console = Console(stderr=False)
     with shard_progress(console, "auditing", len(paths)) as on_progress:

@@ -85,7 +85,7 @@ def clean(shards, audit_dir, dedup_dirs, contamination_dir, out, severity, check
     selection = Selection(severity=None if severity == "none" else severity, checks=names,
                           dedup=bool(dedup_dirs), contamination=contamination_dir is not None)
 
-    from pipelines.clean import plan_clean, run_clean   # imported late: keeps `--help` fast
+    from dataaudit.pipelines.clean import plan_clean, run_clean   # imported late: keeps `--help` fast
 
     try:
         job = plan_clean(paths, list(shards), out, selection, audit_dir, dedup_dirs, contamination_dir,

@@ -105,7 +105,7 @@ def contamination(train, benchmarks, out, ngram, decontaminate_train, config_pat
         raise InputError(str(exc)) from None
     make_out_dir(out)
 
-    from pipelines.contamination import has_errors, run_contamination   # late: keeps `--help` fast
+    from dataaudit.pipelines.contamination import has_errors, run_contamination   # late: keeps `--help` fast
 
     console = Console(stderr=False)
     with shard_progress(console, "scanning", len(paths)) as on_progress:

@@ -115,7 +115,7 @@ def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed,
     require_fields(paths + val_paths, FieldSpec(text=text_field), "--text-field")
     make_out_dir(out)
 
-    from pipelines.dedup import run_dedup   # imported late: keeps `--help` fast
+    from dataaudit.pipelines.dedup import run_dedup   # imported late: keeps `--help` fast
 
     console = Console(stderr=False)
     with progress_bar(console, "signing", "shards") as progress:

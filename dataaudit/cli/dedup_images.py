@@ -63,7 +63,7 @@ def dedup_images(shards, out, max_distance, image_field, max_image_pixels, engin
     require_fields(paths, FieldSpec(image=fields), "--image-field")
     make_out_dir(out)
 
-    from pipelines.image_dedup import run_image_dedup   # imported late: keeps `--help` fast
+    from dataaudit.pipelines.image_dedup import run_image_dedup   # imported late: keeps `--help` fast
 
     console = Console(stderr=False)
     with progress_bar(console, "hashing", "shards") as progress:
