@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
 from dataaudit.checks.base import CheckOutput, SettingError, register
 from dataaudit.tensors import (
@@ -37,6 +36,9 @@ from dataaudit.tensors import (
     seg_min,
     uniform_shape,
 )
+from dataaudit.extras import LazyModule
+
+torch = LazyModule("torch", globals())   # imported on first use: the audit of text never loads it
 
 __all__ = ["image_constant", "image_value_range", "image_channels", "VALUE_RANGES", "LAYOUTS"]
 

@@ -6,20 +6,24 @@ end, so the answer is incomplete); 2 usage or I/O error (one line naming the fil
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from dataaudit.cli.common import (InputError, MultiValueCommand, engine_options, make_out_dir, plural,
                                   print_resumed, shard_progress)
 from dataaudit.cli.fields import fields_line, require_fields
 from dataaudit.fields import FieldSpec
 
+if TYPE_CHECKING:   # rich loads when a command prints, not for `--help`
+    from rich.console import Console
+
 RESERVED_NAMES = {"parts"}
 
 
 def _print_summary(console: Console, report: dict, out: Path) -> None:
+    from rich.table import Table
+
     t = report["totals"]
     table = Table(title=f"dataaudit contamination: {plural(t['items'], 'item')} in "
                         f"{plural(t['benchmarks'], 'benchmark')} vs {plural(t['train_records'], 'training record')} "
@@ -79,6 +83,8 @@ def contamination(train, benchmarks, out, ngram, decontaminate_train, config_pat
                   ray_address, workers):
     """Report which benchmark items the training shards already contain, per benchmark and per item, and write
     a clean subset of every benchmark. Exit 0: none contaminated; 1: some; 2: usage or I/O error."""
+    from rich.console import Console
+
     from dataaudit.cli.paths import InputPathError, expand_shards
     from dataaudit.contamination.config import ContaminationConfigError, load_contamination_config
     from dataaudit.contamination.load import BenchmarkError, load_benchmark, parse_benchmark_arg
