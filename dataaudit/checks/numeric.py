@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from dataaudit.checks.base import CheckOutput, register
+from dataaudit.extras import LazyModule
 from dataaudit.tensors import (
     DTYPE_CODE,
     DTYPE_NAMES,
@@ -36,9 +37,9 @@ from dataaudit.tensors import (
     seg_std,
     uniform_dtype_code,
 )
-from dataaudit.extras import LazyModule
 
 torch = LazyModule("torch", globals())   # imported on first use: the audit of text never loads it
+
 
 __all__ = ["nonfinite", "extreme_span", "constant", "out_of_range", "dtype_mismatch", "dtype_name",
            "expected_dtype_codes"]

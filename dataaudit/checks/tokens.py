@@ -15,6 +15,7 @@ import numpy as np
 
 from dataaudit.checks.base import CheckOutput, register
 from dataaudit.checks.numeric import below
+from dataaudit.extras import LazyModule
 from dataaudit.tensors import (
     NumericField,
     TokenFields,
@@ -30,7 +31,6 @@ from dataaudit.tensors import (
     valid_from_mask,
     with_valid,
 )
-from dataaudit.extras import LazyModule
 from dataaudit.tensors.dtypes import numpy_convertible
 
 torch = LazyModule("torch", globals())   # imported on first use: the audit of text never loads it

@@ -8,12 +8,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dataaudit.extras import LazyModule
 from dataaudit.tensors.dtypes import DTYPE_CODE, dtype_code
 from dataaudit.tensors.field import NumericField, TokenFields, set_layout
 from dataaudit.tensors.reductions import valid_from_mask
-from dataaudit.extras import LazyModule
 
 torch = LazyModule("torch", globals())   # imported on first use: the audit of text never loads it
+
 
 _INT64_MAX = 2 ** 63 - 1
 

@@ -10,10 +10,10 @@ reductions.py and rows.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from dataaudit.extras import LazyModule
 
 torch = LazyModule("torch", globals())   # imported on first use: the audit of text never loads it
-
 
 
 @dataclass

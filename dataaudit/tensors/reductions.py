@@ -24,8 +24,8 @@ import math
 
 import numpy as np
 
-from dataaudit.tensors.field import Layout, NumericField, layout_of
 from dataaudit.extras import LazyModule
+from dataaudit.tensors.field import Layout, NumericField, layout_of
 
 torch = LazyModule("torch", globals())   # imported on first use: the audit of text never loads it
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dataaudit.tensors.field import NumericField, layout_of
 from dataaudit.extras import LazyModule
+from dataaudit.tensors.field import NumericField, layout_of
 
 torch = LazyModule("torch", globals())   # imported on first use: the audit of text never loads it
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 import math
 
 
+from dataaudit.extras import LazyModule
 from dataaudit.tensors.dtypes import TORCH_DTYPE_CODE, dtype_code, numpy_convertible
 from dataaudit.tensors.field import LAZY, Layout, NumericField, TensorField, TokenFields
-from dataaudit.extras import LazyModule
 
 torch = LazyModule("torch", globals())   # imported on first use: the audit of text never loads it
-
 
 
 def _broadcast_mask(mask: torch.Tensor, shape: torch.Size) -> torch.Tensor:
