@@ -22,9 +22,9 @@ def install_hint(module: str) -> str:
     return f"pip install 'dataaudit[{EXTRAS[module]}]'"
 
 
-def missing_message(module: str, what: str) -> str:
+def missing_message(module: str, what: str, need: str = "needs") -> str:
     """'<what> needs torch, which is not installed: pip install 'dataaudit[guard]''"""
-    return f"{what} needs {module}, which is not installed: {install_hint(module)}"
+    return f"{what} {need} {module}, which is not installed: {install_hint(module)}"
 
 
 @cache

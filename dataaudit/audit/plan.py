@@ -34,7 +34,7 @@ def _without_missing_extras(resolved: Fields) -> tuple[Fields, set[str]]:
         cols = _columns_needing(resolved, module)
         if cols and not available(module):
             missing.add(module)
-            note = f"{', '.join(cols)}: not checked: {missing_message(module, 'the ' + _WHAT[module])}"
+            note = f"{', '.join(cols)}: not checked: {missing_message(module, 'the ' + _WHAT[module], 'need')}"
             resolved = replace(resolved, **_DROPPED[module], problems=resolved.problems + (note,))
     return resolved, missing
 

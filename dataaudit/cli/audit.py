@@ -47,7 +47,7 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     console.print(fields_line((s["fields"] for s in report["shards"]), formats), highlight=False, soft_wrap=True,
                   markup=False)
     for note in report["notes"]:
-        console.print(f"note: {note}", highlight=False, soft_wrap=True)
+        console.print(f"note: {note}", highlight=False, soft_wrap=True, markup=False)
     print_resumed(console, report, out)
     console.print(f"wrote {out / 'report.json'}, {out / 'flags.parquet'}, {out / 'report.html'}", highlight=False,
                   soft_wrap=True)

@@ -53,7 +53,7 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
         if shard["status"] != "ok":
             console.print(f"[red]unreadable[/] {shard['path']}: {shard['error']}", markup=True, highlight=False)
     for note in report["notes"]:
-        console.print(f"note: {note}", highlight=False)
+        console.print(f"note: {note}", highlight=False, markup=False)   # notes hold data: "[x]" is no markup
     print_resumed(console, report, out)
     files = [str(out / "contamination.json"), str(out / "contamination.html")]
     files += [str(out / f) for b in report["benchmarks"].values() for f in b["files"]]
