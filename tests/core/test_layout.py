@@ -99,8 +99,8 @@ def test_no_import_cycle():
 
 
 def test_no_cycle_between_packages():
-    """Folded to packages (dataaudit.checks, dataaudit.report, ..., dataaudit.pipelines), the imports still form no cycle:
-    each package can be read knowing only those below it."""
+    """Folded to packages (dataaudit.checks, dataaudit.report, ..., dataaudit.pipelines), the imports still form no
+    cycle: each package can be read knowing only those below it."""
     def package(m):
         return ".".join(m.split(".")[:2])
 

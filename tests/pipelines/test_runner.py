@@ -1,5 +1,6 @@
-"""The shard runner every job uses (dataaudit.pipelines.runner / dataaudit.pipelines.tasks): resume from parts, progress, the error
-policy handed to each stage call, the Ray workers cap; and `dataaudit dedup --workers 1` on Ray."""
+"""The shard runner every job uses (dataaudit.pipelines.runner / dataaudit.pipelines.tasks): resume from parts,
+progress, the error policy handed to each stage call, the Ray workers cap; and `dataaudit dedup --workers 1` on
+Ray."""
 from __future__ import annotations
 
 import json
