@@ -8,11 +8,13 @@ DEMO_OUT ?= out/demo
 
 .PHONY: setup demo test bench clean
 
+# Every extra (see README, Install). pipelines/ installs as dataaudit.pipelines (pyproject's package-dir), for which
+# setuptools' editable mode prints an informational "Editable installation" notice as a warning: filtered here.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(TORCH_SPEC)
-	$(PY) -m pip install --quiet -e '.[dev]'
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet -e '.[all,dev]'
 	touch $@
 
 setup: $(VENV)/.installed

@@ -9,7 +9,7 @@ planted) are repeated until they hold --mb MB of turn text, and written twice as
                observation turns, plus the `tools` JSON column)
   flat         one `text` column: each record's turn texts joined with "\\n" (the same characters)
 
-Each is audited with `pipelines.audit.run_audit(..., engine="local")` in this process, default config, the
+Each is audited with `dataaudit.pipelines.audit.run_audit(..., engine="local")` in this process, default config, the
 two alternating; the figure is the median of --repeats runs. MB of text = UTF-8 bytes of the turn texts
 (the same for both sides; the `tools` column and the roles are not counted). Target: structured >= 0.5x the
 flat-text throughput.
@@ -97,7 +97,7 @@ def _cpu() -> float:
 
 def time_audit(path: Path, out: Path, config) -> tuple[float, float, dict]:
     """(wall seconds, CPU seconds of this process's threads, report) of one audit."""
-    from pipelines.audit import run_audit
+    from dataaudit.pipelines.audit import run_audit
 
     if out.exists():
         shutil.rmtree(out)

@@ -5,7 +5,7 @@ Writes --signatures synthetic MinHash signatures (uint32 x --num-perm) as the si
 shards, exactly as stage 1 of `dataaudit dedup` leaves them (so the job resumes from them), with planted
 duplicates: --near-frac of the documents are copies of another document's signature with up to
 --max-changed values redrawn (Jaccard estimate >= 1 - max_changed/num_perm), --exact-frac exact copies
-(same signature and same exact hash). Then, in a child process, `pipelines.dedup.run_dedup` runs stages 2-4
+(same signature and same exact hash). Then, in a child process, `dataaudit.pipelines.dedup.run_dedup` runs stages 2-4
 (band hashes -> hash-partitioned files -> per-partition sort -> edges -> connected components -> outputs) and
 the parent reads the child's peak RSS (getrusage of children). The import-only RSS floor is measured too.
 
@@ -41,7 +41,7 @@ def _spec(args):
 
 def prepare(args, work: Path) -> dict:
     import pyarrow as pa
-    from pipelines.dedup import SignatureStore
+    from dataaudit.pipelines.dedup import SignatureStore
     rng = np.random.default_rng(args.seed)
     n, k = args.signatures, args.num_perm
     spec = _spec(args)
@@ -85,7 +85,7 @@ def prepare(args, work: Path) -> dict:
 
 
 def child(args, work: Path) -> int:
-    from pipelines.dedup import run_dedup
+    from dataaudit.pipelines.dedup import run_dedup
     if args.import_only:
         return 0
     truth = json.loads((work / "truth.json").read_text())

@@ -142,7 +142,7 @@ def run(args) -> int:
     sys.path.insert(0, args.bench_deps)
     from dataaudit.dedup import DedupSpec
     from fixtures.dedup_corpus import make_corpus, write_corpus
-    from pipelines.dedup import run_dedup
+    from dataaudit.pipelines.dedup import run_dedup
 
     _common.single_core_libs()
     print(_common.machine_line())

@@ -144,7 +144,7 @@ def run(args) -> int:
     try:
         # floor: just importing what the audit imports
         py = str(Path(args.dataaudit).parent / "python")
-        floor = run_measured([py, "-c", "import dataaudit.cli, dataaudit.checks, pipelines.audit"],
+        floor = run_measured([py, "-c", "import dataaudit.cli, dataaudit.checks, dataaudit.pipelines.audit"],
                              tmp / "floor.log", args.sample_ms, args.timeout)
         if floor["rc"] != 0:
             print((tmp / "floor.log").read_text(errors="replace")[-2000:], file=sys.stderr)
@@ -182,7 +182,7 @@ def run(args) -> int:
                 pass
 
     base = results[0]
-    rows = [["import floor (python -c 'import dataaudit.cli, dataaudit.checks, pipelines.audit')", "-", "-",
+    rows = [["import floor (python -c 'import dataaudit.cli, dataaudit.checks, dataaudit.pipelines.audit')", "-", "-",
              f"{floor['wall_s']:.1f}", "-", f"{floor['maxrss_bytes'] / 2**20:,.0f}",
              f"{floor['sampled_tree_peak_bytes'] / 2**20:,.0f}", "-"]]
     for r in results:

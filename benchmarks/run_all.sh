@@ -59,6 +59,7 @@ step dedup_lsh_scale "$PY" benchmarks/dedup_lsh_scale.py --signatures "${DEDUP_S
 # shellcheck disable=SC2086
 step contamination_vs_janitor "$PY" benchmarks/contamination_vs_janitor.py --mb "$MB" --seed "$SEED" \
   --janitor-docs "${JANITOR_DOCS:-20000}" --json "$RESULTS/contamination_vs_janitor.json" $EXTRA_ARGS
+step startup "$PY" benchmarks/startup.py --json "$RESULTS/startup.json"
 # shellcheck disable=SC2086
 step guard_overhead "$PY" benchmarks/guard_overhead.py --threads 1 --json "$RESULTS/guard_overhead.json" $EXTRA_ARGS
 

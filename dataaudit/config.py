@@ -10,8 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dataaudit.checks import REGISTRY, SEVERITIES
-from dataaudit.checks.base import SettingError
+from dataaudit.extras import available, missing_message
 from dataaudit.fields import ROLES
 
 
@@ -34,6 +33,8 @@ READ_MODES = ("all-columns", "checked-columns")
 
 def data_keys() -> tuple[str, ...]:
     """Every key [data] accepts: the facts, then those the registered checks own."""
+    from dataaudit.checks import REGISTRY   # the checks load only when a config is built (not for `--help`)
+
     return tuple(dict.fromkeys((*DATA_FACTS, *(k for spec in REGISTRY.values() for k in spec.data))))
 
 
@@ -87,6 +88,8 @@ def _tokenizer_vocab_size(source: str, path: Path) -> int:
     config error, not a failed shard) and give its vocabulary size."""
     from dataaudit.stats.conversation_lengths import load_length_tokenizer
 
+    if not available("tokenizers"):
+        raise _fail(source, missing_message("tokenizers", "[data] tokenizer"))
     try:
         return load_length_tokenizer(str(path)).tokenizer.get_vocab_size(with_added_tokens=True)
     except Exception as exc:  # the library raises its own untyped errors for a bad file
@@ -95,6 +98,8 @@ def _tokenizer_vocab_size(source: str, path: Path) -> int:
 
 def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
     """Validate a parsed TOML document and resolve every check's parameters."""
+    from dataaudit.checks import REGISTRY, SEVERITIES, SettingError   # the checks load only when a config is built
+
     for section in raw:
         if section not in ("fields", "data", "checks"):
             raise _fail(source, f"unknown section [{section}] (allowed: fields, data, checks)")

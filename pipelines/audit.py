@@ -17,10 +17,10 @@ from dataaudit.handlers import report_unreadable
 from dataaudit.report.atomic import remove_stale_temps, write_json, write_parquet
 from dataaudit.report.model import build_report
 from dataaudit.report.pages import write_report_html
-from pipelines.engine import choose_engine
-from pipelines.parts import PartStore
-from pipelines.run_record import run_record
-from pipelines.runner import run_units
+from dataaudit.pipelines.engine import choose_engine
+from dataaudit.pipelines.parts import PartStore
+from dataaudit.pipelines.run_record import run_record
+from dataaudit.pipelines.runner import run_units
 
 FLAG_ORDER = [("row", "ascending"), ("check", "ascending"), ("field", "ascending")]
 

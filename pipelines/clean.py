@@ -38,10 +38,10 @@ from dataaudit.clean.tar import rewrite_tar
 from dataaudit.handlers import reraise
 from dataaudit.report.atomic import remove_stale_temps, write_json, write_parquet
 from dataaudit.sources import shard_format
-from pipelines.engine import choose_engine
-from pipelines.parts import PartStore
-from pipelines.run_record import run_record
-from pipelines.runner import run_units
+from dataaudit.pipelines.engine import choose_engine
+from dataaudit.pipelines.parts import PartStore
+from dataaudit.pipelines.run_record import run_record
+from dataaudit.pipelines.runner import run_units
 
 SCHEMA_VERSION = 1
 WRITER_VERSION = 1     # bump when a writer's output bytes change: older parts are then redone

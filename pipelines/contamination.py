@@ -25,10 +25,10 @@ from dataaudit.contamination.shard import scan_shard
 from dataaudit.handlers import report_unreadable
 from dataaudit.report.atomic import remove_stale_temps, write_json, write_parquet
 from dataaudit.report.pages import write_contamination_html
-from pipelines.engine import choose_engine
-from pipelines.parts import PartStore
-from pipelines.run_record import run_record
-from pipelines.runner import run_units
+from dataaudit.pipelines.engine import choose_engine
+from dataaudit.pipelines.parts import PartStore
+from dataaudit.pipelines.run_record import run_record
+from dataaudit.pipelines.runner import run_units
 
 RULES = {
     "ngram": "at least `threshold` of the item's distinct word n-grams occur in the training data (an item "

@@ -36,11 +36,11 @@ from dataaudit.dedup.report import dedup_report
 from dataaudit.dedup.signatures import sign_shard
 from dataaudit.handlers import report_unreadable
 from dataaudit.report.atomic import remove_stale_temps, write_json
-from pipelines.engine import choose_engine
-from pipelines.parts import PartStore
-from pipelines.run_record import run_record
-from pipelines.runner import run_units
-from pipelines.tasks import run_tasks
+from dataaudit.pipelines.engine import choose_engine
+from dataaudit.pipelines.parts import PartStore
+from dataaudit.pipelines.run_record import run_record
+from dataaudit.pipelines.runner import run_units
+from dataaudit.pipelines.tasks import run_tasks
 
 
 class SignatureStore(PartStore):

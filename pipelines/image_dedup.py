@@ -25,10 +25,10 @@ from dataaudit.dedup.report import _histogram, _without_seconds
 from dataaudit.handlers import report_unreadable
 from dataaudit.images.near import near_duplicate_edges
 from dataaudit.report.atomic import remove_stale_temps, write_json
-from pipelines.engine import choose_engine
-from pipelines.parts import PartStore
-from pipelines.run_record import run_record
-from pipelines.runner import run_units
+from dataaudit.pipelines.engine import choose_engine
+from dataaudit.pipelines.parts import PartStore
+from dataaudit.pipelines.run_record import run_record
+from dataaudit.pipelines.runner import run_units
 
 SCHEMA_VERSION = 1
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from dataaudit.handlers import report_unreadable
-from pipelines.tasks import run_tasks
+from dataaudit.pipelines.tasks import run_tasks
 
 
 def run_units(paths: Sequence[str], store, stage: Callable, args: tuple, *, engine: str, count: str,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from pipelines.ray_session import ray_init
+from dataaudit.pipelines.ray_session import ray_init
 
 
 def run_tasks(pending: Sequence[tuple[int, Any]], task: Callable, args: tuple,

@@ -239,7 +239,7 @@ HOSTILE = [
 
 def audit_one(h: Hostile, folder: Path) -> dict:
     from dataaudit.config import build_config
-    from pipelines.audit import run_audit
+    from dataaudit.pipelines.audit import run_audit
 
     folder.mkdir(parents=True, exist_ok=True)
     path = h.build(folder)

@@ -6,13 +6,13 @@ whose detail strings are formatted.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import torch
 
 from dataaudit.audit.plan import FieldPlan
 from dataaudit.fields import DTYPE_SUFFIX, SHAPE_SUFFIX
@@ -45,7 +45,8 @@ class BatchResult:
 
 
 def _to_numpy(x) -> np.ndarray:
-    if isinstance(x, torch.Tensor):
+    torch = sys.modules.get("torch")   # a tensor exists only once torch is loaded (a text audit never loads it)
+    if torch is not None and isinstance(x, torch.Tensor):
         return x.detach().cpu().numpy()
     if isinstance(x, (pa.Array, pa.ChunkedArray)):
         return x.to_numpy(zero_copy_only=False)

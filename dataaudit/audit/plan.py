@@ -1,14 +1,42 @@
 """Which columns of a shard each check runs on, resolved from the config and the shard's schema."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 import pyarrow as pa
 
 from dataaudit.checks import REGISTRY
 from dataaudit.checks.runnable import skip_reason
 from dataaudit.config import AuditConfig
+from dataaudit.extras import available, missing_message
 from dataaudit.fields import Fields, FieldSpec, resolve_schema
+
+# target kinds whose data needs an optional dependency: the checks on them run on torch tensors or decoded images
+NEEDS = {"numeric": "torch", "label": "torch", "tokens": "torch", "token_ids": "torch", "image_tensor": "torch",
+         "text_tokens": "torch", "image": "PIL", "pairs": "PIL"}
+# what each leaves unchecked when missing (the fields are dropped from the plan, named in `problems`)
+_DROPPED = {"torch": dict(numeric=(), label=None, input_ids=None, attention_mask=None, image_tensor=None),
+            "PIL": dict(images=())}
+_WHAT = {"torch": "numeric, label, token and image-tensor checks", "PIL": "image checks"}
+
+
+def _columns_needing(resolved: Fields, module: str) -> list[str]:
+    if module == "PIL":
+        return [c.name for c in resolved.images]
+    return [c for c in (*resolved.numeric, resolved.label, resolved.input_ids, resolved.image_tensor) if c]
+
+
+def _without_missing_extras(resolved: Fields) -> tuple[Fields, set[str]]:
+    """The fields whose checks need a dependency that is not installed are left out, each named in `problems`
+    with the extra to install (never a silent pass); also the modules missing for this schema."""
+    missing = set()
+    for module in ("torch", "PIL"):
+        cols = _columns_needing(resolved, module)
+        if cols and not available(module):
+            missing.add(module)
+            note = f"{', '.join(cols)}: not checked: {missing_message(module, 'the ' + _WHAT[module], 'need')}"
+            resolved = replace(resolved, **_DROPPED[module], problems=resolved.problems + (note,))
+    return resolved, missing
 
 
 @dataclass(frozen=True)
@@ -21,7 +49,8 @@ class FieldPlan(Fields):
 
 def resolve_plan(schema: pa.Schema, config: AuditConfig, sample: pa.RecordBatch | None = None) -> FieldPlan:
     """The plan of a schema; `sample` (a batch of it) lets string columns be recognised as identifiers or JSON."""
-    resolved = resolve_schema(schema, FieldSpec.from_config(config.fields, config.data), sample)
+    resolved, missing = _without_missing_extras(
+        resolve_schema(schema, FieldSpec.from_config(config.fields, config.data), sample))
     text, numeric, label, ids = resolved.text, resolved.numeric, resolved.label, resolved.input_ids
     conversations = any(c.kind == "conversation" for c in text)
     has_target = {"text": bool(text), "json": bool(resolved.json) or conversations, "conversation": conversations,
@@ -32,6 +61,9 @@ def resolve_plan(schema: pa.Schema, config: AuditConfig, sample: pa.RecordBatch 
     skipped = {}
     for name in REGISTRY:
         why = skip_reason(name, config, has_target, "this shard")
+        needs = {NEEDS.get(t.kind) for t in REGISTRY[name].targets} & missing
+        if why is not None and needs and config.check(name).enabled:
+            why = missing_message(needs.pop(), "its field in this shard")
         if why is not None:
             skipped[name] = why
     return FieldPlan(**{f.name: getattr(resolved, f.name) for f in fields(Fields)}, skipped=skipped)

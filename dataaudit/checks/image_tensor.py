@@ -23,9 +23,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
 from dataaudit.checks.base import CheckOutput, SettingError, register
+from dataaudit.extras import LazyModule
 from dataaudit.tensors import (
     NumericField,
     element_position,
@@ -37,6 +37,9 @@ from dataaudit.tensors import (
     seg_min,
     uniform_shape,
 )
+
+torch = LazyModule("torch", globals())   # imported on first use: the audit of text never loads it
+
 
 __all__ = ["image_constant", "image_value_range", "image_channels", "VALUE_RANGES", "LAYOUTS"]
 

@@ -16,9 +16,9 @@ import functools
 import math
 
 import numpy as np
-import torch
 
 from dataaudit.checks.base import CheckOutput, register
+from dataaudit.extras import LazyModule
 from dataaudit.tensors import (
     DTYPE_CODE,
     DTYPE_NAMES,
@@ -38,6 +38,9 @@ from dataaudit.tensors import (
     uniform_dtype_code,
 )
 
+torch = LazyModule("torch", globals())   # imported on first use: the audit of text never loads it
+
+
 __all__ = ["nonfinite", "extreme_span", "constant", "out_of_range", "dtype_mismatch", "dtype_name",
            "expected_dtype_codes"]
 
@@ -46,13 +49,13 @@ def _out(field: NumericField, flagged: torch.Tensor, value: torch.Tensor, detail
     return CheckOutput(flagged=flagged.to(torch.bool), value=value.to(torch.float64), detail=detail)
 
 
-_np_zeros, _from_numpy = np.zeros, torch.from_numpy
+_np_zeros = np.zeros
 
 
 def _none(field: NumericField) -> CheckOutput:
     if field.values.is_cpu:  # numpy allocates small arrays faster than torch (and than slicing one buffer)
         n = field.num_samples
-        return CheckOutput(_from_numpy(_np_zeros(n, bool)), _from_numpy(_np_zeros(n)))
+        return CheckOutput(torch.from_numpy(_np_zeros(n, bool)), torch.from_numpy(_np_zeros(n)))
     z = torch.zeros(field.num_samples, dtype=torch.float64, device=field.device)
     return CheckOutput(flagged=torch.zeros(field.num_samples, dtype=torch.bool, device=field.device), value=z)
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
 from dataaudit.checks.base import CheckOutput, register
 from dataaudit.checks.numeric import below
+from dataaudit.extras import LazyModule
 from dataaudit.tensors import (
     NumericField,
     TokenFields,
@@ -31,10 +31,11 @@ from dataaudit.tensors import (
     valid_from_mask,
     with_valid,
 )
+from dataaudit.tensors.dtypes import numpy_convertible
+
+torch = LazyModule("torch", globals())   # imported on first use: the audit of text never loads it
 
 _I64_MIN, _I64_MAX = -(2 ** 63), 2 ** 63 - 1
-_NUMPY_OK = frozenset({torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
-                       torch.float32, torch.float64})
 
 __all__ = ["label_out_of_range", "token_id_out_of_range", "too_long", "all_padding", "mask_mismatch"]
 
@@ -158,7 +159,7 @@ def _mask_count(mask: NumericField) -> torch.Tensor:
 def _np_rows(field: NumericField, allow_valid: bool = False) -> np.ndarray | None:
     """CPU fast path: the dense field's [B, per] values as a numpy view (see `dataaudit.tensors.dense_rows`)."""
     x2 = dense_rows(field, allow_valid)
-    if x2 is None or x2.dtype not in _NUMPY_OK:
+    if x2 is None or x2.dtype not in numpy_convertible():
         return None
     return x2.numpy()
 

@@ -91,8 +91,9 @@ def rewrite_tar(src: str, dst: Path, drop: np.ndarray, expected: int) -> dict:
                 except tarfile.EOFHeaderError:
                     break                                  # a zero block: the end of the archive
                 keep = True
-                if m.isreg():
-                    k = split_member(m.name)[0]
+                split = split_member(m.name) if m.isreg() else None
+                if split is not None:      # a member of a sample (others are no record: kept as they are)
+                    k = split[0]
                     if k != key:
                         row, key = row + 1, k
                         if row < n_drop and dropped[row]:

@@ -1,8 +1,9 @@
 """The `dataaudit` command: the click group `main`, with one module per subcommand.
 
 Exit codes (each command's module says what counts as an error): 0 no error found, 1 an error found (or a
-shard that could not be read to the end), 2 usage or I/O error (one line naming the file). Each command imports
-its pipeline inside the command function, so `dataaudit --help` loads none of them.
+shard that could not be read to the end), 2 usage or I/O error (one line naming the file). A command's module
+imports click and light helpers only: its pipeline, the readers, the checks and rich are imported inside the
+command function, so `dataaudit --help` loads none of them (tests/core/test_startup_imports.py).
 """
 from __future__ import annotations
 

@@ -6,20 +6,25 @@ Exit codes: 0 nothing at error severity, 1 something at error severity (or an un
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from dataaudit.cli.common import InputError, engine_options, make_out_dir, plural, print_resumed, shard_progress
 from dataaudit.cli.paths import InputPathError, expand_shards
 from dataaudit.cli.fields import fields_line, require_fields
 from dataaudit.config import READ_MODES, ConfigError, load_config
 from dataaudit.fields import FieldSpec
-from dataaudit.report.model import has_errors, not_decoded_columns
+
+if TYPE_CHECKING:   # rich loads when a command prints, not for `--help`
+    from rich.console import Console
 
 
 def _print_summary(console: Console, report: dict, out: Path) -> None:
+    from rich.table import Table
+
+    from dataaudit.report.model import not_decoded_columns
+
     t = report["totals"]
     table = Table(title=f"dataaudit audit: {plural(t['samples'], 'sample')} in {plural(t['shards'], 'shard')}")
     table.add_column("check")
@@ -42,7 +47,7 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     console.print(fields_line((s["fields"] for s in report["shards"]), formats), highlight=False, soft_wrap=True,
                   markup=False)
     for note in report["notes"]:
-        console.print(f"note: {note}", highlight=False, soft_wrap=True)
+        console.print(f"note: {note}", highlight=False, soft_wrap=True, markup=False)
     print_resumed(console, report, out)
     console.print(f"wrote {out / 'report.json'}, {out / 'flags.parquet'}, {out / 'report.html'}", highlight=False,
                   soft_wrap=True)
@@ -70,6 +75,8 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
 @engine_options("one task per shard")
 def audit(shards, out, config_path, tokenizer, context_length, strict, read, engine, ray_address, workers):
     """Scan SHARD_OR_GLOB... (Parquet, WebDataset .tar/.tar.gz, JSONL, JSON arrays) and report every bad sample."""
+    from rich.console import Console
+
     given = {"tokenizer": str(tokenizer.resolve()) if tokenizer else None, "context_length": context_length}
     try:
         paths = expand_shards(list(shards))
@@ -79,7 +86,8 @@ def audit(shards, out, config_path, tokenizer, context_length, strict, read, eng
         raise InputError(str(exc)) from None
     make_out_dir(out)
 
-    from pipelines.audit import run_audit   # imported late: keeps `--help` fast
+    from dataaudit.pipelines.audit import run_audit   # imported late: keeps `--help` fast
+    from dataaudit.report.model import has_errors
 
     console = Console(stderr=False)
     with shard_progress(console, "auditing", len(paths)) as on_progress:

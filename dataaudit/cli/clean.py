@@ -7,13 +7,15 @@ not read, an output that would be an input ...): one line, nothing written.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from dataaudit.cli.common import InputError, engine_options, make_out_dir, plural, print_resumed, progress_bar
 from dataaudit.cli.paths import InputPathError, expand_shards
+
+if TYPE_CHECKING:   # rich loads when a command prints, not for `--help`
+    from rich.console import Console
 
 SEVERITY_CHOICES = ["error", "warning", "info", "none"]
 
@@ -29,6 +31,8 @@ def _check_names(values: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _print_summary(console: Console, r: dict, out: Path) -> None:
+    from rich.table import Table
+
     t = r["totals"]
     table = Table(title=f"dataaudit clean: kept {t['kept']} of {plural(t['rows'], 'record')} in "
                         f"{plural(t['shards'], 'shard')}")
@@ -73,6 +77,8 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
 def clean(shards, audit_dir, dedup_dirs, contamination_dir, out, severity, checks, skip_unreadable, row_group_rows,
           engine, ray_address, workers):
     """Write SHARD_OR_GLOB... without the records the findings name, in their own format and layout."""
+    from rich.console import Console
+
     from dataaudit.clean.safety import CleanRefused
     from dataaudit.clean.output import ShardMismatch
     from dataaudit.clean.selection import Selection
@@ -85,7 +91,7 @@ def clean(shards, audit_dir, dedup_dirs, contamination_dir, out, severity, check
     selection = Selection(severity=None if severity == "none" else severity, checks=names,
                           dedup=bool(dedup_dirs), contamination=contamination_dir is not None)
 
-    from pipelines.clean import plan_clean, run_clean   # imported late: keeps `--help` fast
+    from dataaudit.pipelines.clean import plan_clean, run_clean   # imported late: keeps `--help` fast
 
     try:
         job = plan_clean(paths, list(shards), out, selection, audit_dir, dedup_dirs, contamination_dir,

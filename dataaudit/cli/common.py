@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+if TYPE_CHECKING:   # rich loads when a command prints, not for `--help`
+    from rich.console import Console
+    from rich.progress import Progress
 
 
 class InputError(click.ClickException):
@@ -61,6 +64,8 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 
 def progress_bar(console: Console, verb: str, unit: str) -> Progress:
     """A transient bar `VERB [====] N/M UNIT  K samples  0:00:12`; update with completed= and samples=."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     return Progress(TextColumn(verb), BarColumn(), MofNCompleteColumn(), TextColumn(unit),
                     TextColumn("{task.fields[samples]} samples"), TimeElapsedColumn(),
                     console=console, transient=True)
@@ -82,14 +87,24 @@ def shard_progress(console: Console, verb: str, total: int):
         yield lambda shards_done, samples_done: progress.update(task, completed=shards_done, samples=samples_done)
 
 
+def _ray_installed(ctx, param, value):
+    """--engine ray (or --ray-address) without Ray installed: one line naming the extra, exit 2."""
+    from dataaudit.extras import available, missing_message
+
+    if value and value not in ("auto", "local") and not available("ray"):
+        raise InputError(missing_message("ray", f"{param.opts[0]} {value}"))
+    return value
+
+
 def engine_options(ray_unit: str, in_flight: str = "shards"):
     """--engine, --ray-address and --workers: the same three options on every command that runs a job over shards
     (`ray_unit` says what one Ray task does, `in_flight` what --workers counts)."""
     def wrap(command):
         for option in reversed((
             click.option("--engine", type=click.Choice(["auto", "local", "ray"]), default="auto", show_default=True,
+                         callback=_ray_installed,
                          help=f"local: in this process; ray: {ray_unit}; auto: local for small inputs."),
-            click.option("--ray-address", default=None,
+            click.option("--ray-address", default=None, callback=_ray_installed,
                          help="Address of a running Ray cluster (default: start a local one)."),
             click.option("--workers", type=click.IntRange(min=1), default=None,
                          help=f"Ray engine: at most this many {in_flight} in flight (default: as many as Ray has "

@@ -6,20 +6,24 @@ end, so the answer is incomplete); 2 usage or I/O error (one line naming the fil
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from dataaudit.cli.common import (InputError, MultiValueCommand, engine_options, make_out_dir, plural,
                                   print_resumed, shard_progress)
 from dataaudit.cli.fields import fields_line, require_fields
 from dataaudit.fields import FieldSpec
 
+if TYPE_CHECKING:   # rich loads when a command prints, not for `--help`
+    from rich.console import Console
+
 RESERVED_NAMES = {"parts"}
 
 
 def _print_summary(console: Console, report: dict, out: Path) -> None:
+    from rich.table import Table
+
     t = report["totals"]
     table = Table(title=f"dataaudit contamination: {plural(t['items'], 'item')} in "
                         f"{plural(t['benchmarks'], 'benchmark')} vs {plural(t['train_records'], 'training record')} "
@@ -49,7 +53,7 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
         if shard["status"] != "ok":
             console.print(f"[red]unreadable[/] {shard['path']}: {shard['error']}", markup=True, highlight=False)
     for note in report["notes"]:
-        console.print(f"note: {note}", highlight=False)
+        console.print(f"note: {note}", highlight=False, markup=False)   # notes hold data: "[x]" is no markup
     print_resumed(console, report, out)
     files = [str(out / "contamination.json"), str(out / "contamination.html")]
     files += [str(out / f) for b in report["benchmarks"].values() for f in b["files"]]
@@ -79,6 +83,8 @@ def contamination(train, benchmarks, out, ngram, decontaminate_train, config_pat
                   ray_address, workers):
     """Report which benchmark items the training shards already contain, per benchmark and per item, and write
     a clean subset of every benchmark. Exit 0: none contaminated; 1: some; 2: usage or I/O error."""
+    from rich.console import Console
+
     from dataaudit.cli.paths import InputPathError, expand_shards
     from dataaudit.contamination.config import ContaminationConfigError, load_contamination_config
     from dataaudit.contamination.load import BenchmarkError, load_benchmark, parse_benchmark_arg
@@ -105,7 +111,7 @@ def contamination(train, benchmarks, out, ngram, decontaminate_train, config_pat
         raise InputError(str(exc)) from None
     make_out_dir(out)
 
-    from pipelines.contamination import has_errors, run_contamination   # late: keeps `--help` fast
+    from dataaudit.pipelines.contamination import has_errors, run_contamination   # late: keeps `--help` fast
 
     console = Console(stderr=False)
     with shard_progress(console, "scanning", len(paths)) as on_progress:

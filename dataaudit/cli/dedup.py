@@ -7,10 +7,9 @@ validation loss too good: error severity) or a shard could not be read to the en
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from dataaudit.cli.common import (InputError, MultiValueCommand, engine_options, make_out_dir, plural,
                                   print_resumed, progress_bar)
@@ -18,11 +17,17 @@ from dataaudit.cli.fields import fields_line, require_fields, text_fields
 from dataaudit.cli.paths import InputPathError, expand_shards
 from dataaudit.fields import FieldSpec
 
+if TYPE_CHECKING:   # rich loads when a command prints, not for `--help`
+    from rich.console import Console
+    from rich.table import Table
+
 _STAGES = {"sign": ("signing", "shards"), "map": ("banding", "shards"), "reduce": ("clustering", "partitions")}
 
 
 def clusters_table(title: str, r: dict, unit: str = "documents") -> Table:
     """The summary table of a dedup report (text or images): exact groups, near clusters, all clusters."""
+    from rich.table import Table
+
     table = Table(title=title)
     table.add_column("")
     table.add_column("groups", justify="right")
@@ -91,6 +96,8 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
 def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed, verify, nfc, lowercase,
           strip_punct, collapse_ws, text_field, engine, ray_address, workers, partitions):
     """Find exact and near-duplicate documents in SHARD_OR_GLOB... (and validation samples copied in train)."""
+    from rich.console import Console
+
     from dataaudit.dedup.config import DedupSpec
 
     try:
@@ -115,7 +122,7 @@ def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed,
     require_fields(paths + val_paths, FieldSpec(text=text_field), "--text-field")
     make_out_dir(out)
 
-    from pipelines.dedup import run_dedup   # imported late: keeps `--help` fast
+    from dataaudit.pipelines.dedup import run_dedup   # imported late: keeps `--help` fast
 
     console = Console(stderr=False)
     with progress_bar(console, "signing", "shards") as progress:

@@ -6,15 +6,19 @@ could not be read to the end; 2 usage or I/O error.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
 
 from dataaudit.cli.common import InputError, engine_options, make_out_dir, plural, print_resumed, progress_bar
+from dataaudit.extras import available, missing_message
 from dataaudit.cli.dedup import clusters_table
 from dataaudit.cli.fields import fields_line, require_fields, text_fields
 from dataaudit.fields import FieldSpec
 from dataaudit.cli.paths import InputPathError, expand_shards
+
+if TYPE_CHECKING:   # rich loads when a command prints, not for `--help`
+    from rich.console import Console
 
 
 def _print_summary(console: Console, r: dict, out: Path) -> None:
@@ -50,9 +54,13 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
 @engine_options("one task per shard", "shards")
 def dedup_images(shards, out, max_distance, image_field, max_image_pixels, engine, ray_address, workers):
     """Find exact and near-duplicate images in SHARD_OR_GLOB... and write a keep-list."""
+    from rich.console import Console
+
     from dataaudit.dedup.image_hashes import ImageDedupSpec
     from dataaudit.images.batch import Limits
 
+    if not available("PIL"):
+        raise InputError(missing_message("PIL", "dedup-images"))
     try:
         paths = expand_shards(list(shards))
     except InputPathError as exc:
@@ -63,7 +71,7 @@ def dedup_images(shards, out, max_distance, image_field, max_image_pixels, engin
     require_fields(paths, FieldSpec(image=fields), "--image-field")
     make_out_dir(out)
 
-    from pipelines.image_dedup import run_image_dedup   # imported late: keeps `--help` fast
+    from dataaudit.pipelines.image_dedup import run_image_dedup   # imported late: keeps `--help` fast
 
     console = Console(stderr=False)
     with progress_bar(console, "hashing", "shards") as progress:

@@ -4,8 +4,6 @@ from __future__ import annotations
 import glob
 import os
 
-from dataaudit.sources import holds_json_array, shard_format
-
 
 class InputPathError(ValueError):
     """A shard argument that names nothing usable; the message names it."""
@@ -14,6 +12,8 @@ class InputPathError(ValueError):
 def _walked(path: str) -> bool:
     """Whether a folder walk takes this file. A .json file only when it holds an array of records: the metadata
     objects beside shards (manifest.json, dataset_info.json) are no data. Named explicitly, any .json is read."""
+    from dataaudit.sources import holds_json_array, shard_format   # the readers load when a command runs
+
     try:
         fmt = shard_format(path)
     except ValueError:
@@ -49,6 +49,8 @@ def _walk(folder: str) -> list[str]:
 def expand_shards(args: list[str]) -> list[str]:
     """Files as given, folders walked (sorted; the files of dataaudit's own jobs left out), globs expanded (sorted);
     duplicates dropped, order kept."""
+    from dataaudit.sources import shard_format   # the readers load when a command runs, not for `--help`
+
     paths: list[str] = []
     for arg in args:
         if glob.has_magic(arg):

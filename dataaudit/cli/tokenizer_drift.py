@@ -5,18 +5,23 @@ Exit codes: 0 identical or compatible, 1 breaking, 2 usage or I/O errors (one li
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from dataaudit.cli.common import InputError, make_out_dir, progress_bar
+from dataaudit.extras import available, missing_message
 from dataaudit.cli.fields import fields_line, text_fields
+
+if TYPE_CHECKING:   # rich loads when a command prints, not for `--help`
+    from rich.console import Console
 
 _STYLE = {"breaking": "red", "compatible": "yellow", "identical": "green"}
 
 
 def _print_summary(console: Console, result: dict, json_path: Path, html_path: Path) -> None:
+    from rich.table import Table
+
     beh = result["behaviour"]
     verdict = result["verdict"]
     console.print(f"verdict: [{_STYLE[verdict]}]{verdict}[/]")
@@ -66,10 +71,14 @@ def tokenizer_drift(train_tokenizer, infer_tokenizer, more_samples, out, samples
     """Compare TRAIN_TOKENIZER with INFER_TOKENIZER (each a tokenizer.json, or a folder with tokenizer.json and
     its tokenizer_config.json / special_tokens_map.json): static diff, behaviour on probe and sample texts, and a
     verdict (identical / compatible / breaking; exit 1 on breaking)."""
+    from rich.console import Console
+
     from dataaudit.tokenization.compare import compare_bundles
     from dataaudit.tokenization.loading import TokenizerLoadError, load_bundle
     from dataaudit.report.tokenizer_drift import write_outputs
 
+    if not available("tokenizers"):
+        raise InputError(missing_message("tokenizers", "tokenizer-drift"))
     if more_samples and not samples:
         raise click.UsageError(f"unexpected extra argument {more_samples[0]!r} (sample shards go after --sample)")
     sample_args = list(samples) + list(more_samples)

@@ -1,7 +1,7 @@
 """Benchmark contamination: which benchmark items the training data already contains.
 
     from dataaudit.contamination import load_benchmark, build_index, scan_shard, load_contamination_config
-    from pipelines.contamination import run_contamination      # many shards, local or Ray, writes the outputs
+    from dataaudit.pipelines.contamination import run_contamination   # many shards, local or Ray, writes the outputs
 
 Benchmark loading (`load`), field presets (`presets`), the n-gram index (`index`), per-batch matching (`scan`),
 the per-shard stage (`shard`), the MinHash method (`minhash`), merging and outputs (`results`), clean subsets.

@@ -36,7 +36,7 @@ _M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
 _H01 = np.uint64(0x0101010101010101)
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def _popcount(x):
     # LLVM turns this bithack into one popcnt instruction
     x = x - ((x >> np.uint64(1)) & _M1)
@@ -45,7 +45,7 @@ def _popcount(x):
     return (x * _H01) >> np.uint64(56)
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def _find(parent, x):
     while parent[x] != x:
         parent[x] = parent[parent[x]]      # path halving

@@ -1,45 +1,75 @@
-"""Length histograms drawn as inline SVG with matplotlib (no JavaScript, no network: the report is one file)."""
+"""Length histograms drawn as small inline SVG (no JavaScript, no network, no plotting library: the report is one
+file, and writing it loads nothing heavy). Same bytes for the same input."""
 from __future__ import annotations
 
-import io
-import re
+import math
 
-import matplotlib
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+W, H = 460, 190                          # the chart, in px
+LEFT, RIGHT, TOP, BOTTOM = 54, 12, 12, 40  # plot margins
+BAR, LINE, AXIS = "#4c78a8", "#e45756", "#444"
 
-# Glyphs as paths: the SVG carries no text from data, and renders the same everywhere.
-plt.rcParams["svg.fonttype"] = "path"
-plt.rcParams["svg.hashsalt"] = "dataaudit"   # stable ids: same report bytes for the same input
+
+def _symlog(x: float) -> float:
+    """The x scale: linear up to 1, log10 above (lengths start at 0)."""
+    return x if x <= 1 else 1 + math.log10(x)
+
+
+def _label(x: float) -> str:
+    for unit, div in (("M", 1e6), ("k", 1e3)):
+        if x >= div:
+            return f"{x / div:g}{unit}"
+    return f"{x:g}"
+
+
+def _nice_step(top: float) -> float:
+    """A 1/2/5 x 10^k step giving 3 to 5 ticks from 0 to `top`."""
+    raw = top / 4
+    base = 10 ** math.floor(math.log10(raw))
+    return next(m * base for m in (1, 2, 5, 10) if m * base >= raw)
 
 
 def histogram_svg(histogram: dict, unit: str, context_length: int | None, counted: str = "samples") -> str:
     edges, counts = histogram["edges"], histogram["counts"]
-    fig, ax = plt.subplots(figsize=(6.4, 2.6), dpi=72)
-    if counts:
-        widths = [hi - lo for lo, hi in zip(edges[:-1], edges[1:])]
-        ax.bar(edges[:-1], counts, width=widths, align="edge", color="#4c78a8", edgecolor="white", linewidth=0.5)
-        ax.set_xscale("symlog", linthresh=1)
+    top_x = max([edges[-1] if edges else 1.0, 1.0] + ([context_length * 1.05] if context_length else []))
+    top_y = max(counts, default=0) or 1
+    pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
+    sx = lambda x: LEFT + pw * _symlog(x) / _symlog(top_x)  # noqa: E731
+    sy = lambda y: TOP + ph * (1 - y / top_y)  # noqa: E731
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
+           'font-family="sans-serif" font-size="10">']
+    for lo, hi, n in zip(edges[:-1], edges[1:], counts):
+        if n:
+            x0, x1 = sx(lo), sx(hi)
+            out.append(f'<rect x="{x0:.1f}" y="{sy(n):.1f}" width="{max(x1 - x0 - 0.5, 0.5):.1f}" '
+                       f'height="{TOP + ph - sy(n):.1f}" fill="{BAR}"/>')
+    # axes, ticks: 0 and the powers of ten on x, a 1/2/5 step on y
+    out.append(f'<path d="M{LEFT},{TOP}V{TOP + ph}H{LEFT + pw}" fill="none" stroke="{AXIS}"/>')
+    ticks = [0.0] + [10.0 ** k for k in range(0, int(math.log10(top_x)) + 1)]
+    for x in ticks:
+        out.append(f'<path d="M{sx(x):.1f},{TOP + ph}v4" stroke="{AXIS}"/><text x="{sx(x):.1f}" '
+                   f'y="{TOP + ph + 14}" text-anchor="middle">{_label(x)}</text>')
+    step = max(_nice_step(top_y), 1)   # counts are whole numbers
+    for i in range(int(top_y // step) + 1):
+        y = i * step
+        out.append(f'<path d="M{LEFT},{sy(y):.1f}h-4" stroke="{AXIS}"/><text x="{LEFT - 6}" y="{sy(y) + 3:.1f}" '
+                   f'text-anchor="end">{_label(y)}</text>')
     if context_length:
-        ax.axvline(context_length, color="#e45756", linestyle="--", linewidth=1.2, label=f"context {context_length}")
-        ax.legend(loc="upper right", fontsize=8, frameon=False)
-    ax.set_xlabel(f"length ({unit}, log scale)" if counted == "samples" else f"{unit}, log scale")
-    ax.set_ylabel(counted)
-    ax.spines[["top", "right"]].set_visible(False)
-    fig.tight_layout()
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-    plt.close(fig)
-    svg = buf.getvalue()
-    svg = re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.S)
-    return svg[svg.index("<svg"):]   # drop the XML prolog so it can be inlined
+        x = sx(context_length)
+        out.append(f'<path d="M{x:.1f},{TOP}V{TOP + ph}" stroke="{LINE}" stroke-width="1.2" stroke-dasharray="4 3"/>'
+                   f'<text x="{x - 4:.1f}" y="{TOP + 10}" text-anchor="end" fill="{LINE}">context '
+                   f'{context_length}</text>')
+    xlabel = f"length ({unit}, log scale)" if counted == "samples" else f"{unit}, log scale"
+    out.append(f'<text x="{LEFT + pw / 2:.1f}" y="{H - 6}" text-anchor="middle">{escape(xlabel)}</text>')
+    out.append(f'<text transform="translate(12,{TOP + ph / 2:.1f}) rotate(-90)" text-anchor="middle">'
+               f'{escape(counted)}</text></svg>')
+    return "".join(out)
 
 
 def length_charts(report: dict) -> dict[str, Markup]:
-    """report.html's charts, marked safe (our SVG, no data text): one histogram per length statistic, and per
-    image field its width, height and aspect ratio (keyed "<field> width", ...)."""
+    """report.html's charts, marked safe (our SVG; its only words are our labels, escaped): one histogram per
+    length statistic, and per image field its width, height and aspect ratio (keyed "<field> width", ...)."""
     charts = {key: Markup(histogram_svg(stat["histogram"], stat["unit"], stat["context_length"]))
               for key, stat in report["lengths"].items()}
     for name, stats in report.get("images", {}).items():

@@ -1,7 +1,7 @@
 """The pages of the audit, dedup and contamination pipelines: which template each renders and the context it gets.
 
 All rendering goes through render.py; tokenizer_drift.html is written by report/tokenizer_drift.py with
-the same write_page (that command never needs the charts, and so never loads matplotlib).
+the same write_page (that command never needs the charts).
 """
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """WebDataset tar shards, read as one sequential stream (tarfile mode "r|*") and never extracted to disk.
 
-Members are grouped into samples by key (path up to the first dot of the basename), as WebDataset does.
+Members are grouped into samples by key (path up to the first dot of the basename) with webdataset's own rule;
+members it puts in no sample (no extension, its `__meta__` members) are no record here either.
 Only text, JSON, class labels and .npy are decoded, by our own code: webdataset's default decoders unpickle,
 and a shard is untrusted input. Pickle-like members are reported, never loaded. Image members are kept as raw
 bytes in a binary column named by their extension ("jpg", "left.png"): only the image checks decode them,
@@ -13,6 +14,7 @@ import json
 import lzma
 import math
 import os
+import re
 import tarfile
 import zlib
 from typing import Iterator
@@ -55,11 +57,16 @@ class _HeaderTracker(tarfile.TarInfo):
             raise
 
 
-def split_member(name: str) -> tuple[str, str]:
-    """'dir/abc.input_ids.npy' -> ('dir/abc', 'input_ids.npy'); extensions are lowercased like WebDataset."""
-    directory, slash, base = name.rpartition("/")
-    stem, _, ext = base.partition(".")
-    return directory + slash + stem, ext.lower()
+# webdataset's rule (tariterators.base_plus_ext and skip_meta), so the audit's records are the loader's samples
+_KEY_EXT = re.compile(r"^((?:.*/|)[^.]+)[.]([^/]*)$")
+_META = re.compile(r"__[^/]*__($|/)")
+
+
+def split_member(name: str) -> tuple[str, str] | None:
+    """'dir/abc.input_ids.npy' -> ('dir/abc', 'input_ids.npy'); extensions are lowercased like WebDataset. None for
+    a member webdataset puts in no sample (no extension, e.g. `README`; its `__meta__` members)."""
+    m = None if _META.match(name) else _KEY_EXT.match(name)
+    return None if m is None else (m.group(1), m.group(2).lower())
 
 
 def _gunzip(data: bytes, limit: int) -> bytes:
@@ -219,7 +226,9 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
             if not m.isreg():
                 continue
             name = m.name
-            key, ext = split_member(name)
+            if (split := split_member(name)) is None:
+                continue   # not part of any sample for a webdataset loader either
+            key, ext = split
             if rec is None or key != rec.key:
                 if rec is not None:
                     finish(rec)

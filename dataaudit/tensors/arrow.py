@@ -7,11 +7,14 @@ import warnings
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import torch
 
+from dataaudit.extras import LazyModule
 from dataaudit.tensors.dtypes import DTYPE_CODE, dtype_code
 from dataaudit.tensors.field import NumericField, TokenFields, set_layout
 from dataaudit.tensors.reductions import valid_from_mask
+
+torch = LazyModule("torch", globals())   # imported on first use: the audit of text never loads it
+
 
 _INT64_MAX = 2 ** 63 - 1
 

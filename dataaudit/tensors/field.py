@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
+from dataaudit.extras import LazyModule
+
+torch = LazyModule("torch", globals())   # imported on first use: the audit of text never loads it
 
 
 @dataclass

@@ -23,9 +23,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
+from dataaudit.extras import LazyModule
 from dataaudit.tensors.field import Layout, NumericField, layout_of
+
+torch = LazyModule("torch", globals())   # imported on first use: the audit of text never loads it
 
 
 def _dense_offsets(lay: Layout, device) -> torch.Tensor:

@@ -13,9 +13,11 @@ device it returns None and the checks keep the generic sync-free path (reduction
 from __future__ import annotations
 
 import numpy as np
-import torch
 
+from dataaudit.extras import LazyModule
 from dataaudit.tensors.field import NumericField, layout_of
+
+torch = LazyModule("torch", globals())   # imported on first use: the audit of text never loads it
 
 
 def memo(field: NumericField, key: str, fn):

@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import math
 
-import torch
 
-from dataaudit.tensors.dtypes import TORCH_DTYPE_CODE, dtype_code
+from dataaudit.extras import LazyModule
+from dataaudit.tensors.dtypes import TORCH_DTYPE_CODE, dtype_code, numpy_convertible
 from dataaudit.tensors.field import LAZY, Layout, NumericField, TensorField, TokenFields
 
-# torch dtypes whose CPU tensors convert to numpy without a copy (CPU fast paths use numpy for small kernels)
-_NUMPY_OK = frozenset({torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
-                       torch.float32, torch.float64})
+torch = LazyModule("torch", globals())   # imported on first use: the audit of text never loads it
 
 
 def _broadcast_mask(mask: torch.Tensor, shape: torch.Size) -> torch.Tensor:
     """Bool mask broadcast over `shape`, aligned on the leading dims (mask [B, T] over x [B, T, D])."""
     if mask.dtype == torch.bool:
         m = mask
-    elif mask.is_cpu and mask.dtype in _NUMPY_OK:  # numpy compares small integer tensors several times faster
+    elif mask.is_cpu and mask.dtype in numpy_convertible():  # numpy compares small integer tensors several times faster
         m = torch.from_numpy(mask.numpy() != 0)
     else:
         m = mask != 0

@@ -21,7 +21,7 @@ _C2 = np.uint64(0x94D049BB133111EB)
 _GOLD = np.uint64(0x9E3779B97F4A7C15)
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def _mix(x):
     x ^= x >> np.uint64(30)
     x *= _C1
@@ -30,7 +30,7 @@ def _mix(x):
     return x ^ (x >> np.uint64(31))
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def _multibyte_ws(data, i, end):
     """Length of the multi-byte whitespace character at i (lead byte C2, E1, E2 or E3), else 0."""
     b = data[i]

@@ -212,7 +212,7 @@ LOCATED = ("empty_reply", "empty_user", "control_chars", "mojibake", "long_unbro
 @needs_shared
 def test_small_audit_finds_every_plant(tmp_path):
     from dataaudit.config import load_config
-    from pipelines.audit import run_audit
+    from dataaudit.pipelines.audit import run_audit
 
     truth = chat_data.generate(tmp_path / "data", 30, 0.0, 5, kinds=LOCATED, real_limit=6, log=lambda s: None)
     config = load_config(None)
@@ -251,7 +251,7 @@ KNOWN_GAPS: dict[tuple[str, str], str] = {}
 @needs_shared
 def test_fixtures_audit_reports_exactly_the_truth_table(tmp_path):
     from dataaudit.config import load_config
-    from pipelines.audit import run_audit
+    from dataaudit.pipelines.audit import run_audit
 
     root = REPO / "fixtures" / "chat"
     truth = json.loads((root / "truth.json").read_text("utf-8"))

@@ -75,7 +75,7 @@ def write_shard(path: Path, columns: dict[str, list]) -> Path:
 def audit(tmp_path: Path, shards: list[Path], data: dict, **raw) -> dict:
     """report.json of one local audit of `shards` with `[data]` = data."""
     from dataaudit.config import build_config
-    from pipelines.audit import run_audit
+    from dataaudit.pipelines.audit import run_audit
 
     config = build_config({"data": data, **raw})
     return run_audit([str(s) for s in shards], config, tmp_path / "out", engine="local")

@@ -15,7 +15,7 @@ import pytest
 from dataaudit.audit.shard import audit_shard
 from dataaudit.checks import REGISTRY, CheckOutput, SettingError, ShardState, register
 from dataaudit.config import ConfigError, build_config
-from pipelines.audit import run_audit
+from dataaudit.pipelines.audit import run_audit
 
 NAME = "probe_text_chars"
 A_TEXTS = ["short", "a much longer text", "tiny", "another long one here", "x"]   # 5, 18, 4, 21, 1 chars

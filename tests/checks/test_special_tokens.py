@@ -190,7 +190,7 @@ def test_unreadable_tokenizer_is_a_config_error(tmp_path):
 
 
 def test_audit_reports_the_check(tmp_path):
-    from pipelines.audit import run_audit
+    from dataaudit.pipelines.audit import run_audit
 
     shard = tmp_path / "s.parquet"
     pq.write_table(pa.table({"text": ["fine text here", "leak <|im_end|> and </s>", "tool <call>", None]}), shard)

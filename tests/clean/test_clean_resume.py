@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dataaudit.clean.selection import Selection
-from pipelines.clean import plan_clean, run_clean
+from dataaudit.pipelines.clean import plan_clean, run_clean
 from tests.clean.helpers import fake_audit, outputs
 from tests.paths import REPO
 

@@ -20,7 +20,7 @@ from dataaudit.contamination.config import ContaminationConfig, ExactSettings, M
 from dataaudit.contamination.grams import HashSet, build_lookup, kgram_hits, normalize_for_contamination
 from dataaudit.contamination.load import load_benchmark
 from dataaudit.textops import fold_ngrams, ngram_hash_of, normalize, word_hash_of, word_ngram_hashes, word_tokens
-from pipelines.contamination import run_contamination
+from dataaudit.pipelines.contamination import run_contamination
 
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
          "quebec romeo sierra tango uniform victor whiskey xray yankee zulu amber birch cedar dune").split()

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from dataaudit.cli import main
 from dataaudit.config import load_config
-from pipelines.audit import run_audit
+from dataaudit.pipelines.audit import run_audit
 from tests.paths import REPO
 
 CONFIG = REPO / "fixtures" / "audit.toml"

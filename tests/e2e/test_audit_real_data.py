@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from dataaudit.cli import main
 from dataaudit.config import load_config
-from pipelines.audit import run_audit
+from dataaudit.pipelines.audit import run_audit
 
 GARBAGE_CHECKS = ("control_chars", "mojibake", "long_unbroken_run", "non_text_ratio")
 MAX_FALSE_POSITIVE_RATE = 0.005

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from dataaudit.cli import main
 from dataaudit.contamination import load_benchmark, load_contamination_config
-from pipelines.contamination import run_contamination
+from dataaudit.pipelines.contamination import run_contamination
 
 # Planted items: (benchmark, item index (0-based line), how) -> training document position.
 GSM_PLANTS = {4: "verbatim", 250: "case_spacing", 777: "embedded", 1318: "embedded"}

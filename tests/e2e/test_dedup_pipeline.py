@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from dataaudit.cli import main
 from dataaudit.dedup import DedupSpec
 from fixtures.dedup_corpus import make_corpus, write_corpus
-from pipelines.dedup import run_dedup
+from dataaudit.pipelines.dedup import run_dedup
 
 THRESHOLD = 0.5     # planted near copies (5-10% of words edited) have word-5-gram Jaccard 0.67-0.9
 

@@ -14,7 +14,7 @@ from tokenizers import Tokenizer
 from dataaudit.audit.shard import audit_shard
 from dataaudit.cli import main
 from dataaudit.config import ConfigError, build_config, load_config
-from pipelines.audit import run_audit
+from dataaudit.pipelines.audit import run_audit
 
 PLANTED_PARQUET = (3, 17, 29)      # rows whose ids came from GPT-NeoX
 PLANTED_JSONL = (5,)
@@ -142,7 +142,7 @@ def test_drifted_records_are_flags_with_their_shard_and_key(data, tmp_path):
     """Every record whose stored ids differ is a flags.parquet row (check tokenizer_drift) and counts as flagged."""
     import pyarrow.parquet as pq
 
-    from pipelines.audit import run_audit
+    from dataaudit.pipelines.audit import run_audit
 
     report = run_audit(data["paths"], load_config(data["config"]), tmp_path, engine="local")
     flags = pq.read_table(tmp_path / "flags.parquet").filter(pc.equal(pc.field("check"), "tokenizer_drift"))

@@ -15,7 +15,7 @@ from dataaudit.audit.shard import audit_shard
 from dataaudit.cli import main
 from dataaudit.config import load_config
 from dataaudit.sources import ShardReadError, iter_shard
-from pipelines.audit import run_audit
+from dataaudit.pipelines.audit import run_audit
 from tests.integrity.damage import ROWS_PER_GROUP, damage_column, sample_table, write_sample
 from tests.paths import needs_shared, SHARED_DATA
 

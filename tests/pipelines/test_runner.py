@@ -1,5 +1,6 @@
-"""The shard runner every job uses (pipelines.runner / pipelines.tasks): resume from parts, progress, the error
-policy handed to each stage call, the Ray workers cap; and `dataaudit dedup --workers 1` on Ray."""
+"""The shard runner every job uses (dataaudit.pipelines.runner / dataaudit.pipelines.tasks): resume from parts,
+progress, the error policy handed to each stage call, the Ray workers cap; and `dataaudit dedup --workers 1` on
+Ray."""
 from __future__ import annotations
 
 import json
@@ -12,9 +13,9 @@ from click.testing import CliRunner
 
 from dataaudit.cli import main
 from dataaudit.handlers import reraise
-from pipelines.parts import PartStore
-from pipelines.runner import run_units
-from pipelines.tasks import run_tasks
+from dataaudit.pipelines.parts import PartStore
+from dataaudit.pipelines.runner import run_units
+from dataaudit.pipelines.tasks import run_tasks
 
 
 def _stage(path, scale, on_batch=None, handler=None):

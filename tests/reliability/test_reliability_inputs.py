@@ -33,7 +33,7 @@ def test_wrong_type_column_is_named_in_the_report(tmp_path):
 
 def test_shards_with_different_schemas_in_one_job(tmp_path):
     from dataaudit.config import load_config
-    from pipelines.audit import run_audit
+    from dataaudit.pipelines.audit import run_audit
 
     a = next(h for h in HOSTILE if "schema A" in h.name).build(tmp_path)
     b = next(h for h in HOSTILE if "schema B" in h.name).build(tmp_path)

@@ -6,7 +6,7 @@ import os
 import pyarrow.parquet as pq
 
 from dataaudit.config import load_config
-from pipelines.audit import run_audit
+from dataaudit.pipelines.audit import run_audit
 from tests.paths import REPO
 
 

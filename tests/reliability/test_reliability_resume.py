@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from dataaudit.config import load_config
-from pipelines.audit import run_audit
-from pipelines.parts import PartStore
+from dataaudit.pipelines.audit import run_audit
+from dataaudit.pipelines.parts import PartStore
 from tests.paths import REPO
 
 SHARDS = 10

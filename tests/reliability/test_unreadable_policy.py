@@ -15,9 +15,9 @@ from dataaudit.config import load_config
 from dataaudit.contamination import ContaminationConfig, load_benchmark
 from dataaudit.dedup import DedupSpec
 from dataaudit.handlers import reraise
-from pipelines.audit import run_audit
-from pipelines.contamination import run_contamination
-from pipelines.dedup import run_dedup
+from dataaudit.pipelines.audit import run_audit
+from dataaudit.pipelines.contamination import run_contamination
+from dataaudit.pipelines.dedup import run_dedup
 from tests.paths import REPO
 
 BROKEN_AFTER = 3                      # records the failing shard yields before its disk fails
