@@ -9,10 +9,12 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-import torch
 
 from dataaudit.checks.base import CheckOutput, register
+from dataaudit.extras import LazyModule
 from dataaudit.tensors import NumericField, TokenFields, seg_lengths
+
+torch = LazyModule("torch", globals())   # imported on first use: the audit of text never loads it
 
 __all__ = ["null_sample", "missing_value"]
 

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 from dataaudit.contamination.config import ContaminationConfig
 from dataaudit.contamination.load import load_benchmark
 from dataaudit.contamination.sentences import ends_a_sentence, sentence_flags
-from pipelines.contamination import run_contamination
+from dataaudit.pipelines.contamination import run_contamination
 from tests.paths import shared_file
 
 COLD = "What happens if you go outdoors in cold weather?"
