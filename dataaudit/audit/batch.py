@@ -21,14 +21,14 @@ from dataaudit.checks import REGISTRY, CheckOutput
 from dataaudit.config import AuditConfig
 from dataaudit.images.batch import ImageBatch, Limits
 from dataaudit.images.pairs import Pairs
-from dataaudit.provenance import ERROR, KEY, ROW
+from dataaudit.provenance import ERROR, KEY, LINE, ROW
 from dataaudit.stats.conversation_lengths import as_length_tokenizer, conversation_tokens
 from dataaudit.stats.token_lengths import token_lengths
 from dataaudit.tensors import NumericField, from_arrow, tokens_from_arrow, with_shapes
 from dataaudit.texts import Segments, call_arguments, conversation, record_text, segments, split_json_turns
 
 FLAG_SCHEMA = pa.schema([
-    ("shard", pa.string()), ("key", pa.string()), ("row", pa.int64()), ("field", pa.string()),
+    ("shard", pa.string()), ("key", pa.string()), ("row", pa.int64()), ("line", pa.int64()), ("field", pa.string()),
     ("role", pa.string()), ("check", pa.string()), ("severity", pa.string()), ("value", pa.float64()),
     ("detail", pa.string()),
 ])
@@ -68,7 +68,7 @@ def flag_table(batch: pa.RecordBatch, rows: np.ndarray, shard: str, paths: list,
     n = rows.size
     return pa.table({
         "shard": pa.repeat(pa.scalar(shard, pa.string()), n),
-        "key": batch.column(KEY).take(take), "row": batch.column(ROW).take(take),
+        "key": batch.column(KEY).take(take), "row": batch.column(ROW).take(take), "line": batch.column(LINE).take(take),
         "field": pa.array(paths, pa.string()), "role": pa.array(roles, pa.string()),
         "check": pa.repeat(pa.scalar(check, pa.string()), n),
         "severity": pa.repeat(pa.scalar(severity, pa.string()), n),
@@ -240,7 +240,7 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
     usable = ~_to_numpy(pc.is_valid(batch.column(ERROR)))
     flagged_rows = np.zeros(n, dtype=bool)
     tables, examples = [], {}
-    keys, rows_col = batch.column(KEY), batch.column(ROW)
+    keys, rows_col, lines = batch.column(KEY), batch.column(ROW), batch.column(LINE)
     texts = BatchTexts.of(batch, plan)
     states = {} if states is None else states
     images: list[ImageBatch] = []
@@ -270,7 +270,8 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
         thumbs = site.thumbnails(idx[first] if site.segments is not None else rows[first])
         # One list per check and batch: a check on several fields keeps the last flagged field's examples.
         examples[name] = [
-            {"shard": shard, "key": keys[r].as_py(), "row": rows_col[r].as_py(), "field": paths[j],
+            {"shard": shard, "key": keys[r].as_py(), "row": rows_col[r].as_py(), "line": lines[r].as_py(),
+             "field": paths[j],
              "value": float(values[i]), "detail": details[j],
              "snippet": None if s is None else s[:SNIPPET_CHARS],
              **({} if thumbs is None else {"thumbnail": thumbs[j]})}
