@@ -16,7 +16,7 @@ import torch
 
 from dataaudit.audit.plan import FieldPlan
 from dataaudit.fields import DTYPE_SUFFIX, SHAPE_SUFFIX
-from dataaudit.checks.base import CheckSpec, Target, TextAndTokens
+from dataaudit.checks.base import CheckSpec, FieldDetail, Target, TextAndTokens
 from dataaudit.checks import REGISTRY, CheckOutput
 from dataaudit.config import AuditConfig
 from dataaudit.images.batch import ImageBatch, Limits
@@ -52,9 +52,20 @@ def _to_numpy(x) -> np.ndarray:
     return np.asarray(x)
 
 
-def _details(spec: CheckSpec, out: CheckOutput, idx: np.ndarray, values: np.ndarray, params: dict) -> list[str]:
+def _listed(batch: pa.RecordBatch, name: str | None) -> bool:
+    """Whether a column's values are lists (a detail then names the element: `x[17]`)."""
+    if name not in batch.schema.names:
+        return False
+    t = batch.schema.field(name).type
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+def _details(spec: CheckSpec, out: CheckOutput, idx: np.ndarray, values: np.ndarray, params: dict,
+             batch: pa.RecordBatch, paths: list) -> list[str]:
     if out.detail is not None:
         detail = out.detail
+        if isinstance(detail, FieldDetail):   # names the offending element of the flagged field
+            return [detail.text(i, p, _listed(batch, p)) for i, p in zip(idx.tolist(), paths)]
         if isinstance(detail, (pa.Array, pa.ChunkedArray)):
             return detail.take(pa.array(idx)).to_pylist()
         return [spec.detail.format(value=values[i], **params) if detail[i] is None else str(detail[i]) for i in idx]
@@ -257,8 +268,8 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
             continue
         flagged_rows[rows] = True
         values = _to_numpy(out.value).astype(np.float64, copy=False)
-        details = _details(spec, out, idx, values, params)
         paths = site.paths(idx, out)
+        details = _details(spec, out, idx, values, params, batch, paths)
         # a conversation check names the role of the turn it flags; text segments carry their own
         roles = site.roles(idx) if out.role is None else [out.role[i] for i in idx.tolist()]
         tables.append(flag_table(batch, rows, shard, paths, roles, name, config.check(name).severity,
@@ -266,7 +277,9 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
         if spec.state is not None and not spec.state.examples:
             continue   # its report section shows its own examples
         first = slice(0, examples_per_check)
-        snippets = site.texts(idx[first]) or texts.snippets(rows[first])
+        # a numeric finding shows its value (the detail), not the record's text
+        snippets = [None] * idx[first].size if kind == "numeric" else \
+            site.texts(idx[first]) or texts.snippets(rows[first])
         thumbs = site.thumbnails(idx[first] if site.segments is not None else rows[first])
         # One list per check and batch: a check on several fields keeps the last flagged field's examples.
         examples[name] = [

@@ -50,7 +50,7 @@ class CheckOutput:
     """Per-sample result of one check over one batch.
 
     flagged: bool, shape [num_samples]; value: float64, shape [num_samples] (the measured quantity shown in
-    reports). detail: optional per-sample strings (only read for flagged samples); when None the report uses
+    reports). detail: optional per-sample strings (only read for flagged samples), or a FieldDetail; when None the report uses
     the check's `detail` format string with `value` and the check's params. state: a stateful check's part of
     its shard state from this batch (folded in with its ShardState.merge). where: optional per-sample suffix of
     the field path (a conversation check names the turn: "[3].role"). role: optional per-sample role of the turn
@@ -63,6 +63,16 @@ class CheckOutput:
     state: Any = None
     where: Any = None
     role: Any = None
+
+
+class FieldDetail:
+    """Per-sample details that name where in the field the offending value is and show it ("embedding[17] = nan",
+    "loss_weight = 1e+38 > 1e+06"), formatted only for the samples a report shows (CheckOutput.detail may be
+    one; the audit knows the field's name and whether its values are lists, the check does not)."""
+
+    def text(self, i: int, field: str, listed: bool) -> str:
+        """Sample i's detail; `field`: the flagged field's name, `listed`: its values are lists (name the element)."""
+        raise NotImplementedError
 
 
 @dataclass

@@ -13,12 +13,14 @@ devices the generic, sync-free path runs.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 
 import numpy as np
 import torch
 
 from dataaudit.checks.base import CheckOutput, register
+from dataaudit.checks.numeric_detail import Constant, ExtremeSpan, Nonfinite, OutOfRange
 from dataaudit.tensors import (
     DTYPE_CODE,
     DTYPE_NAMES,
@@ -47,6 +49,21 @@ def _out(field: NumericField, flagged: torch.Tensor, value: torch.Tensor, detail
 
 
 _np_zeros, _from_numpy = np.zeros, torch.from_numpy
+
+
+def _showing(detail):
+    """The check's result with a detail naming the offending element and value (computed only if a report reads
+    it; the guard never does)."""
+    def wrap(fn):
+        defaults = {k: p.default for k, p in inspect.signature(fn).parameters.items() if p.default is not p.empty}
+
+        @functools.wraps(fn)
+        def check(field: NumericField, **params) -> CheckOutput:
+            out = fn(field, **params)
+            out.detail = detail(field, out.value, **{**defaults, **params})
+            return out
+        return check
+    return wrap
 
 
 def _none(field: NumericField) -> CheckOutput:
@@ -96,6 +113,7 @@ def _on_rows(x2: torch.Tensor, rows: np.ndarray, general, base: CheckOutput, **p
           detail="{value:.0f} non-finite element(s) (NaN / Inf)",
           description="The sample holds NaN or +-Inf values (a null element inside a list counts as NaN). "
                       "Integer fields are never flagged.")
+@_showing(Nonfinite)
 def nonfinite(field: NumericField) -> CheckOutput:
     if not field.values.is_floating_point():
         return _none(field)
@@ -116,6 +134,7 @@ def _nonfinite(field: NumericField) -> CheckOutput:
           detail="value span (max - min) {value:.4g} exceeds {threshold:g}",
           description="max - min over the finite elements exceeds the threshold (unnormalized or corrupted "
                       "values). value = the span, 0 for a sample without finite elements.")
+@_showing(ExtremeSpan)
 def extreme_span(field: NumericField, threshold: float = 1e4) -> CheckOutput:
     x2 = dense_rows(field)
     if x2 is None:
@@ -145,6 +164,7 @@ def _extreme_span(field: NumericField, threshold: float = 1e4) -> CheckOutput:
           detail="constant values: std {value:.3g} < {std_threshold:g}",
           description="The finite elements of the sample (at least min_elements of them) all have the same value "
                       "(population std below std_threshold): blank image, silent audio, zeroed embedding.")
+@_showing(Constant)
 def constant(field: NumericField, std_threshold: float = 1e-6, min_elements: int = 2) -> CheckOutput:
     x2 = dense_rows(field)
     # CPU fast path: when no row holds a NaN/Inf the finite-element mask is all True; leave it out.
@@ -201,6 +221,7 @@ def above(v: torch.Tensor, bound) -> torch.Tensor:
           detail="{value:.0f} element(s) outside [{min}, {max}]",
           description="Elements below min or above max (NaN is not counted: see nonfinite; +-Inf is). Runs only "
                       "with a bound configured; with none it flags nothing.")
+@_showing(OutOfRange)
 def out_of_range(field: NumericField, min=None, max=None) -> CheckOutput:  # noqa: A002 (param names are config keys)
     if min is None and max is None:
         return _none(field)
