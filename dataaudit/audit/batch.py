@@ -61,11 +61,12 @@ def _listed(batch: pa.RecordBatch, name: str | None) -> bool:
 
 
 def _details(spec: CheckSpec, out: CheckOutput, idx: np.ndarray, values: np.ndarray, params: dict,
-             batch: pa.RecordBatch, paths: list) -> list[str]:
+             batch: pa.RecordBatch, paths: list, arg) -> list[str]:
+    if spec.explain is not None:   # names the offending element of the flagged field and its value
+        detail: FieldDetail = spec.explain(arg, values, **{**spec.params, **params})
+        return [detail.text(i, p, _listed(batch, p)) for i, p in zip(idx.tolist(), paths)]
     if out.detail is not None:
         detail = out.detail
-        if isinstance(detail, FieldDetail):   # names the offending element of the flagged field
-            return [detail.text(i, p, _listed(batch, p)) for i, p in zip(idx.tolist(), paths)]
         if isinstance(detail, (pa.Array, pa.ChunkedArray)):
             return detail.take(pa.array(idx)).to_pylist()
         return [spec.detail.format(value=values[i], **params) if detail[i] is None else str(detail[i]) for i in idx]
@@ -269,7 +270,7 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
         flagged_rows[rows] = True
         values = _to_numpy(out.value).astype(np.float64, copy=False)
         paths = site.paths(idx, out)
-        details = _details(spec, out, idx, values, params, batch, paths)
+        details = _details(spec, out, idx, values, params, batch, paths, arg)
         # a conversation check names the role of the turn it flags; text segments carry their own
         roles = site.roles(idx) if out.role is None else [out.role[i] for i in idx.tolist()]
         tables.append(flag_table(batch, rows, shard, paths, roles, name, config.check(name).severity,

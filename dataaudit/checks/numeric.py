@@ -13,7 +13,6 @@ devices the generic, sync-free path runs.
 from __future__ import annotations
 
 import functools
-import inspect
 import math
 
 import numpy as np
@@ -49,21 +48,6 @@ def _out(field: NumericField, flagged: torch.Tensor, value: torch.Tensor, detail
 
 
 _np_zeros, _from_numpy = np.zeros, torch.from_numpy
-
-
-def _showing(detail):
-    """The check's result with a detail naming the offending element and value (computed only if a report reads
-    it; the guard never does)."""
-    def wrap(fn):
-        defaults = {k: p.default for k, p in inspect.signature(fn).parameters.items() if p.default is not p.empty}
-
-        @functools.wraps(fn)
-        def check(field: NumericField, **params) -> CheckOutput:
-            out = fn(field, **params)
-            out.detail = detail(field, out.value, **{**defaults, **params})
-            return out
-        return check
-    return wrap
 
 
 def _none(field: NumericField) -> CheckOutput:
@@ -109,11 +93,10 @@ def _on_rows(x2: torch.Tensor, rows: np.ndarray, general, base: CheckOutput, **p
 
 
 # Guard default: NaN/Inf inputs -> NaN loss; one row sum per float tensor (the row min/max when computed).
-@register("nonfinite", target="numeric", severity="error", guard_default=1,
+@register("nonfinite", target="numeric", severity="error", guard_default=1, explain=Nonfinite,
           detail="{value:.0f} non-finite element(s) (NaN / Inf)",
           description="The sample holds NaN or +-Inf values (a null element inside a list counts as NaN). "
                       "Integer fields are never flagged.")
-@_showing(Nonfinite)
 def nonfinite(field: NumericField) -> CheckOutput:
     if not field.values.is_floating_point():
         return _none(field)
@@ -131,10 +114,10 @@ def _nonfinite(field: NumericField) -> CheckOutput:
 
 # Guard opt-in (two extra reductions); computes the row min/max first, for the others to reuse.
 @register("extreme_span", target="numeric", severity="warning", params={"threshold": 1e4}, guard_rank=0,
+          explain=ExtremeSpan,
           detail="value span (max - min) {value:.4g} exceeds {threshold:g}",
           description="max - min over the finite elements exceeds the threshold (unnormalized or corrupted "
                       "values). value = the span, 0 for a sample without finite elements.")
-@_showing(ExtremeSpan)
 def extreme_span(field: NumericField, threshold: float = 1e4) -> CheckOutput:
     x2 = dense_rows(field)
     if x2 is None:
@@ -161,10 +144,10 @@ def _extreme_span(field: NumericField, threshold: float = 1e4) -> CheckOutput:
 
 # Guard opt-in: a two-pass float64 std, ~20x the cost of the default checks.
 @register("constant", target="numeric", severity="warning", params={"std_threshold": 1e-6, "min_elements": 2},
+          explain=Constant,
           detail="constant values: std {value:.3g} < {std_threshold:g}",
           description="The finite elements of the sample (at least min_elements of them) all have the same value "
                       "(population std below std_threshold): blank image, silent audio, zeroed embedding.")
-@_showing(Constant)
 def constant(field: NumericField, std_threshold: float = 1e-6, min_elements: int = 2) -> CheckOutput:
     x2 = dense_rows(field)
     # CPU fast path: when no row holds a NaN/Inf the finite-element mask is all True; leave it out.
@@ -217,11 +200,10 @@ def above(v: torch.Tensor, bound) -> torch.Tensor:
 
 # Guard default (only with a bound configured): shares the row min/max, computed before the others use them.
 @register("out_of_range", target="numeric", severity="warning", params={"min": None, "max": None},
-          required=(("min", "max"),), guard_default=2, guard_rank=1,
+          required=(("min", "max"),), guard_default=2, guard_rank=1, explain=OutOfRange,
           detail="{value:.0f} element(s) outside [{min}, {max}]",
           description="Elements below min or above max (NaN is not counted: see nonfinite; +-Inf is). Runs only "
                       "with a bound configured; with none it flags nothing.")
-@_showing(OutOfRange)
 def out_of_range(field: NumericField, min=None, max=None) -> CheckOutput:  # noqa: A002 (param names are config keys)
     if min is None and max is None:
         return _none(field)

@@ -1,9 +1,10 @@
 """The offending value of a numeric finding and where it is, for the report: `embedding[17] = nan`,
 `loss_weight = 1e+38 > 1e+06`.
 
-Built lazily: nothing is computed until a report reads a flagged sample's detail (the guard never does). Then
-the batch's elements are read back once and, per sample, the first offending element is found with numpy
-(one pass, no loop over samples); only the strings of the samples shown are formatted.
+The checks' `explain` (see dataaudit.checks.base): the audit builds one only for a batch the check flagged, the
+guard never does. On the first detail read, the batch's elements are read back once and, per sample, the first
+offending element is found with numpy (one pass, no loop over samples); only the flagged samples' strings are
+formatted.
 """
 from __future__ import annotations
 
@@ -54,14 +55,14 @@ class _Elements:
 
 
 class _Lazy(FieldDetail):
-    def __init__(self, field: NumericField, value, **params):
+    """`value`: the check's value per sample (numpy), `params`: its parameters."""
+
+    def __init__(self, field: NumericField, value: np.ndarray, **params):
         self.field, self.value, self.params = field, value, params
         self._elements = self._first = None
 
     def _once(self):
         if self._elements is None:
-            if isinstance(self.value, torch.Tensor):
-                self.value = self.value.detach().cpu().numpy()
             self._elements = _Elements(self.field)
             self._first = self.locate(self._elements)
         return self._elements, self._first

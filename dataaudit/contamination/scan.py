@@ -209,6 +209,7 @@ def matches_table(m: BatchMatches, texts: pa.Array, rows: np.ndarray, keys: pa.A
     return pa.table({
         "item": pa.array(m.item, pa.int64()), "row": pa.array(rows[m.doc], pa.int64()),
         "key": keys.take(pa.array(m.doc)),
-        "line": pa.nulls(n, pa.int64()) if lines is None else lines.take(pa.array(m.doc)), "shared": pa.array(m.shared.astype(np.int32)),
+        "line": pa.nulls(n, pa.int64()) if lines is None else lines.take(pa.array(m.doc)),
+        "shared": pa.array(m.shared.astype(np.int32)),
         "exact": pa.array(m.exact), "minhash": mh, "snippet": pa.array(snippets, pa.string()),
         "match_start": pa.array(starts), "match_end": pa.array(ends)}, schema=MATCH_SCHEMA)

@@ -41,7 +41,8 @@ def write_clusters(out_dir: Path, clusters: Clusters, train: Corpus) -> None:
             local = ct["gid"][sel] - train.base[s]
             part = train.read(int(s), ["key", "line"]).take(pa.array(local))
             yield pa.table({"shard": pa.array([train.paths[s]] * len(sel), pa.string()), "key": part.column("key"),
-                            "row": pa.array(local), "line": part.column("line"), "cluster_id": pa.array(ct["cluster_id"][sel]),
+                            "row": pa.array(local), "line": part.column("line"),
+                            "cluster_id": pa.array(ct["cluster_id"][sel]),
                             "is_representative": pa.array(ct["is_representative"][sel]),
                             "kind": pa.array(clusters.kind[sel]), "cluster_size": pa.array(ct["size"][sel]),
                             "exact_group": pa.array(clusters.exact_group[sel])}, schema=CLUSTER_SCHEMA)
@@ -100,7 +101,8 @@ def write_overlap(out_dir: Path, train: Corpus, val: Corpus, overlap: dict) -> t
             lo = int(val.base[i] - val.base0)
             hi = lo + t.num_rows
             yield pa.table({"shard": pa.array([p] * t.num_rows, pa.string()), "key": t.column("key"),
-                            "row": t.column("row"), "line": t.column("line"), "match": pa.array(status[lo:hi], pa.string()),
+                            "row": t.column("row"), "line": t.column("line"),
+                            "match": pa.array(status[lo:hi], pa.string()),
                             "train_matches": pa.array(n_matches[lo:hi]), "train": lists.slice(lo, hi - lo)},
                            schema=OVERLAP_SCHEMA)
 

@@ -64,14 +64,17 @@ def json_value(v: object) -> tuple[str | None, object]:
     return JSON, v
 
 
-def flatten_object(obj: dict, prefix: str, out: dict, warnings: list[str], where: str) -> None:
-    """One column per top-level field, named prefix + field; an existing column is kept (first wins)."""
+def flatten_object(obj: dict, prefix: str, out: dict, warnings: list[str], where) -> None:
+    """One column per top-level field, named prefix + field; an existing column is kept (first wins). `where`
+    names the record in a warning: a string, or a function giving it (formatted only when there is one)."""
     for name, v in obj.items():
         col = prefix + name
         if col in PROVENANCE_COLUMNS:
-            warnings.append(f"{where}: field {name!r} clashes with a provenance column (dropped)")
+            warnings.append(f"{where() if callable(where) else where}: field {name!r} clashes with a provenance "
+                            "column (dropped)")
         elif col in out:
-            warnings.append(f"{where}: field {col!r} duplicates another member's column (first kept)")
+            warnings.append(f"{where() if callable(where) else where}: field {col!r} duplicates another member's "
+                            "column (first kept)")
         else:
             out[col] = json_value(v)
 

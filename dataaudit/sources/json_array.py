@@ -167,12 +167,12 @@ class _TooBig(Exception):
     """One value is larger than the record limit."""
 
 
-def _record(obj: object, at: str, bad: int | None, warnings: list[str]) -> tuple[dict, str | None]:
-    """(values, error) of one element; `at` names it."""
+def _record(obj: object, at, bad: int | None, warnings: list[str]) -> tuple[dict, str | None]:
+    """(values, error) of one element; `at()` names it (formatted only for a message)."""
     if bad is not None:
-        return {}, f"{at}: invalid UTF-8 at byte {bad}"
+        return {}, f"{at()}: invalid UTF-8 at byte {bad}"
     if type(obj) is not dict:
-        return {}, f"{at}: not a JSON object ({type(obj).__name__})"
+        return {}, f"{at()}: not a JSON object ({type(obj).__name__})"
     values: dict = {}
     flatten_object(obj, "", values, warnings, at)
     return values, None
@@ -238,7 +238,8 @@ class _Records:
     def _one(self, warnings: list[str]):
         obj, line, start, size, bad = self._value()
         # a minified array is one line: the byte offset tells its records apart
-        values, error = _record(obj, f"{where(self.count, line)} at byte {start}", bad, warnings)
+        row = self.count
+        values, error = _record(obj, lambda: f"{where(row, line)} at byte {start}", bad, warnings)
         self.count += 1
         return values, error, warnings, size, line
 

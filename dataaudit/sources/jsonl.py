@@ -22,28 +22,28 @@ def where(row: int, line: int) -> str:
     return f"row {row} (line {line})"
 
 
-def _parse_line(line: bytes, at: str, first: bool) -> tuple[dict | None, str | None, list[str]]:
-    """(values, error, warnings) for one non-blank line; `at` names it, `first`: the file's first line."""
+def _parse_line(line: bytes, row: int, lineno: int) -> tuple[dict | None, str | None, list[str]]:
+    """(values, error, warnings) for one non-blank line (record `row`, physical line `lineno`)."""
     text = line.strip()
     lead = len(line) - len(line.lstrip())
     try:
         s = text.decode("utf-8")
     except UnicodeDecodeError as e:
-        return None, f"{at}: invalid UTF-8 at byte {lead + e.start}", []
+        return None, f"{where(row, lineno)}: invalid UTF-8 at byte {lead + e.start}", []
     warnings = []
-    if first and s.startswith("\ufeff"):
+    if lineno == 1 and s.startswith("\ufeff"):
         s = s[1:]
-        warnings.append(f"{at}: UTF-8 byte order mark ignored")
+        warnings.append(f"{where(row, lineno)}: UTF-8 byte order mark ignored")
     try:
         obj = json.loads(s)
     except json.JSONDecodeError as e:
-        return None, f"{at}: {e.msg} at column {lead + e.colno}", warnings
+        return None, f"{where(row, lineno)}: {e.msg} at column {lead + e.colno}", warnings
     except (ValueError, RecursionError) as e:  # e.g. integer too long, nesting too deep
-        return None, f"{at}: {one_line(e) or type(e).__name__}", warnings
+        return None, f"{where(row, lineno)}: {one_line(e) or type(e).__name__}", warnings
     if not isinstance(obj, dict):
-        return None, f"{at}: not a JSON object ({type(obj).__name__})", warnings
+        return None, f"{where(row, lineno)}: not a JSON object ({type(obj).__name__})", warnings
     values: dict = {}
-    flatten_object(obj, "", values, warnings, at)
+    flatten_object(obj, "", values, warnings, lambda: where(row, lineno))
     return values, None, warnings
 
 
@@ -60,7 +60,7 @@ def _lines(stream, max_line_bytes: int) -> Iterator[Record]:
             yield {}, f"{where(row, lineno)}: longer than {max_line_bytes} bytes (not parsed)", [], 0, lineno
             row += 1
         elif line.strip():   # blank lines are not records: they take no row
-            values, error, warnings = _parse_line(line, where(row, lineno), lineno == 1)
+            values, error, warnings = _parse_line(line, row, lineno)
             yield values or {}, error, warnings, len(line), lineno
             row += 1
 
