@@ -100,10 +100,12 @@ class OutOfRange(_Lazy):
     def describe(self, el, first, i, field, listed):
         e = first[i]
         lo, hi = self.params.get("min"), self.params.get("max")
+        n = int(self.value[i])
+        if e < 0:   # a half-precision value at the bound's edge: torch and numpy may round it apart
+            return f"{field}: {n} elements outside [{lo}, {hi}]"
         side = f"< {fmt(lo)}" if lo is not None and el.values[e] < lo else f"> {fmt(hi)}"
         text = f"{el.at(e, field, listed)} {side}"
-        n = int(self.value[i])
-        return text + f" ({n} elements outside [{self.params.get('min')}, {self.params.get('max')}])" if n > 1 else text
+        return text + f" ({n} elements outside [{lo}, {hi}])" if n > 1 else text
 
 
 class ExtremeSpan(_Lazy):
