@@ -71,7 +71,7 @@ class CleanJob:
 
     def fingerprint(self) -> dict:
         return {"writer": WRITER_VERSION, "selection": self.selection.to_json(), "reasons": self.reasons,
-                "row_group_rows": self.row_group_rows}
+                "row_group_rows": self.row_group_rows, "dropped": DROPPED_SCHEMA.names}
 
 
 def _read_json(path: Path, what: str) -> dict:
@@ -202,8 +202,10 @@ def clean_shard(path: str, job: CleanJob, on_batch: Callable[[int], None] | None
     reasons = pa.ListArray.from_arrays(pa.array(plan.offsets, pa.int32()),
                                        pa.array(job.reasons, pa.string()).take(pa.array(plan.codes, pa.int32())))
     n = len(plan.drop)
+    lines = pa.array(wrote.get("dropped_lines", [None] * n), pa.int64())   # text formats only
     table = pa.table({"shard": pa.array([path] * n, pa.string()), "key": keys,
-                      "row": pa.array(plan.drop, pa.int64()), "reasons": reasons}, schema=DROPPED_SCHEMA)
+                      "row": pa.array(plan.drop, pa.int64()), "line": lines, "reasons": reasons},
+                     schema=DROPPED_SCHEMA)
     by = np.bincount(plan.codes, minlength=len(job.reasons))
     summary = {"path": path, "output": plan.relative, "format": plan.format, "rows": plan.rows,
                "kept": wrote["kept"], "dropped": n,

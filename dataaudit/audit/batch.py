@@ -16,19 +16,19 @@ import pyarrow.compute as pc
 
 from dataaudit.audit.plan import FieldPlan
 from dataaudit.fields import DTYPE_SUFFIX, SHAPE_SUFFIX
-from dataaudit.checks.base import CheckSpec, Target, TextAndTokens
+from dataaudit.checks.base import CheckSpec, FieldDetail, Target, TextAndTokens
 from dataaudit.checks import REGISTRY, CheckOutput
 from dataaudit.config import AuditConfig
 from dataaudit.images.batch import ImageBatch, Limits
 from dataaudit.images.pairs import Pairs
-from dataaudit.provenance import ERROR, KEY, ROW
+from dataaudit.provenance import ERROR, KEY, LINE, ROW
 from dataaudit.stats.conversation_lengths import as_length_tokenizer, conversation_tokens
 from dataaudit.stats.token_lengths import token_lengths
 from dataaudit.tensors import NumericField, from_arrow, tokens_from_arrow, with_shapes
 from dataaudit.texts import Segments, call_arguments, conversation, record_text, segments, split_json_turns
 
 FLAG_SCHEMA = pa.schema([
-    ("shard", pa.string()), ("key", pa.string()), ("row", pa.int64()), ("field", pa.string()),
+    ("shard", pa.string()), ("key", pa.string()), ("row", pa.int64()), ("line", pa.int64()), ("field", pa.string()),
     ("role", pa.string()), ("check", pa.string()), ("severity", pa.string()), ("value", pa.float64()),
     ("detail", pa.string()),
 ])
@@ -53,7 +53,19 @@ def _to_numpy(x) -> np.ndarray:
     return np.asarray(x)
 
 
-def _details(spec: CheckSpec, out: CheckOutput, idx: np.ndarray, values: np.ndarray, params: dict) -> list[str]:
+def _listed(batch: pa.RecordBatch, name: str | None) -> bool:
+    """Whether a column's values are lists (a detail then names the element: `x[17]`)."""
+    if name not in batch.schema.names:
+        return False
+    t = batch.schema.field(name).type
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+def _details(spec: CheckSpec, out: CheckOutput, idx: np.ndarray, values: np.ndarray, params: dict,
+             batch: pa.RecordBatch, paths: list, arg) -> list[str]:
+    if spec.explain is not None:   # names the offending element of the flagged field and its value
+        detail: FieldDetail = spec.explain(arg, values, **{**spec.params, **params})
+        return [detail.text(i, p, _listed(batch, p)) for i, p in zip(idx.tolist(), paths)]
     if out.detail is not None:
         detail = out.detail
         if isinstance(detail, (pa.Array, pa.ChunkedArray)):
@@ -69,7 +81,7 @@ def flag_table(batch: pa.RecordBatch, rows: np.ndarray, shard: str, paths: list,
     n = rows.size
     return pa.table({
         "shard": pa.repeat(pa.scalar(shard, pa.string()), n),
-        "key": batch.column(KEY).take(take), "row": batch.column(ROW).take(take),
+        "key": batch.column(KEY).take(take), "row": batch.column(ROW).take(take), "line": batch.column(LINE).take(take),
         "field": pa.array(paths, pa.string()), "role": pa.array(roles, pa.string()),
         "check": pa.repeat(pa.scalar(check, pa.string()), n),
         "severity": pa.repeat(pa.scalar(severity, pa.string()), n),
@@ -241,7 +253,7 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
     usable = ~_to_numpy(pc.is_valid(batch.column(ERROR)))
     flagged_rows = np.zeros(n, dtype=bool)
     tables, examples = [], {}
-    keys, rows_col = batch.column(KEY), batch.column(ROW)
+    keys, rows_col, lines = batch.column(KEY), batch.column(ROW), batch.column(LINE)
     texts = BatchTexts.of(batch, plan)
     states = {} if states is None else states
     images: list[ImageBatch] = []
@@ -258,8 +270,8 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
             continue
         flagged_rows[rows] = True
         values = _to_numpy(out.value).astype(np.float64, copy=False)
-        details = _details(spec, out, idx, values, params)
         paths = site.paths(idx, out)
+        details = _details(spec, out, idx, values, params, batch, paths, arg)
         # a conversation check names the role of the turn it flags; text segments carry their own
         roles = site.roles(idx) if out.role is None else [out.role[i] for i in idx.tolist()]
         tables.append(flag_table(batch, rows, shard, paths, roles, name, config.check(name).severity,
@@ -267,11 +279,14 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
         if spec.state is not None and not spec.state.examples:
             continue   # its report section shows its own examples
         first = slice(0, examples_per_check)
-        snippets = site.texts(idx[first]) or texts.snippets(rows[first])
+        # a numeric finding shows its value (the detail), not the record's text
+        snippets = [None] * idx[first].size if kind == "numeric" else \
+            site.texts(idx[first]) or texts.snippets(rows[first])
         thumbs = site.thumbnails(idx[first] if site.segments is not None else rows[first])
         # One list per check and batch: a check on several fields keeps the last flagged field's examples.
         examples[name] = [
-            {"shard": shard, "key": keys[r].as_py(), "row": rows_col[r].as_py(), "field": paths[j],
+            {"shard": shard, "key": keys[r].as_py(), "row": rows_col[r].as_py(), "line": lines[r].as_py(),
+             "field": paths[j],
              "value": float(values[i]), "detail": details[j],
              "snippet": None if s is None else s[:SNIPPET_CHARS],
              **({} if thumbs is None else {"thumbnail": thumbs[j]})}

@@ -52,8 +52,7 @@ class CheckOutput:
     """Per-sample result of one check over one batch.
 
     flagged: bool, shape [num_samples]; value: float64, shape [num_samples] (the measured quantity shown in
-    reports). detail: optional per-sample strings (only read for flagged samples); when None the report uses
-    the check's `detail` format string with `value` and the check's params. state: a stateful check's part of
+    reports). detail: optional per-sample strings (only read for flagged samples); when None the report uses the check's `detail` format string with `value` and the check's params. state: a stateful check's part of
     its shard state from this batch (folded in with its ShardState.merge). where: optional per-sample suffix of
     the field path (a conversation check names the turn: "[3].role"). role: optional per-sample role of the turn
     `where` names (flags.parquet's `role`; None: no turn).
@@ -65,6 +64,16 @@ class CheckOutput:
     state: Any = None
     where: Any = None
     role: Any = None
+
+
+class FieldDetail:
+    """Per-sample details that name where in the field the offending value is and show it ("embedding[17] = nan",
+    "loss_weight = 1e+38 > 1e+06"), formatted only for the samples a report shows. A check's `explain` builds
+    one; the audit knows the field's name and whether its values are lists, the check does not."""
+
+    def text(self, i: int, field: str, listed: bool) -> str:
+        """Sample i's detail; `field`: the flagged field's name, `listed`: its values are lists (name the element)."""
+        raise NotImplementedError
 
 
 @dataclass
@@ -140,6 +149,9 @@ class CheckSpec:
     turns: str | None = None
     # The guard runs a check on its first target only, unless this is set: then on every target it has.
     guard_all_targets: bool = False
+    # explain(arg, value, **params) -> FieldDetail: the report's details, built by the audit only for a batch the
+    # check flagged (the guard never pays for it); None: the `detail` format string.
+    explain: Callable[..., FieldDetail] | None = None
 
     @property
     def target(self) -> str:
@@ -168,7 +180,8 @@ def register(name: str, *, target: str | tuple[str, ...] | Mapping[str, Mapping[
              required: tuple[str | tuple[str, ...], ...] = (), data: Mapping[str, str] | None = None,
              resolve_data: Callable[[dict, Path | None], None] | None = None, state: ShardState | None = None,
              guard_default: int | None = None, guard_rank: int = 9, turns: str | None = None,
-             guard_all_targets: bool = False):
+             guard_all_targets: bool = False,
+             explain: Callable[..., FieldDetail] | None = None):
     """Decorator: add a check function to the registry under a stable name.
 
     target: a kind, a tuple of kinds, or {kind: the params fixed on it}; the check runs on each, in that order.
@@ -189,7 +202,7 @@ def register(name: str, *, target: str | tuple[str, ...] | Mapping[str, Mapping[
             raise ValueError(f"stateful check {name!r} would overwrite the report's own {name!r}")
         REGISTRY[name] = CheckSpec(name, targets, severity, dict(params or {}), fn, detail, description,
                                    tuple(required), dict(data or {}), resolve_data, state, guard_default,
-                                   guard_rank, turns, guard_all_targets)
+                                   guard_rank, turns, guard_all_targets, explain)
         return fn
 
     return wrap

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from dataaudit.checks.base import CheckOutput, register
+from dataaudit.checks.numeric_detail import Constant, ExtremeSpan, Nonfinite, OutOfRange
 from dataaudit.extras import LazyModule
 from dataaudit.tensors import (
     DTYPE_CODE,
@@ -95,7 +96,7 @@ def _on_rows(x2: torch.Tensor, rows: np.ndarray, general, base: CheckOutput, **p
 
 
 # Guard default: NaN/Inf inputs -> NaN loss; one row sum per float tensor (the row min/max when computed).
-@register("nonfinite", target="numeric", severity="error", guard_default=1,
+@register("nonfinite", target="numeric", severity="error", guard_default=1, explain=Nonfinite,
           detail="{value:.0f} non-finite element(s) (NaN / Inf)",
           description="The sample holds NaN or +-Inf values (a null element inside a list counts as NaN). "
                       "Integer fields are never flagged.")
@@ -116,6 +117,7 @@ def _nonfinite(field: NumericField) -> CheckOutput:
 
 # Guard opt-in (two extra reductions); computes the row min/max first, for the others to reuse.
 @register("extreme_span", target="numeric", severity="warning", params={"threshold": 1e4}, guard_rank=0,
+          explain=ExtremeSpan,
           detail="value span (max - min) {value:.4g} exceeds {threshold:g}",
           description="max - min over the finite elements exceeds the threshold (unnormalized or corrupted "
                       "values). value = the span, 0 for a sample without finite elements.")
@@ -145,6 +147,7 @@ def _extreme_span(field: NumericField, threshold: float = 1e4) -> CheckOutput:
 
 # Guard opt-in: a two-pass float64 std, ~20x the cost of the default checks.
 @register("constant", target="numeric", severity="warning", params={"std_threshold": 1e-6, "min_elements": 2},
+          explain=Constant,
           detail="constant values: std {value:.3g} < {std_threshold:g}",
           description="The finite elements of the sample (at least min_elements of them) all have the same value "
                       "(population std below std_threshold): blank image, silent audio, zeroed embedding.")
@@ -200,7 +203,7 @@ def above(v: torch.Tensor, bound) -> torch.Tensor:
 
 # Guard default (only with a bound configured): shares the row min/max, computed before the others use them.
 @register("out_of_range", target="numeric", severity="warning", params={"min": None, "max": None},
-          required=(("min", "max"),), guard_default=2, guard_rank=1,
+          required=(("min", "max"),), guard_default=2, guard_rank=1, explain=OutOfRange,
           detail="{value:.0f} element(s) outside [{min}, {max}]",
           description="Elements below min or above max (NaN is not counted: see nonfinite; +-Inf is). Runs only "
                       "with a bound configured; with none it flags nothing.")

@@ -20,20 +20,21 @@ from .output import COPY_CHUNK, ShardMismatch, atomic_stream, check_rows, is_gzi
 
 
 class _Offsets(_Records):
-    """The reader's parser, remembering where each element starts and how long it is."""
+    """The reader's parser, remembering where each element starts (byte and line) and how long it is."""
 
     def __init__(self, win, limit):
         super().__init__(win, limit)
-        self.spans: list[tuple[int, int]] = []
+        self.spans: list[tuple[int, int, int]] = []
 
     def _value(self):
-        obj, start, size, bad = super()._value()
-        self.spans.append((start, size))
-        return obj, start, size, bad
+        obj, line, start, size, bad = super()._value()
+        self.spans.append((start, size, line))
+        return obj, line, start, size, bad
 
 
 def element_spans(src: str, limit: int = MAX_RECORD_BYTES) -> np.ndarray:
-    """(start, size) in the decompressed bytes of every element, shape (n, 2)."""
+    """(start, size, line) of every element, shape (n, 3): its offset and size in the decompressed bytes, and the
+    1-based line where it starts."""
     with open(src, "rb") as raw:
         parser = _Offsets(_Window(open_stream(raw), CHUNK_BYTES), limit)
         try:
@@ -41,7 +42,7 @@ def element_spans(src: str, limit: int = MAX_RECORD_BYTES) -> np.ndarray:
                 pass
         except (_Fatal, *STREAM_ERRORS) as e:
             raise ShardMismatch(f"{src}: json: {e}") from None
-    return np.array(parser.spans, np.int64).reshape(-1, 2)
+    return np.array(parser.spans, np.int64).reshape(-1, 3)
 
 
 def _copy(stream, out, n: int) -> None:
@@ -56,7 +57,7 @@ def _copy(stream, out, n: int) -> None:
 
 def rewrite_json_array(src: str, dst: Path, drop: np.ndarray, expected: int) -> dict:
     """Write `src` without the elements whose index is in `drop` (sorted) to `dst`; `expected`: the records the
-    audit read (else ShardMismatch, nothing written). Returns {"rows", "kept"}."""
+    audit read (else ShardMismatch, nothing written). Returns {"rows", "kept", "dropped_lines"}."""
     spans = element_spans(src)
     n = len(spans)
     keep = np.ones(n, bool)
@@ -67,7 +68,7 @@ def rewrite_json_array(src: str, dst: Path, drop: np.ndarray, expected: int) -> 
         if n == 0:
             while chunk := stream.read(COPY_CHUNK):
                 out.write(chunk)
-            return {"rows": 0, "kept": 0}
+            return {"rows": 0, "kept": 0, "dropped_lines": []}
         ends = spans[:, 0] + spans[:, 1]
         head = stream.read(int(spans[0, 0]))
         out.write(head)
@@ -93,4 +94,4 @@ def rewrite_json_array(src: str, dst: Path, drop: np.ndarray, expected: int) -> 
                 pos = int(spans[1, 0])
         while chunk := stream.read(COPY_CHUNK):   # "\n]\n": what follows the last element
             out.write(chunk)
-    return {"rows": n, "kept": written}
+    return {"rows": n, "kept": written, "dropped_lines": spans[~keep, 2].tolist()}

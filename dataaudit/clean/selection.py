@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from dataaudit.checks import REGISTRY, SEVERITIES
 
-DROPPED_SCHEMA = pa.schema([("shard", pa.string()), ("key", pa.string()), ("row", pa.int64()),
+DROPPED_SCHEMA = pa.schema([("shard", pa.string()), ("key", pa.string()), ("row", pa.int64()), ("line", pa.int64()),
                             ("reasons", pa.list_(pa.string()))])
 
 

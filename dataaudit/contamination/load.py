@@ -6,7 +6,7 @@ The text of an item is the value of one or more fields (`question`, `question.st
 dots walk into objects and over lists; list values are joined), joined with newlines.
 
 Benchmarks are small (thousands to tens of thousands of items), so they are read whole; any problem is one
-`BenchmarkError` naming the file, the line (or record) and the field.
+`BenchmarkError` naming the file, the line (or row: 0-based record index) and the field.
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ class Benchmark:
     fields: tuple[str, ...]
     id_field: str | None
     ids: list[str]
-    numbers: list[int]               # line number (JSONL, CSV) or 1-based record number (JSON, Parquet)
+    lines: list[int | None]          # 1-based line where the item starts (JSONL, CSV, JSON array); None otherwise
     texts: list[str]
     records: list[dict]              # parsed records (JSON objects, CSV rows as dicts, Parquet rows)
     raw: list[bytes] | None = None   # JSONL: each original line; CSV: each original row (with its line ends)
@@ -183,10 +183,11 @@ def _has(record: Any, path: str) -> bool:
 
 @dataclass
 class _Rec:
-    number: int          # line number or record number (1-based): the id when there is no id field
-    where: str           # "line 12" or "record 12", for messages
+    number: int          # the id when there is no id field: the line (JSONL, CSV) or the row (JSON, Parquet)
+    where: str           # "line 12" or "row 11", for messages
     obj: dict
     raw: bytes | None = None
+    line: int | None = None   # 1-based line where the record starts, when the format has lines
 
 
 def _read_bytes(path: str) -> tuple[bytes, bool]:
@@ -240,7 +241,7 @@ def _read_jsonl(path: str, data: bytes) -> list[_Rec]:
             raise BenchmarkError(f"{path}: line {lineno}: not valid JSON: {exc}") from None
         if not isinstance(obj, dict):
             raise BenchmarkError(f"{path}: line {lineno}: expected a JSON object, got {_kind(obj)}")
-        recs.append(_Rec(lineno, f"line {lineno}", obj, line if line.endswith(b"\n") else line + b"\n"))
+        recs.append(_Rec(lineno, f"line {lineno}", obj, line if line.endswith(b"\n") else line + b"\n", lineno))
     return recs
 
 
@@ -263,6 +264,7 @@ def _read_json(path: str, data: bytes) -> list[_Rec]:
     start = _skip_ws(text, 0)
     if start == len(text):
         return []
+    start_line = text.count("\n", 0, start) + 1
     dec = json.JSONDecoder()
 
     def fail(exc: json.JSONDecodeError):
@@ -286,7 +288,7 @@ def _read_json(path: str, data: bytes) -> list[_Rec]:
                 raise BenchmarkError(f"{path}: line {line}: JSON nested too deeply") from None
             if not isinstance(obj, dict):
                 raise BenchmarkError(f"{path}: line {line}: expected a JSON object in the array, got {_kind(obj)}")
-            recs.append(_Rec(len(recs) + 1, f"line {line}", obj))
+            recs.append(_Rec(len(recs), f"line {line}", obj, line=line))
             i = _skip_ws(text, end)
             if i < len(text) and text[i] == ",":
                 i = _skip_ws(text, i + 1)
@@ -309,9 +311,9 @@ def _read_json(path: str, data: bytes) -> list[_Rec]:
     if isinstance(obj, dict):
         lists = [k for k, v in obj.items() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)]
         if len(lists) == 1:
-            return [_Rec(i + 1, f"record {i + 1} of {lists[0]!r}", o) for i, o in enumerate(obj[lists[0]])]
+            return [_Rec(i, f"row {i} of {lists[0]!r}", o) for i, o in enumerate(obj[lists[0]])]
         if not any(isinstance(v, (list, dict)) for v in obj.values()):
-            return [_Rec(1, "record 1", obj)]    # a single flat record
+            return [_Rec(0, "row 0", obj, line=start_line)]    # a single flat record
         raise BenchmarkError(f"{path}: expected a JSON array of objects, or an object holding exactly one such "
                              f"array (found {len(lists)})")
     raise BenchmarkError(f"{path}: expected a JSON array of objects, got {_kind(obj)}")
@@ -410,7 +412,7 @@ def _read_csv(path: str, data: bytes, fmt: str, fields, settings: BenchmarkSetti
         if len(cells) != len(names):
             raise BenchmarkError(f"{path}: line {start}: {len(cells)} columns, expected {len(names)}"
                                  + (" (as in the header)" if header else " (as in the first row)"))
-        recs.append(_Rec(start, f"line {start}", dict(zip(names, cells)), raw.encode("utf-8")))
+        recs.append(_Rec(start, f"line {start}", dict(zip(names, cells)), raw.encode("utf-8"), start))
     return recs, header_raw, names
 
 
@@ -421,7 +423,7 @@ def _read_parquet(path: str, data: bytes):
         table = pq.read_table(pa.BufferReader(data))
     except Exception as exc:  # pyarrow raises several unrelated types for a corrupt file
         raise BenchmarkError(f"{path}: not a readable Parquet file: {' '.join(str(exc).split())}") from None
-    recs = [_Rec(i + 1, f"row {i + 1}", r) for i, r in enumerate(table.to_pylist())]
+    recs = [_Rec(i, f"row {i}", r) for i, r in enumerate(table.to_pylist())]
     return recs, table
 
 
@@ -474,7 +476,7 @@ def load_benchmark(name: str, path: str, fields: tuple[str, ...] | None = None,
     if id_field is None:
         candidates = (preset.id_fields if preset is not None else ()) + GENERIC_ID_FIELDS
         id_field = next((f for f in candidates if _has(recs[0].obj, f)), None)
-    ids, numbers, texts = [], [], []
+    ids, texts = [], []
     for rec in recs:
         try:
             texts.append(item_text(rec.obj, chosen))
@@ -491,10 +493,9 @@ def load_benchmark(name: str, path: str, fields: tuple[str, ...] | None = None,
                 what = "empty" if v == "" else _kind(v)
                 raise BenchmarkError(f"{path}: {rec.where}: id field {id_field!r} is {what}")
             ids.append(value_text(v, id_field))
-        numbers.append(rec.number)
     bench = Benchmark(name=name, path=path, format=fmt, compressed=compressed or gz_name,
                       preset=preset.name if preset is not None and _origin.startswith("preset") else None,
-                      fields=chosen, id_field=id_field, ids=ids, numbers=numbers, texts=texts,
+                      fields=chosen, id_field=id_field, ids=ids, lines=[r.line for r in recs], texts=texts,
                       records=[r.obj for r in recs],
                       raw=[r.raw for r in recs] if fmt in ("jsonl", "csv", "tsv") or recs[0].raw is not None
                       else None,

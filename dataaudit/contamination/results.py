@@ -18,7 +18,7 @@ from .scan import rank_order, top_mask
 SCHEMA_VERSION = 1
 WORST_ITEMS = 10
 MATCH_STRUCT = pa.struct([
-    ("shard", pa.string()), ("key", pa.string()), ("row", pa.int64()), ("shared", pa.int32()),
+    ("shard", pa.string()), ("key", pa.string()), ("row", pa.int64()), ("line", pa.int64()), ("shared", pa.int32()),
     ("fraction", pa.float64()), ("exact", pa.bool_()), ("minhash", pa.float32()), ("snippet", pa.string()),
     ("match_start", pa.int32()), ("match_end", pa.int32())])
 ITEMS_SCHEMA = pa.schema([
@@ -30,7 +30,7 @@ ITEMS_SCHEMA = pa.schema([
     ("minhash_jaccard", pa.float64()), ("minhash_contaminated", pa.bool_()),
     ("contaminated", pa.bool_()), ("methods", pa.list_(pa.string())), ("train_records", pa.int64()),
     ("matches", pa.list_(MATCH_STRUCT))])
-DECON_SCHEMA = pa.schema([("shard", pa.string()), ("key", pa.string()), ("row", pa.int64()),
+DECON_SCHEMA = pa.schema([("shard", pa.string()), ("key", pa.string()), ("row", pa.int64()), ("line", pa.int64()),
                           ("items", pa.list_(pa.string()))])
 
 
@@ -110,7 +110,7 @@ def matches_by_item(top: pa.Table | None, index: ContaminationIndex) -> dict[int
     for r in top.to_pylist():
         it = r["item"]
         out.setdefault(it, []).append({
-            "shard": r["shard"], "key": r["key"], "row": r["row"], "shared": r["shared"],
+            "shard": r["shard"], "key": r["key"], "row": r["row"], "line": r["line"], "shared": r["shared"],
             "fraction": (r["shared"] / total[it]) if total[it] else 0.0, "exact": r["exact"],
             "minhash": r["minhash"], "snippet": r["snippet"], "match_start": r["match_start"],
             "match_end": r["match_end"]})
@@ -125,7 +125,7 @@ def items_table(bench_no: int, bench: Benchmark, index: ContaminationIndex, v: d
     mj = v["minhash_jaccard"][sl]
     return pa.table({
         "index": pa.array(np.arange(hi - lo, dtype=np.int64)), "id": pa.array(bench.ids, pa.string()),
-        "line": pa.array(bench.numbers, pa.int64()), "text": pa.array(bench.texts, pa.string()),
+        "line": pa.array(bench.lines, pa.int64()), "text": pa.array(bench.texts, pa.string()),
         "words": pa.array(index.words[sl]), "empty": pa.array(v["empty"][sl]),
         "ngram_total": pa.array(v["total"][sl]), "ngram_found": pa.array(v["found"][sl]),
         "ngram_fraction": pa.array(v["fraction"][sl]), "ngram_record_fraction": pa.array(v["record_fraction"][sl]),
@@ -155,7 +155,7 @@ def worst_items(bench: Benchmark, lo: int, v: dict[str, np.ndarray], matches: di
         if not v["records"][g]:
             break
         best = (matches.get(g) or [None])[0]
-        out.append({"id": bench.ids[i], "line": bench.numbers[i], "text": _short(bench.texts[i]),
+        out.append({"id": bench.ids[i], "index": int(i), "line": bench.lines[i], "text": _short(bench.texts[i]),
                     "contaminated": bool(v["contaminated"][g]),
                     "methods": [m for m in ("ngram", "exact", "minhash") if v[m][g]],
                     "ngram_fraction": round(float(v["fraction"][g]), 4), "exact_records": int(v["exact_records"][g]),
@@ -199,9 +199,10 @@ def decontaminate_tables(contaminated: np.ndarray, index: ContaminationIndex, it
         rows = matches.column("row").to_numpy()[sel]
         item = item[sel]
         keys = matches.column("key").take(pa.array(sel))
+        lines = matches.column("line").take(pa.array(sel))
         order = np.lexsort((item, rows))
         rows, item = rows[order], item[order]
-        keys = keys.take(pa.array(order))
+        keys, lines = keys.take(pa.array(order)), lines.take(pa.array(order))
         start = np.ones(len(rows), bool)
         start[1:] = rows[1:] != rows[:-1]
         firsts = np.flatnonzero(start)
@@ -209,5 +210,6 @@ def decontaminate_tables(contaminated: np.ndarray, index: ContaminationIndex, it
         labels = pa.array(item_labels[item], pa.string())
         yield pa.table({"shard": pa.array([path] * len(firsts), pa.string()),
                         "key": keys.take(pa.array(firsts)), "row": pa.array(rows[firsts]),
+                        "line": lines.take(pa.array(firsts)),
                         "items": pa.ListArray.from_arrays(pa.array(offsets), labels)}, schema=DECON_SCHEMA)
 

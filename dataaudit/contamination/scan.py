@@ -25,6 +25,7 @@ MATCH_SCHEMA = pa.schema([
     ("item", pa.int64()),          # benchmark item gid
     ("row", pa.int64()),           # training record: row in its shard
     ("key", pa.string()),          # training record: key in its shard
+    ("line", pa.int64()),          # training record: 1-based line where it starts (JSONL, JSON; else null)
     ("shared", pa.int32()),        # distinct item grams the record holds
     ("exact", pa.bool_()),         # the whole normalized item occurs in the record
     ("minhash", pa.float32()),     # estimated Jaccard (null: not a MinHash match)
@@ -189,7 +190,7 @@ def top_mask(item: np.ndarray, order: np.ndarray, k: int) -> np.ndarray:
 
 
 def matches_table(m: BatchMatches, texts: pa.Array, rows: np.ndarray, keys: pa.Array,
-                  max_matches: int) -> pa.Table:
+                  max_matches: int, lines: pa.Array | None = None) -> pa.Table:
     """The batch's match rows, with a snippet for the best `max_matches` of each item."""
     n = len(m)
     if n == 0:
@@ -211,6 +212,8 @@ def matches_table(m: BatchMatches, texts: pa.Array, rows: np.ndarray, keys: pa.A
     mh = pa.array(m.minhash, pa.float32(), mask=np.isnan(m.minhash))
     return pa.table({
         "item": pa.array(m.item, pa.int64()), "row": pa.array(rows[m.doc], pa.int64()),
-        "key": keys.take(pa.array(m.doc)), "shared": pa.array(m.shared.astype(np.int32)),
+        "key": keys.take(pa.array(m.doc)),
+        "line": pa.nulls(n, pa.int64()) if lines is None else lines.take(pa.array(m.doc)),
+        "shared": pa.array(m.shared.astype(np.int32)),
         "exact": pa.array(m.exact), "minhash": mh, "snippet": pa.array(snippets, pa.string()),
         "match_start": pa.array(starts), "match_end": pa.array(ends)}, schema=MATCH_SCHEMA)

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from dataaudit.texts import DocumentText
 from dataaudit.handlers import report_unreadable
-from dataaudit.sources import ERROR, KEY, ROW, ShardReadError, read_schema, shard_format
+from dataaudit.sources import ERROR, KEY, LINE, ROW, ShardReadError, read_schema, shard_format
 from dataaudit.stage import ShardStage
 
 from .config import ContaminationConfig
@@ -78,7 +78,8 @@ class ScanStage(ShardStage):
         if len(m):
             rows = batch.column(batch.schema.get_field_index(ROW)).to_numpy()
             keys = batch.column(batch.schema.get_field_index(KEY))
-            state.tables.append(matches_table(m, texts, rows, keys, self.config.max_matches))
+            lines = batch.column(batch.schema.get_field_index(LINE))
+            state.tables.append(matches_table(m, texts, rows, keys, self.config.max_matches, lines))
 
     def finish(self, state: _ScanState, error: str | None) -> ShardScan:
         summary = state.summary

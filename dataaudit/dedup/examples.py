@@ -75,9 +75,11 @@ def examples(clusters: Clusters, train: Corpus, val: Corpus, val_examples: list,
         wanted.setdefault(ex["val"][0], set()).add(ex["val"][1])
         wanted.setdefault(ex["train"][0], set()).add(ex["train"][1])
     texts = _fetch_texts(wanted, configured)
-    keys = train.column(np.array([m["gid"] for c in meta for m in c["members"]], np.int64), "key")
+    gids = np.array([m["gid"] for c in meta for m in c["members"]], np.int64)
+    keys, lines = train.column(gids, "key"), train.column(gids, "line")
     for c in meta:
         for m in c["members"]:
+            m["line"] = lines.get(m["gid"])
             m["key"] = keys.get(m.pop("gid"))
             m["text"] = texts.get((m["shard"], m["row"]))
     ov = []

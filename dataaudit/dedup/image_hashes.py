@@ -20,10 +20,10 @@ from dataaudit.fields import FieldSpec, resolve_schema
 from dataaudit.handlers import report_unreadable
 from dataaudit.images.batch import ImageBatch, Limits
 from dataaudit.images.phash import phash64
-from dataaudit.sources import ERROR, KEY, ROW
+from dataaudit.sources import ERROR, KEY, LINE, ROW
 from dataaudit.stage import ShardStage
 
-PART_SCHEMA = pa.schema([("row", pa.int64()), ("key", pa.string()), ("has_image", pa.bool_()),
+PART_SCHEMA = pa.schema([("row", pa.int64()), ("line", pa.int64()), ("key", pa.string()), ("has_image", pa.bool_()),
                          ("decoded", pa.bool_()), ("digest", pa.uint64()), ("phash", pa.uint64()),
                          ("field", pa.string())])
 
@@ -38,7 +38,7 @@ class ImageDedupSpec:
     batch_rows: int = 1024
 
     def hash_fingerprint(self) -> dict:
-        return {"kind": "image", "image_field": list(self.image_field or []),
+        return {"kind": "image", "version": 2, "image_field": list(self.image_field or []),
                 "max_pixels": self.limits.max_pixels, "max_bytes": self.limits.max_bytes}
 
 
@@ -69,7 +69,8 @@ def hash_batch(batch: pa.RecordBatch, spec: ImageDedupSpec, folder: str) -> tupl
     where = ib.paths(pick[has]) if len(ib) else []
     field_names = np.full(n, None, object)
     field_names[np.flatnonzero(has)] = where
-    table = pa.table({"row": batch.column(names.index(ROW)), "key": batch.column(names.index(KEY)),
+    table = pa.table({"row": batch.column(names.index(ROW)), "line": batch.column(names.index(LINE)),
+                      "key": batch.column(names.index(KEY)),
                       "has_image": pa.array(has), "decoded": pa.array(decoded), "digest": pa.array(digest),
                       "phash": pa.array(phash), "field": pa.array(field_names.tolist(), pa.string())},
                      schema=PART_SCHEMA)

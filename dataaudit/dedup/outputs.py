@@ -16,15 +16,16 @@ from .reduce import MAX_MATCHES
 EXAMPLE_OVERLAPS = 8             # validation overlaps shown with their text
 
 CLUSTER_SCHEMA = pa.schema([pa.field("shard", pa.string()), pa.field("key", pa.string()),
-                            pa.field("row", pa.int64()), pa.field("cluster_id", pa.int64()),
+                            pa.field("row", pa.int64()), pa.field("line", pa.int64()),
+                            pa.field("cluster_id", pa.int64()),
                             pa.field("is_representative", pa.bool_()), pa.field("kind", pa.string()),
                             pa.field("cluster_size", pa.int64()), pa.field("exact_group", pa.int64())])
 KEEP_SCHEMA = pa.schema([pa.field("shard", pa.string()), pa.field("key", pa.string()),
-                         pa.field("row", pa.int64())])
+                         pa.field("row", pa.int64()), pa.field("line", pa.int64())])
 _MATCH = pa.struct([pa.field("shard", pa.string()), pa.field("key", pa.string()), pa.field("row", pa.int64()),
-                    pa.field("kind", pa.string())])
+                    pa.field("line", pa.int64()), pa.field("kind", pa.string())])
 OVERLAP_SCHEMA = pa.schema([pa.field("shard", pa.string()), pa.field("key", pa.string()),
-                            pa.field("row", pa.int64()), pa.field("match", pa.string()),
+                            pa.field("row", pa.int64()), pa.field("line", pa.int64()), pa.field("match", pa.string()),
                             pa.field("train_matches", pa.int64()), pa.field("train", pa.list_(_MATCH))])
 
 
@@ -38,9 +39,10 @@ def write_clusters(out_dir: Path, clusters: Clusters, train: Corpus) -> None:
         for s in np.unique(c_shard):
             sel = order[c_shard == s]
             local = ct["gid"][sel] - train.base[s]
-            keys = train.read(int(s), ["key"]).column("key").take(pa.array(local))
-            yield pa.table({"shard": pa.array([train.paths[s]] * len(sel), pa.string()), "key": keys,
-                            "row": pa.array(local), "cluster_id": pa.array(ct["cluster_id"][sel]),
+            part = train.read(int(s), ["key", "line"]).take(pa.array(local))
+            yield pa.table({"shard": pa.array([train.paths[s]] * len(sel), pa.string()), "key": part.column("key"),
+                            "row": pa.array(local), "line": part.column("line"),
+                            "cluster_id": pa.array(ct["cluster_id"][sel]),
                             "is_representative": pa.array(ct["is_representative"][sel]),
                             "kind": pa.array(clusters.kind[sel]), "cluster_size": pa.array(ct["size"][sel]),
                             "exact_group": pa.array(clusters.exact_group[sel])}, schema=CLUSTER_SCHEMA)
@@ -54,13 +56,13 @@ def write_keep(out_dir: Path, clusters: Clusters, train: Corpus) -> int:
 
     def tables():
         for i, p in enumerate(train.paths):
-            t = train.read(i, ["row", "key"])
+            t = train.read(i, ["row", "key", "line"])
             lo_i, hi_i = np.searchsorted(drop_sorted, [train.base[i], train.base[i] + t.num_rows])
             mask = np.ones(t.num_rows, bool)
             mask[drop_sorted[lo_i:hi_i] - train.base[i]] = False
             t = t.filter(pa.array(mask))
             yield pa.table({"shard": pa.array([p] * t.num_rows, pa.string()), "key": t.column("key"),
-                            "row": t.column("row")}, schema=KEEP_SCHEMA)
+                            "row": t.column("row"), "line": t.column("line")}, schema=KEEP_SCHEMA)
 
     return write_parquet(out_dir / "keep.parquet", tables(), KEEP_SCHEMA)
 
@@ -88,18 +90,19 @@ def write_overlap(out_dir: Path, train: Corpus, val: Corpus, overlap: dict) -> t
     structs = pa.StructArray.from_arrays(
         [shard_names, train.take(lp[:, 1], "key"), pa.array(lp[:, 1] - train.base[t_shard] if len(lp) else
                                                                np.zeros(0, np.int64)),
-         pa.array(np.where(lnear, "near", "exact"), pa.string())], fields=list(_MATCH))
+         train.take(lp[:, 1], "line"), pa.array(np.where(lnear, "near", "exact"), pa.string())], fields=list(_MATCH))
     list_offsets = np.zeros(n_val + 1, np.int64)
     np.cumsum(np.minimum(n_matches, MAX_MATCHES), out=list_offsets[1:])
     lists = pa.ListArray.from_arrays(pa.array(list_offsets.astype(np.int32)), structs)
 
     def tables():
         for i, p in enumerate(val.paths):
-            t = val.read(i, ["row", "key"])
+            t = val.read(i, ["row", "key", "line"])
             lo = int(val.base[i] - val.base0)
             hi = lo + t.num_rows
             yield pa.table({"shard": pa.array([p] * t.num_rows, pa.string()), "key": t.column("key"),
-                            "row": t.column("row"), "match": pa.array(status[lo:hi], pa.string()),
+                            "row": t.column("row"), "line": t.column("line"),
+                            "match": pa.array(status[lo:hi], pa.string()),
                             "train_matches": pa.array(n_matches[lo:hi]), "train": lists.slice(lo, hi - lo)},
                            schema=OVERLAP_SCHEMA)
 

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from dataaudit.handlers import report_unreadable
-from dataaudit.sources import ERROR, KEY, ROW, read_schema
+from dataaudit.sources import ERROR, KEY, LINE, ROW, read_schema
 from dataaudit.stage import ShardStage
 from dataaudit.texts import DocumentText
 from dataaudit.textops import char_ngram_hashes, normalize, word_ngram_hashes
@@ -41,7 +41,8 @@ def _unique_shingles(doc: np.ndarray, h: np.ndarray, num_docs: int) -> pa.Array:
 
 
 def output_schema(num_perm: int, with_shingles: bool) -> pa.Schema:
-    fields = [pa.field("row", pa.int64()), pa.field("key", pa.string()), pa.field("count", pa.int32()),
+    fields = [pa.field("row", pa.int64()), pa.field("line", pa.int64()), pa.field("key", pa.string()),
+              pa.field("count", pa.int32()),
               pa.field("exact_hi", pa.uint64()), pa.field("exact_lo", pa.uint64()),
               pa.field("sig", pa.list_(pa.uint32(), num_perm))]
     if with_shingles:
@@ -106,6 +107,7 @@ class SignStage(ShardStage):
         summary["unreadable_records"] += len(errors) - errors.null_count
         summary["shingles"] += int(count.sum())
         state.tables.append(pa.table({"row": batch.column(batch.schema.get_field_index(ROW)),
+                                      "line": batch.column(batch.schema.get_field_index(LINE)),
                                       "key": batch.column(batch.schema.get_field_index(KEY)), **cols},
                                      schema=self.table_schema))
 

@@ -6,7 +6,7 @@ could not be decoded is still a row (data columns null, `__error__` set), so not
 """
 from __future__ import annotations
 
-from dataaudit.provenance import ERROR, KEY, PROVENANCE_COLUMNS, ROW, WARNING  # noqa: F401  (re-exported)
+from dataaudit.provenance import ERROR, KEY, LINE, PROVENANCE_COLUMNS, ROW, WARNING  # noqa: F401  (re-exported)
 
 
 class ShardReadError(Exception):

@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from .base import ERROR, KEY, PROVENANCE_COLUMNS, ROW, WARNING
+from .base import ERROR, KEY, LINE, PROVENANCE_COLUMNS, ROW, WARNING
 from .nested import nested_array, utf8_safe
 
 # Value kinds. A value of kind None is a JSON null: it fits any column.
@@ -64,14 +64,17 @@ def json_value(v: object) -> tuple[str | None, object]:
     return JSON, v
 
 
-def flatten_object(obj: dict, prefix: str, out: dict, warnings: list[str], where: str) -> None:
-    """One column per top-level field, named prefix + field; an existing column is kept (first wins)."""
+def flatten_object(obj: dict, prefix: str, out: dict, warnings: list[str], where) -> None:
+    """One column per top-level field, named prefix + field; an existing column is kept (first wins). `where`
+    names the record in a warning: a string, or a function giving it (formatted only when there is one)."""
     for name, v in obj.items():
         col = prefix + name
         if col in PROVENANCE_COLUMNS:
-            warnings.append(f"{where}: field {name!r} clashes with a provenance column (dropped)")
+            warnings.append(f"{where() if callable(where) else where}: field {name!r} clashes with a provenance "
+                            "column (dropped)")
         elif col in out:
-            warnings.append(f"{where}: field {col!r} duplicates another member's column (first kept)")
+            warnings.append(f"{where() if callable(where) else where}: field {col!r} duplicates another member's "
+                            "column (first kept)")
         else:
             out[col] = json_value(v)
 
@@ -143,6 +146,7 @@ class BatchBuilder:
 
     def _reset(self) -> None:
         self._keys: list[str] = []
+        self._lines: list[int | None] = []
         self._errors: list[str | None] = []
         self._warnings: list[list[str]] = []
         self._cols: dict[str, tuple[list[int], list, set]] = {}  # name -> (row indices, values, kinds)
@@ -159,10 +163,11 @@ class BatchBuilder:
         return len(self._keys) >= batch_rows or self.nbytes >= MAX_BATCH_BYTES
 
     def add(self, key: str, values: dict, error: str | None = None, warnings: list[str] = (),
-            size: int | None = None) -> None:
+            size: int | None = None, line: int | None = None) -> None:
         """One record. With an error its values are dropped: an undecodable record has null data columns.
 
         size: the record's encoded size, when the reader knows it; nested values are not walked to estimate it.
+        line: the 1-based physical line where the record starts (text formats), else None.
         """
         i = len(self._keys)
         warnings = list(warnings)
@@ -188,6 +193,7 @@ class BatchBuilder:
         if dropped:
             warnings.append(f"{dropped} field(s) dropped: more than {self._max_columns} columns in one batch")
         self._keys.append(key)
+        self._lines.append(line)
         self._errors.append(error)
         self._warnings.append(warnings)
 
@@ -253,10 +259,11 @@ class BatchBuilder:
         for i in bad_keys:
             self._warnings[i].append("key is not valid Unicode (escaped)")
         rows = pa.array(np.arange(self.next_row, self.next_row + n, dtype=np.int64))
+        lines = pa.array(self._lines, pa.int64())
         errors = string_array(self._errors)
         warnings = string_array(["; ".join(w) if w else None for w in self._warnings])
-        batch = pa.RecordBatch.from_arrays(arrays + [keys, rows, errors, warnings],
-                                           names=names + [KEY, ROW, ERROR, WARNING])
+        batch = pa.RecordBatch.from_arrays(arrays + [keys, rows, lines, errors, warnings],
+                                           names=names + [KEY, ROW, LINE, ERROR, WARNING])
         self.next_row += n
         self._reset()
         return batch

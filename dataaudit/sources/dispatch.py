@@ -65,7 +65,7 @@ def peek_schema(path: str, rows: int = 256) -> pa.Schema | None:
 
 def iter_shard(path: str, columns: list[str] | None = None, batch_rows: int = 4096, *,
                max_member_bytes: int = MAX_MEMBER_BYTES, decode_all: bool = False) -> Iterator[pa.RecordBatch]:
-    """Record batches of one shard: data columns plus __key__, __row__, __error__, __warning__.
+    """Record batches of one shard: data columns plus __key__, __row__, __line__, __error__, __warning__.
 
     `decode_all`: Parquet decodes every column of every row group even when `columns` names fewer (a column that
     cannot be decoded breaks the shard, naming it), and yields `columns`. The other formats always read every

@@ -2,10 +2,11 @@
 
 Streamed: bytes are decoded incrementally into a text window and one element at a time is parsed with
 JSONDecoder.raw_decode, so a file of any size needs memory for one record only. The byte offset of every
-element is tracked exactly (UTF-8 text such as Chinese is common) so errors can name it. A malformed element
+element is tracked exactly (UTF-8 text such as Chinese is common) so errors can name it, and so is the line
+where each element starts (__line__; pretty-printed arrays put one record over many lines). A malformed element
 cannot be resynchronised in general: records read before it stay valid and the shard then fails with
 ShardReadError. A top-level object is one record; objects that follow it (JSON Lines named .json) are one record
-each. Key = record index (0-based).
+each. Row = record index (0-based), key = the row as text.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import pyarrow as pa
 
 from .batch import flatten_object, one_line
 from .record_stream import STREAM_ERRORS, open_stream, record_batches
-from .jsonl import MAX_LINE_BYTES
+from .jsonl import MAX_LINE_BYTES, where
 
 MAX_RECORD_BYTES = MAX_LINE_BYTES   # one element is held in memory; a broken file must not pull in the rest
 CHUNK_BYTES = 1 << 20
@@ -48,6 +49,7 @@ class _Window:
         self.text = ""
         self.pos = 0          # next character not consumed
         self.pos_byte = 0     # its byte offset in the (decompressed) file
+        self.line = 1         # its 1-based line
         self.read_bytes = 0   # bytes read from the stream so far
         self.eof = False
         self.broken: str | None = None   # the stream's own error, when it ended on one
@@ -55,6 +57,10 @@ class _Window:
     def byte_at(self, index: int) -> int:
         """Byte offset of the character at text[index] (index >= pos)."""
         return self.pos_byte + _nbytes(self.text[self.pos:index])
+
+    def line_at(self, index: int) -> int:
+        """Line of the character at text[index] (index >= pos)."""
+        return self.line + self.text.count("\n", self.pos, index)
 
     def buffered_bytes(self) -> int:
         """Bytes read but not consumed (what a record in progress holds)."""
@@ -91,6 +97,7 @@ class _Window:
         """The next character after whitespace ('' at the end of the stream); the whitespace is consumed."""
         while True:
             end = _WHITESPACE.match(self.text, self.pos).end()
+            self.line += self.text.count("\n", self.pos, end)
             self.advance(end - self.pos, end - self.pos)   # whitespace is ASCII
             if self.pos < len(self.text):
                 return self.text[self.pos]
@@ -109,13 +116,13 @@ class _Window:
             except json.JSONDecodeError as e:
                 cut = e.pos >= len(self.text) - _CUT_MARGIN or e.msg.startswith("Unterminated string")
                 if not cut:
-                    raise _Syntax(e.msg, self.byte_at(e.pos)) from None
+                    raise _Syntax(e.msg, self.byte_at(e.pos), self.line_at(e.pos)) from None
                 if self.eof:
                     if e.pos >= len(self.text) or e.msg.startswith("Unterminated string"):
                         raise _Incomplete() from None
-                    raise _Syntax(e.msg, self.byte_at(e.pos)) from None
+                    raise _Syntax(e.msg, self.byte_at(e.pos), self.line_at(e.pos)) from None
             except (ValueError, RecursionError) as e:   # integer too long, nesting too deep
-                raise _Syntax(one_line(e) or type(e).__name__, self.pos_byte) from None
+                raise _Syntax(one_line(e) or type(e).__name__, self.pos_byte, self.line) from None
             else:
                 # A number near the window's end may go on in the next chunk ("12|34", "1.|5", "1e|-3").
                 if self.eof or len(self.text) - end > _CUT_MARGIN or self.text[start] not in "-0123456789":
@@ -141,14 +148,15 @@ class _Window:
                 size = _nbytes(seg)
         if size > limit:
             raise _TooBig()
+        self.line += seg.count("\n")   # a pretty-printed object spans lines (strings hold no raw newline)
         self.advance(end - start, size)
         return obj, size, bad
 
 
 class _Syntax(Exception):
-    def __init__(self, msg: str, byte: int):
+    def __init__(self, msg: str, byte: int, line: int):
         super().__init__(msg)
-        self.msg, self.byte = msg, byte
+        self.msg, self.byte, self.line = msg, byte, line
 
 
 class _Incomplete(Exception):
@@ -159,14 +167,14 @@ class _TooBig(Exception):
     """One value is larger than the record limit."""
 
 
-def _record(obj: object, i: int, start: int, bad: int | None, warnings: list[str]) -> tuple[dict, str | None]:
-    """(values, error) of one element."""
+def _record(obj: object, at, bad: int | None, warnings: list[str]) -> tuple[dict, str | None]:
+    """(values, error) of one element; `at()` names it (formatted only for a message)."""
     if bad is not None:
-        return {}, f"record {i} at byte {start}: invalid UTF-8 at byte {bad}"
+        return {}, f"{at()}: invalid UTF-8 at byte {bad}"
     if type(obj) is not dict:
-        return {}, f"record {i} at byte {start}: not a JSON object ({type(obj).__name__})"
+        return {}, f"{at()}: not a JSON object ({type(obj).__name__})"
     values: dict = {}
-    flatten_object(obj, "", values, warnings, f"record {i}")
+    flatten_object(obj, "", values, warnings, at)
     return values, None
 
 
@@ -174,7 +182,7 @@ _JSON_TYPES = {str: "string", int: "number", float: "number", bool: "boolean", t
 
 
 class _Records:
-    """The records of one file: (values, error, warnings, size) each; _Fatal when it cannot be read further."""
+    """The records of one file: (values, error, warnings, size, line) each; _Fatal when it cannot be read further."""
 
     def __init__(self, win: _Window, limit: int):
         self.win, self.limit = win, limit
@@ -200,7 +208,7 @@ class _Records:
             raise _Fatal(f"top-level value is a {_JSON_TYPES.get(type(obj), type(obj).__name__)}, "
                          "expected an array of records")
         if win.next_char():
-            raise _Fatal(f"extra data at byte {win.pos_byte} after the records")
+            raise _Fatal(f"extra data at line {win.line}, byte {win.pos_byte} after the records")
         if win.broken:   # e.g. a gzip trailer cut off after the last record
             raise self._ended("")
 
@@ -209,29 +217,31 @@ class _Records:
             return _Fatal(f"{self.win.broken} (after byte {self.win.read_bytes})")
         return _Fatal(what)
 
-    def _truncated(self, start: int | None = None) -> _Fatal:
-        where = "" if start is None else f": record {self.count} at byte {start} is incomplete"
-        return self._ended(f"truncated at byte {self.win.read_bytes} (no closing ']'){where}")
+    def _truncated(self, start: int | None = None, line: int = 0) -> _Fatal:
+        at = "" if start is None else f": {where(self.count, line)} at byte {start} is incomplete"
+        return self._ended(f"truncated at byte {self.win.read_bytes} (no closing ']'){at}")
 
-    def _value(self) -> tuple[object, int, int, int | None]:
-        """(value, start byte, size, invalid UTF-8 byte) of the element at the window's position."""
-        start = self.win.pos_byte
+    def _value(self) -> tuple[object, int, int, int, int | None]:
+        """(value, start line, start byte, size, invalid UTF-8 byte) of the element at the window's position."""
+        start, line = self.win.pos_byte, self.win.line
         try:
             obj, size, bad = self.win.value(self.limit)
         except _Syntax as e:
-            raise self._ended(f"{e.msg} at byte {e.byte} (record {self.count})") from None
+            raise self._ended(f"{e.msg} at line {e.line}, byte {e.byte} (row {self.count})") from None
         except _Incomplete:
-            raise self._truncated(start) from None
+            raise self._truncated(start, line) from None
         except _TooBig:
-            raise _Fatal(f"record {self.count} at byte {start} is larger than {self.limit} bytes "
+            raise _Fatal(f"{where(self.count, line)} at byte {start} is larger than {self.limit} bytes "
                          "(max_record_bytes)") from None
-        return obj, start, size, bad
+        return obj, line, start, size, bad
 
     def _one(self, warnings: list[str]):
-        obj, start, size, bad = self._value()
-        values, error = _record(obj, self.count, start, bad, warnings)
+        obj, line, start, size, bad = self._value()
+        # a minified array is one line: the byte offset tells its records apart
+        row = self.count
+        values, error = _record(obj, lambda: f"{where(row, line)} at byte {start}", bad, warnings)
         self.count += 1
-        return values, error, warnings, size
+        return values, error, warnings, size, line
 
     def _array(self, warnings: list[str]):
         win = self.win
@@ -251,7 +261,8 @@ class _Records:
             if ch == "":
                 raise self._truncated()
             if ch != ",":
-                raise self._ended(f"Expecting ',' delimiter at byte {win.pos_byte} (after record {self.count - 1})")
+                raise self._ended(f"Expecting ',' delimiter at line {win.line}, byte {win.pos_byte} "
+                                  f"(after row {self.count - 1})")
             win.advance(1, 1)
             ch = win.next_char()
 

@@ -25,7 +25,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from .base import ERROR, KEY, PROVENANCE_COLUMNS, ROW, WARNING, ShardReadError
+from .base import ERROR, KEY, LINE, PROVENANCE_COLUMNS, ROW, WARNING, ShardReadError
 from .batch import one_line
 
 # Everything pyarrow raises for a bad file: ArrowException covers ArrowInvalid/NotImplemented/..., OSError
@@ -35,7 +35,7 @@ _ARROW_ERRORS = (pa.ArrowException, OSError)
 _READ_ROWS = 65536  # pyarrow has a fixed cost per batch: decode big batches, slice them (zero-copy) to batch_rows
 _FORMAT = ds.ParquetFileFormat()
 _LOCAL = pafs.LocalFileSystem()
-_PROVENANCE_FIELDS = [pa.field(KEY, pa.string()), pa.field(ROW, pa.int64()),
+_PROVENANCE_FIELDS = [pa.field(KEY, pa.string()), pa.field(ROW, pa.int64()), pa.field(LINE, pa.int64()),
                       pa.field(ERROR, pa.string()), pa.field(WARNING, pa.string())]
 
 # "0", "1", ... are the same for every shard; casting ints to strings costs about as much as decoding a narrow
@@ -74,7 +74,8 @@ def _with_provenance(batch: pa.RecordBatch, start: int, schema: pa.Schema) -> pa
     n = batch.num_rows
     rows = pa.array(np.arange(start, start + n, dtype=np.int64))
     nulls = pa.nulls(n, pa.string())
-    return pa.RecordBatch.from_arrays(batch.columns + [_keys(start, n), rows, nulls, nulls], schema=schema)
+    return pa.RecordBatch.from_arrays(batch.columns + [_keys(start, n), rows, pa.nulls(n, pa.int64()), nulls, nulls],
+                                      schema=schema)
 
 
 def iter_parquet(path: str, columns: list[str] | None = None, batch_rows: int = 4096, *,

@@ -15,8 +15,8 @@ from .batch import BatchBuilder, one_line
 
 STREAM_ERRORS = (OSError, EOFError, zlib.error)  # gzip.BadGzipFile is an OSError
 
-# A record as a reader parses it: (values, error, warnings, encoded size in bytes)
-Record = tuple[dict, "str | None", list, int]
+# A record as a reader parses it: (values, error, warnings, encoded size in bytes, 1-based line where it starts)
+Record = tuple[dict, "str | None", list, int, int]
 
 
 def open_stream(raw):
@@ -26,7 +26,8 @@ def open_stream(raw):
 
 def record_batches(path: str, fmt: str, records: Callable[[object], Iterable[Record]], columns: list[str] | None,
                    batch_rows: int, stop: tuple[type[BaseException], ...] = ()) -> Iterator[pa.RecordBatch]:
-    """Batches of the records `records(stream)` parses. Key = record number, 0-based. `stop`: the reader's own
+    """Batches of the records `records(stream)` parses, in order: row = record index (0-based), key = the row as
+    text, line = where the record starts. `stop`: the reader's own
     errors that end the shard (besides a broken stream); their message names where."""
     builder = BatchBuilder(columns)
     try:
@@ -36,8 +37,8 @@ def record_batches(path: str, fmt: str, records: Callable[[object], Iterable[Rec
     with raw:
         failure = None
         try:
-            for values, error, warnings, size in records(open_stream(raw)):
-                builder.add(str(builder.next_row + len(builder)), values, error, warnings, size)
+            for values, error, warnings, size, line in records(open_stream(raw)):
+                builder.add(str(builder.next_row + len(builder)), values, error, warnings, size, line)
                 if builder.full(batch_rows):
                     yield builder.build()
         except (*stop, *STREAM_ERRORS) as e:

@@ -237,7 +237,7 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
                 rec = _Record(key, builder.next_row + len(builder))
                 if key in first_seen:
                     rec.warnings.append(f"key {key!r} is not adjacent: members split "
-                                        f"(first seen at record {first_seen[key]})")
+                                        f"(first seen at row {first_seen[key]})")
                 else:
                     first_seen[key] = rec.row
             where = f"member {name!r}"

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataaudit.provenance import ERROR, KEY, ROW
+from dataaudit.provenance import ERROR, KEY, LINE, ROW
 from dataaudit.tokenization.loading import TokenizerBundle, load_bundle
 from dataaudit.tokenization.ragged import Ragged, compare
 
@@ -115,7 +115,7 @@ def drift_batch(batch: pa.RecordBatch, text_col: str, ids_col: str, mask_col: st
                  truncated=int(truncated.sum()), differs=int(differs.sum()))
     bad = np.flatnonzero(differs)[:examples]
     if bad.size:
-        keys, rows = batch.column(KEY).take(take), batch.column(ROW).take(take)
+        keys, rows, lines = batch.column(KEY).take(take), batch.column(ROW).take(take), batch.column(LINE).take(take)
         stored_lists = stored.to_lists()
         full_lists = full.to_lists()
         for i in bad.tolist():
@@ -123,7 +123,8 @@ def drift_batch(batch: pa.RecordBatch, text_col: str, ids_col: str, mask_col: st
             lo = max(0, fd - IDS_WINDOW_BEFORE)
             text = texts[i].as_py()
             state["examples"].append({
-                "shard": shard, "key": keys[i].as_py(), "row": rows[i].as_py(), "first_diff": fd,
+                "shard": shard, "key": keys[i].as_py(), "row": rows[i].as_py(), "line": lines[i].as_py(),
+                "first_diff": fd,
                 "stored_tokens": int(stored.lengths[i]), "inference_tokens": int(full.lengths[i]),
                 "window_start": lo, "stored_ids": stored_lists[i][lo:lo + IDS_WINDOW],
                 "inference_ids": full_lists[i][lo:lo + IDS_WINDOW], "snippet": text[:SNIPPET_CHARS]})

@@ -28,7 +28,7 @@ def test_jsonl_lines_byte_for_byte(tmp_path):
     src.write_bytes(b"".join(lines))
     assert sum(b.num_rows for b in iter_shard(str(src))) == 5          # records: the non-blank lines
     r = rewrite_jsonl(str(src), tmp_path / "o.jsonl", rows(1, 2), 5)
-    assert r == {"rows": 5, "kept": 3}
+    assert r == {"rows": 5, "kept": 3, "dropped_lines": [3, 4]}   # rows 1 and 2: lines 3 and 4 (line 2 is blank)
     assert (tmp_path / "o.jsonl").read_bytes() == b"".join(lines[i] for i in (0, 1, 4, 5, 6))   # blank lines stay
     with pytest.raises(ShardMismatch):
         rewrite_jsonl(str(src), tmp_path / "m.jsonl", rows(), 6)
@@ -45,21 +45,21 @@ def test_jsonl_gz(tmp_path):
     assert gzip.decompress(out) == b"".join(b'{"i": %d}\n' % i for i in range(1, 9))
 
 
-@pytest.mark.parametrize("text, drop, expect", [
-    ('[\n  {"a": 1},\n  {"a": "\u00e9"},\n  {"a": 3}\n]\n', (1,), '[\n  {"a": 1},\n  {"a": 3}\n]\n'),
-    ('[\n  {"a": 1},\n  {"a": "\u00e9"},\n  {"a": 3}\n]\n', (0,), '[\n  {"a": "\u00e9"},\n  {"a": 3}\n]\n'),
-    ('[{"a":1}, 7, {"b": [1, 2]}]', (), '[{"a":1}, 7, {"b": [1, 2]}]'),
-    ('[{"a":1}, 7, {"b": [1, 2]}]', (0, 1, 2), '[]'),
-    ('\ufeff{"a": 1}\n{"a": 2}\n{"a": 3}\n', (1,), '\ufeff{"a": 1}\n{"a": 3}\n'),
-    ('[]', (), '[]'),
+@pytest.mark.parametrize("text, drop, expect, lines", [
+    ('[\n  {"a": 1},\n  {"a": "\u00e9"},\n  {"a": 3}\n]\n', (1,), '[\n  {"a": 1},\n  {"a": 3}\n]\n', [3]),
+    ('[\n  {"a": 1},\n  {"a": "\u00e9"},\n  {"a": 3}\n]\n', (0,), '[\n  {"a": "\u00e9"},\n  {"a": 3}\n]\n', [2]),
+    ('[{"a":1}, 7, {"b": [1, 2]}]', (), '[{"a":1}, 7, {"b": [1, 2]}]', []),
+    ('[{"a":1}, 7, {"b": [1, 2]}]', (0, 1, 2), '[]', [1, 1, 1]),
+    ('\ufeff{"a": 1}\n{"a": 2}\n{"a": 3}\n', (1,), '\ufeff{"a": 1}\n{"a": 3}\n', [2]),
+    ('[]', (), '[]', []),
 ])
-def test_json_array_elements_as_bytes(tmp_path, text, drop, expect):
+def test_json_array_elements_as_bytes(tmp_path, text, drop, expect, lines):
     src = tmp_path / "x.json"
     src.write_text(text, encoding="utf-8")
     n = sum(b.num_rows for b in iter_shard(str(src)))
     r = rewrite_json_array(str(src), tmp_path / "o.json", rows(*drop), n)
     assert (tmp_path / "o.json").read_text(encoding="utf-8") == expect
-    assert r == {"rows": n, "kept": n - len(drop)}
+    assert r == {"rows": n, "kept": n - len(drop), "dropped_lines": lines}   # where each dropped element starts
     if expect.startswith("["):
         json.loads(expect)                                             # still one valid JSON array
 

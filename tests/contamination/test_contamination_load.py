@@ -65,7 +65,7 @@ def test_jsonl_nested_and_list_fields_ids_and_line_numbers(tmp_path, gz):
     path = _write(tmp_path / ("arc.jsonl.gz" if gz else "arc.jsonl"), raw, gz)
     b = load_benchmark("arc", path)
     assert b.preset == "arc" and b.fields == ("question.stem", "question.choices.text") and b.id_field == "id"
-    assert b.ids == ["Q1", "Q2"] and b.numbers == [1, 4] and b.compressed is gz
+    assert b.ids == ["Q1", "Q2"] and b.lines == [1, 4] and b.compressed is gz
     assert b.texts == ["Which gas do plants take in?\noxygen\ncarbon dioxide", "What melts ice?\nheat"]
     assert b.raw == [lines[0].encode() + b"\r\n", lines[1].encode() + b"\n"]
 
@@ -82,9 +82,12 @@ def test_json_array_object_holding_array_and_jsonl_in_json(tmp_path):
     recs = [{"question": "one two", "answer": "1"}, {"question": "three", "answer": "2"}]
     arr = _write(tmp_path / "a.json", json.dumps(recs, indent=2).encode())
     b = load_benchmark("gsm8k", arr)
-    assert b.texts == ["one two", "three"] and b.ids == ["1", "2"] and b.format == "json"
+    # no id field: the id is the row (0-based); the line is where each object starts (indent=2: lines 2 and 6)
+    assert b.texts == ["one two", "three"] and b.ids == ["0", "1"] and b.format == "json"
+    assert b.lines == [2, 6]
     wrapped = _write(tmp_path / "w.json.gz", json.dumps({"version": 1, "data": recs}).encode(), gz=True)
-    assert load_benchmark("gsm8k", wrapped).texts == ["one two", "three"]
+    b = load_benchmark("gsm8k", wrapped)
+    assert b.texts == ["one two", "three"] and b.ids == ["0", "1"] and b.lines == [None, None]
     lines = _write(tmp_path / "l.json", "".join(json.dumps(r) + "\n" for r in recs).encode())
     b = load_benchmark("gsm8k", lines)
     assert b.texts == ["one two", "three"] and b.raw is not None
@@ -95,7 +98,7 @@ def test_csv_with_header_bom_and_quoted_newlines(tmp_path):
     path = _write(tmp_path / "t.csv", raw)
     b = load_benchmark("truthfulqa", path)
     assert b.fields == ("question",) and b.id_field == "id"
-    assert b.ids == ["7", "9"] and b.numbers == [2, 4] and b.texts == ["What is\nup?", "plain"]
+    assert b.ids == ["7", "9"] and b.lines == [2, 4] and b.texts == ["What is\nup?", "plain"]
     assert b.csv_header == b"id,question,answer\r\n"
     assert b.raw == ['7,"What is\nup?",x\r\n'.encode(), b'9,plain,"y, z"\r\n']
 
@@ -119,7 +122,7 @@ def test_tsv_and_parquet(tmp_path):
                   "test_list": [["assert f(1)"], []]})
     pq.write_table(t, tmp_path / "mbpp.parquet")
     b = load_benchmark("mbpp", str(tmp_path / "mbpp.parquet"))
-    assert b.ids == ["11", "12"] and b.texts == ["Write a function.", ""] and b.numbers == [1, 2]
+    assert b.ids == ["11", "12"] and b.texts == ["Write a function.", ""] and b.lines == [None, None]
 
 
 @pytest.mark.parametrize("name, record, fields, id_field", [

@@ -100,7 +100,7 @@ def test_exact_groups_and_counts(corpus, local_run):
 def test_keep_list(corpus, local_run):
     out, r = local_run
     keep = pq.read_table(out / "keep.parquet")
-    assert keep.schema.names == ["shard", "key", "row"]
+    assert keep.schema.names == ["shard", "key", "row", "line"]
     kept = set(zip([os.path.basename(s) for s in keep.column("shard").to_pylist()], keep.column("row").to_pylist()))
     dropped = {_loc(x) for x in pq.read_table(out / "clusters.parquet").to_pylist() if not x["is_representative"]}
     assert len(kept) == keep.num_rows == r["kept"] == 1500 - len(dropped)

@@ -59,7 +59,7 @@ def test_audit_flags_webdataset_image_tensors(tmp_path):
     assert summary["fields"]["image_tensor"] == ["pixel_values"] and summary["fields"]["numeric"] == ["pixel_values"]
     assert not any(c in summary["skipped"] for c in IMAGE_CHECKS)
     assert flag_rows(flags) == [
-        (1, "pixel_values", "nonfinite", 1.0, "1 non-finite element(s) (NaN / Inf)"),
+        (1, "pixel_values", "nonfinite", 1.0, "pixel_values[133] = nan"),   # [2, 0, 5] of [3, 8, 8], flattened
         (2, "pixel_values", "image_constant", 0.0,
          "every channel holds one value (largest channel span 0 <= 1e-06)"),
         (3, "pixel_values", "image_value_range", 250.0,

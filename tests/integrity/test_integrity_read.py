@@ -118,7 +118,7 @@ def test_reader_decodes_everything_but_yields_the_requested_columns(tmp_path):
     fast = pa.Table.from_batches(list(iter_shard(str(path), columns=["text"], batch_rows=256)))
     full = pa.Table.from_batches(list(iter_shard(str(path), columns=["text"], batch_rows=256, decode_all=True)))
     assert full.equals(fast)
-    assert full.column_names == ["text", "__key__", "__row__", "__error__", "__warning__"]
+    assert full.column_names == ["text", "__key__", "__row__", "__line__", "__error__", "__warning__"]
     assert full.num_rows == 3 * ROWS_PER_GROUP
 
     damage_column(path, "score", row_group=2)

@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dataaudit.cli.paths import InputPathError, expand_shards
-from dataaudit.sources import ERROR, KEY, ROW, WARNING, ShardReadError, holds_json_array, iter_shard, peek_schema
+from dataaudit.sources import ERROR, KEY, LINE, ROW, WARNING, ShardReadError, holds_json_array, iter_shard, peek_schema
 from dataaudit.sources.json_array import iter_json_array
 from tests.paths import shared_file
 
-PROV = [KEY, ROW, ERROR, WARNING]
+PROV = [KEY, ROW, LINE, ERROR, WARNING]
 
 
 def write(tmp_path, name: str, data: bytes):
@@ -31,7 +31,7 @@ def read(path, **kw) -> tuple[pa.Table | None, str | None]:
     reader = iter_json_array(str(path), **kw) if "chunk_bytes" in kw else iter_shard(str(path), **kw)
     try:
         for b in reader:
-            assert b.schema.names[-4:] == PROV
+            assert b.schema.names[-5:] == PROV
             batches.append(pa.Table.from_batches([b]))
     except ShardReadError as e:
         error = str(e)
@@ -92,7 +92,8 @@ def test_syntax_error_in_chinese_record_names_its_byte_offset(tmp_path):
     expected = len(head) + bad.index(b'} {') + 2   # where the ',' should be, in bytes (not characters)
     assert expected != len((head + bad).decode()[:expected])  # the Chinese text makes bytes and characters differ
     t, err = read(write(tmp_path, "a.json", data), batch_rows=2)
-    assert err == f"json: Expecting ',' delimiter at byte {expected} (record 3)"
+    line = data[:expected].count(b"\n") + 1
+    assert err == f"json: Expecting ',' delimiter at line {line}, byte {expected} (row 3)" and line == 38
     assert t.num_rows == 3 and t.column(ERROR).null_count == 3   # records before it stay valid
     assert t.column("conversations").to_pylist()[2] == good[2]["conversations"]
 
@@ -101,14 +102,14 @@ def test_missing_comma_between_records(tmp_path):
     data = '[{"t": "一"}\n {"t": "二"}]'.encode()
     t, err = read(write(tmp_path, "a.json", data))
     expected = data.index(b" {") + 1
-    assert err == f"json: Expecting ',' delimiter at byte {expected} (after record 0)"
+    assert err == f"json: Expecting ',' delimiter at line 2, byte {expected} (after row 0)"
     assert t.column("t").to_pylist() == ["一"]
 
 
 def test_trailing_comma_is_an_error(tmp_path):
     data = b'[{"a": 1},\n]'
     t, err = read(write(tmp_path, "a.json", data))
-    assert err == f"json: Expecting value at byte {data.index(b']')} (record 1)" and t.num_rows == 1
+    assert err == f"json: Expecting value at line 2, byte {data.index(b']')} (row 1)" and t.num_rows == 1
 
 
 def test_non_object_elements_are_error_rows(tmp_path):
@@ -119,10 +120,10 @@ def test_non_object_elements_are_error_rows(tmp_path):
     text_at = data.index(b'"text"')
     assert t.column(ERROR).to_pylist() == [
         None,
-        f"record 1 at byte {text_at}: not a JSON object (str)",
-        f"record 2 at byte {data.index(b'3')}: not a JSON object (int)",
-        f"record 3 at byte {data.index(b'[1]')}: not a JSON object (list)",
-        f"record 4 at byte {data.index(b'null')}: not a JSON object (NoneType)",
+        f"row 1 (line 1) at byte {text_at}: not a JSON object (str)",
+        f"row 2 (line 1) at byte {data.index(b'3')}: not a JSON object (int)",
+        f"row 3 (line 1) at byte {data.index(b'[1]')}: not a JSON object (list)",
+        f"row 4 (line 1) at byte {data.index(b'null')}: not a JSON object (NoneType)",
         None]
     assert t.column("a").to_pylist() == ["é", None, None, None, None, "b"]
 
@@ -132,7 +133,7 @@ def test_invalid_utf8_is_an_error_row_and_reading_goes_on(tmp_path):
     t, err = read(write(tmp_path, "a.json", data))
     assert err is None
     start, bad = data.index(b'{"a": "caf'), data.index(b"\xe9")
-    assert t.column(ERROR).to_pylist() == [None, f"record 1 at byte {start}: invalid UTF-8 at byte {bad}", None]
+    assert t.column(ERROR).to_pylist() == [None, f"row 1 (line 1) at byte {start}: invalid UTF-8 at byte {bad}", None]
     assert t.column("a").to_pylist() == ["中", None, "ok"]
 
 
@@ -143,20 +144,20 @@ def test_truncated_file_keeps_records_read(tmp_path):
     assert t.column("i").to_pylist() == [0, 1, 2, 3, 4]
     cut = full.index(b'{"a"', full.index(b'"i": 2'))      # record 3 starts here; cut inside it
     t, err = read(write(tmp_path, "b.json", full[:cut + 8]))
-    assert err == f"json: truncated at byte {cut + 8} (no closing ']'): record 3 at byte {cut} is incomplete"
+    assert err == f"json: truncated at byte {cut + 8} (no closing ']'): row 3 (line 1) at byte {cut} is incomplete"
     assert t.column("i").to_pylist() == [0, 1, 2]
 
 
 def test_cut_inside_a_string_is_truncated(tmp_path):
     data = b'[{"a": 1}, {"a": "unterminated'
     t, err = read(write(tmp_path, "a.json", data))
-    assert err == f"json: truncated at byte {len(data)} (no closing ']'): record 1 at byte 11 is incomplete"
+    assert err == f"json: truncated at byte {len(data)} (no closing ']'): row 1 (line 1) at byte 11 is incomplete"
     assert t.num_rows == 1
 
 
 def test_extra_data_after_the_array(tmp_path):
     t, err = read(write(tmp_path, "a.json", b'[{"a": 1}]\n[{"a": 2}]'))
-    assert err == "json: extra data at byte 11 after the records" and t.column("a").to_pylist() == [1]
+    assert err == "json: extra data at line 2, byte 11 after the records" and t.column("a").to_pylist() == [1]
 
 
 @pytest.mark.parametrize("data,kind", [(b'"just text"', "string"), (b" 42 ", "number"), (b"1.5", "number"),
@@ -169,7 +170,7 @@ def test_scalar_top_level_value(tmp_path, data, kind):
 @pytest.mark.parametrize("data,message", [
     (b"", "json: empty file, expected an array of records"),
     (b" \n ", "json: empty file, expected an array of records"),
-    (b"hello", "json: Expecting value at byte 0 (record 0)"),
+    (b"hello", "json: Expecting value at line 1, byte 0 (row 0)"),
 ])
 def test_empty_or_not_json(tmp_path, data, message):
     assert read(write(tmp_path, "a.json", data)) == (None, message)
@@ -178,11 +179,11 @@ def test_empty_or_not_json(tmp_path, data, message):
 def test_record_over_max_record_bytes(tmp_path):
     data = b'[{"a": "1"}, {"a": "' + b"x" * 5000 + b'"}, {"a": "3"}]'
     t, err = read(write(tmp_path, "a.json", data), max_member_bytes=1000)   # iter_shard passes the limit on
-    assert err == "json: record 1 at byte 13 is larger than 1000 bytes (max_record_bytes)"
+    assert err == "json: row 1 (line 1) at byte 13 is larger than 1000 bytes (max_record_bytes)"
     assert t.column("a").to_pylist() == ["1"]
     for chunk in (64, 1 << 20):   # refused whether the window had to grow to hold it or not
         t, err = read(write(tmp_path, "b.json", data), max_record_bytes=1000, chunk_bytes=chunk)
-        assert err == "json: record 1 at byte 13 is larger than 1000 bytes (max_record_bytes)"
+        assert err == "json: row 1 (line 1) at byte 13 is larger than 1000 bytes (max_record_bytes)"
     t, err = read(write(tmp_path, "b.json", data), max_record_bytes=6000, chunk_bytes=64)
     assert err is None and t.column("a").to_pylist() == ["1", "x" * 5000, "3"]
 
@@ -205,8 +206,9 @@ def test_json_lines_named_json_are_records(tmp_path):
     t, err = read(write(tmp_path, "a.json", data))
     assert err is None and t.column(KEY).to_pylist() == ["0", "1", "2", "3"]
     assert t.column("a").to_pylist() == [1, 2, None, 4]
-    assert t.column(ERROR).to_pylist() == [None, None, f"record 2 at byte {data.index(b'[3]')}: not a JSON object "
-                                                       "(list)", None]
+    assert t.column(ERROR).to_pylist() == [None, None, f"row 2 (line 4) at byte {data.index(b'[3]')}: not a "
+                                                       "JSON object (list)", None]
+    assert t.column(LINE).to_pylist() == [1, 2, 4, 5]   # the blank line 3 is no record
 
 
 def test_bom_is_ignored_with_a_warning_and_offsets_count_it(tmp_path):
@@ -215,7 +217,7 @@ def test_bom_is_ignored_with_a_warning_and_offsets_count_it(tmp_path):
     assert t.column(WARNING).to_pylist() == ["UTF-8 byte order mark ignored"]
     assert t.column("a").to_pylist() == ["文"]
     expected = data.index(b' "b"') + 1
-    assert err == f"json: Expecting ',' delimiter at byte {expected} (record 1)"
+    assert err == f"json: Expecting ',' delimiter at line 1, byte {expected} (row 1)"
 
 
 def test_gzip_by_magic_and_by_name(tmp_path):
@@ -261,15 +263,17 @@ def test_small_chunks_give_the_same_records_and_offsets(tmp_path):
     offset = len(broken) - 2
     for chunk in (1, 5, 4096):
         t, err = read(write(tmp_path, "b.json", broken), chunk_bytes=chunk)
-        assert err == f"json: Expecting ',' delimiter at byte {offset} (after record 199)" and t.num_rows == 200
+        line = broken.count(b"\n") + 1
+        assert err == f"json: Expecting ',' delimiter at line {line}, byte {offset} (after row 199)"
+        assert t.num_rows == 200
 
 
 def test_numbers_split_across_chunks(tmp_path):
     data = b'[{"a": 1}, 1234567890123, -0.5e-10, {"a": 2}]'
     t, err = read(write(tmp_path, "a.json", data), chunk_bytes=2)
     assert err is None and t.column("a").to_pylist() == [1, None, None, 2]
-    assert t.column(ERROR).to_pylist()[1:3] == ["record 1 at byte 11: not a JSON object (int)",
-                                                "record 2 at byte 26: not a JSON object (float)"]
+    assert t.column(ERROR).to_pylist()[1:3] == ["row 1 (line 1) at byte 11: not a JSON object (int)",
+                                                "row 2 (line 1) at byte 26: not a JSON object (float)"]
 
 
 def test_streams_without_reading_the_whole_file(tmp_path):

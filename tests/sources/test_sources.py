@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 from tests.builders import make_tar, npy_bytes
 from tests.paths import shared_file
-from dataaudit.sources import (ERROR, KEY, ROW, WARNING, ShardReadError, iter_shard, read_schema,
+from dataaudit.sources import (ERROR, KEY, LINE, ROW, WARNING, ShardReadError, iter_shard, read_schema,
                                shard_format)
 
-PROV = [KEY, ROW, ERROR, WARNING]
+PROV = [KEY, ROW, LINE, ERROR, WARNING]
 
 
 def data_file(rel: str) -> Path:
@@ -107,7 +107,7 @@ def test_parquet_alltypes_plain_reads():
     assert t.num_rows == 8
     assert t.column("id").to_pylist() == [4, 5, 6, 7, 2, 3, 0, 1]
     assert t.column(ROW).to_pylist() == list(range(8))
-    assert t.schema.names[-4:] == PROV and len(t.schema.names) == 11 + 4
+    assert t.schema.names[-5:] == PROV and len(t.schema.names) == 11 + 5
 
 
 @pytest.mark.parametrize("name,message", [
@@ -267,7 +267,7 @@ def test_tar_non_adjacent_key_is_a_second_row_with_warning(tmp_path):
     t = read_all(p)
     assert t.column(KEY).to_pylist() == ["a", "b", "a"]
     assert t.column(WARNING).to_pylist() == [None, None,
-                                             "key 'a' is not adjacent: members split (first seen at record 0)"]
+                                             "key 'a' is not adjacent: members split (first seen at row 0)"]
     assert t.column("txt").to_pylist() == ["1", "2", None] and t.column("cls").to_pylist() == [None, None, 3]
 
 
@@ -396,9 +396,10 @@ def test_jsonl_broken_lines_are_error_rows(tmp_path):
     t = read_all(p, batch_rows=2)
     assert t.column(KEY).to_pylist() == ["0", "1", "2", "3", "4"]
     assert t.column(ROW).to_pylist() == [0, 1, 2, 3, 4]
-    assert t.column(ERROR).to_pylist() == [None, "line 2: Expecting ',' delimiter at column 9",
-                                           "line 4: not a JSON object (list)", "line 5: invalid UTF-8 at byte 10",
-                                           None]
+    assert t.column(LINE).to_pylist() == [1, 2, 4, 5, 6]   # line 3 is blank: no record, no row
+    assert t.column(ERROR).to_pylist() == [None, "row 1 (line 2): Expecting ',' delimiter at column 9",
+                                           "row 2 (line 4): not a JSON object (list)",
+                                           "row 3 (line 5): invalid UTF-8 at byte 10", None]
     assert t.column("a").to_pylist() == [1, None, None, None, 3]
     assert t.column("c").to_pylist() == [None, None, None, None, [1.5]]
 
@@ -407,7 +408,7 @@ def test_jsonl_overlong_line_is_an_error_row(tmp_path):
     p = tmp_path / "s.jsonl"
     p.write_bytes(b'{"a": 1}\n{"a": "' + b"x" * 50 + b'"}\n{"a": 3}')
     t = read_all(p, max_member_bytes=20)
-    assert t.column(ERROR).to_pylist() == [None, "line 2: longer than 20 bytes (not parsed)", None]
+    assert t.column(ERROR).to_pylist() == [None, "row 1 (line 2): longer than 20 bytes (not parsed)", None]
     assert t.column("a").to_pylist() == [1, None, 3]
 
 
@@ -456,7 +457,7 @@ def _check_shard(path: Path) -> None:
     rows = []
     try:
         for b in iter_shard(str(path), batch_rows=2):
-            assert b.schema.names[-4:] == PROV
+            assert b.schema.names[-5:] == PROV
             rows.extend(b.column(ROW).to_pylist())
     except ShardReadError as e:
         assert "\n" not in str(e)
