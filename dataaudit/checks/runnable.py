@@ -28,6 +28,8 @@ def configured(spec: CheckSpec, settings) -> bool:
 def _target_reason(spec: CheckSpec, target: Target, params: Mapping, has_target: Mapping[str, bool],
                    where: str) -> str | None:
     if not _has(has_target, target.kind):
+        if target.kind == "samples":   # the samples a dataset yielded exist only in the collate guard
+            return "runs in the collate guard only"
         return f"no {target.kind} field in {where}"
     missing = spec.missing(spec.params_for(target, params))
     return "not configured: " + ", ".join(missing) if missing else None

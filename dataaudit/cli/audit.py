@@ -30,13 +30,16 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     table.add_column("check")
     table.add_column("severity")
     table.add_column("flagged", justify="right")
+    # Every check that ran has a row, 0 included: "0 flagged" is only worth something next to what was checked.
     for name, c in report["checks"].items():
-        if c["flagged"]:
-            style = {"error": "red", "warning": "yellow"}.get(c["severity"], "")
+        if c["ran"] or c["flagged"]:
+            style = {"error": "red", "warning": "yellow"}.get(c["severity"], "") if c["flagged"] else "dim"
             table.add_row(name, f"[{style}]{c['severity']}[/]" if style else c["severity"], str(c["flagged"]))
     if not table.rows:
-        table.add_row("(no flags)", "", "0")
+        table.add_row("(no check ran)", "", "0")
     console.print(table)
+    for reason, names in _skipped_by_reason(report["checks"]).items():
+        console.print(f"not run ({reason}): {', '.join(names)}", highlight=False, soft_wrap=True, markup=False)
     skipped = not_decoded_columns(report)
     console.print(f"flagged {t['flagged']} / {t['samples']} samples; unreadable shards: {t['unreadable_shards']}"
                   + (f"; {skipped} column(s) not decoded (--read checked-columns)" if skipped else ""))
@@ -51,6 +54,15 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     print_resumed(console, report, out)
     console.print(f"wrote {out / 'report.json'}, {out / 'flags.parquet'}, {out / 'report.html'}", highlight=False,
                   soft_wrap=True)
+
+
+def _skipped_by_reason(checks: dict) -> dict[str, list[str]]:
+    """The checks that ran on no shard, grouped by the reason report.json gives for each."""
+    grouped: dict[str, list[str]] = {}
+    for name, c in checks.items():
+        if not c["ran"] and not c["flagged"]:
+            grouped.setdefault(c.get("skipped") or "not run", []).append(name)
+    return grouped
 
 
 @click.command()

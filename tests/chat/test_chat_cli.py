@@ -96,4 +96,13 @@ def test_clean_chat_data_exits_0_with_no_flags(tmp_path):
     res, report, flags = cli_audit([path], tmp_path / "out")
     assert res.exit_code == 0, res.output
     assert flags.num_rows == 0 and report["totals"]["flagged"] == 0
-    assert "(no flags)" in res.output
+    # every check that ran is a row with its count, 0 included; the others are named with the reason
+    rows = {ln.split("│")[1].strip(): ln.split("│")[3].strip() for ln in _lines(res.output)
+            if ln.count("│") == 4 and "check" not in ln}
+    ran = [name for name, c in report["checks"].items() if c["ran"]]
+    assert list(rows) == ran and set(rows.values()) == {"0"}
+    assert {"empty_reply", "role_order", "json_invalid", "duplicate_id"} <= set(ran)
+    assert "not run (no numeric field in this shard): nonfinite, extreme_span, constant, out_of_range, " \
+           "dtype_mismatch, missing_value" in _lines(res.output)
+    assert "not run (runs in the collate guard only): null_sample" in _lines(res.output)
+    assert "(no check ran)" not in res.output

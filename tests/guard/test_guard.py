@@ -152,7 +152,7 @@ def test_default_act_on_error_only(samples):
     assert [c.label for c in g.plan.calls] == [
         "out_of_range:features", "nonfinite:features", "dtype_mismatch:features", "label_out_of_range:label",
         "token_id_out_of_range:input_ids", "all_padding:input_ids", "too_long:input_ids"]
-    assert g.plan.skipped == {"null_sample": "no samples field in the batch",   # the collate guard's
+    assert g.plan.skipped == {"null_sample": "runs in the collate guard only",   # the collate guard's
                               **dict.fromkeys(("image_constant", "image_value_range", "image_channels"),
                                               "no image_tensor field in the batch")}
     error_steps = {f.step for f in g.findings if f.severity == "error"}
@@ -219,7 +219,7 @@ def test_same_config_file_drives_the_guard():
     assert [c.label for c in res.calls] == ["out_of_range:features", "token_id_out_of_range:input_ids",
                                            "all_padding:input_ids"]
     assert p.skipped == {"nonfinite": "disabled in config", "dtype_mismatch": "not configured: expected",
-                         "null_sample": "no samples field in the batch",
+                         "null_sample": "runs in the collate guard only",
                          "label_out_of_range": "not configured: num_classes",
                          "too_long": "not configured: context_length",
                          **dict.fromkeys(("image_constant", "image_value_range", "image_channels"),
