@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable, Sequence
 
-from dataaudit.cli.common import InputError
+from dataaudit.cli.common import InputError, plural
 from dataaudit.fields import FieldSpec
 
 ROLE_ORDER = ("text", "json", "numeric", "image_tensor", "label", "input_ids", "attention_mask", "id")
@@ -23,7 +23,7 @@ def require_fields(paths: Sequence[str], spec: FieldSpec, where: str) -> None:
     schemas = [s for s in (peek_schema(p, PEEK_ROWS) for p in paths) if s is not None]
     missing = missing_fields(spec, (arrow_columns(s) for s in schemas)) if schemas else []
     if missing:
-        raise InputError(f"{where}: {', '.join(missing)} found in none of the {len(paths)} shard(s) "
+        raise InputError(f"{where}: {', '.join(missing)} found in none of the {plural(len(paths), 'shard')} "
                          f"(Parquet footers, the first {PEEK_ROWS} records of other shards)")
 
 

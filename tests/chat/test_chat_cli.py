@@ -67,7 +67,7 @@ def test_a_configured_field_that_does_not_exist_is_a_usage_error(tmp_path):
         res, report, _ = cli_audit([path], tmp_path / "out", f"[fields]\ntext = {text}\n")
         assert res.exit_code == 2, res.output
         assert _lines(res.output) == [
-            f"Error: {tmp_path / 'out.toml'}: [fields]: text {missing!r} found in none of the 1 shard(s) (Parquet "
+            f"Error: {tmp_path / 'out.toml'}: [fields]: text {missing!r} found in none of the 1 shard (Parquet "
             "footers, the first 256 records of other shards)"]
         assert report is None and not (tmp_path / "out").exists()
 

@@ -32,7 +32,7 @@ def test_audit_refuses_a_field_no_shard_has(shards, tmp_path):
                 "--out", str(tmp_path / "o")])
     assert res.exit_code == 2
     assert res.output.strip().splitlines() == [
-        f"Error: {cfg}: [fields]: numeric 'pixels' found in none of the 2 shard(s) (Parquet footers, the first "
+        f"Error: {cfg}: [fields]: numeric 'pixels' found in none of the 2 shards (Parquet footers, the first "
         "256 records of other shards)"]
     assert not (tmp_path / "o").exists()
 
@@ -54,13 +54,13 @@ def test_a_field_some_shards_have_is_fine_and_the_summary_says_where(shards, tmp
 def test_dedup_and_contamination_refuse_a_text_field_no_shard_has(shards, tmp_path):
     res = _run(["dedup", str(shards / "a.parquet"), "--text-field", "nope", "--out", str(tmp_path / "d")])
     assert res.exit_code == 2
-    assert "Error: --text-field: text 'nope' found in none of the 1 shard(s)" in res.output
+    assert "Error: --text-field: text 'nope' found in none of the 1 shard" in res.output
     cfg = tmp_path / "c.toml"
     cfg.write_text('[train]\ntext_field = "nope"\n')
     res = _run(["contamination", "--train", str(shards / "a.parquet"), "--benchmark",
                 f"gsm8k={shards / 'gsm.jsonl'}", "--config", str(cfg), "--out", str(tmp_path / "c")])
     assert res.exit_code == 2
-    assert f"Error: {cfg}: [train] text_field: text 'nope' found in none of the 1 shard(s)" in res.output
+    assert f"Error: {cfg}: [train] text_field: text 'nope' found in none of the 1 shard" in res.output
 
 
 def test_fields_line():

@@ -87,7 +87,7 @@ def test_ray_gives_the_same_outputs(shards, tmp_path, ray_session):
 def test_a_configured_image_field_that_does_not_exist_is_a_usage_error(shards, tmp_path):
     res, report = _run(shards, tmp_path / "out", "--image-field", "photo")
     assert res.exit_code == 2 and report is None
-    assert "--image-field: image 'photo' found in none of the 2 shard(s)" in res.output
+    assert "--image-field: image 'photo' found in none of the 2 shards" in res.output
 
 
 def test_one_shard_is_one_shard_in_the_summary(tmp_path):
