@@ -11,6 +11,8 @@ Arrow table per shard, one row per record, in record order:
 from __future__ import annotations
 
 import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -72,23 +74,30 @@ class _SignState:
     summary: dict
     started: float
     text: DocumentText         # each record's text under the field rule
+    pool: ThreadPoolExecutor | None
     tables: list[pa.Table] = field(default_factory=list)
+    pending: deque = field(default_factory=deque)     # (row, key, errors, future) of batches being signed
 
 
 class SignStage(ShardStage):
     """(summary, table) for one shard. A shard that breaks part way keeps the records read before the break
-    and is reported `unreadable` with the reader's error, as in the audit."""
+    and is reported `unreadable` with the reader's error, as in the audit.
 
-    def __init__(self, spec: DedupSpec, with_shingles: bool = False):
+    With threads > 1 the batches of the shard are signed on a thread pool while the next ones are read (the
+    kernels and pyarrow.compute release the GIL), at most 2 per thread in flight; tables stay in batch order."""
+
+    def __init__(self, spec: DedupSpec, with_shingles: bool = False, threads: int = 1):
         self.spec = spec
         self.with_shingles = with_shingles
+        self.threads = max(1, int(threads))
         self.batch_rows = spec.batch_rows
         self.table_schema = output_schema(spec.num_perm, with_shingles)
 
     def start(self, path: str) -> _SignState:
+        pool = ThreadPoolExecutor(self.threads, thread_name_prefix="dedup-sign") if self.threads > 1 else None
         return _SignState({"path": path, "samples": 0, "empty": 0, "unreadable_records": 0, "shingles": 0,
                            "status": "ok", "error": None, "text_field": None}, time.time(),
-                          DocumentText(self.spec.text_field))
+                          DocumentText(self.spec.text_field), pool)
 
     def schema(self, state: _SignState, path: str) -> pa.Schema | None:
         return read_schema(path)    # Parquet's footer names the text columns before reading
@@ -97,19 +106,36 @@ class SignStage(ShardStage):
         return state.text.columns(schema)
 
     def add(self, state: _SignState, batch: pa.RecordBatch) -> None:
-        cols = sign_batch(state.text(batch), self.spec, self.with_shingles)
+        text = state.text(batch)
+        row = batch.column(batch.schema.get_field_index(ROW))
+        key = batch.column(batch.schema.get_field_index(KEY))
         errors = batch.column(batch.schema.get_field_index(ERROR))
+        if state.pool is None:
+            self._collect(state, row, key, errors, sign_batch(text, self.spec, self.with_shingles))
+            return
+        state.pending.append((row, key, errors, state.pool.submit(sign_batch, text, self.spec, self.with_shingles)))
+        while len(state.pending) > 2 * self.threads:
+            self._collect(state, *state.pending.popleft())
+
+    def _collect(self, state: _SignState, row: pa.Array, key: pa.Array, errors: pa.Array,
+                 cols: dict[str, pa.Array] | Future) -> None:
+        if isinstance(cols, Future):
+            cols = cols.result()
         count = cols["count"].to_numpy()
         summary = state.summary
-        summary["samples"] += batch.num_rows
+        summary["samples"] += len(row)
         summary["empty"] += int((count == 0).sum())
         summary["unreadable_records"] += len(errors) - errors.null_count
         summary["shingles"] += int(count.sum())
-        state.tables.append(pa.table({"row": batch.column(batch.schema.get_field_index(ROW)),
-                                      "key": batch.column(batch.schema.get_field_index(KEY)), **cols},
-                                     schema=self.table_schema))
+        state.tables.append(pa.table({"row": row, "key": key, **cols}, schema=self.table_schema))
 
     def finish(self, state: _SignState, error: str | None) -> tuple[dict, pa.Table]:
+        try:
+            while state.pending:
+                self._collect(state, *state.pending.popleft())
+        finally:
+            if state.pool is not None:
+                state.pool.shutdown(cancel_futures=True)
         summary = state.summary
         if error is not None:
             summary["status"] = "unreadable"
@@ -122,8 +148,8 @@ class SignStage(ShardStage):
         return summary, table
 
 
-def sign_shard(path: str, spec: DedupSpec, with_shingles: bool = False,
+def sign_shard(path: str, spec: DedupSpec, with_shingles: bool = False, threads: int = 1,
                on_batch: Callable[[int], None] | None = None,
                handler: Callable[[BaseException, str], str] = report_unreadable) -> tuple[dict, pa.Table]:
-    """(summary, signature table) of one shard (see `SignStage`)."""
-    return SignStage(spec, with_shingles)(path, on_batch, handler)
+    """(summary, signature table) of one shard (see `SignStage`; `threads` sign its batches at once)."""
+    return SignStage(spec, with_shingles, threads)(path, on_batch, handler)

@@ -1,0 +1,297 @@
+#!/usr/bin/env python
+"""`dataaudit dedup` end to end (a child process: start-up, read, sign, LSH, clusters, every output) vs rensa
+in-process, datasketch for reference; agreement of each with the exact Jaccard of the same shingles.
+
+Corpus: benchmarks/dedup_e2e_corpus.py (lines of tinyshakespeare and of installed Python sources, 4% exact and
+8% near copies planted), --docs documents (100,000: ~70 MB) in Parquet shards of --shard-docs, cached in
+bench-data/dedup-e2e-<docs>/. All tools see word 5-grams of the NFC + lowercased + whitespace-split text, 128
+permutations, seed 1, threshold --threshold. Bands: ours and datasketch's choose 9 x 13 at 0.8 (datasketch's
+optimum); rensa needs bands dividing 128: --rensa-bands 16 (16 x 8: more candidates than 9 x 13).
+
+(a) dataaudit: `python -m dataaudit.cli dedup SHARDS --out DIR --engine local` (this checkout), wall and
+    peak RSS of the child (os.wait4), once with the default threads (both cores) and once with
+    NUMBA_NUM_THREADS=1 (one core); the stage times come from dedup.json's `run`.
+(b) rensa (in this process, texts already in memory, not counted): Python shingles + `RMinHash.update` per
+    document, `RMinHashLSH.insert` of all, then `query` of each: its candidates are its duplicate pairs, or
+    (the usual rensa recipe) those whose estimated Jaccard `RMinHash.jaccard` is >= the threshold.
+(c) datasketch `MinHash` (its default scheme and SHA-1 shingle hash) + `MinHashLSH` on the first
+    --datasketch-docs documents (it signs ~2k docs/s).
+
+Agreement: the pairs judged are the planted (copy, original) pairs plus a sample of each tool's own duplicate
+pairs (ours: pairs in one cluster; rensa and datasketch: LSH candidates); truth is exact Jaccard >= threshold
+of the two documents' shingle sets (Python strings). Precision and recall of each tool on that pair set.
+
+--docs-1m also builds 1,000,000 documents (~700 MB) and runs the CLI on them (wall, peak RSS, recall of the
+planted pairs). rensa is installed by benchmarks/setup_dedup_bench.sh into .bench-deps/.
+
+    .venv/bin/python benchmarks/dedup_end_to_end.py                 # 100k
+    .venv/bin/python benchmarks/dedup_end_to_end.py --docs-1m       # + 1M (CLI only)
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
+import chat_data  # noqa: E402
+import dedup_e2e_corpus  # noqa: E402
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+import unicodedata  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+
+
+def shingles(text: str, n: int) -> list[str]:
+    words = unicodedata.normalize("NFC", text).lower().split()
+    if not words:
+        return []
+    return [" ".join(words)] if len(words) < n else [" ".join(words[i:i + n]) for i in range(len(words) - n + 1)]
+
+
+def corpus_dir(docs: int, args) -> tuple[Path, list[str], dict]:
+    """Shards and manifest of the corpus of `docs` documents (built once, then reused)."""
+    out = Path(args.data) / f"dedup-e2e-{docs}"
+    params = {"docs": docs, "seed": args.seed, "shard_docs": args.shard_docs, "version": 1}
+    mpath = out / "manifest.json"
+    if mpath.exists():
+        manifest = json.loads(mpath.read_text())
+        if manifest.get("params") == params:
+            return out, sorted(str(p) for p in out.glob("train-*.parquet")), manifest
+    shutil.rmtree(out, ignore_errors=True)
+    t0 = time.perf_counter()
+    c = dedup_e2e_corpus.build(docs, chat_data.shared_data_dir(), seed=args.seed)
+    dedup_e2e_corpus.write(c, out, args.shard_docs)
+    manifest = json.loads(mpath.read_text())
+    manifest["params"] = params
+    mpath.write_text(json.dumps(manifest))
+    print(f"corpus: built {out} in {time.perf_counter() - t0:.1f} s")
+    return out, sorted(str(p) for p in out.glob("train-*.parquet")), manifest
+
+
+def run_cli(paths: list[str], out: Path, threshold: float, threads: int | None) -> dict:
+    """The dedup CLI as a child: wall seconds, peak RSS (MiB), its dedup.json."""
+    shutil.rmtree(out, ignore_errors=True)
+    env = _common.child_env()
+    if threads:
+        env["NUMBA_NUM_THREADS"] = str(threads)
+    cmd = _common.dataaudit_cli() + ["dedup", *paths, "--out", str(out), "--engine", "local",
+                                     "--threshold", str(threshold)]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    output = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"dedup CLI failed ({proc.returncode}):\n{output.decode(errors='replace')[-2000:]}")
+    return {"wall": wall, "rss_mib": usage.ru_maxrss / 1024, "report": json.loads((out / "dedup.json").read_text())}
+
+
+def our_clusters(out: Path, paths: list[str], shard_docs: int) -> np.ndarray:
+    """cluster id of every document (-1: in no cluster), from clusters.parquet."""
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(out / "clusters.parquet", columns=["shard", "row", "cluster_id"]).to_pydict()
+    index = {p: i for i, p in enumerate(paths)}
+    gid = np.array([index[s] * shard_docs + r for s, r in zip(t["shard"], t["row"])], np.int64)
+    n = len(paths) * shard_docs
+    cid = np.full(n + 1, -1, np.int64)
+    cid[gid] = t["cluster_id"]
+    return cid
+
+
+def cluster_pairs(cid: np.ndarray, cap: int, rng) -> set:
+    """Pairs of documents in one cluster: every pair of clusters up to 8 members, (first, member) beyond."""
+    order = np.argsort(cid, kind="stable")
+    order = order[cid[order] >= 0]
+    pairs = []
+    bounds = np.flatnonzero(np.r_[True, np.diff(cid[order]) != 0, True])
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        m = order[a:b].tolist()
+        if len(m) <= 8:
+            pairs += [(m[i], m[j]) for i in range(len(m)) for j in range(i + 1, len(m))]
+        else:
+            pairs += [(m[0], x) for x in m[1:]]
+    return _sample(pairs, cap, rng)
+
+
+def _sample(pairs, cap, rng) -> set:
+    pairs = sorted({(min(a, b), max(a, b)) for a, b in pairs})
+    if len(pairs) > cap:
+        pairs = [pairs[i] for i in sorted(rng.choice(len(pairs), cap, replace=False).tolist())]
+    return set(pairs)
+
+
+def run_rensa(texts: list[str], threshold: float, num_perm: int, bands: int) -> tuple[dict, set]:
+    import rensa
+
+    t0 = time.perf_counter()
+    mhs = []
+    for t in texts:
+        m = rensa.RMinHash(num_perm=num_perm, seed=1)
+        m.update(shingles(t, 5))
+        mhs.append(m)
+    t1 = time.perf_counter()
+    lsh = rensa.RMinHashLSH(threshold=threshold, num_perm=num_perm, num_bands=bands)
+    for i, m in enumerate(mhs):
+        lsh.insert(i, m)
+    t2 = time.perf_counter()
+    pairs, close = set(), set()
+    for i, m in enumerate(mhs):
+        for j in lsh.query(m):
+            if j > i:
+                pairs.add((i, j))
+                if m.jaccard(mhs[j]) >= threshold:
+                    close.add((i, j))
+    t3 = time.perf_counter()
+    return {"sign": t1 - t0, "insert": t2 - t1, "query": t3 - t2, "total": t3 - t0}, pairs, close
+
+
+def run_datasketch(texts: list[str], threshold: float, num_perm: int) -> tuple[dict, set]:
+    import datasketch
+
+    t0 = time.perf_counter()
+    mhs = []
+    for t in texts:
+        m = datasketch.MinHash(num_perm=num_perm, seed=1)
+        m.update_batch([s.encode("utf-8") for s in shingles(t, 5)])
+        mhs.append(m)
+    lsh = datasketch.MinHashLSH(threshold=threshold, num_perm=num_perm)
+    for i, m in enumerate(mhs):
+        lsh.insert(i, m)
+    pairs = {(min(i, j), max(i, j)) for i, m in enumerate(mhs) for j in lsh.query(m) if j != i}
+    return {"total": time.perf_counter() - t0}, pairs
+
+
+def exact_jaccard(texts: list[str], pairs: list[tuple[int, int]]) -> np.ndarray:
+    sets: dict[int, set] = {}
+    out = np.empty(len(pairs))
+    for k, (a, b) in enumerate(pairs):
+        for d in (a, b):
+            if d not in sets:
+                sets[d] = set(shingles(texts[d], 5))
+        sa, sb = sets[a], sets[b]
+        out[k] = len(sa & sb) / len(sa | sb) if sa or sb else 0.0
+    return out
+
+
+def scores(said: np.ndarray, truth: np.ndarray) -> str:
+    tp = int((said & truth).sum())
+    p = tp / max(1, int(said.sum()))
+    r = tp / max(1, int(truth.sum()))
+    return f"precision {p:.4f}, recall {r:.4f} ({tp} of {int(said.sum())} said, {int(truth.sum())} true)"
+
+
+def main(args) -> int:
+    print(_common.machine_line())
+    print(f"dataaudit from {_common.dataaudit_origin()}")
+    rng = np.random.default_rng(1)
+    out_root = Path(args.data) / "dedup-e2e-out"
+    folder, paths, manifest = corpus_dir(args.docs, args)
+    n = manifest["documents"]
+    print(f"corpus: {n:,} documents, {manifest['text_bytes'] / 1e6:.1f} MB of text, {len(paths)} shards; text pool "
+          f"{manifest['pool_lines']:,} lines (tinyshakespeare + Python sources), digest {manifest['pool_digest']}")
+    import pyarrow.parquet as pq
+    texts = [t for p in paths for t in pq.read_table(p, columns=["text"]).column("text").to_pylist()]
+    origin = np.asarray(manifest["origin"], np.int64)
+    rows = []
+    cli = {}
+    for label, threads in (("2 cores", None), ("1 core", 1)):
+        best = None
+        for _ in range(args.repeats):
+            r = run_cli(paths, out_root / "ours", args.threshold, threads)
+            best = r if best is None or r["wall"] < best["wall"] else best
+        cli[label] = best
+        run = best["report"]["run"]["seconds"]
+        rows.append([f"dataaudit dedup CLI ({label})", f"{best['wall']:.2f}", _common.human_rate(n / best["wall"]),
+                     f"start-up+imports {best['wall'] - run['total']:.2f}, sign {run['sign']:.2f}, lsh {run['lsh']:.2f}, "
+                     f"cluster {run['cluster']:.2f}, outputs {run['outputs']:.2f}; peak RSS {best['rss_mib']:.0f} MiB"])
+    cid = our_clusters(out_root / "ours", paths, args.shard_docs)
+
+    peers = {}
+    try:
+        rt, rensa_pairs, rensa_close = run_rensa(texts, args.threshold, 128, args.rensa_bands)
+        peers["rensa (LSH candidate)"] = rensa_pairs
+        peers["rensa (candidate, estimated J >= t)"] = rensa_close
+        rows.append(["rensa in-process (shingles+RMinHash, LSH insert+query)", f"{rt['total']:.2f}",
+                     _common.human_rate(n / rt["total"]),
+                     f"sign {rt['sign']:.2f}, insert {rt['insert']:.2f}, query {rt['query']:.2f}"])
+    except ImportError:
+        rt = None
+        print("rensa not found: run `bash benchmarks/setup_dedup_bench.sh` and put .bench-deps on PYTHONPATH")
+    nd = min(args.datasketch_docs, n)
+    dt, ds_pairs = run_datasketch(texts[:nd], args.threshold, 128)
+    rows.append([f"datasketch MinHash+MinHashLSH (first {nd:,} docs)", f"{dt['total']:.2f}",
+                 _common.human_rate(nd / dt["total"]), ""])
+    print(_common.fmt_table(["what", "seconds", "docs/s", "inside"], rows,
+                            f"\n{n:,} documents, threshold {args.threshold}"))
+    if rt:
+        for label, r in cli.items():
+            print(f"ratio: rensa in-process / dataaudit CLI ({label}) = {rt['total'] / r['wall']:.2f}x")
+
+    # agreement with exact Jaccard
+    planted = [(min(i, int(o)), max(i, int(o))) for i in np.flatnonzero(origin >= 0).tolist() for o in [origin[i]]]
+    judged = set(planted) | cluster_pairs(cid, args.sample_pairs, rng)
+    for p in peers.values():
+        judged |= _sample(p, args.sample_pairs, rng)
+    judged |= ds_pairs
+    judged = sorted(judged)
+    j = exact_jaccard(texts, judged)
+    truth = j >= args.threshold
+    a = np.array([x for x, _ in judged])
+    b = np.array([y for _, y in judged])
+    ours = (cid[a] >= 0) & (cid[a] == cid[b])
+    print(f"\nagreement with exact Jaccard >= {args.threshold} on {len(judged):,} pairs ({len(planted):,} planted, "
+          f"{int(truth.sum()):,} truly >= threshold):")
+    print(f"  dataaudit (same cluster):  {scores(ours, truth)}")
+    for name, p in peers.items():
+        said = np.array([pr in p for pr in judged])
+        print(f"  {name}: {scores(said, truth)}")
+    sub = b < nd
+    said = np.array([pr in ds_pairs for pr in judged])
+    print(f"  datasketch (first {nd:,} docs, {int(sub.sum())} pairs): {scores(said[sub], truth[sub])}")
+    print(f"  dataaudit on the same pairs: {scores(ours[sub], truth[sub])}")
+
+    if args.docs_1m:
+        texts = None
+        folder, paths, manifest = corpus_dir(1_000_000, args)
+        r = run_cli(paths, out_root / "ours-1m", args.threshold, None)
+        run = r["report"]["run"]["seconds"]
+        cid = our_clusters(out_root / "ours-1m", paths, args.shard_docs)
+        origin = np.asarray(manifest["origin"], np.int64)
+        copies = np.flatnonzero(origin >= 0)
+        found = (cid[copies] >= 0) & (cid[copies] == cid[origin[copies]])
+        kinds = np.array(manifest["kind"])[copies]
+        print(f"\n1,000,000 documents ({manifest['text_bytes'] / 1e6:.0f} MB, {len(paths)} shards): CLI "
+              f"{r['wall']:.1f} s ({_common.human_rate(1e6 / r['wall'])} docs/s), peak RSS {r['rss_mib']:.0f} MiB; "
+              f"start-up+imports {r['wall'] - run['total']:.2f}, sign {run['sign']:.1f}, lsh {run['lsh']:.1f}, "
+              f"cluster {run['cluster']:.1f}, outputs {run['outputs']:.1f}; planted copies in their original's "
+              f"cluster: exact {found[kinds == 'exact'].mean():.4f}, near {found[kinds == 'near'].mean():.4f} "
+              f"(near copies span Jaccard ~0.7-0.95 around the 0.8 threshold)")
+    return 0
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--docs", type=int, default=100_000)
+    ap.add_argument("--docs-1m", action="store_true", help="also 1,000,000 documents (CLI only)")
+    ap.add_argument("--shard-docs", type=int, default=25_000)
+    ap.add_argument("--threshold", type=float, default=0.8)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeats", type=int, default=1, help="CLI runs per setting (best kept)")
+    ap.add_argument("--rensa-bands", type=int, default=16,
+                    help="rensa's LSH bands (it needs a divisor of 128: 9 x 13, datasketch's optimum, is refused)")
+    ap.add_argument("--datasketch-docs", type=int, default=10_000)
+    ap.add_argument("--sample-pairs", type=int, default=20_000, help="pairs sampled from each tool's duplicates")
+    ap.add_argument("--data", default=str(_common.REPO / "bench-data"))
+    if str(_common.BENCH_DEPS) not in sys.path and _common.BENCH_DEPS.is_dir():
+        sys.path.insert(0, str(_common.BENCH_DEPS))
+    sys.exit(_common.run_guarded("dedup_end_to_end", main, ap.parse_args()))
