@@ -48,7 +48,7 @@ class DedupSpec:
         d = asdict(self)
         for k in ("threshold", "verify", "batch_rows"):
             d.pop(k)
-        d["version"] = 1
+        d["version"] = 2            # 2: `sig` stored as fixed-size binary
         return d
 
     def as_dict(self) -> dict:

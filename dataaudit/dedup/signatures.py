@@ -5,7 +5,9 @@ job's error policy); pipelines/dedup.py runs it in-process or as one Ray task pe
 Arrow table per shard, one row per record, in record order:
 
     row int64, key string, count int32 (shingles; 0 = empty or unreadable: never clustered),
-    exact_hi uint64, exact_lo uint64 (XXH3-128 of the normalized text), sig fixed_size_list<uint32>[num_perm]
+    exact_hi uint64, exact_lo uint64 (XXH3-128 of the normalized text),
+    sig fixed_size_binary[4 * num_perm] (the num_perm uint32 values, little-endian: `signature_matrix` reads
+    them back; one Parquet value per row, no list levels: ~6x faster to write and read than a list column)
     [+ shingles large_list<uint64>: the sorted unique shingle hashes, only when candidates are verified]
 """
 from __future__ import annotations
@@ -42,10 +44,27 @@ def _unique_shingles(doc: np.ndarray, h: np.ndarray, num_docs: int) -> pa.Array:
     return pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(v, pa.uint64()))
 
 
+def signature_array(sig: np.ndarray) -> pa.FixedSizeBinaryArray:
+    """The `sig` column of (n, num_perm) uint32 signatures (zero copy)."""
+    sig = np.ascontiguousarray(sig, dtype="<u4")
+    return pa.FixedSizeBinaryArray.from_buffers(pa.binary(4 * sig.shape[1]), sig.shape[0],
+                                                [None, pa.py_buffer(sig)])
+
+
+def signature_matrix(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """(n, num_perm) uint32 signatures of a `sig` column (zero copy for one chunk)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    width = column.type.byte_width
+    data = np.frombuffer(column.buffers()[1], dtype="<u4")
+    start = column.offset * width // 4
+    return data[start:start + len(column) * width // 4].reshape(len(column), width // 4)
+
+
 def output_schema(num_perm: int, with_shingles: bool) -> pa.Schema:
     fields = [pa.field("row", pa.int64()), pa.field("key", pa.string()), pa.field("count", pa.int32()),
               pa.field("exact_hi", pa.uint64()), pa.field("exact_lo", pa.uint64()),
-              pa.field("sig", pa.list_(pa.uint32(), num_perm))]
+              pa.field("sig", pa.binary(4 * num_perm))]
     if with_shingles:
         fields.append(pa.field("shingles", pa.large_list(pa.uint64())))
     return pa.schema(fields)
@@ -63,7 +82,7 @@ def sign_batch(text: pa.Array, spec: DedupSpec, with_shingles: bool = False) -> 
     hi[empty] = 0
     lo[empty] = 0
     out = {"count": pa.array(sh.count.astype(np.int32)), "exact_hi": pa.array(hi), "exact_lo": pa.array(lo),
-           "sig": pa.FixedSizeListArray.from_arrays(pa.array(sig.reshape(-1)), spec.num_perm)}
+           "sig": signature_array(sig)}
     if with_shingles:
         out["shingles"] = _unique_shingles(sh.doc, sh.hash, n)
     return out

@@ -8,6 +8,7 @@ import pytest
 from dataaudit.dedup import DedupSpec, band_hashes, optimal_params, sign_batch, to_datasketch
 from dataaudit.dedup.clusters import unique_edges
 from dataaudit.dedup.lsh import all_pair_edges, runs
+from dataaudit.dedup.signatures import signature_matrix
 from dataaudit.textops import ngram_hash_of
 from fixtures.dedup_corpus import make_corpus
 
@@ -22,7 +23,7 @@ EXPECTED_PAIRS = [(0, 8), (0, 13), (1, 2), (1, 6), (1, 12), (1, 22), (2, 6), (2,
 
 def _signatures(texts):
     cols = sign_batch(pa.array(texts), DedupSpec(threshold=0.8))
-    return cols["sig"].values.to_numpy().reshape(len(texts), 128)
+    return signature_matrix(cols["sig"])
 
 
 def test_exported_signatures_find_our_pairs_in_datasketch_lsh():
