@@ -8,9 +8,9 @@ bench-data/dedup-e2e-<docs>/. All tools see word 5-grams of the NFC + lowercased
 permutations, seed 1, threshold --threshold. Bands: ours and datasketch's choose 9 x 13 at 0.8 (datasketch's
 optimum); rensa needs bands dividing 128: --rensa-bands 16 (16 x 8: more candidates than 9 x 13).
 
-(a) dataaudit: `python -m dataaudit.cli dedup SHARDS --out DIR --engine local` (this checkout), wall and
-    peak RSS of the child (os.wait4), once with the default threads (both cores) and once with
-    NUMBA_NUM_THREADS=1 (one core); the stage times come from dedup.json's `run`.
+(a) dataaudit: `python -m dataaudit.cli dedup SHARDS --out DIR --engine local` (this checkout), wall, CPU and
+    peak RSS of the child (os.wait4), with the default threads (both cores), with NUMBA_NUM_THREADS=1 (one
+    core), and with --estimate (candidates checked by estimated Jaccard); stage times from dedup.json's `run`.
 (b) rensa (in this process, texts already in memory, not counted): Python shingles + `RMinHash.update` per
     document, `RMinHashLSH.insert` of all, then `query` of each: its candidates are its duplicate pairs, or
     (the usual rensa recipe) those whose estimated Jaccard `RMinHash.jaccard` is >= the threshold.
@@ -76,14 +76,14 @@ def corpus_dir(docs: int, args) -> tuple[Path, list[str], dict]:
     return out, sorted(str(p) for p in out.glob("train-*.parquet")), manifest
 
 
-def run_cli(paths: list[str], out: Path, threshold: float, threads: int | None) -> dict:
-    """The dedup CLI as a child: wall seconds, peak RSS (MiB), its dedup.json."""
+def run_cli(paths: list[str], out: Path, threshold: float, threads: int | None, extra: tuple = ()) -> dict:
+    """The dedup CLI as a child: wall and CPU seconds, peak RSS (MiB), its dedup.json."""
     shutil.rmtree(out, ignore_errors=True)
     env = _common.child_env()
     if threads:
         env["NUMBA_NUM_THREADS"] = str(threads)
     cmd = _common.dataaudit_cli() + ["dedup", *paths, "--out", str(out), "--engine", "local",
-                                     "--threshold", str(threshold)]
+                                     "--threshold", str(threshold), *extra]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     output = proc.stdout.read()
@@ -92,7 +92,8 @@ def run_cli(paths: list[str], out: Path, threshold: float, threads: int | None) 
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode not in (0, 1):
         raise SystemExit(f"dedup CLI failed ({proc.returncode}):\n{output.decode(errors='replace')[-2000:]}")
-    return {"wall": wall, "rss_mib": usage.ru_maxrss / 1024, "report": json.loads((out / "dedup.json").read_text())}
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024,
+            "report": json.loads((out / "dedup.json").read_text())}
 
 
 def our_clusters(out: Path, paths: list[str], shard_docs: int) -> np.ndarray:
@@ -134,6 +135,7 @@ def run_rensa(texts: list[str], threshold: float, num_perm: int, bands: int) -> 
     import rensa
 
     t0 = time.perf_counter()
+    c0 = time.process_time()
     mhs = []
     for t in texts:
         m = rensa.RMinHash(num_perm=num_perm, seed=1)
@@ -152,7 +154,8 @@ def run_rensa(texts: list[str], threshold: float, num_perm: int, bands: int) -> 
                 if m.jaccard(mhs[j]) >= threshold:
                     close.add((i, j))
     t3 = time.perf_counter()
-    return {"sign": t1 - t0, "insert": t2 - t1, "query": t3 - t2, "total": t3 - t0}, pairs, close
+    return ({"sign": t1 - t0, "insert": t2 - t1, "query": t3 - t2, "total": t3 - t0, "cpu": time.process_time() - c0},
+            pairs, close)
 
 
 def run_datasketch(texts: list[str], threshold: float, num_perm: int) -> tuple[dict, set]:
@@ -203,18 +206,20 @@ def main(args) -> int:
     texts = [t for p in paths for t in pq.read_table(p, columns=["text"]).column("text").to_pylist()]
     origin = np.asarray(manifest["origin"], np.int64)
     rows = []
-    cli = {}
-    for label, threads in (("2 cores", None), ("1 core", 1)):
+    cli, cids = {}, {}
+    for label, threads, extra in (("2 cores", None, ()), ("1 core", 1, ()), ("2 cores, --estimate", None, ("--estimate",))):
         best = None
         for _ in range(args.repeats):
-            r = run_cli(paths, out_root / "ours", args.threshold, threads)
+            r = run_cli(paths, out_root / "ours", args.threshold, threads, extra)
             best = r if best is None or r["wall"] < best["wall"] else best
         cli[label] = best
+        cids[label] = our_clusters(out_root / "ours", paths, args.shard_docs)
         run = best["report"]["run"]["seconds"]
         rows.append([f"dataaudit dedup CLI ({label})", f"{best['wall']:.2f}", _common.human_rate(n / best["wall"]),
                      f"start-up+imports {best['wall'] - run['total']:.2f}, sign {run['sign']:.2f}, lsh {run['lsh']:.2f}, "
-                     f"cluster {run['cluster']:.2f}, outputs {run['outputs']:.2f}; peak RSS {best['rss_mib']:.0f} MiB"])
-    cid = our_clusters(out_root / "ours", paths, args.shard_docs)
+                     f"cluster {run['cluster']:.2f}, outputs {run['outputs']:.2f}; CPU {best['cpu']:.2f} s; "
+                     f"peak RSS {best['rss_mib']:.0f} MiB"])
+    cid = cids["2 cores"]
 
     peers = {}
     try:
@@ -223,7 +228,7 @@ def main(args) -> int:
         peers["rensa (candidate, estimated J >= t)"] = rensa_close
         rows.append(["rensa in-process (shingles+RMinHash, LSH insert+query)", f"{rt['total']:.2f}",
                      _common.human_rate(n / rt["total"]),
-                     f"sign {rt['sign']:.2f}, insert {rt['insert']:.2f}, query {rt['query']:.2f}"])
+                     f"sign {rt['sign']:.2f}, insert {rt['insert']:.2f}, query {rt['query']:.2f}; CPU {rt['cpu']:.2f} s"])
     except ImportError:
         rt = None
         print("rensa not found: run `bash benchmarks/setup_dedup_bench.sh` and put .bench-deps on PYTHONPATH")
@@ -239,7 +244,9 @@ def main(args) -> int:
 
     # agreement with exact Jaccard
     planted = [(min(i, int(o)), max(i, int(o))) for i in np.flatnonzero(origin >= 0).tolist() for o in [origin[i]]]
-    judged = set(planted) | cluster_pairs(cid, args.sample_pairs, rng)
+    judged = set(planted)
+    for c in cids.values():
+        judged |= cluster_pairs(c, args.sample_pairs, rng)
     for p in peers.values():
         judged |= _sample(p, args.sample_pairs, rng)
     judged |= ds_pairs
@@ -248,10 +255,13 @@ def main(args) -> int:
     truth = j >= args.threshold
     a = np.array([x for x, _ in judged])
     b = np.array([y for _, y in judged])
-    ours = (cid[a] >= 0) & (cid[a] == cid[b])
     print(f"\nagreement with exact Jaccard >= {args.threshold} on {len(judged):,} pairs ({len(planted):,} planted, "
           f"{int(truth.sum()):,} truly >= threshold):")
-    print(f"  dataaudit (same cluster):  {scores(ours, truth)}")
+    for label, c in cids.items():
+        if label != "1 core":
+            said = (c[a] >= 0) & (c[a] == c[b])
+            print(f"  dataaudit {label} (same cluster): {scores(said, truth)}")
+    ours = (cid[a] >= 0) & (cid[a] == cid[b])
     for name, p in peers.items():
         said = np.array([pr in p for pr in judged])
         print(f"  {name}: {scores(said, truth)}")
@@ -263,7 +273,7 @@ def main(args) -> int:
     if args.docs_1m:
         texts = None
         folder, paths, manifest = corpus_dir(1_000_000, args)
-        r = run_cli(paths, out_root / "ours-1m", args.threshold, None)
+        r = run_cli(paths, out_root / "ours-1m", args.threshold, None, ("--estimate",) if args.estimate_1m else ())
         run = r["report"]["run"]["seconds"]
         cid = our_clusters(out_root / "ours-1m", paths, args.shard_docs)
         origin = np.asarray(manifest["origin"], np.int64)
@@ -283,6 +293,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--docs", type=int, default=100_000)
     ap.add_argument("--docs-1m", action="store_true", help="also 1,000,000 documents (CLI only)")
+    ap.add_argument("--estimate-1m", action="store_true", help="run the 1M CLI with --estimate")
     ap.add_argument("--shard-docs", type=int, default=25_000)
     ap.add_argument("--threshold", type=float, default=0.8)
     ap.add_argument("--seed", type=int, default=0)

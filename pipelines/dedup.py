@@ -110,7 +110,8 @@ def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: Path, against: Seq
     units = map_units({"train": train, "val": val}, work)
     _run_stage("map", units, map_shard, (bands, rows, n_parts), tell, samples, where)
     results = _run_stage("reduce", list(range(n_parts)), reduce_partition,
-                         ([u.band_file for u in units], [u.exact_file for u in units], train.total, spec.verify),
+                         ([u.band_file for u in units], [u.exact_file for u in units], train.total,
+                          spec.verify or spec.estimate),
                          tell, samples, where)
     shutil.rmtree(work, ignore_errors=True)
     edges = merge_partitions(results)
