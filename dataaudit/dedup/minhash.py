@@ -112,6 +112,26 @@ def signatures_u32(hash_: np.ndarray, offsets: np.ndarray, num_perm: int = 128, 
     return out64.astype(np.uint32)
 
 
+def word_signatures(normalized, n: int, num_perm: int = 128, seed: int = 1) -> tuple[np.ndarray, np.ndarray] | None:
+    """(uint32 (docs, num_perm) signatures, int64 shingle count per document) of the word n-grams of a string
+    array in one numba pass (`_kernels.word_minhash`): the values of `signatures_u32(word_ngram_hashes(...))`.
+    None without numba (the caller then takes the separate steps)."""
+    k = numba_kernels("dataaudit.dedup._kernels")
+    if k is None:
+        return None
+    from dataaudit.textops.arrow import as_string_array, string_buffers
+    from dataaudit.textops.hashing import POLY, WS_CLASS, _powers
+
+    if n < 1:
+        raise ValueError(f"n-gram size must be >= 1, got {n}")
+    off, data = string_buffers(as_string_array(normalized))
+    a, b = permutations(num_perm, seed)
+    out = np.empty((len(off) - 1, num_perm), np.uint32)
+    count = np.empty(len(off) - 1, np.int64)
+    k.word_minhash(data, off, WS_CLASS, _powers(256), POLY, n, a, b, out, count)
+    return out, count
+
+
 def minhash_signatures(hashes: NgramHashes, num_docs: int | None = None, num_perm: int = 128, seed: int = 1,
                        use: str = "auto") -> np.ndarray:
     """uint64 (num_docs, num_perm) MinHash signatures, equal to datasketch's legacy-scheme `MinHash.hashvalues`

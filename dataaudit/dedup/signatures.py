@@ -29,7 +29,7 @@ from dataaudit.textops import char_ngram_hashes, normalize, word_ngram_hashes
 
 from .config import DedupSpec
 from .exact import exact_hashes
-from .minhash import signatures_u32
+from .minhash import signatures_u32, word_signatures
 
 
 def _unique_shingles(doc: np.ndarray, h: np.ndarray, num_docs: int) -> pa.Array:
@@ -74,14 +74,19 @@ def sign_batch(text: pa.Array, spec: DedupSpec, with_shingles: bool = False) -> 
     """Columns count, exact_hi, exact_lo, sig (+ shingles) for one array of texts."""
     n = len(text)
     norm = normalize(text, **spec.normalization())
-    shingle = word_ngram_hashes if spec.shingles == "word" else char_ngram_hashes
-    sh = shingle(norm, spec.ngram)
-    sig = signatures_u32(sh.hash, sh.offsets(), spec.num_perm, spec.seed)
+    fused = word_signatures(norm, spec.ngram, spec.num_perm, spec.seed) \
+        if spec.shingles == "word" and not with_shingles else None
+    if fused is not None:                    # one pass: no flat shingle arrays
+        sig, count = fused
+    else:
+        shingle = word_ngram_hashes if spec.shingles == "word" else char_ngram_hashes
+        sh = shingle(norm, spec.ngram)
+        sig, count = signatures_u32(sh.hash, sh.offsets(), spec.num_perm, spec.seed), sh.count
     hi, lo = exact_hashes(norm)
-    empty = sh.count == 0
+    empty = count == 0
     hi[empty] = 0
     lo[empty] = 0
-    out = {"count": pa.array(sh.count.astype(np.int32)), "exact_hi": pa.array(hi), "exact_lo": pa.array(lo),
+    out = {"count": pa.array(count.astype(np.int32)), "exact_hi": pa.array(hi), "exact_lo": pa.array(lo),
            "sig": signature_array(sig)}
     if with_shingles:
         out["shingles"] = _unique_shingles(sh.doc, sh.hash, n)
