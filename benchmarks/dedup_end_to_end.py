@@ -10,7 +10,8 @@ optimum); rensa needs bands dividing 128: --rensa-bands 16 (16 x 8: more candida
 
 (a) dataaudit: `python -m dataaudit.cli dedup SHARDS --out DIR --engine local` (this checkout), wall, CPU and
     peak RSS of the child (os.wait4), with the default threads (both cores), with NUMBA_NUM_THREADS=1 (one
-    core), and with --estimate (candidates checked by estimated Jaccard); stage times from dedup.json's `run`.
+    core), with --estimate (recall-oriented bands, candidates checked by estimated Jaccard) and with --estimate
+    --verify (the same bands, candidates checked by exact Jaccard); stage times from dedup.json's `run`.
 (b) rensa (in this process, texts already in memory, not counted): Python shingles + `RMinHash.update` per
     document, `RMinHashLSH.insert` of all, then `query` of each: its candidates are its duplicate pairs, or
     (the usual rensa recipe) those whose estimated Jaccard `RMinHash.jaccard` is >= the threshold.
@@ -22,7 +23,9 @@ claims (ours: (representative, member) of each cluster; rensa and datasketch: LS
 Jaccard >= threshold of the two documents' shingle sets (Python strings). A tool says "duplicates" for a pair
 when the two are in one cluster (ours) or one is the other's candidate (peers). Precision and recall of each
 tool on that pair set. (Same-cluster is transitive: two near copies of one original are in one cluster even
-when their own Jaccard is below the threshold, which counts against our precision.)
+when their own Jaccard is below the threshold, which counts against our precision.) Per document too: a
+document flagged (ours: in a cluster; peers: it has a candidate) vs it has a partner at exact Jaccard >= the
+threshold among the judged pairs (the duplicate flags dataaudit's dedup_signatures benchmark compares).
 
 --docs-1m also builds 1,000,000 documents (~700 MB) and runs the CLI on them (wall, peak RSS, recall of the
 planted pairs). rensa is installed by benchmarks/setup_dedup_bench.sh into .bench-deps/.
@@ -112,15 +115,19 @@ def our_clusters(out: Path, paths: list[str], shard_docs: int) -> np.ndarray:
     return cid
 
 
-def cluster_pairs(cid: np.ndarray, cap: int, rng) -> set:
-    """What our output claims: (representative, member) for every other member of a cluster."""
+def cluster_pairs(cid: np.ndarray, cap: int, rng, every: bool = False) -> set:
+    """What our output claims: (representative, member) for every other member of a cluster (every: all pairs
+    of clusters up to 8 members)."""
     order = np.argsort(cid, kind="stable")
     order = order[cid[order] >= 0]
     pairs = []
     bounds = np.flatnonzero(np.r_[True, np.diff(cid[order]) != 0, True])
     for a, b in zip(bounds[:-1], bounds[1:]):
         m = order[a:b].tolist()
-        pairs += [(m[0], x) for x in m[1:]]
+        if every and len(m) <= 8:
+            pairs += [(m[i], m[k]) for i in range(len(m)) for k in range(i + 1, len(m))]
+        else:
+            pairs += [(m[0], x) for x in m[1:]]
     return _sample(pairs, cap, rng)
 
 
@@ -210,7 +217,9 @@ def main(args) -> int:
     result: dict = {"documents": n, "text_mb": round(manifest["text_bytes"] / 1e6, 1), "threshold": args.threshold}
     rows = []
     cli, cids = {}, {}
-    for label, threads, extra in (("2 cores", None, ()), ("1 core", 1, ()), ("2 cores, --estimate", None, ("--estimate",))):
+    settings = (("2 cores", None, ()), ("1 core", 1, ()), ("2 cores, --estimate", None, ("--estimate",)),
+                ("2 cores, --estimate --verify", None, ("--estimate", "--verify")))
+    for label, threads, extra in settings:
         best = None
         for _ in range(args.repeats):
             r = run_cli(paths, out_root / "ours", args.threshold, threads, extra)
@@ -260,7 +269,14 @@ def main(args) -> int:
         judged |= _sample(p, args.sample_pairs, rng)
     judged |= ds_pairs
     judged = sorted(judged)
-    j = exact_jaccard(texts, judged)
+    pool = set(judged)                      # + the pairs inside our clusters, for the per-document truth
+    for c in cids.values():
+        pool |= cluster_pairs(c, args.sample_pairs, rng, every=True)
+    pool = sorted(pool)
+    jp = exact_jaccard(texts, pool)
+    pa_, pb_ = np.array([x for x, _ in pool]), np.array([y for _, y in pool])
+    at = {pr: k for k, pr in enumerate(pool)}
+    j = jp[[at[pr] for pr in judged]]
     truth = j >= args.threshold
     a = np.array([x for x, _ in judged])
     b = np.array([y for _, y in judged])
@@ -278,6 +294,24 @@ def main(args) -> int:
     said = np.array([pr in ds_pairs for pr in judged])
     print(f"  datasketch (first {nd:,} docs, {int(sub.sum())} pairs): {scores(said[sub], truth[sub])}")
     print(f"  dataaudit on the same pairs: {scores(ours[sub], truth[sub])}")
+
+    # per document: flagged (in a cluster / has a candidate) vs truly has a partner at exact Jaccard >= t
+    has_dup = np.zeros(n, bool)
+    has_dup[pa_[jp >= args.threshold]] = True
+    has_dup[pb_[jp >= args.threshold]] = True
+    print(f"\nduplicate flags per document vs having a partner at exact Jaccard >= {args.threshold} among "
+          f"{len(pool):,} pairs (the judged ones and all pairs inside our clusters; {int(has_dup.sum()):,} "
+          f"documents):")
+    for label, c in cids.items():
+        if label != "1 core":
+            print(f"  dataaudit {label} (in a cluster): "
+                  f"{scores(c[:n] >= 0, has_dup, result, 'flags dataaudit ' + label)}")
+    for name, p in peers.items():
+        flag = np.zeros(n, bool)
+        if p:
+            ends = np.array(sorted(p))
+            flag[ends.reshape(-1)] = True
+        print(f"  {name}: {scores(flag, has_dup, result, 'flags ' + name)}")
 
     if args.docs_1m:
         texts = None
@@ -314,7 +348,8 @@ if __name__ == "__main__":
     ap.add_argument("--rensa-bands", type=int, default=16,
                     help="rensa's LSH bands (it needs a divisor of 128: 9 x 13, datasketch's optimum, is refused)")
     ap.add_argument("--datasketch-docs", type=int, default=10_000)
-    ap.add_argument("--sample-pairs", type=int, default=20_000, help="pairs sampled from each tool's duplicates")
+    ap.add_argument("--sample-pairs", type=int, default=200_000,
+                    help="pairs judged at most from each tool's duplicate claims (a random sample beyond)")
     ap.add_argument("--data", default=str(_common.REPO / "bench-data"))
     ap.add_argument("--json", default=None, help="write the figures to this JSON file")
     if str(_common.BENCH_DEPS) not in sys.path and _common.BENCH_DEPS.is_dir():

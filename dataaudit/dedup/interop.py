@@ -18,8 +18,9 @@ import numpy as np
 
 def to_datasketch(signatures: np.ndarray, seed: int = 1, lean: bool = True, shingles: str = "word") -> list:
     """One `datasketch.LeanMinHash` (or, with lean=False, `MinHash` that can still be updated with shingle
-    text) per row of `signatures` ((n, num_perm), uint32 or uint64 values < 2**32, e.g. a signature part's
-    `sig` column or `signatures_u32`), legacy scheme, `seed` = the seed they were made with."""
+    text) per row of `signatures` ((n, num_perm), uint32 or uint64 values < 2**32: `signatures_u32`, or a
+    signature part's `sig` column through `signatures.signature_matrix`), legacy scheme, `seed` = the seed they
+    were made with."""
     try:
         import datasketch
     except ImportError:
