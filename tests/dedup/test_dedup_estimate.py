@@ -15,7 +15,7 @@ from dataaudit.dedup.clusters import estimate_pairs
 from dataaudit.dedup.corpus import Corpus
 from dataaudit.dedup.signatures import signature_array
 from fixtures.dedup_corpus import make_corpus
-from pipelines.dedup import run_dedup
+from dataaudit.pipelines.dedup import run_dedup
 
 
 def test_bands_and_fingerprint():
