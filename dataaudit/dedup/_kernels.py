@@ -46,9 +46,11 @@ def minhash_kernel(h, offsets, a, b, out):
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def word_minhash(data, off, cls, pows, poly, n, a, b, out, count):
+def word_minhash(data, off, cls, pows, poly, n, a, b, out, count, sets, set_ends):
     """out[d] = MinHash of the word n-grams of document d (bytes data[off[d]:off[d+1]]), count[d] = how many
-    n-grams (a document of 1..n-1 words has one of all its words, an empty one none and 2**32-1 everywhere)."""
+    n-grams (a document of 1..n-1 words has one of all its words, an empty one none and 2**32-1 everywhere).
+    When `sets` is not empty (capacity: a value per word), it gets each document's sorted unique n-gram
+    hashes, document d's ending at set_ends[d] (the shingle sets that exact verification compares)."""
     nd = off.shape[0] - 1
     npow = pows.shape[0]
     most = 0
@@ -58,6 +60,8 @@ def word_minhash(data, off, cls, pows, poly, n, a, b, out, count):
     tok = np.empty(most // 2 + 1, np.uint64)           # a word takes a byte and a separator (or the end)
     gram = np.empty(most // 2 + 1, np.uint64)
     row = np.empty(a.shape[0], np.uint64)
+    keep_sets = sets.shape[0] > 0
+    s = 0
     for d in range(nd):
         i = off[d]
         end = off[d + 1]
@@ -102,6 +106,13 @@ def word_minhash(data, off, cls, pows, poly, n, a, b, out, count):
                 gram[j] = _mix(gram[j] * _GOLD + tok[j + k - 1])
         count[d] = c - width + 1 if c else 0
         _sign_into(gram, 0, count[d], a, b, row, out, d)
+        if keep_sets:
+            g = np.sort(gram[:count[d]])
+            for j in range(g.shape[0]):
+                if j == 0 or g[j] != g[j - 1]:
+                    sets[s] = g[j]
+                    s += 1
+            set_ends[d] = s
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)

@@ -74,14 +74,15 @@ def sign_batch(text: pa.Array, spec: DedupSpec, with_shingles: bool = False) -> 
     """Columns count, exact_hi, exact_lo, sig (+ shingles) for one array of texts."""
     n = len(text)
     norm = normalize(text, **spec.normalization())
-    fused = word_signatures(norm, spec.ngram, spec.num_perm, spec.seed) \
-        if spec.shingles == "word" and not with_shingles else None
+    fused = word_signatures(norm, spec.ngram, spec.num_perm, spec.seed, with_shingles) \
+        if spec.shingles == "word" else None
     if fused is not None:                    # one pass: no flat shingle arrays
-        sig, count = fused
+        sig, count, sets = fused
     else:
         shingle = word_ngram_hashes if spec.shingles == "word" else char_ngram_hashes
         sh = shingle(norm, spec.ngram)
         sig, count = signatures_u32(sh.hash, sh.offsets(), spec.num_perm, spec.seed), sh.count
+        sets = _unique_shingles(sh.doc, sh.hash, n) if with_shingles else None
     hi, lo = exact_hashes(norm)
     empty = count == 0
     hi[empty] = 0
@@ -89,7 +90,8 @@ def sign_batch(text: pa.Array, spec: DedupSpec, with_shingles: bool = False) -> 
     out = {"count": pa.array(count.astype(np.int32)), "exact_hi": pa.array(hi), "exact_lo": pa.array(lo),
            "sig": signature_array(sig)}
     if with_shingles:
-        out["shingles"] = _unique_shingles(sh.doc, sh.hash, n)
+        out["shingles"] = sets if isinstance(sets, pa.Array) else \
+            pa.LargeListArray.from_arrays(pa.array(sets[0]), pa.array(sets[1], pa.uint64()))
     return out
 
 
