@@ -85,7 +85,7 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
 @click.option("--estimate/--no-estimate", default=False, show_default=True,
               help="Keep a candidate pair only when its signatures agree on >= threshold of their values "
                    "(estimated Jaccard), with LSH bands chosen for recall (16x8 at 0.8): fewer missed and "
-                   "fewer false duplicates, at no measurable cost. With --verify: the same bands, candidates "
+                   "fewer false duplicates, for a slower LSH stage. With --verify: the same bands, candidates "
                    "checked by exact Jaccard.")
 @click.option("--nfc/--no-nfc", default=True, show_default=True, help="Unicode NFC normalization.")
 @click.option("--lowercase/--no-lowercase", default=True, show_default=True, help="Lowercase.")
