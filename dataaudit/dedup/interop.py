@@ -13,6 +13,8 @@ datasketch is optional (`pip install datasketch`); it is imported here only.
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 
@@ -37,11 +39,13 @@ def to_datasketch(signatures: np.ndarray, seed: int = 1, lean: bool = True, shin
     if shingles not in ("word", "char"):
         raise ValueError(f"shingles must be 'word' or 'char', got {shingles!r}")
     hashfunc = ngram_hash_of if shingles == "word" else char_ngram_hash_of
+    # datasketch < 2.0 has no `scheme`: its only scheme is the legacy one
+    scheme = {"scheme": "legacy"} if "scheme" in inspect.signature(datasketch.MinHash).parameters else {}
     # one template: its permutations are shared by every copy instead of drawn again per document
-    template = datasketch.MinHash(num_perm=num_perm, seed=seed, hashfunc=hashfunc, scheme="legacy")
+    template = datasketch.MinHash(num_perm=num_perm, seed=seed, hashfunc=hashfunc, **scheme)
     out = []
     for row in sig:
         m = datasketch.MinHash(num_perm=num_perm, seed=seed, hashfunc=hashfunc, hashvalues=row,
-                               permutations=template.permutations, scheme="legacy")
+                               permutations=template.permutations, **scheme)
         out.append(datasketch.LeanMinHash(m) if lean else m)
     return out

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from datasketch.lsh import _optimal_param
 
 from dataaudit.dedup import DedupSpec, optimal_params, sign_shard
 from fixtures.dedup_corpus import make_corpus
@@ -40,5 +39,6 @@ def test_batches_counted_as_read_with_threads(shard):
 
 @pytest.mark.parametrize("threshold,num_perm", [(0.95, 64), (0.1, 16), (0.7, 100), (0.55, 48)])
 def test_optimal_params_equal_datasketch_more(threshold, num_perm):
+    _optimal_param = pytest.importorskip("datasketch.lsh")._optimal_param
     assert optimal_params(threshold, num_perm) == _optimal_param(threshold, num_perm, 0.5, 0.5)
     assert optimal_params(threshold, num_perm, 0.2, 0.8) == _optimal_param(threshold, num_perm, 0.2, 0.8)
