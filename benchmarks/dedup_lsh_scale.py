@@ -41,6 +41,7 @@ def _spec(args):
 
 def prepare(args, work: Path) -> dict:
     import pyarrow as pa
+    from dataaudit.dedup.signatures import signature_array
     from dataaudit.pipelines.dedup import SignatureStore
     rng = np.random.default_rng(args.seed)
     n, k = args.signatures, args.num_perm
@@ -75,7 +76,7 @@ def prepare(args, work: Path) -> dict:
                           "key": pa.array(np.arange(m).astype(str)),
                           "count": pa.array(np.full(m, 100, np.int32)),
                           "exact_hi": pa.array(hi[a:b]), "exact_lo": pa.array(lo[a:b]),
-                          "sig": pa.FixedSizeListArray.from_arrays(pa.array(sig[a:b].reshape(-1)), k)})
+                          "sig": signature_array(sig[a:b])})
         store.save(s, path, {"path": path, "samples": m, "empty": 0, "unreadable_records": 0, "shingles": 100 * m,
                              "status": "ok", "error": None, "text_field": "text", "seconds": 0.0}, table)
     truth = {"copies": copies.tolist(), "origins": origins.tolist(), "near": int(n_near), "exact": int(n_exact),

@@ -56,6 +56,7 @@ step dedup_signatures "$PY" benchmarks/dedup_signatures.py --docs "${DEDUP_DOCS:
 # shellcheck disable=SC2086
 step dedup_lsh_scale "$PY" benchmarks/dedup_lsh_scale.py --signatures "${DEDUP_SIGNATURES:-1000000}" \
   --json "$RESULTS/dedup_lsh_scale.json" $EXTRA_ARGS
+step dedup_end_to_end "$PY" benchmarks/dedup_end_to_end.py --docs-1m --json "$RESULTS/dedup_end_to_end.json"
 # shellcheck disable=SC2086
 step contamination_vs_janitor "$PY" benchmarks/contamination_vs_janitor.py --mb "$MB" --seed "$SEED" \
   --janitor-docs "${JANITOR_DOCS:-20000}" --json "$RESULTS/contamination_vs_janitor.json" $EXTRA_ARGS

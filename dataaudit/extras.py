@@ -11,7 +11,7 @@ from functools import cache
 
 # import name -> the extra that installs it (pyproject.toml's optional-dependencies)
 EXTRAS = {"torch": "guard", "safetensors": "guard", "webdataset": "guard", "PIL": "images",
-          "tokenizers": "tokenizers", "ray": "ray"}
+          "tokenizers": "tokenizers", "ray": "ray", "datasketch": "datasketch"}
 
 
 class MissingExtra(ImportError):

@@ -18,6 +18,7 @@ exchange the partition files through it).
 """
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from pathlib import Path
@@ -89,7 +90,9 @@ def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: Path, against: Seq
 
     # 1. signatures of both sides in one runner call
     store = SignatureStore(out_dir, spec.signature_fingerprint(), len(paths), spec.verify)
-    summaries, resumed = run_units(shards, store, sign_shard, (spec, spec.verify), count="samples", handler=handler,
+    threads = sign_threads() if engine == "local" else 1      # a Ray task has one CPU
+    summaries, resumed = run_units(shards, store, sign_shard, (spec, spec.verify, threads), count="samples",
+                                   handler=handler,
                                    on_progress=lambda done, n: tell("sign", done, len(shards), n), **where)
     t_sign = time.time() - started
     parts = [str(store.table_path(i, p)) for i, p in enumerate(shards)]
@@ -107,7 +110,8 @@ def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: Path, against: Seq
     units = map_units({"train": train, "val": val}, work)
     _run_stage("map", units, map_shard, (bands, rows, n_parts), tell, samples, where)
     results = _run_stage("reduce", list(range(n_parts)), reduce_partition,
-                         ([u.band_file for u in units], [u.exact_file for u in units], train.total, spec.verify),
+                         ([u.band_file for u in units], [u.exact_file for u in units], train.total,
+                          spec.verify or spec.estimate),
                          tell, samples, where)
     shutil.rmtree(work, ignore_errors=True)
     edges = merge_partitions(results)
@@ -135,6 +139,14 @@ def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: Path, against: Seq
         from dataaudit.report.pages import write_dedup_html
         write_dedup_html(out_dir / "dedup.html", report)
     return report
+
+
+def sign_threads() -> int:
+    """Threads signing one shard's batches in-process: NUMBA_NUM_THREADS if set, else the usable CPUs."""
+    env = os.environ.get("NUMBA_NUM_THREADS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def _run_stage(stage: str, items: list, task: Callable, args: tuple, tell: Callable, samples: int,

@@ -82,6 +82,11 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
 @click.option("--seed", type=int, default=1, show_default=True, help="Permutation seed (datasketch's).")
 @click.option("--verify/--no-verify", default=False, show_default=True,
               help="Check candidate pairs by the exact Jaccard of their shingle sets before clustering.")
+@click.option("--estimate/--no-estimate", default=False, show_default=True,
+              help="Keep a candidate pair only when its signatures agree on >= threshold of their values "
+                   "(estimated Jaccard), with LSH bands chosen for recall (16x8 at 0.8): fewer missed and "
+                   "fewer false duplicates, for a slower LSH stage. With --verify: the same bands, candidates "
+                   "checked by exact Jaccard.")
 @click.option("--nfc/--no-nfc", default=True, show_default=True, help="Unicode NFC normalization.")
 @click.option("--lowercase/--no-lowercase", default=True, show_default=True, help="Lowercase.")
 @click.option("--strip-punct/--keep-punct", default=False, show_default=True, help="Remove punctuation.")
@@ -93,8 +98,8 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
 @engine_options("one task per shard and per partition", "shards (or partitions)")
 @click.option("--partitions", default="auto", show_default=True,
               help="Band-hash partitions (reduce units); auto: about 64 MB of entries each.")
-def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed, verify, nfc, lowercase,
-          strip_punct, collapse_ws, text_field, engine, ray_address, workers, partitions):
+def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed, verify, estimate, nfc,
+          lowercase, strip_punct, collapse_ws, text_field, engine, ray_address, workers, partitions):
     """Find exact and near-duplicate documents in SHARD_OR_GLOB... (and validation samples copied in train)."""
     from rich.console import Console
 
@@ -118,7 +123,8 @@ def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed,
     text_field = text_fields(text_field)
     spec = DedupSpec(text_field=text_field, nfc=nfc, lowercase=lowercase, strip_punct=strip_punct,
                      collapse_ws=collapse_ws, shingles="char" if char_shingles else "word", ngram=ngram,
-                     num_perm=num_perm, seed=seed, threshold=threshold, verify=verify)
+                     num_perm=num_perm, seed=seed, threshold=threshold, verify=verify,
+                     estimate=estimate)
     require_fields(paths + val_paths, FieldSpec(text=text_field), "--text-field")
     make_out_dir(out)
 

@@ -1,10 +1,15 @@
-"""numba kernels (imported only when numba is installed; every kernel has a numpy twin giving equal values)."""
+"""numba kernels (imported only when numba is installed; every kernel has a numpy twin giving equal values).
+
+`word_minhash` is the signature stage's whole per-document work for word shingles in one pass over the Arrow
+string buffer: words (hashed as `textops.word_tokens` does), n-grams (folded as `textops.fold_ngrams` does) and
+their MinHash, with no flat array of shingles in between; tests check it against the separate kernels.
+"""
 from __future__ import annotations
 
 import numba
 import numpy as np
 
-from dataaudit.textops._kernels import _mix
+from dataaudit.textops._kernels import _mix, _multibyte_ws
 
 _P = np.uint64((1 << 61) - 1)
 _M32 = np.uint64(0xFFFFFFFF)
@@ -13,25 +18,101 @@ _ONE = np.uint64(1)
 _GOLD = np.uint64(0x9E3779B97F4A7C15)
 
 
+@numba.njit(inline="always")
+def _sign_into(h, start, stop, a, b, row, out, d):
+    """out[d] = the MinHash of shingle hashes h[start:stop] (row: scratch of len(a))."""
+    K = a.shape[0]
+    for k in range(K):
+        row[k] = _M32
+    for i in range(start, stop):
+        hv = h[i]
+        for k in range(K):
+            x = hv * a[k] + b[k]
+            lo = (x & _P) + (x >> _S61)
+            v = (lo + ((lo + _ONE) >> _S61)) & _M32
+            if v < row[k]:
+                row[k] = v
+    for k in range(K):
+        out[d, k] = np.uint32(row[k])
+
+
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def minhash_kernel(h, offsets, a, b, out):
     """out[d, k] = min over shingles i of doc d of ((a[k]*h[i] + b[k]) mod 2**64 mod (2**61-1)) & (2**32-1)."""
     nd = offsets.shape[0] - 1
-    K = a.shape[0]
-    row = np.empty(K, np.uint64)
+    row = np.empty(a.shape[0], np.uint64)
     for d in range(nd):
-        for k in range(K):
-            row[k] = _M32
-        for i in range(offsets[d], offsets[d + 1]):
-            hv = h[i]
-            for k in range(K):
-                x = hv * a[k] + b[k]
-                lo = (x & _P) + (x >> _S61)
-                v = (lo + ((lo + _ONE) >> _S61)) & _M32
-                if v < row[k]:
-                    row[k] = v
-        for k in range(K):
-            out[d, k] = np.uint32(row[k])
+        _sign_into(h, offsets[d], offsets[d + 1], a, b, row, out, d)
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def word_minhash(data, off, cls, pows, poly, n, a, b, out, count, sets, set_ends):
+    """out[d] = MinHash of the word n-grams of document d (bytes data[off[d]:off[d+1]]), count[d] = how many
+    n-grams (a document of 1..n-1 words has one of all its words, an empty one none and 2**32-1 everywhere).
+    When `sets` is not empty (capacity: a value per word), it gets each document's sorted unique n-gram
+    hashes, document d's ending at set_ends[d] (the shingle sets that exact verification compares)."""
+    nd = off.shape[0] - 1
+    npow = pows.shape[0]
+    most = 0
+    for d in range(nd):
+        if off[d + 1] - off[d] > most:
+            most = off[d + 1] - off[d]
+    tok = np.empty(most // 2 + 1, np.uint64)           # a word takes a byte and a separator (or the end)
+    gram = np.empty(most // 2 + 1, np.uint64)
+    row = np.empty(a.shape[0], np.uint64)
+    keep_sets = sets.shape[0] > 0
+    s = 0
+    for d in range(nd):
+        i = off[d]
+        end = off[d + 1]
+        c = 0
+        h = np.uint64(0)
+        w = 0
+        p = np.uint64(0)
+        while i < end:                                 # the words: textops' word_tokens, one document
+            byte = data[i]
+            cl = cls[byte]
+            ws = 0
+            if cl == 1:
+                ws = 1
+            elif cl == 2:
+                ws = _multibyte_ws(data, i, end)
+            if ws:
+                if w:
+                    tok[c] = _mix(h + np.uint64(w) * _GOLD)
+                    c += 1
+                    h = np.uint64(0)
+                    w = 0
+                i += ws
+                continue
+            if w < npow:
+                h += (np.uint64(byte) + np.uint64(1)) * pows[w]
+            else:
+                if w == npow:
+                    p = pows[npow - 1] * poly
+                else:
+                    p *= poly
+                h += (np.uint64(byte) + np.uint64(1)) * p
+            w += 1
+            i += 1
+        if w:
+            tok[c] = _mix(h + np.uint64(w) * _GOLD)
+            c += 1
+        width = n if c >= n else c                     # the n-grams: textops' fold_ngrams, level by level
+        for j in range(c):
+            gram[j] = tok[j]
+        for k in range(2, width + 1):
+            for j in range(c - k + 1):
+                gram[j] = _mix(gram[j] * _GOLD + tok[j + k - 1])
+        count[d] = c - width + 1 if c else 0
+        _sign_into(gram, 0, count[d], a, b, row, out, d)
+        if keep_sets:
+            g = np.sort(gram[:count[d]])
+            for j in range(g.shape[0]):
+                if j == 0 or g[j] != g[j - 1]:
+                    sets[s] = g[j]
+                    s += 1
+            set_ends[d] = s
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from .corpus import Corpus
 from .lsh import band_hashes
+from .signatures import signature_matrix
 
 PARTITION_BYTES = 64 << 20       # auto partitions: about this much band/exact entries per reduce unit
 
@@ -72,10 +73,7 @@ def map_shard(unit: MapUnit, bands: int, rows: int, parts: int) -> int:
     gid = (unit.base + keep).astype(np.int64)
     hi = table.column("exact_hi").to_numpy()[keep]
     lo = table.column("exact_lo").to_numpy()[keep]
-    sig_col = table.column("sig").combine_chunks()
-    num_perm = sig_col.type.list_size
-    flat = sig_col.values.to_numpy(zero_copy_only=False) if len(sig_col) else np.zeros(0, np.uint32)
-    sig = flat.reshape(-1, num_perm)[keep]
+    sig = signature_matrix(table.column("sig"))[keep]
     bh = band_hashes(sig, bands, rows)                              # (n, bands)
     keys = bh.reshape(-1)
     bgid = np.repeat(gid, bands)

@@ -14,6 +14,7 @@ import numpy as np
 
 from .config import DedupSpec
 from .corpus import Corpus, shingle_sets
+from .signatures import signature_matrix
 
 
 def unique_edges(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -109,6 +110,31 @@ def verify_pairs(src: np.ndarray, dst: np.ndarray, corpora: list[Corpus], thresh
     return src[ok], dst[ok], j
 
 
+def estimate_pairs(src: np.ndarray, dst: np.ndarray, corpora: list[Corpus], threshold: float
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Keep the pairs whose signatures agree on >= threshold of their values (MinHash's Jaccard estimate, as
+    datasketch's `MinHash.jaccard`); also returns every estimate."""
+    if len(src) == 0:
+        return src, dst, np.zeros(0)
+    gids = np.unique(np.concatenate([src, dst]))
+    mine = [gids[(gids >= c.base0) & (gids < c.base0 + c.total)] for c in corpora]
+    sig = np.concatenate([signature_matrix(c.take(g, "sig")) for c, g in zip(corpora, mine) if len(g)])
+    a, b = sig[np.searchsorted(gids, src)], sig[np.searchsorted(gids, dst)]
+    j = (a == b).mean(axis=1)
+    ok = j >= threshold
+    return src[ok], dst[ok], j
+
+
+def check_pairs(src: np.ndarray, dst: np.ndarray, corpora: list[Corpus], spec: DedupSpec
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Near candidate pairs as `spec` wants them checked: exact Jaccard (verify), estimated (estimate), or all."""
+    if spec.verify:
+        return verify_pairs(src, dst, corpora, spec.threshold)[:2]
+    if spec.estimate:
+        return estimate_pairs(src, dst, corpora, spec.threshold)[:2]
+    return src, dst
+
+
 @dataclass
 class Clusters:
     """The training documents in a cluster of 2 or more, one entry per document in gid order."""
@@ -143,10 +169,11 @@ def find_clusters(edges: dict[str, tuple[np.ndarray, np.ndarray]], train: Corpus
     near_src, near_dst = near_src[~same], near_dst[~same]
     candidates = len(near_src)
     verification = None
-    if spec.verify:
-        near_src, near_dst, _ = verify_pairs(near_src, near_dst, [train], spec.threshold)
+    if spec.verify or spec.estimate:
+        near_src, near_dst = check_pairs(near_src, near_dst, [train], spec)
         verification = {"candidate_pairs": candidates, "confirmed_pairs": int(len(near_src)),
-                        "rejected_pairs": int(candidates - len(near_src))}
+                        "rejected_pairs": int(candidates - len(near_src)),
+                        "by": "exact Jaccard" if spec.verify else "estimated Jaccard"}
     ct = cluster_table(np.concatenate([exact_src, near_src]), np.concatenate([exact_dst, near_dst]))
     has_exact = np.isin(ct["gid"], ex_nodes)
     return Clusters(ct, np.where(has_exact, "exact", "near"), np.where(has_exact, exact_group(ct["gid"]), -1),
@@ -156,7 +183,7 @@ def find_clusters(edges: dict[str, tuple[np.ndarray, np.ndarray]], train: Corpus
 def validation_overlap(edges: dict[str, tuple[np.ndarray, np.ndarray]], train: Corpus, val: Corpus,
                        spec: DedupSpec) -> dict[str, np.ndarray]:
     """{"exact", "near"}: unique (validation gid, train gid) pairs; a near match that is also exact is listed
-    once, as exact; near matches verified when `spec.verify`."""
+    once, as exact; near matches checked when `spec.verify` or `spec.estimate`."""
     ve_src, ve_dst = edges["val_exact"]
     vn_src, vn_dst = edges["val_near"]
     pe = np.unique(np.stack([ve_src, ve_dst], 1), axis=0) if len(ve_src) else np.zeros((0, 2), np.int64)
@@ -164,7 +191,7 @@ def validation_overlap(edges: dict[str, tuple[np.ndarray, np.ndarray]], train: C
     if len(pn) and len(pe):
         void = np.dtype((np.void, 16))
         pn = pn[~np.isin(np.ascontiguousarray(pn).view(void).ravel(), np.ascontiguousarray(pe).view(void).ravel())]
-    if spec.verify and len(pn):
-        s, d, _ = verify_pairs(pn[:, 0], pn[:, 1], [train, val], spec.threshold)
+    if (spec.verify or spec.estimate) and len(pn):
+        s, d = check_pairs(pn[:, 0], pn[:, 1], [train, val], spec)
         pn = np.stack([s, d], 1) if len(s) else np.zeros((0, 2), np.int64)
     return {"exact": pe, "near": pn}

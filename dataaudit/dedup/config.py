@@ -6,6 +6,9 @@ from dataclasses import asdict, dataclass
 from .lsh import optimal_params
 
 SHINGLE_KINDS = ("word", "char")
+# LSH weights with `estimate`: false positives cost one comparison of two signatures, so the bands favour
+# recall (16 x 8 at 0.8 and 128 permutations: a pair at Jaccard 0.75 is a candidate with probability 0.82).
+ESTIMATE_WEIGHTS = (0.05, 0.95)
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,7 @@ class DedupSpec:
     seed: int = 1
     threshold: float = 0.8
     verify: bool = False               # exact Jaccard of candidate pairs before clustering
+    estimate: bool = False             # signatures' estimated Jaccard of candidate pairs before clustering
     batch_rows: int = 4096
 
     def __post_init__(self):
@@ -38,6 +42,8 @@ class DedupSpec:
             raise ValueError(f"batch_rows must be >= 1, got {self.batch_rows}")
 
     def bands(self) -> tuple[int, int]:
+        if self.estimate:
+            return optimal_params(self.threshold, self.num_perm, *ESTIMATE_WEIGHTS)
         return optimal_params(self.threshold, self.num_perm)
 
     def normalization(self) -> dict:
@@ -46,9 +52,9 @@ class DedupSpec:
 
     def signature_fingerprint(self) -> dict:
         d = asdict(self)
-        for k in ("threshold", "verify", "batch_rows"):
+        for k in ("threshold", "verify", "estimate", "batch_rows"):
             d.pop(k)
-        d["version"] = 2   # 2: the parts carry each record's line
+        d["version"] = 3   # 2: `sig` stored as fixed-size binary; 3: the parts carry each record's line
         return d
 
     def as_dict(self) -> dict:

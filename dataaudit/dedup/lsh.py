@@ -2,7 +2,8 @@
 
 `optimal_params` is datasketch's `MinHashLSH` parameter search (`_optimal_param`): the (b, r) with b*r <=
 num_perm minimizing  w_fp * integral_0^t P(s) ds + w_fn * integral_t^1 (1 - P(s)) ds  with
-P(s) = 1 - (1 - s**r)**b, integrated with scipy's quad, weights 0.5/0.5 by default.
+P(s) = 1 - (1 - s**r)**b, weights 0.5/0.5 by default (datasketch integrates with scipy's quad; here the
+integrals are exact Gauss-Legendre sums for all (b, r) at once).
 
 A band hash is a 64-bit hash of the band's r signature values and the band's index, so equal hashes mean
 equal bands of the same band number (up to 64-bit collisions). Candidate pairs come from sorting the keys
@@ -18,29 +19,33 @@ import numpy as np
 from dataaudit.textops.hashing import GOLD, mix, numba_kernels
 
 
-def _fp(threshold: float, b: int, r: int) -> float:
-    from scipy.integrate import quad
-    return quad(lambda s: 1 - (1 - s ** float(r)) ** float(b), 0.0, threshold)[0]
-
-
-def _fn(threshold: float, b: int, r: int) -> float:
-    from scipy.integrate import quad
-    return quad(lambda s: 1 - (1 - (1 - s ** float(r)) ** float(b)), threshold, 1.0)[0]
+def _gauss_legendre(lo: float, hi: float, points: int) -> tuple[np.ndarray, np.ndarray]:
+    x, w = np.polynomial.legendre.leggauss(points)
+    half = (hi - lo) / 2
+    return lo + half * (x + 1), w * half
 
 
 @functools.lru_cache(maxsize=64)
 def optimal_params(threshold: float, num_perm: int, fp_weight: float = 0.5, fn_weight: float = 0.5
                    ) -> tuple[int, int]:
-    """(bands, rows) as datasketch's MinHashLSH chooses them for this threshold and num_perm."""
+    """(bands, rows) as datasketch's MinHashLSH chooses them for this threshold and num_perm.
+
+    P(s) is a polynomial of degree b*r <= num_perm, so Gauss-Legendre with num_perm/2 + 1 nodes integrates it
+    exactly (datasketch calls scipy's quad once per (b, r): ~0.6 s at 128 permutations; this is one array
+    expression). Ties are broken as datasketch's loop does: the first (b, r) in (b, then r) order wins."""
     if not 0.0 < threshold < 1.0:
         raise ValueError(f"threshold must be between 0 and 1 (exclusive), got {threshold}")
-    best, opt = float("inf"), (0, 0)
-    for b in range(1, num_perm + 1):
-        for r in range(1, num_perm // b + 1):
-            err = _fp(threshold, b, r) * fp_weight + _fn(threshold, b, r) * fn_weight
-            if err < best:
-                best, opt = err, (b, r)
-    return opt
+    b = np.concatenate([np.full(num_perm // k, k) for k in range(1, num_perm + 1)]).astype(np.float64)
+    r = np.concatenate([np.arange(1, num_perm // k + 1) for k in range(1, num_perm + 1)]).astype(np.float64)
+    points = num_perm // 2 + 1
+    s0, w0 = _gauss_legendre(0.0, threshold, points)
+    s1, w1 = _gauss_legendre(threshold, 1.0, points)
+    # (1 - s**r)**b as exp(b * log1p(-exp(r * log s))): no pow of arrays (8x faster at 1024 permutations)
+    fp = (1 - np.exp(b[:, None] * np.log1p(-np.exp(r[:, None] * np.log(s0)[None, :])))) @ w0
+    fn = np.exp(b[:, None] * np.log1p(-np.exp(r[:, None] * np.log(s1)[None, :]))) @ w1
+    err = fp * fp_weight + fn * fn_weight
+    best = int(np.argmin(err))
+    return int(b[best]), int(r[best])
 
 
 def band_hashes(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:

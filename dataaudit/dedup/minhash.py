@@ -112,6 +112,31 @@ def signatures_u32(hash_: np.ndarray, offsets: np.ndarray, num_perm: int = 128, 
     return out64.astype(np.uint32)
 
 
+def word_signatures(normalized, n: int, num_perm: int = 128, seed: int = 1, with_sets: bool = False
+                    ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray] | None] | None:
+    """(uint32 (docs, num_perm) signatures, int64 shingle count per document, (offsets, values) of each
+    document's sorted unique shingle hashes when `with_sets`) of the word n-grams of a string array in one numba
+    pass (`_kernels.word_minhash`): the values of `signatures_u32(word_ngram_hashes(...))`. None without numba
+    (the caller then takes the separate steps)."""
+    k = numba_kernels("dataaudit.dedup._kernels")
+    if k is None:
+        return None
+    from dataaudit.textops.arrow import as_string_array, string_buffers
+    from dataaudit.textops.hashing import POLY, WS_CLASS, _powers
+
+    if n < 1:
+        raise ValueError(f"n-gram size must be >= 1, got {n}")
+    off, data = string_buffers(as_string_array(normalized))
+    a, b = permutations(num_perm, seed)
+    nd = len(off) - 1
+    out = np.empty((nd, num_perm), np.uint32)
+    count = np.empty(nd, np.int64)
+    sets = np.empty(len(data) // 2 + nd + 1 if with_sets else 0, np.uint64)
+    set_off = np.zeros(nd + 1, np.int64)
+    k.word_minhash(data, off, WS_CLASS, _powers(256), POLY, n, a, b, out, count, sets, set_off[1:])
+    return out, count, ((set_off, sets[:set_off[-1]]) if with_sets else None)
+
+
 def minhash_signatures(hashes: NgramHashes, num_docs: int | None = None, num_perm: int = 128, seed: int = 1,
                        use: str = "auto") -> np.ndarray:
     """uint64 (num_docs, num_perm) MinHash signatures, equal to datasketch's legacy-scheme `MinHash.hashvalues`

@@ -1,19 +1,20 @@
 """The pages of the audit, dedup and contamination pipelines: which template each renders and the context it gets.
 
 All rendering goes through render.py; tokenizer_drift.html is written by report/tokenizer_drift.py with
-the same write_page (that command never needs the charts).
+the same write_page. Only the audit page draws charts (plain SVG), so only it loads the chart code.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from dataaudit.report.charts import length_charts
 from dataaudit.report.diff import examples_with_segments
 from dataaudit.report.render import write_page
 
 
 def write_report_html(path: Path, report: dict) -> None:
     """report.html of `dataaudit audit`, with a length histogram per length statistic."""
+    from dataaudit.report.charts import length_charts   # only the audit page draws charts
+
     write_page(path, "report.html", report=report, charts=length_charts(report))
 
 

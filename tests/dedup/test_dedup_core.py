@@ -2,12 +2,13 @@
 exact hashes, Jaccard verification, connected components."""
 from __future__ import annotations
 
-import datasketch
 import numpy as np
 import pyarrow as pa
 import pytest
 import xxhash
-from datasketch.lsh import _optimal_param
+
+datasketch = pytest.importorskip("datasketch", reason="datasketch is the optional extra dataaudit[datasketch]")
+_optimal_param = pytest.importorskip("datasketch.lsh")._optimal_param
 
 from dataaudit.dedup import (MAX_HASH, band_hashes, cluster_table, components, exact_hashes, jaccard_pairs,
                              minhash_signatures, optimal_params, permutations, signatures_torch, signatures_u32,
