@@ -218,7 +218,8 @@ HOSTILE = [
     Hostile("parquet, schema A (text: string)", _schema_a, 10),
     Hostile("parquet, schema B (text: int64) in the same job", _schema_b, 3),
     Hostile("parquet, NaN/Inf in float64/float16 scalars, ragged, fixed-size and nested lists",
-            _nonfinite_everywhere, 5, flags={"nonfinite": 5}),
+            # missing_value: rows 1 and 2 of `ragged` ([] and null) and row 3 of `nested` ([]) hold no element
+            _nonfinite_everywhere, 5, flags={"nonfinite": 5, "missing_value": 3}),
     Hostile("tar, .npy members with NaN/Inf (float16/32/64)", _npy_nonfinite, 4, flags={"nonfinite": 3}),
     Hostile("jsonl, NaN/Infinity numbers", _json_nonfinite, 4, flags={"nonfinite": 3}),
     Hostile("tar, truncated mid-member", _truncated_tar, 11, "unreadable", flags={"unreadable_record": 1},
