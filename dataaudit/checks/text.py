@@ -270,8 +270,11 @@ _GOPHER = {"dup_line_frac": 0.30, "dup_line_char_frac": 0.20,
            "top_2_gram": 0.20, "top_3_gram": 0.18, "top_4_gram": 0.16,
            "dup_5_gram": 0.15, "dup_6_gram": 0.14, "dup_7_gram": 0.13, "dup_8_gram": 0.12,
            "dup_9_gram": 0.11, "dup_10_gram": 0.10}
+# min_words: Gopher's fractions are for whole web documents; in a 50-100-word text one phrase said two or three
+# times ("how many", a repeated 10-gram) already passes a threshold (GSM8K word problems do), so under min_words
+# words an n-gram fraction counts in proportion to the words (the same repeated amount as min_words words need).
 _REP_PARAMS = {**_GOPHER, "max_repeats": 5, "min_repeat_chars": MIN_REPEAT_CHARS, "skip_structure": True,
-               "min_words": 50, "min_chars": 0}
+               "min_words": 150, "min_chars": 0}
 
 
 @register(
@@ -283,10 +286,11 @@ _REP_PARAMS = {**_GOPHER, "max_repeats": 5, "min_repeat_chars": MIN_REPEAT_CHARS
                 "(>= min_repeat_chars characters; split at . ! ? 。！？ and line ends) coming back more than "
                 "max_repeats times, each within 3 sentences of the last (a model looping; needs no min_words). "
                 "With skip_structure, code (fenced or not), table rows, JSON lines and symbol-only lines in "
-                "code count nowhere, headings / 'Speaker:' labels / key: value lines only for sentence runs, "
+                "code count nowhere, nor does any line of a code file (>= 10% and >= 3 code lines), headings / 'Speaker:' labels / key: value lines only for sentence runs, "
                 "and list items lose their marker and count as words only when 50+ words long. A threshold "
-                "of None/0 disables its statistic; n-gram statistics need >= min_words words, all need >= "
-                "min_chars characters. value = largest statistic/threshold ratio (> 1 means flagged).",
+                "of None/0 disables its statistic; an n-gram statistic of a text of W < min_words words counts "
+                "x W/min_words (one phrase said twice in a short text is no repetition); all need >= min_chars "
+                "characters. value = largest statistic/threshold ratio (> 1 means flagged).",
 )
 def repetition(arr, **params) -> CheckOutput:
     p = {**_REP_PARAMS, **params}
@@ -299,14 +303,17 @@ def repetition(arr, **params) -> CheckOutput:
     top_ns = tuple(k for k in TOP_NS if f"top_{k}_gram" in names)
     dup_ns = tuple(k for k in DUP_NS if f"dup_{k}_gram" in names)
     lines = "dup_line_frac" in names or "dup_line_char_frac" in names
-    stats = repetition_stats(arr, top_ns=top_ns, dup_ns=dup_ns, lines=lines, min_words=int(p["min_words"]),
-                             skip_structure=bool(p["skip_structure"]), repeats=repeats,
-                             min_repeat_chars=int(p["min_repeat_chars"] or 0))
+    stats = repetition_stats(arr, top_ns=top_ns, dup_ns=dup_ns, lines=lines, skip_structure=bool(p["skip_structure"]),
+                             repeats=repeats, min_repeat_chars=int(p["min_repeat_chars"] or 0))
     thresholds = {k: float(p[k]) for k in names}
     if repeats:
         thresholds["sentence_run"] = float(p["max_repeats"])
     keys = list(thresholds)
     ratios = np.stack([stats[k] / thresholds[k] for k in keys])          # [n_stats, n_docs]
+    if (top_ns or dup_ns) and p["min_words"]:
+        # under min_words words an n-gram fraction counts in proportion (see _REP_PARAMS)
+        short = np.minimum(stats.n_words / float(p["min_words"]), 1.0)
+        ratios[[k.endswith("_gram") for k in keys]] *= short
     if p["min_chars"]:
         ratios[:, char_lengths(arr) < p["min_chars"]] = 0.0
     which = np.argmax(ratios, axis=0)

@@ -53,6 +53,9 @@ false positives. Each non-empty line is matched (raw, before trimming) with RE2 
     table rows    start or end with "|"
     JSON lines    start with a quoted key and ":" ("name": ...), or are one whole object or array ({...},
                   [...], with an optional trailing comma)
+    code files    every line of a text in which at least CODE_SHARE (10%) of the non-blank lines, and at least
+                  MIN_CODE_LINES (3), are code by the rules above (source files, headers, a reply that is mostly
+                  code): their comments and docstrings repeat parameter docs and license lines by nature
     symbol lines  no letter and no digit (lone braces, rules, separators), in a text that has one of the
                   lines above; in any other text they count as in Gopher (a column of "." lines in prose is
                   junk), never in the sentence runs
@@ -113,7 +116,8 @@ _CODE = (
 CODE_RE = "|".join((
     *_CODE,
     r"^\s*\||\|\s*$",                                               # table rows
-    r'^\s*"[^"]*"\s*:',                                             # JSON "key": ...
+    r'^\s*(?:"[^"]*"|\'[^\']*\'|0[xX][0-9a-fA-F]+)\s*:',                 # JSON / dict "key": ..., 0x41: ...
+    r'^\s*(?:"[^"]*"|\'[^\']*\')\s*(?:,\s*$|,?\s*#)',                    # a literal in a table: 'x',  # ...
     r"^\s*[\[{].*[\]}]\s*,?\s*$",                                   # one whole JSON object / array
 ))
 # Headings, labels and key: value lines: left out of the Gopher statistics (a play repeats its speakers, a manual
@@ -131,6 +135,8 @@ LIST_RE = r"^\s*" + _MARKER
 ANY_STRUCTURE_RE = "|".join((FENCE_RE, CODE_RE, LABEL_RE, SYMBOLS_RE, LIST_RE))
 SENTENCE_END_RE = (r"[.!?\x{2026}]+[\"'\x{201D}\x{2019}\x{00BB})\]]*(?:\s+|$)"
                    r"|[\x{3002}\x{FF01}\x{FF1F}]+[\x{201D}\x{2019}\x{300D}\x{300F}\x{FF09}]*\s*")
+CODE_SHARE = 0.1        # a text with this share of code lines (and MIN_CODE_LINES of them) is code
+MIN_CODE_LINES = 3
 RUN_GAP = 3             # a sentence continues its run when it comes back within this many sentences
 LONG_ITEM_WORDS = 50    # a list item of this many words is a paragraph: its words count as prose
 
@@ -214,7 +220,13 @@ def split_lines(arr: pa.Array, total: np.ndarray, skip_structure: bool) -> Lines
         first_line = np.cumsum(counts) - counts
         base = np.where(counts > 0, before[np.minimum(first_line, n - 1)], 0)
         code |= nonblank & (fence | ((before - base[doc]) % 2 == 1))
-    has_code = np.bincount(doc, weights=code, minlength=n_docs) > 0
+    n_code = np.bincount(doc, weights=code, minlength=n_docs)
+    has_code = n_code > 0
+    # A code file: Gopher's statistics are for prose, and code repeats lines and identifiers by nature; its
+    # docstrings and comments repeat parameter docs. All of it is counted nowhere.
+    code_doc = (n_code >= MIN_CODE_LINES) & (n_code >= CODE_SHARE * np.bincount(doc, weights=nonblank,
+                                                                                 minlength=n_docs))
+    code |= nonblank & code_doc[doc]
     items &= ~code & ~symbols
     short_item = items.copy()
     if items.any():                                             # the item without its marker
@@ -255,8 +267,9 @@ def line_stats(lines: Lines, doc_key: np.ndarray, n_docs: int) -> tuple[np.ndarr
 
 def ngram_stats(words: pa.Array, doc: np.ndarray, doc_key: np.ndarray, n_docs: int, top_ns, dup_ns,
                 min_words: int):
-    """{n: top-n-gram chars} and {n: duplicated-n-gram chars} per document (numerators, float64), from the
-    documents' words in order (`doc`: document of each word, non-decreasing)."""
+    """{n: top-n-gram chars} and {n: duplicated-n-gram chars} per document (numerators, float64), and the number
+    of words of each document, from the documents' words in order (`doc`: document of each word,
+    non-decreasing)."""
     wlen = char_lengths(words)
     keep = wlen > 0                                             # leading/trailing/repeated whitespace
     if not keep.all():
@@ -268,7 +281,7 @@ def ngram_stats(words: pa.Array, doc: np.ndarray, doc_key: np.ndarray, n_docs: i
     dup = {n: np.zeros(n_docs) for n in dup_ns}
     max_n = max(list(top_ns) + list(dup_ns), default=0)
     if N == 0 or max_n == 0:
-        return top, dup
+        return top, dup, n_words
     starts = np.concatenate(([0], np.cumsum(n_words)[:-1]))
     pos = np.arange(N, dtype=np.int64) - starts[doc]            # position of each word in its document
     left = n_words[doc] - pos                                   # words from here to the end of the document
@@ -304,7 +317,7 @@ def ngram_stats(words: pa.Array, doc: np.ndarray, doc_key: np.ndarray, n_docs: i
                 edge = np.bincount(rep, minlength=N + 1) - np.bincount(rep + n, minlength=N + 1)
                 covered = np.cumsum(edge[:N]) > 0
                 dup[n] = np.bincount(doc, weights=wlen * covered, minlength=n_docs)
-    return top, dup
+    return top, dup, n_words
 
 
 def sentence_runs(lines: Lines, doc_key: np.ndarray, n_docs: int, min_chars: int):
@@ -358,6 +371,7 @@ class RepetitionStats(dict):
 
     sentences: pa.Array | None = None
     example_at: np.ndarray | None = None
+    n_words: np.ndarray | None = None       # words the n-gram statistics counted, per document
 
     def repeated_text(self, i: int) -> str:
         if self.example_at is None or self.example_at[i] < 0:
@@ -392,7 +406,7 @@ def repetition_stats(arr: pa.Array, *, top_ns=TOP_NS, dup_ns=DUP_NS, lines: bool
             doc = split.doc[split.words][in_line]
         else:
             words, doc, _ = flatten_lists(pc.utf8_split_whitespace(arr))
-        top, dup = ngram_stats(words, doc, doc_key, n_docs, tuple(top_ns), tuple(dup_ns), min_words)
+        top, dup, out.n_words = ngram_stats(words, doc, doc_key, n_docs, tuple(top_ns), tuple(dup_ns), min_words)
         for n in top_ns:
             out[f"top_{n}_gram"] = safe_ratio(top[n], denominator)
         for n in dup_ns:
