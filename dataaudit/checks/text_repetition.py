@@ -132,7 +132,6 @@ SYMBOLS_RE = r"^[^\p{L}\p{N}]+$"
 # List markers: removed (the item is kept).
 _MARKER = r"(?:[-*+\x{2022}\x{25E6}\x{25AA}\x{2023}\x{00B7}\x{2013}]|\d{1,3}[.)]|[A-Za-z][.)]|\(\w{1,4}\)|\[[ xX]\])\s+"
 LIST_RE = r"^\s*" + _MARKER
-ANY_STRUCTURE_RE = "|".join((FENCE_RE, CODE_RE, LABEL_RE, SYMBOLS_RE, LIST_RE))
 SENTENCE_END_RE = (r"[.!?\x{2026}]+[\"'\x{201D}\x{2019}\x{00BB})\]]*(?:\s+|$)"
                    r"|[\x{3002}\x{FF01}\x{FF1F}]+[\x{201D}\x{2019}\x{300D}\x{300F}\x{FF09}]*\s*")
 CODE_SHARE = 0.1        # a text with this share of code lines (and MIN_CODE_LINES of them) is code
@@ -192,14 +191,6 @@ class Lines:
     kept_chars: np.ndarray
 
 
-def _match(values: pa.Array, rows: np.ndarray, pattern: str, n: int) -> np.ndarray:
-    """`pattern` matched on `values` (the lines `rows` of n lines), as a mask over the n lines."""
-    out = np.zeros(n, dtype=bool)
-    if rows.size:
-        out[rows] = to_bool(pc.match_substring_regex(values, pattern=pattern))
-    return out
-
-
 def split_lines(arr: pa.Array, total: np.ndarray, skip_structure: bool) -> Lines:
     n_docs = len(arr)
     raw, doc, counts = flatten_lists(pc.split_pattern(arr, pattern="\n"))
@@ -209,11 +200,10 @@ def split_lines(arr: pa.Array, total: np.ndarray, skip_structure: bool) -> Lines
     n = len(doc)
     if not skip_structure:
         return Lines(text, doc, length, nonblank, nonblank, nonblank, total.astype(np.float64))
-    # One regex pass finds the lines with any structure; only they are classified.
-    rows = np.flatnonzero(nonblank & to_bool(pc.match_substring_regex(raw, pattern=ANY_STRUCTURE_RE)))
-    some = raw.take(pa.array(rows))
-    fence, code, label, symbols, items = (_match(some, rows, pattern, n) for pattern in
-                                          (FENCE_RE, CODE_RE, LABEL_RE, SYMBOLS_RE, LIST_RE))
+    # One pass per class: RE2 runs each as a DFA; their alternation in one pattern outgrows the DFA's memory
+    # budget and ran ~5x slower than all five apart.
+    fence, code, label, symbols, items = (nonblank & to_bool(pc.match_substring_regex(raw, pattern=pattern))
+                                          for pattern in (FENCE_RE, CODE_RE, LABEL_RE, SYMBOLS_RE, LIST_RE))
     if fence.any():
         # inside a fenced block: an odd number of fences of the same document before the line (or a fence)
         before = np.cumsum(fence) - fence
