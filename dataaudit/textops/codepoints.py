@@ -21,16 +21,23 @@ _KERNELS = "dataaudit.textops._codepoint_kernels"
 _SIZE = 1 << 21                 # every value a (possibly malformed) UTF-8 sequence decodes to
 
 
+@functools.lru_cache(maxsize=1)
+def _every() -> tuple[np.ndarray, pa.Array]:
+    """Every code point but the surrogates, ascending, and all of them as one string."""
+    cps = np.concatenate([np.arange(0xD800), np.arange(0xE000, 0x110000)])
+    data = _utf8(cps)
+    every = pa.Array.from_buffers(pa.large_string(), 1, [None, pa.py_buffer(np.array([0, len(data)], np.int64)),
+                                                         pa.py_buffer(data)])
+    return cps, every
+
+
 @functools.lru_cache(maxsize=8)
 def table(pattern: str) -> np.ndarray:
     """uint8 per code point: 1 where RE2 matches the one-character `pattern` (surrogates 0; beyond U+10FFFF as
     U+FFFD)."""
-    cps = np.concatenate([np.arange(0xD800), np.arange(0xE000, 0x110000)])
-    # one string of every code point, cut at each match of the class: the k-th cut sits after the first k
-    # pieces and k - 1 matched characters (one RE2 scan: ~20x faster than a match per character)
-    data = _utf8(cps)
-    every = pa.Array.from_buffers(pa.large_string(), 1, [None, pa.py_buffer(np.array([0, len(data)], np.int64)),
-                                                         pa.py_buffer(data)])
+    cps, every = _every()
+    # the string of every code point cut at each match: the k-th cut sits after the first k pieces and k - 1
+    # matched characters (one RE2 scan: ~20x faster than a match per character)
     pieces = pc.list_flatten(pc.split_pattern_regex(every, pattern=pattern))
     lengths = to_int64(pc.utf8_length(pieces))
     at = np.cumsum(lengths[:-1] + 1) - 1
