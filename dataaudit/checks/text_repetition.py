@@ -84,6 +84,7 @@ import pyarrow.compute as pc
 
 from dataaudit.textops.hashing import GOLD as _GOLD
 from dataaudit.textops.hashing import mix as _mix  # splitmix64, shared with dedup/contamination
+from dataaudit.textops.hashing import numba_kernels
 
 from .text_common import char_lengths, flatten_lists, safe_ratio, to_bool, to_int64
 
@@ -272,12 +273,21 @@ def ngram_stats(words: pa.Array, doc: np.ndarray, doc_key: np.ndarray, n_docs: i
     max_n = max(list(top_ns) + list(dup_ns), default=0)
     if N == 0 or max_n == 0:
         return top, dup, n_words
+    cum = np.concatenate(([0.0], np.cumsum(wlen)))
+    wh = _mix(_ids(words) + _GOLD)                              # per-word hash
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    if k is not None:                                           # the same statistics, document by document
+        bounds = np.zeros(n_docs + 1, np.int64)
+        np.cumsum(n_words, out=bounds[1:])
+        is_top, is_dup = np.zeros(max_n + 1, np.bool_), np.zeros(max_n + 1, np.bool_)
+        is_top[list(top_ns)], is_dup[list(dup_ns)] = True, True
+        out_top, out_dup = np.zeros((max_n + 1, n_docs)), np.zeros((max_n + 1, n_docs))
+        k.ngram_stats(wh, cum, bounds, doc_key, int(min_words), max_n, is_top, is_dup, out_top, out_dup)
+        return {n: out_top[n] for n in top_ns}, {n: out_dup[n] for n in dup_ns}, n_words
     starts = np.concatenate(([0], np.cumsum(n_words)[:-1]))
     pos = np.arange(N, dtype=np.int64) - starts[doc]            # position of each word in its document
     left = n_words[doc] - pos                                   # words from here to the end of the document
     eligible = n_words[doc] >= min_words
-    cum = np.concatenate(([0.0], np.cumsum(wlen)))
-    wh = _mix(_ids(words) + _GOLD)                              # per-word hash
     h = _mix(wh ^ doc_key[doc])                                 # 1-gram hash, document mixed in
     # An n-gram can only occur twice in a document if both its (n-1)-gram prefix and suffix do, so each
     # round only groups the positions that survived the previous one (exact, and most text drops out fast).
