@@ -203,8 +203,8 @@ def split_lines(arr: pa.Array, total: np.ndarray, skip_structure: bool) -> Lines
         return Lines(text, doc, length, nonblank, nonblank, nonblank, total.astype(np.float64))
     # One pass per class: RE2 runs each as a DFA; their alternation in one pattern outgrows the DFA's memory
     # budget and ran ~5x slower than all five apart.
-    fence, code, label, symbols, items = (nonblank & to_bool(pc.match_substring_regex(raw, pattern=pattern))
-                                          for pattern in (FENCE_RE, CODE_RE, LABEL_RE, SYMBOLS_RE, LIST_RE))
+    fence, code = (nonblank & to_bool(pc.match_substring_regex(raw, pattern=pattern))
+                   for pattern in (FENCE_RE, CODE_RE))
     if fence.any():
         # inside a fenced block: an odd number of fences of the same document before the line (or a fence)
         before = np.cumsum(fence) - fence
@@ -218,7 +218,14 @@ def split_lines(arr: pa.Array, total: np.ndarray, skip_structure: bool) -> Lines
     code_doc = (n_code >= MIN_CODE_LINES) & (n_code >= CODE_SHARE * np.bincount(doc, weights=nonblank,
                                                                                  minlength=n_docs))
     code |= nonblank & code_doc[doc]
-    items &= ~code & ~symbols
+    # the other classes only matter outside code
+    rest = np.flatnonzero(~code)
+    some = raw if rest.size == n else raw.take(pa.array(rest))
+    label, symbols, items = (np.zeros(n, dtype=bool) for _ in range(3))
+    for mask, pattern in ((label, LABEL_RE), (symbols, SYMBOLS_RE), (items, LIST_RE)):
+        mask[rest] = to_bool(pc.match_substring_regex(some, pattern=pattern))
+        mask &= nonblank
+    items &= ~symbols
     short_item = items.copy()
     if items.any():                                             # the item without its marker
         rows = np.flatnonzero(items)
