@@ -271,7 +271,7 @@ _GOPHER = {"dup_line_frac": 0.30, "dup_line_char_frac": 0.20,
            "top_2_gram": 0.20, "top_3_gram": 0.18, "top_4_gram": 0.16,
            "dup_5_gram": 0.15, "dup_6_gram": 0.14, "dup_7_gram": 0.13, "dup_8_gram": 0.12,
            "dup_9_gram": 0.11, "dup_10_gram": 0.10}
-# min_words: Gopher's fractions are for whole web documents; in a 50-100-word text one phrase said two or three
+# min_words: Gopher's fractions are for whole web documents; in a 50-150-word text one phrase said two or three
 # times ("how many", a repeated 10-gram) already passes a threshold (GSM8K word problems do), so under min_words
 # words an n-gram fraction counts in proportion to the words (the same repeated amount as min_words words need).
 _REP_PARAMS = {**_GOPHER, "max_repeats": 5, "min_repeat_chars": MIN_REPEAT_CHARS, "skip_structure": True,
@@ -287,9 +287,10 @@ _REP_PARAMS = {**_GOPHER, "max_repeats": 5, "min_repeat_chars": MIN_REPEAT_CHARS
                 "(>= min_repeat_chars characters; split at . ! ? 。！？ and line ends) coming back more than "
                 "max_repeats times, each within 3 sentences of the last (a model looping; needs no min_words). "
                 "With skip_structure, code (fenced or not), table rows, JSON lines and symbol-only lines in "
-                "code count nowhere, nor does any line of a code file (>= 10% and >= 3 code lines), headings / 'Speaker:' labels / key: value lines only for sentence runs, "
-                "and list items lose their marker and count as words only when 50+ words long. A threshold "
-                "of None/0 disables its statistic; an n-gram statistic of a text of W < min_words words counts "
+                "code count nowhere, nor does any line of a code file (>= 10% and >= 3 code lines), headings / "
+                "'Speaker:' labels / key: value lines count only for sentence runs, and list items lose their "
+                "marker and count as words only when 50+ words long. A threshold of None/0 disables its "
+                "statistic; an n-gram statistic of a text of W < min_words words counts "
                 "x W/min_words (one phrase said twice in a short text is no repetition); all need >= min_chars "
                 "characters. value = largest statistic/threshold ratio (> 1 means flagged).",
 )
@@ -304,8 +305,9 @@ def repetition(arr, **params) -> CheckOutput:
     top_ns = tuple(k for k in TOP_NS if f"top_{k}_gram" in names)
     dup_ns = tuple(k for k in DUP_NS if f"dup_{k}_gram" in names)
     lines = "dup_line_frac" in names or "dup_line_char_frac" in names
-    stats = repetition_stats(arr, top_ns=top_ns, dup_ns=dup_ns, lines=lines, skip_structure=bool(p["skip_structure"]),
-                             repeats=repeats, min_repeat_chars=int(p["min_repeat_chars"] or 0))
+    stats = repetition_stats(arr, top_ns=top_ns, dup_ns=dup_ns, lines=lines,
+                             skip_structure=bool(p["skip_structure"]), repeats=repeats,
+                             min_repeat_chars=int(p["min_repeat_chars"] or 0))
     thresholds = {k: float(p[k]) for k in names}
     if repeats:
         thresholds["sentence_run"] = float(p["max_repeats"])

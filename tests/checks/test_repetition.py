@@ -281,11 +281,13 @@ def test_stdlib_modules_not_flagged():
 def _generated_code() -> dict[str, str]:
     """Code that repeats lines, calls and docs by nature, in five languages."""
     params = "\n".join(f"    {p} : int\n        The {p} of the window, in pixels." for p in ("width", "height"))
-    py = "\n\n".join(f'def resize_{k}(image, width, height):\n    """Resize {k}.\n\n    Parameters\n    ----------\n'
-                     f'{params}\n    """\n    check(image)\n    return _resize(image, width, height, mode="{k}")'
+    py = "\n\n".join(f'def resize_{k}(image, width, height):\n    """Resize {k}.\n\n    Parameters\n'
+                     f'    ----------\n{params}\n    """\n    check(image)\n'
+                     f'    return _resize(image, width, height, mode="{k}")'
                      for k in ("nearest", "bilinear", "bicubic", "lanczos", "box", "hamming"))
     c = "static int op(int code)\n{\n    switch (code) {\n" + "".join(
-        f"    case {k}:\n        return handle(code, {k});\n" for k in range(40)) + "    default:\n        break;\n    }\n}\n"
+        f"    case {k}:\n        return handle(code, {k});\n" for k in range(40)) + (
+        "    default:\n        break;\n    }\n}\n")
     js = "\n".join(f"export function get{k}(id) {{\n  const row = table.get(id);\n  if (!row) {{\n    return null;\n  }}\n"
                    f"  return row.{k.lower()};\n}}\n" for k in ("Name", "Size", "Owner", "Date", "Kind", "Path"))
     go = "package main\n\nimport \"fmt\"\n\n" + "\n".join(
