@@ -53,6 +53,9 @@ false positives. Each non-empty line is matched (raw, before trimming) with RE2 
     table rows    start or end with "|"
     JSON lines    start with a quoted key and ":" ("name": ...), or are one whole object or array ({...},
                   [...], with an optional trailing comma)
+    code files    every line of a text in which at least CODE_SHARE (10%) of the non-blank lines, and at least
+                  MIN_CODE_LINES (3), are code by the rules above (source files, headers, a reply that is mostly
+                  code): their comments and docstrings repeat parameter docs and license lines by nature
     symbol lines  no letter and no digit (lone braces, rules, separators), in a text that has one of the
                   lines above; in any other text they count as in Gopher (a column of "." lines in prose is
                   junk), never in the sentence runs
@@ -81,6 +84,7 @@ import pyarrow.compute as pc
 
 from dataaudit.textops.hashing import GOLD as _GOLD
 from dataaudit.textops.hashing import mix as _mix  # splitmix64, shared with dedup/contamination
+from dataaudit.textops.hashing import numba_kernels
 
 from .text_common import char_lengths, flatten_lists, safe_ratio, to_bool, to_int64
 
@@ -113,7 +117,8 @@ _CODE = (
 CODE_RE = "|".join((
     *_CODE,
     r"^\s*\||\|\s*$",                                               # table rows
-    r'^\s*"[^"]*"\s*:',                                             # JSON "key": ...
+    r'^\s*(?:"[^"]*"|\'[^\']*\'|0[xX][0-9a-fA-F]+)\s*:',                 # JSON / dict "key": ..., 0x41: ...
+    r'^\s*(?:"[^"]*"|\'[^\']*\')\s*(?:,\s*$|,?\s*#)',                    # a literal in a table: 'x',  # ...
     r"^\s*[\[{].*[\]}]\s*,?\s*$",                                   # one whole JSON object / array
 ))
 # Headings, labels and key: value lines: left out of the Gopher statistics (a play repeats its speakers, a manual
@@ -128,9 +133,10 @@ SYMBOLS_RE = r"^[^\p{L}\p{N}]+$"
 # List markers: removed (the item is kept).
 _MARKER = r"(?:[-*+\x{2022}\x{25E6}\x{25AA}\x{2023}\x{00B7}\x{2013}]|\d{1,3}[.)]|[A-Za-z][.)]|\(\w{1,4}\)|\[[ xX]\])\s+"
 LIST_RE = r"^\s*" + _MARKER
-ANY_STRUCTURE_RE = "|".join((FENCE_RE, CODE_RE, LABEL_RE, SYMBOLS_RE, LIST_RE))
 SENTENCE_END_RE = (r"[.!?\x{2026}]+[\"'\x{201D}\x{2019}\x{00BB})\]]*(?:\s+|$)"
                    r"|[\x{3002}\x{FF01}\x{FF1F}]+[\x{201D}\x{2019}\x{300D}\x{300F}\x{FF09}]*\s*")
+CODE_SHARE = 0.1        # a text with this share of code lines (and MIN_CODE_LINES of them) is code
+MIN_CODE_LINES = 3
 RUN_GAP = 3             # a sentence continues its run when it comes back within this many sentences
 LONG_ITEM_WORDS = 50    # a list item of this many words is a paragraph: its words count as prose
 
@@ -186,14 +192,6 @@ class Lines:
     kept_chars: np.ndarray
 
 
-def _match(values: pa.Array, rows: np.ndarray, pattern: str, n: int) -> np.ndarray:
-    """`pattern` matched on `values` (the lines `rows` of n lines), as a mask over the n lines."""
-    out = np.zeros(n, dtype=bool)
-    if rows.size:
-        out[rows] = to_bool(pc.match_substring_regex(values, pattern=pattern))
-    return out
-
-
 def split_lines(arr: pa.Array, total: np.ndarray, skip_structure: bool) -> Lines:
     n_docs = len(arr)
     raw, doc, counts = flatten_lists(pc.split_pattern(arr, pattern="\n"))
@@ -203,19 +201,31 @@ def split_lines(arr: pa.Array, total: np.ndarray, skip_structure: bool) -> Lines
     n = len(doc)
     if not skip_structure:
         return Lines(text, doc, length, nonblank, nonblank, nonblank, total.astype(np.float64))
-    # One regex pass finds the lines with any structure; only they are classified.
-    rows = np.flatnonzero(nonblank & to_bool(pc.match_substring_regex(raw, pattern=ANY_STRUCTURE_RE)))
-    some = raw.take(pa.array(rows))
-    fence, code, label, symbols, items = (_match(some, rows, pattern, n) for pattern in
-                                          (FENCE_RE, CODE_RE, LABEL_RE, SYMBOLS_RE, LIST_RE))
+    # One pass per class: RE2 runs each as a DFA; their alternation in one pattern outgrows the DFA's memory
+    # budget and ran ~5x slower than all five apart.
+    fence, code = (nonblank & to_bool(pc.match_substring_regex(raw, pattern=pattern))
+                   for pattern in (FENCE_RE, CODE_RE))
     if fence.any():
         # inside a fenced block: an odd number of fences of the same document before the line (or a fence)
         before = np.cumsum(fence) - fence
         first_line = np.cumsum(counts) - counts
         base = np.where(counts > 0, before[np.minimum(first_line, n - 1)], 0)
         code |= nonblank & (fence | ((before - base[doc]) % 2 == 1))
-    has_code = np.bincount(doc, weights=code, minlength=n_docs) > 0
-    items &= ~code & ~symbols
+    n_code = np.bincount(doc, weights=code, minlength=n_docs)
+    has_code = n_code > 0
+    # A code file: Gopher's statistics are for prose, and code repeats lines and identifiers by nature; its
+    # docstrings and comments repeat parameter docs. All of it is counted nowhere.
+    code_doc = (n_code >= MIN_CODE_LINES) & (n_code >= CODE_SHARE * np.bincount(doc, weights=nonblank,
+                                                                                 minlength=n_docs))
+    code |= nonblank & code_doc[doc]
+    # the other classes only matter outside code
+    rest = np.flatnonzero(~code)
+    some = raw if rest.size == n else raw.take(pa.array(rest))
+    label, symbols, items = (np.zeros(n, dtype=bool) for _ in range(3))
+    for mask, pattern in ((label, LABEL_RE), (symbols, SYMBOLS_RE), (items, LIST_RE)):
+        mask[rest] = to_bool(pc.match_substring_regex(some, pattern=pattern))
+        mask &= nonblank
+    items &= ~symbols
     short_item = items.copy()
     if items.any():                                             # the item without its marker
         rows = np.flatnonzero(items)
@@ -255,8 +265,9 @@ def line_stats(lines: Lines, doc_key: np.ndarray, n_docs: int) -> tuple[np.ndarr
 
 def ngram_stats(words: pa.Array, doc: np.ndarray, doc_key: np.ndarray, n_docs: int, top_ns, dup_ns,
                 min_words: int):
-    """{n: top-n-gram chars} and {n: duplicated-n-gram chars} per document (numerators, float64), from the
-    documents' words in order (`doc`: document of each word, non-decreasing)."""
+    """{n: top-n-gram chars} and {n: duplicated-n-gram chars} per document (numerators, float64), and the number
+    of words of each document, from the documents' words in order (`doc`: document of each word,
+    non-decreasing)."""
     wlen = char_lengths(words)
     keep = wlen > 0                                             # leading/trailing/repeated whitespace
     if not keep.all():
@@ -268,13 +279,22 @@ def ngram_stats(words: pa.Array, doc: np.ndarray, doc_key: np.ndarray, n_docs: i
     dup = {n: np.zeros(n_docs) for n in dup_ns}
     max_n = max(list(top_ns) + list(dup_ns), default=0)
     if N == 0 or max_n == 0:
-        return top, dup
+        return top, dup, n_words
+    cum = np.concatenate(([0.0], np.cumsum(wlen)))
+    wh = _mix(_ids(words) + _GOLD)                              # per-word hash
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    if k is not None:                                           # the same statistics, document by document
+        bounds = np.zeros(n_docs + 1, np.int64)
+        np.cumsum(n_words, out=bounds[1:])
+        is_top, is_dup = np.zeros(max_n + 1, np.bool_), np.zeros(max_n + 1, np.bool_)
+        is_top[list(top_ns)], is_dup[list(dup_ns)] = True, True
+        out_top, out_dup = np.zeros((max_n + 1, n_docs)), np.zeros((max_n + 1, n_docs))
+        k.ngram_stats(wh, cum, bounds, doc_key, int(min_words), max_n, is_top, is_dup, out_top, out_dup)
+        return {n: out_top[n] for n in top_ns}, {n: out_dup[n] for n in dup_ns}, n_words
     starts = np.concatenate(([0], np.cumsum(n_words)[:-1]))
     pos = np.arange(N, dtype=np.int64) - starts[doc]            # position of each word in its document
     left = n_words[doc] - pos                                   # words from here to the end of the document
     eligible = n_words[doc] >= min_words
-    cum = np.concatenate(([0.0], np.cumsum(wlen)))
-    wh = _mix(_ids(words) + _GOLD)                              # per-word hash
     h = _mix(wh ^ doc_key[doc])                                 # 1-gram hash, document mixed in
     # An n-gram can only occur twice in a document if both its (n-1)-gram prefix and suffix do, so each
     # round only groups the positions that survived the previous one (exact, and most text drops out fast).
@@ -304,7 +324,7 @@ def ngram_stats(words: pa.Array, doc: np.ndarray, doc_key: np.ndarray, n_docs: i
                 edge = np.bincount(rep, minlength=N + 1) - np.bincount(rep + n, minlength=N + 1)
                 covered = np.cumsum(edge[:N]) > 0
                 dup[n] = np.bincount(doc, weights=wlen * covered, minlength=n_docs)
-    return top, dup
+    return top, dup, n_words
 
 
 def sentence_runs(lines: Lines, doc_key: np.ndarray, n_docs: int, min_chars: int):
@@ -358,6 +378,7 @@ class RepetitionStats(dict):
 
     sentences: pa.Array | None = None
     example_at: np.ndarray | None = None
+    n_words: np.ndarray | None = None       # words the n-gram statistics counted, per document
 
     def repeated_text(self, i: int) -> str:
         if self.example_at is None or self.example_at[i] < 0:
@@ -392,7 +413,7 @@ def repetition_stats(arr: pa.Array, *, top_ns=TOP_NS, dup_ns=DUP_NS, lines: bool
             doc = split.doc[split.words][in_line]
         else:
             words, doc, _ = flatten_lists(pc.utf8_split_whitespace(arr))
-        top, dup = ngram_stats(words, doc, doc_key, n_docs, tuple(top_ns), tuple(dup_ns), min_words)
+        top, dup, out.n_words = ngram_stats(words, doc, doc_key, n_docs, tuple(top_ns), tuple(dup_ns), min_words)
         for n in top_ns:
             out[f"top_{n}_gram"] = safe_ratio(top[n], denominator)
         for n in dup_ns:

@@ -293,7 +293,7 @@ def main() -> None:
 
     pa.set_cpu_count(1)
     spec = REGISTRY["repetition"]
-    gopher_only = {**spec.params, "skip_structure": False, "max_repeats": 0}
+    gopher_only = {**spec.params, "skip_structure": False, "max_repeats": 0, "min_words": 0}
     for group in (STRUCTURED, DEGENERATE):
         out = spec.fn(pa.array(list(group.values())), **spec.params)
         old = spec.fn(pa.array(list(group.values())), **gopher_only)

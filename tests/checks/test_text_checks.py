@@ -72,7 +72,7 @@ def test_registered_with_defaults():
     assert rep["dup_line_frac"] == 0.30 and rep["dup_line_char_frac"] == 0.20
     assert [rep[f"top_{n}_gram"] for n in (2, 3, 4)] == [0.20, 0.18, 0.16]
     assert [rep[f"dup_{n}_gram"] for n in range(5, 11)] == [0.15, 0.14, 0.13, 0.12, 0.11, 0.10]
-    assert rep["min_words"] == 50
+    assert rep["min_words"] == 150
     assert (rep["max_repeats"], rep["min_repeat_chars"], rep["skip_structure"]) == (5, 5, True)
 
 
@@ -212,14 +212,14 @@ def test_non_text_ratio_binary_junk():
 # ---------------------------------------------------------------------------------------------- repetition
 
 def test_repetition_identical_lines_exact():
-    doc = "\n".join(["spam"] * 20)                              # 20 words < min_words: line statistics only
+    doc = "\n".join(["spam"] * 20)                              # 20 words: n-gram ratios count x 20/150
     out = run("repetition", [doc])
     stats = repetition_stats(pa.array([doc]))
     assert stats["dup_line_frac"][0] == pytest.approx(19 / 20)
     assert stats["dup_line_char_frac"][0] == pytest.approx(19 * 4 / 99)
     assert out.flagged.tolist() == [True]
     assert out.value[0] == pytest.approx((76 / 99) / 0.20)
-    assert out.detail[0] == "dup_line_char_frac=0.77 > 0.2 (+1 more)"
+    assert out.detail[0] == "dup_line_char_frac=0.77 > 0.2 (+5 more)"      # + dup_line_frac, top_2/3/4, dup_5
 
 
 def test_repetition_repeated_5gram_exact():
@@ -233,7 +233,7 @@ def test_repetition_repeated_5gram_exact():
         assert stats[f"dup_{n}_gram"][0] == pytest.approx(231 / 312)
     assert stats["dup_line_frac"][0] == 0.0
     out = run("repetition", [doc])
-    assert out.value[0] == pytest.approx(231 / 312 / 0.10)
+    assert out.value[0] == pytest.approx(231 / 312 / 0.10 * 60 / 150)     # 60 of min_words=150 words
     assert out.detail[0].startswith("dup_10_gram=0.74 > 0.1")
 
 
@@ -244,9 +244,9 @@ def test_repetition_small_cases():
     rows = [clean, "Down with him! down with him!", None, "", "   ", clean + "\n" + clean]
     out = run("repetition", rows)
     assert out.flagged.tolist() == [False, False, False, False, False, True]
-    assert out.value[:5].tolist() == [0, 0, 0, 0, 0]
-    # short text: n-gram statistics need min_words, so only lines could fire; lowering min_words enables them
-    low = run("repetition", rows, min_words=0)
+    # a short text's n-gram ratios count x words/min_words: "with him!" twice in 6 words is 9 * 2 / 29 / 0.2 x 6/150
+    assert out.value[:5].tolist() == pytest.approx([0, 18 / 29 / 0.20 * 6 / 150, 0, 0, 0])
+    low = run("repetition", rows, min_words=0)                  # 0: Gopher's fractions as they are
     assert low.flagged[1] and low.detail[1].startswith("top_2_gram=")
     # a threshold of 0/None disables its statistic
     off = {k: 0 for k in REGISTRY["repetition"].params if k not in ("min_words", "min_chars")}

@@ -1,0 +1,103 @@
+#!/usr/bin/env python
+"""MB/s per core of the text checks and of the whole audit on real mixed text (make_real_corpus.py: code,
+English prose, Chinese), against `pq.read_table` of the same shards in the same run.
+
+(a) pq.read_table of every shard (one thread): the floor an audit cannot beat.
+(b) every text check (REGISTRY target "text") as `spec.fn(column, **spec.params)` on every row group of the
+    corpus, read into memory first; best of --repeats; CPU time of this one thread.
+(c) `dataaudit audit --engine local` on the shards in a subprocess with one thread everywhere, end to end
+    (start-up, read, every default check, stats, reports): wall time.
+(d) with --ray: `--engine ray` (a local Ray on every core) vs (c) (the ratio; target >= 1.6x on 2 cores).
+
+    .venv/bin/python benchmarks/audit_throughput.py --mb 100
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
+
+_common.single_core_env()
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+import pyarrow.parquet as pq  # noqa: E402
+
+REPO = _common.REPO
+
+
+def _corpus(args) -> tuple[list[Path], int]:
+    out = Path(args.corpus or f"bench-data/real-{args.mb:g}mb")
+    if not (out / "manifest.json").exists():
+        import make_real_corpus
+        make_real_corpus.main(["--mb", str(args.mb), "--out", str(out)])
+    manifest = json.loads((out / "manifest.json").read_text())
+    return [out / s["file"] for s in manifest["shards"]], int(manifest["text_bytes"])
+
+
+def _audit(files: list[Path], engine: str, env: dict) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "dataaudit.cli", "audit", *map(str, files), "--out", tmp, "--engine", engine]
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"audit failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return wall
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mb", type=float, default=100.0)
+    ap.add_argument("--corpus", default=None, help="a make_real_corpus.py folder (default bench-data/real-<mb>mb)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--ray", action="store_true", help="also time --engine ray on 2 CPUs")
+    args = ap.parse_args(argv)
+    files, text_bytes = _corpus(args)
+    mb = text_bytes / 1e6
+    _common.single_core_libs()
+
+    t0 = time.perf_counter()
+    tables = [pq.read_table(f) for f in files]
+    read_s = time.perf_counter() - t0
+    print(f"corpus: {len(files)} shards, {sum(t.num_rows for t in tables)} rows, {mb:.1f} MB text")
+    print(f"pq.read_table: {read_s:.2f} s = {mb / read_s:.0f} MB/s")
+
+    from dataaudit.checks import REGISTRY
+    batches = [b.column(0) for t in tables for b in t.to_batches()]
+    total = 0.0
+    for name, spec in REGISTRY.items():
+        if spec.target != "text":
+            continue
+        spec.fn(batches[0].slice(0, 10), **spec.params)             # compile / warm caches
+        best = float("inf")
+        for _ in range(args.repeats):
+            t0 = time.process_time()
+            for col in batches:
+                spec.fn(col, **spec.params)
+            best = min(best, time.process_time() - t0)
+        total += best
+        print(f"  {name:18s} {mb / best:8.1f} MB/s/core")
+    print(f"  {'all text checks':18s} {mb / total:8.1f} MB/s/core")
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    local = _audit(files, "local", env)
+    print(f"audit --engine local (1 thread): {local:.1f} s = {mb / local:.1f} MB/s/core; "
+          f"pq.read_table is {local / read_s:.0f}x faster")
+    if args.ray:
+        ray_env = {k: v for k, v in env.items() if k not in _common._THREAD_VARS}
+        ray = _audit(files, "ray", ray_env)                 # a local Ray takes every core
+        print(f"audit --engine ray ({os.cpu_count()} CPUs): {ray:.1f} s = {mb / ray:.1f} MB/s; {local / ray:.2f}x "
+              f"local")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

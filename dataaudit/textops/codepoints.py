@@ -1,0 +1,101 @@
+"""Per-code-point tables of a one-character RE2 pattern (a class such as "[\\s\\p{Han}]", or an alternation
+of classes), and two row statistics over them: the longest run of code points the pattern does not match, and
+the number of code points it matches. The numba kernels
+(`_codepoint_kernels.py`) read the Arrow string buffers directly; without numba the same results come from
+Arrow's RE2 kernels (the reference implementation, tested equal). A table is built once per class by matching
+the class against every code point with the same RE2, so both paths agree on every character, including
+Unicode script and category properties.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .arrow import flatten_lists, string_buffers, to_int64
+from .hashing import numba_kernels
+
+_KERNELS = "dataaudit.textops._codepoint_kernels"
+_SIZE = 1 << 21                 # every value a (possibly malformed) UTF-8 sequence decodes to
+
+
+@functools.lru_cache(maxsize=1)
+def _every() -> tuple[np.ndarray, pa.Array]:
+    """Every code point but the surrogates, ascending, and all of them as one string."""
+    cps = np.concatenate([np.arange(0xD800), np.arange(0xE000, 0x110000)])
+    data = _utf8(cps)
+    every = pa.Array.from_buffers(pa.large_string(), 1, [None, pa.py_buffer(np.array([0, len(data)], np.int64)),
+                                                         pa.py_buffer(data)])
+    return cps, every
+
+
+@functools.lru_cache(maxsize=8)
+def table(pattern: str) -> np.ndarray:
+    """uint8 per code point: 1 where RE2 matches the one-character `pattern` (surrogates 0; beyond U+10FFFF as
+    U+FFFD)."""
+    cps, every = _every()
+    # the string of every code point cut at each match: the k-th cut sits after the first k pieces and k - 1
+    # matched characters (one RE2 scan: ~20x faster than a match per character)
+    pieces = pc.list_flatten(pc.split_pattern_regex(every, pattern=pattern))
+    lengths = to_int64(pc.utf8_length(pieces))
+    at = np.cumsum(lengths[:-1] + 1) - 1
+    out = np.zeros(_SIZE, np.uint8)
+    out[cps[at]] = 1
+    out[0x110000:] = out[0xFFFD]
+    return out
+
+
+def _utf8(cps: np.ndarray) -> np.ndarray:
+    """UTF-8 bytes of ascending code points (no surrogates), one width group after the other."""
+    parts = []
+    for lo, hi, width, lead in ((0, 0x80, 1, 0), (0x80, 0x800, 2, 0xC0), (0x800, 0x10000, 3, 0xE0),
+                                (0x10000, 0x110000, 4, 0xF0)):
+        c = cps[(cps >= lo) & (cps < hi)]
+        m = np.empty((len(c), width), np.uint8)
+        for j in range(width):                              # byte j carries bits 6*(width-1-j) and up
+            bits = (c >> (6 * (width - 1 - j))) & (0x3F if j else 0xFF)
+            m[:, j] = bits | (0x80 if j else lead)
+        parts.append(m.ravel())
+    return np.concatenate(parts)
+
+
+def _buffers(arr: pa.Array):
+    if isinstance(arr, pa.ChunkedArray):
+        arr = pa.concat_arrays(arr.chunks) if arr.num_chunks else pa.array([], pa.string())
+    return string_buffers(arr)
+
+
+def longest_run(arr: pa.Array, pattern: str) -> np.ndarray:
+    """Per row, the most consecutive code points `pattern` (one character) does not match (int64; null -> 0)."""
+    k = numba_kernels(_KERNELS)
+    if k is None:
+        pieces, _, counts = flatten_lists(pc.split_pattern_regex(arr, pattern=f"(?:{pattern})+"))
+        lengths = to_int64(pc.utf8_length(pieces))
+        out = np.zeros(len(counts), np.int64)
+        nonempty = counts > 0
+        if nonempty.any():
+            out[nonempty] = np.maximum.reduceat(lengths, (np.cumsum(counts) - counts)[nonempty])
+        return out
+    off, data = _buffers(arr)
+    out = np.zeros(len(off) - 1, np.int64)
+    k.longest_run(off, data, table(pattern), out)
+    return out
+
+
+def count_matching(arr: pa.Array, pattern: str, minus: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, (code points `pattern` matches and `minus` does not, all code points), int64 (null -> 0, 0).
+    `minus` matches a subset of what `pattern` matches."""
+    k = numba_kernels(_KERNELS)
+    if k is None:
+        count = to_int64(pc.count_substring_regex(arr, pattern=pattern))
+        if minus is not None:
+            count -= to_int64(pc.count_substring_regex(arr, pattern=minus))
+        return count, to_int64(pc.utf8_length(arr))
+    mask = table(pattern) if minus is None else table(pattern) & ~table(minus)
+    off, data = _buffers(arr)
+    marked = np.zeros(len(off) - 1, np.int64)
+    length = np.zeros(len(off) - 1, np.int64)
+    k.count_marked(off, data, mask, marked, length)
+    return marked, length
