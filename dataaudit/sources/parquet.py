@@ -14,6 +14,7 @@ counted, and the broken row group's columns are decoded one by one to name the o
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from typing import Iterator
@@ -21,7 +22,6 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -33,7 +33,6 @@ from .batch import one_line
 _ARROW_ERRORS = (pa.ArrowException, OSError)
 
 _READ_ROWS = 65536  # pyarrow has a fixed cost per batch: decode big batches, slice them (zero-copy) to batch_rows
-_FORMAT = ds.ParquetFileFormat()
 _LOCAL = pafs.LocalFileSystem()
 _PROVENANCE_FIELDS = [pa.field(KEY, pa.string()), pa.field(ROW, pa.int64()), pa.field(LINE, pa.int64()),
                       pa.field(ERROR, pa.string()), pa.field(WARNING, pa.string())]
@@ -78,12 +77,20 @@ def _with_provenance(batch: pa.RecordBatch, start: int, schema: pa.Schema) -> pa
                                       schema=schema)
 
 
+@functools.cache
+def _parquet_format():
+    # pyarrow.dataset imports pandas when it is installed (~0.2 s): only a Parquet read pays for it
+    import pyarrow.dataset as ds
+
+    return ds.ParquetFileFormat()
+
+
 def iter_parquet(path: str, columns: list[str] | None = None, batch_rows: int = 4096, *,
                  decode_all: bool = False) -> Iterator[pa.RecordBatch]:
     """Batches of `columns` (None: every column) plus the provenance columns. `decode_all`: decode every column
     of the file all the same (a column that cannot be decoded fails the shard, naming it), yield only `columns`."""
     try:
-        fragment = _FORMAT.make_fragment(os.path.abspath(os.fspath(path)), _LOCAL)
+        fragment = _parquet_format().make_fragment(os.path.abspath(os.fspath(path)), _LOCAL)
         file_schema = fragment.physical_schema  # reads the footer: a bad file fails here
         declared = fragment.metadata.num_rows
         # Data columns named like provenance columns would be ambiguous: the synthesized ones win.

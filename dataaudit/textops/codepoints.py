@@ -9,6 +9,10 @@ Unicode script and category properties.
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -34,7 +38,40 @@ def _every() -> tuple[np.ndarray, pa.Array]:
 @functools.lru_cache(maxsize=8)
 def table(pattern: str) -> np.ndarray:
     """uint8 per code point: 1 where RE2 matches the one-character `pattern` (surrogates 0; beyond U+10FFFF as
-    U+FFFD)."""
+    U+FFFD). Kept on disk between runs (~0.15 s per table to build; `cache_folder`), rebuilt when unreadable."""
+    path = _cache_file(pattern)
+    try:
+        bits = np.load(path, allow_pickle=False)
+        if bits.dtype == np.uint8 and bits.shape == (_SIZE // 8,):
+            return np.unpackbits(bits)
+    except (OSError, ValueError):
+        pass
+    out = _build(pattern)
+    try:   # a cache file, not an output: a temporary beside it, then a rename, so a reader never sees half
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as f:
+            np.save(f, np.packbits(out), allow_pickle=False)
+        os.replace(f.name, path)
+    except OSError:
+        pass   # a read-only home: build the table each run
+    return out
+
+
+def cache_folder() -> Path:
+    """$DATAAUDIT_CACHE_DIR, else $XDG_CACHE_HOME/dataaudit, else ~/.cache/dataaudit."""
+    given = os.environ.get("DATAAUDIT_CACHE_DIR")
+    if given:
+        return Path(given)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dataaudit"
+
+
+def _cache_file(pattern: str) -> Path:
+    # the table is RE2's answer: keyed by the pattern and the pyarrow (RE2) version that gave it
+    key = hashlib.sha256(f"{pa.__version__}\0{pattern}".encode()).hexdigest()[:32]
+    return cache_folder() / "codepoints" / f"{key}.npy"
+
+
+def _build(pattern: str) -> np.ndarray:
     cps, every = _every()
     # the string of every code point cut at each match: the k-th cut sits after the first k pieces and k - 1
     # matched characters (one RE2 scan: ~20x faster than a match per character)

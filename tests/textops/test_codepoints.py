@@ -78,3 +78,26 @@ def test_kernels_equal_twins_on_real_text(shared_data, monkeypatch):
     np.testing.assert_array_equal(fast, slow)
     fast, slow = _both(monkeypatch, codepoints.count_matching, arr, _NON_TEXT_RE, _BOX_RE)
     np.testing.assert_array_equal(np.stack(fast), np.stack(slow))
+
+
+def test_tables_are_kept_on_disk_and_rebuilt_when_unreadable(tmp_path, monkeypatch):
+    from dataaudit.textops import codepoints
+
+    monkeypatch.setenv("DATAAUDIT_CACHE_DIR", str(tmp_path))
+    pattern = r"[\p{Greek}]"
+    codepoints.table.cache_clear()
+    built = codepoints.table(pattern)
+    files = list((tmp_path / "codepoints").glob("*.npy"))
+    assert len(files) == 1 and files[0].stat().st_size < 300_000        # bits, not bytes
+    assert int(built.sum()) == int(codepoints._build(pattern).sum()) and built[ord("α")] == 1 and built[ord("a")] == 0
+    codepoints.table.cache_clear()
+    assert np.array_equal(codepoints.table(pattern), built)             # read back from the file
+    files[0].write_bytes(b"not an npy file")
+    codepoints.table.cache_clear()
+    assert np.array_equal(codepoints.table(pattern), built)             # rebuilt, and written again
+    assert np.array_equal(np.unpackbits(np.load(files[0])), built)
+    codepoints.table.cache_clear()
+    monkeypatch.setenv("DATAAUDIT_CACHE_DIR", str(tmp_path / "file-not-folder"))
+    (tmp_path / "file-not-folder").write_text("x")
+    assert np.array_equal(codepoints.table(pattern), built)             # an unwritable cache: built each time
+    codepoints.table.cache_clear()
