@@ -267,14 +267,14 @@ def test_rows_yielded_before_a_failure_mid_row_group_are_not_read_twice(tmp_path
 
     path = write_sample(tmp_path / "three.parquet", row_groups=3)
     monkeypatch.setattr(parquet, "_READ_ROWS", 100)         # 4 batches per row group of 400 rows
-    real = parquet._FORMAT
+    real = parquet._parquet_format()
 
     class Format:
         def make_fragment(self, *args):
             # the scan yields row group 0 and half of row group 1, then breaks; row group 2 cannot be decoded
             return _FailingScan(real.make_fragment(*args), after=6, broken_group=2, broken_column="score")
 
-    monkeypatch.setattr(parquet, "_FORMAT", Format())
+    monkeypatch.setattr(parquet, "_parquet_format", Format)
     rows = []
     with pytest.raises(ShardReadError, match=r"^parquet: column 'score' \(row group 2\): cannot decode score$"):
         for batch in iter_shard(str(path), columns=["text"], batch_rows=64, decode_all=True):
@@ -286,13 +286,13 @@ def test_a_failure_no_row_group_reproduces_keeps_the_read_error(tmp_path, monkey
     import dataaudit.sources.parquet as parquet
 
     path = write_sample(tmp_path / "two.parquet", row_groups=2)
-    real = parquet._FORMAT
+    real = parquet._parquet_format()
 
     class Format:
         def make_fragment(self, *args):
             return _FailingScan(real.make_fragment(*args), after=0, broken_group=-1, broken_column="")
 
-    monkeypatch.setattr(parquet, "_FORMAT", Format())
+    monkeypatch.setattr(parquet, "_parquet_format", Format)
     rows = 0
     with pytest.raises(ShardReadError, match=r"^parquet: the read-ahead scan broke$"):
         for batch in iter_shard(str(path), decode_all=True):
