@@ -73,7 +73,9 @@ class GuardCallback(_Base):
         self._t_ready = t1
 
     def on_before_backward(self, trainer, pl_module, loss) -> None:
-        self.loss_skip_requested = self.guard.watch_loss(loss) if self.guard._handed is not None else False
+        # |=: with gradient accumulation several micro-batches feed one optimizer step; one bad loss skips it
+        if self.guard._handed is not None and self.guard.watch_loss(loss):
+            self.loss_skip_requested = True
 
     def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
         if self.loss_skip_requested:  # a parameter without a gradient is left alone by the optimizer

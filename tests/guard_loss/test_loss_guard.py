@@ -106,6 +106,21 @@ def test_lightning_callback_watches_the_loss_and_drops_a_skipped_steps_gradients
     (ev,) = cb.guard.loss_events
     assert ev["step"] == 3 and load_snapshot(ev["snapshot"]).keys[CULPRIT] == "k229"
 
+    # gradient accumulation: steps (0), (1, 2), (3, 4) share an optimizer step; the bad step 3 precedes a good one
+    cb = GuardCallback(None, policy="skip", snapshot_dir=tmp_path)
+    kept = []
+    for i, batch in enumerate(batches()):
+        cb.on_train_batch_start(trainer, None, batch, i)
+        loss = (lin(batch["features"]) ** 2).mean()
+        cb.on_before_backward(trainer, None, loss)
+        loss.backward()
+        if i % 2 == 0:
+            cb.on_before_optimizer_step(trainer, None, opt)
+            kept.append(lin.weight.grad is not None)
+            opt.zero_grad()
+        cb.on_train_batch_end(trainer, None, loss, batch, i)
+    assert kept == [True, True, False]
+
     cb = GuardCallback(None, policy="raise", snapshot_dir=tmp_path)
     with pytest.raises(BadLossError, match="at step 3"):
         for i, batch in enumerate(batches()):
