@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -16,6 +17,18 @@ from pathlib import Path
 import click
 
 from dataaudit.cli.common import InputError, plural
+
+
+def _json_safe(obj):
+    """Non-finite floats as the strings "nan", "inf", "-inf": a bad loss is what a snapshot holds, and strict JSON
+    readers refuse NaN/Infinity."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return repr(obj)
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    return obj
 
 
 def _factory(spec: str):
@@ -77,7 +90,7 @@ def replay(snapshot, model, device, mode, threshold, out):
         raise InputError(f"{snapshot}: the loss function failed: {type(exc).__name__}: {exc}") from None
     out = out or snapshot.with_suffix(".replay.json")
     try:
-        out.write_text(json.dumps(result, indent=2) + "\n")
+        out.write_text(json.dumps(_json_safe(result), indent=2, allow_nan=False) + "\n")
     except OSError as exc:
         raise InputError(f"{out}: cannot write: {exc.strerror}") from None
     what = f"loss above {threshold:g}" if threshold is not None else "non-finite loss"

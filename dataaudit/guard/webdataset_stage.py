@@ -39,7 +39,7 @@ class GuardStage:
 
     def _pass(self, samples: list[dict]) -> list[dict]:
         for s in samples:
-            if SHARD not in s and "__url__" in s:
+            if s is not None and SHARD not in s and "__url__" in s:   # None: the guard's null_sample
                 s[SHARD] = s["__url__"]
         res, keys, shards, _ = self.guard.check(samples)
         self.checked += len(samples)

@@ -128,7 +128,7 @@ def count_matching(arr: pa.Array, pattern: str, minus: str | None = None) -> tup
     if k is None:
         count = to_int64(pc.count_substring_regex(arr, pattern=pattern))
         if minus is not None:
-            count -= to_int64(pc.count_substring_regex(arr, pattern=minus))
+            count = count - to_int64(pc.count_substring_regex(arr, pattern=minus))  # to_int64 may be a read-only view
         return count, to_int64(pc.utf8_length(arr))
     mask = table(pattern) if minus is None else table(pattern) & ~table(minus)
     off, data = _buffers(arr)

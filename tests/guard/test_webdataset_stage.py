@@ -118,3 +118,13 @@ def test_our_reader_reads_what_the_pipeline_keys(tmp_path):
     theirs = {s["__key__"]: int(s["cls"]) for s in wds.WebDataset(path, shardshuffle=False, empty_check=False)
               .decode()}
     assert ours == theirs == {"s000": 1, "s001": 2, "s002": 7, "s003": 0}
+
+
+def test_a_none_sample_is_dropped_as_null_sample_not_a_crash():
+    from dataaudit.guard.webdataset_stage import guard_stage
+
+    stage = guard_stage(fields={"numeric": ["x.npy"]})
+    good = {"__key__": "a", "__url__": "u.tar", "x.npy": np.ones(2, np.float32)}
+    out = list(stage(iter([good, None])))
+    assert [s["__key__"] for s in out] == ["a"]
+    assert (stage.checked, stage.dropped) == (2, 1)

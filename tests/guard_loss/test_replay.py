@@ -69,7 +69,11 @@ def test_cli_prints_the_culprit_and_writes_json(tmp_path):
     assert p.returncode == 1, p.stderr
     assert "64 rows, bisect): 9 forward passes" in p.stdout
     assert "1 culprit (non-finite loss alone):\n  row 37: shard s.parquet, key k37, record 37\n" in p.stdout
-    result = json.loads(path.with_suffix(".replay.json").read_text())
+    def strict(constant):   # NaN / Infinity are not JSON: strict readers (jq, JavaScript) refuse them
+        raise AssertionError(f"non-JSON constant {constant} in replay.json")
+
+    result = json.loads(path.with_suffix(".replay.json").read_text(), parse_constant=strict)
+    assert result["loss"]["value"] == "inf"
     assert result["culprits"] == [{"position": 37, "shard": "s.parquet", "key": "k37", "row": 37}]
     assert (result["mode"], result["forward_passes"], result["step"]) == ("bisect", 9, 0)
     p = cli(path, "--model", "tests.guard_loss.replay_model:make_group_loss", "--per-sample",

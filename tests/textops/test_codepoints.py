@@ -101,3 +101,11 @@ def test_tables_are_kept_on_disk_and_rebuilt_when_unreadable(tmp_path, monkeypat
     (tmp_path / "file-not-folder").write_text("x")
     assert np.array_equal(codepoints.table(pattern), built)             # an unwritable cache: built each time
     codepoints.table.cache_clear()
+
+
+def test_large_string_counts_on_both_paths(monkeypatch):
+    # large_string (the Hugging Face datasets layout) gives int64 counts zero-copy: a read-only view on the Arrow path
+    arr = pa.array(["hello ☃☃☃ world", None, "ab"], pa.large_string())
+    fast, slow = _both(monkeypatch, codepoints.count_matching, arr, r"[\p{So}\s]", r"\s")
+    for counts, lengths in (fast, slow):
+        assert counts.tolist() == [3, 0, 0] and lengths.tolist() == [15, 0, 2]
