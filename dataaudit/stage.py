@@ -45,6 +45,10 @@ class ShardStage:
         """The shard's result; `error` is the handler's one-line message when the shard broke (else None)."""
         raise NotImplementedError
 
+    def close(self, state: Any) -> None:
+        """Release what `start` acquired (threads, files) when the shard ends without `finish`: the handler
+        re-raised, `on_batch` or `add` failed, or the run was interrupted. `finish` releases them otherwise."""
+
     def _batches(self, state: Any, path: str) -> Iterator[pa.RecordBatch]:
         """The shard's batches: every failure to read the shard surfaces from here."""
         columns = self.columns(state, self.schema(state, path))
@@ -57,6 +61,7 @@ class ShardStage:
         state = self.start(path)
         error = None
         batches = self._batches(state, path)
+        finished = False
         try:
             while error is None:
                 try:
@@ -72,6 +77,10 @@ class ShardStage:
                     error = handler(exc, path)
                 if on_batch is not None:
                     on_batch(batch.num_rows)
+            result = self.finish(state, error)
+            finished = True
+            return result
         finally:
             batches.close()
-        return self.finish(state, error)
+            if not finished:
+                self.close(state)

@@ -158,6 +158,10 @@ class SignStage(ShardStage):
         summary["shingles"] += int(count.sum())
         state.tables.append(pa.table({"row": row, "line": line, "key": key, **cols}, schema=self.table_schema))
 
+    def close(self, state: _SignState) -> None:
+        if state.pool is not None:   # the shard ended without finish: stop signing the batches still queued
+            state.pool.shutdown(wait=True, cancel_futures=True)
+
     def finish(self, state: _SignState, error: str | None) -> tuple[dict, pa.Table]:
         try:
             while state.pending:

@@ -42,3 +42,15 @@ def test_optimal_params_equal_datasketch_more(threshold, num_perm):
     _optimal_param = pytest.importorskip("datasketch.lsh")._optimal_param
     assert optimal_params(threshold, num_perm) == _optimal_param(threshold, num_perm, 0.5, 0.5)
     assert optimal_params(threshold, num_perm, 0.2, 0.8) == _optimal_param(threshold, num_perm, 0.2, 0.8)
+
+
+def test_a_shard_ended_by_an_error_leaves_no_signing_thread(shard):
+    import threading
+
+    def stop(rows):                            # e.g. a Ctrl-C or a failing progress callback mid-shard
+        raise KeyboardInterrupt
+
+    for _ in range(3):
+        with pytest.raises(KeyboardInterrupt):
+            sign_shard(shard, DedupSpec(batch_rows=64), threads=2, on_batch=stop)
+    assert [t.name for t in threading.enumerate() if t.name.startswith("dedup-sign")] == []
