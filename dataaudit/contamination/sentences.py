@@ -34,9 +34,10 @@ START_MARK = "\ufdd1"    # a sentence starts after it (a colon)
 
 _WS = PY_WHITESPACE[:-1]                      # one whitespace character
 _LINE_BREAK = r"[\n\x{0B}\x{0C}\r\x{1C}-\x{1E}\x{85}\x{2028}\x{2029}]"
-_END_PUNCT = r"[.!?\x{3002}\x{FF01}\x{FF1F}]+[\p{Pe}\p{Pf}\"']*"
+_EMPHASIS = r"*_~`"                            # Markdown emphasis and code marks close a sentence like a quote
+_END_PUNCT = r"[.!?\x{3002}\x{FF01}\x{FF1F}]+[\p{Pe}\p{Pf}\"'" + _EMPHASIS + "]*"
 _SENTENCE_END = _END_PUNCT + _WS + "|" + _LINE_BREAK
-_COLON = r"[:\x{FF1A}]" + _WS
+_COLON = r"[:\x{FF1A}][" + _EMPHASIS + "]*" + _WS
 _ITEM_END = _END_PUNCT + _WS + "*$"
 
 

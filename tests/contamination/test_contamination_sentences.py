@@ -134,3 +134,14 @@ def test_sentence_flags_per_word():
 def test_which_items_end_a_sentence():
     texts = ["Why?", 'He said "stop."  ', "forms of", "Is it (yes)?)", "这是什么？", "a: b:", "end…", None]
     assert ends_a_sentence(pa.array(texts)).tolist() == [True, True, False, True, True, False, False, False]
+
+
+def test_markdown_emphasis_closes_a_sentence_like_a_quote(tmp_path):
+    # chat data bolds its questions: "**Question?** Answer" is a whole sentence followed by another
+    docs = [f"Winter notes. **{COLD}** Your hair can freeze in minutes.",
+            f"Winter notes. *{COLD}* Your hair can freeze in minutes.",
+            f"**Q:** {COLD} Your hair can freeze in minutes.",
+            f"Winter notes. __{COLD}__\nYour hair can freeze in minutes.",
+            f"Winter notes. **{COLD[:-1]} with wet hair?** Your hair can freeze."]
+    report, rows = _run(tmp_path, [COLD], docs)
+    assert _keys(rows["i0"]) == [0, 1, 2, 3]
