@@ -82,6 +82,9 @@ def _field_notes(summaries: list[dict], config: AuditConfig) -> list[str]:
     notes = []
     configured = config.fields.get("text")
     for s in summaries:
+        if not s["samples"] and s["status"] == "ok":
+            notes.append(f"{s['path']}: warning: no records in it (nothing was checked; in a tar, members without "
+                         "an extension belong to no sample, as for webdataset)")
         if s["samples"] and not s["fields"].get("text"):
             why = (f"none of the configured text fields ({', '.join(configured)}) is in it" if configured else
                    "no string, list of strings or conversation column")

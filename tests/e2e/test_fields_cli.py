@@ -67,3 +67,22 @@ def test_fields_line():
     assert fields_line([{"text": ["text"], "numeric": ["x", "y"]}, {"text": ["txt"]}, {"text": ["text"]}, {}]) == \
         "fields: text = text (2 shards), txt (1 shard); numeric = x (1 shard), y (1 shard)"
     assert fields_line([{}, {}]) == "fields: none resolved"
+
+
+def test_a_shard_with_no_records_is_a_field_warning_not_a_pass(tmp_path):
+    import io
+    import tarfile
+
+    with tarfile.open(tmp_path / "noext.tar", "w") as t:   # members without an extension: in no sample
+        for name in ("0001", "0002"):
+            info = tarfile.TarInfo(name)
+            info.size = 5
+            t.addfile(info, io.BytesIO(b"hello"))
+    res = _run(["audit", str(tmp_path / "noext.tar"), "--out", str(tmp_path / "out"), "--engine", "local"])
+    note = (f"{tmp_path / 'noext.tar'}: warning: no records in it (nothing was checked; in a tar, members without "
+            "an extension belong to no sample, as for webdataset)")
+    assert res.exit_code == 0 and f"note: {note}" in res.output.splitlines()
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert note in report["notes"] and report["totals"]["field_warnings"] == 1
+    res = _run(["audit", str(tmp_path / "noext.tar"), "--out", str(tmp_path / "out2"), "--engine", "local", "--strict"])
+    assert res.exit_code == 1
