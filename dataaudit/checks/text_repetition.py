@@ -218,8 +218,8 @@ def split_lines(arr: pa.Array, total: np.ndarray, skip_structure: bool) -> Lines
     code_doc = (n_code >= MIN_CODE_LINES) & (n_code >= CODE_SHARE * np.bincount(doc, weights=nonblank,
                                                                                  minlength=n_docs))
     code |= nonblank & code_doc[doc]
-    # the other classes only matter outside code
-    rest = np.flatnonzero(~code)
+    # the other classes only matter on the non-blank lines outside code
+    rest = np.flatnonzero(nonblank & ~code)
     some = raw if rest.size == n else raw.take(pa.array(rest))
     label, symbols, items = (np.zeros(n, dtype=bool) for _ in range(3))
     for mask, pattern in ((label, LABEL_RE), (symbols, SYMBOLS_RE), (items, LIST_RE)):
