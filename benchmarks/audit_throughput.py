@@ -7,7 +7,8 @@ English prose, Chinese), against `pq.read_table` of the same shards in the same 
     corpus, read into memory first; best of --repeats; CPU time of this one thread.
 (c) `dataaudit audit --engine local` on the shards in a subprocess with one thread everywhere, end to end
     (start-up, read, every default check, stats, reports): wall time.
-(d) with --ray: `--engine ray` (a local Ray on every core) vs (c) (the ratio; target >= 1.6x on 2 cores).
+(d) `--engine local --workers N` (default 2: worker processes, one thread each) vs (c).
+(e) with --ray: `--engine ray` (a local Ray on every core) vs (c) (the ratio; target >= 1.6x on 2 cores).
 
     .venv/bin/python benchmarks/audit_throughput.py --mb 100
 """
@@ -42,9 +43,10 @@ def _corpus(args) -> tuple[list[Path], int]:
     return [out / s["file"] for s in manifest["shards"]], int(manifest["text_bytes"])
 
 
-def _audit(files: list[Path], engine: str, env: dict) -> float:
+def _audit(files: list[Path], engine: str, env: dict, *more: str) -> float:
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "dataaudit.cli", "audit", *map(str, files), "--out", tmp, "--engine", engine]
+        cmd = [sys.executable, "-m", "dataaudit.cli", "audit", *map(str, files), "--out", tmp, "--engine", engine,
+               *more]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         wall = time.perf_counter() - t0
@@ -59,6 +61,7 @@ def main(argv=None) -> int:
     ap.add_argument("--corpus", default=None, help="a make_real_corpus.py folder (default bench-data/real-<mb>mb)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--ray", action="store_true", help="also time --engine ray on 2 CPUs")
+    ap.add_argument("--workers", type=int, default=2, help="also time --engine local --workers N (N > 1)")
     args = ap.parse_args(argv)
     files, text_bytes = _corpus(args)
     mb = text_bytes / 1e6
@@ -91,6 +94,10 @@ def main(argv=None) -> int:
     local = _audit(files, "local", env)
     print(f"audit --engine local (1 thread): {local:.1f} s = {mb / local:.1f} MB/s/core; "
           f"pq.read_table is {local / read_s:.0f}x faster")
+    if args.workers > 1:
+        pooled = _audit(files, "local", env, "--workers", str(args.workers))
+        print(f"audit --engine local --workers {args.workers} (1 thread each): {pooled:.1f} s = {mb / pooled:.1f} "
+              f"MB/s; {local / pooled:.2f}x one process")
     if args.ray:
         ray_env = {k: v for k, v in env.items() if k not in _common._THREAD_VARS}
         ray = _audit(files, "ray", ray_env)                 # a local Ray takes every core

@@ -7,6 +7,7 @@ runs. Each finished shard is written to OUT/parts before the report is assembled
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -25,13 +26,16 @@ from dataaudit.pipelines.runner import run_units
 FLAG_ORDER = [("row", "ascending"), ("check", "ascending"), ("field", "ascending")]
 
 
-def _summarized(stage: Callable) -> Callable:
+@dataclass(frozen=True)
+class _Summarized:
     """An `audit_shard`-like stage as a unit: (summary dict, flags table in a fixed order), as the part store
-    keeps them."""
-    def unit(path, config, on_batch=None, handler=report_unreadable):
-        result, flags = stage(path, config, on_batch=on_batch, handler=handler)
+    keeps them. A class, not a closure: it pickles, for the local engine's worker processes."""
+
+    stage: Callable
+
+    def __call__(self, path, config, on_batch=None, handler=report_unreadable):
+        result, flags = self.stage(path, config, on_batch=on_batch, handler=handler)
         return result.summary(), flags.sort_by(FLAG_ORDER)
-    return unit
 
 
 def run_audit(paths: Sequence[str], config: AuditConfig, out_dir: Path, engine: str = "auto",
@@ -43,7 +47,8 @@ def run_audit(paths: Sequence[str], config: AuditConfig, out_dir: Path, engine: 
 
     `on_progress(shards_done, samples_done)` is called as work finishes: per batch with the local engine,
     per shard with Ray. `workers` caps the shards in flight on Ray (default: all at once, Ray schedules them
-    on its CPUs). `stage` is the per-shard function (`audit_shard`'s signature), replaceable for fault tests;
+    on its CPUs); with the local engine, `workers` > 1 audits that many shards at once in worker processes
+    (progress then per shard). `stage` is the per-shard function (`audit_shard`'s signature), replaceable for fault tests;
     `handler` is the policy for a shard that cannot be read (default: reported unreadable, the job goes on).
     `read` (default: the config's, "all-columns"): "all-columns" decodes every column of every Parquet row group,
     as a training loader does, so a column that cannot be decoded makes its shard unreadable; "checked-columns"
@@ -57,9 +62,9 @@ def run_audit(paths: Sequence[str], config: AuditConfig, out_dir: Path, engine: 
     remove_stale_temps(out_dir)   # a killed run's half-written files; finished parts are kept and reused
     store = PartStore(out_dir, {"config": config.fingerprint(), "schema": FLAG_SCHEMA.to_string()},
                       suffix=".flags.parquet")
-    ordered, resumed = run_units(paths, store, _summarized(stage), (config,), engine=engine, count="samples",
+    ordered, resumed = run_units(paths, store, _Summarized(stage), (config,), engine=engine, count="samples",
                                  ray_address=ray_address, workers=workers, on_progress=on_progress,
-                                 handler=handler)
+                                 handler=handler, processes=True)
     write_parquet(out_dir / "flags.parquet", (store.read(i, p) for i, p in enumerate(paths)), FLAG_SCHEMA)
     run = run_record(engine, resumed, started, round(time.time() - started, 3))
     report = build_report(ordered, config, run)

@@ -15,13 +15,15 @@ from dataaudit.pipelines.tasks import run_tasks
 def run_units(paths: Sequence[str], store, stage: Callable, args: tuple, *, engine: str, count: str,
               ray_address: str | None = None, workers: int | None = None,
               on_progress: Callable[[int, int], None] | None = None,
-              handler: Callable[[BaseException, str], str] = report_unreadable) -> tuple[list, int]:
+              handler: Callable[[BaseException, str], str] = report_unreadable,
+              processes: bool = False) -> tuple[list, int]:
     """Run `stage(path, *args, handler=handler)` on every shard not finished in `store`.
 
     `store.load(index, path)` gives a finished shard's summary (None if unfinished) and `store.save(index, path,
     summary, table)` records one: reruns skip finished shards. `on_progress(shards_done, done)` is told as work
     finishes, `done` summing the summaries' `count` field (per batch in-process, per shard on Ray). `workers`
-    caps the shards in flight on Ray. Returns the summaries in shard order and how many shards were resumed
+    caps the shards in flight on Ray; with `processes` (a stage and args that pickle) it is also how many shards the
+    local engine runs at once, in worker processes. Returns the summaries in shard order and how many shards were resumed
     from `store`.
     """
     summaries: dict[int, dict] = {}
@@ -53,5 +55,5 @@ def run_units(paths: Sequence[str], store, stage: Callable, args: tuple, *, engi
 
     tell()
     run_tasks(pending, stage, args, on_done, engine=engine, ray_address=ray_address, workers=workers,
-              on_batch=on_rows, handler=handler)
+              on_batch=on_rows, handler=handler, processes=processes)
     return [summaries[i] for i in range(len(paths))], len(paths) - len(pending)

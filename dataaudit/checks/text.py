@@ -35,7 +35,7 @@ def _cls(codepoints, ranges=()) -> str:
 
 
 def _py_cls(codepoints, ranges=()) -> str:
-    """The same class body in Python `re` syntax (used only for detail strings)."""
+    """The same class body in Python `re` syntax (detail strings, the URL skip of long_unbroken_run)."""
     parts = [re.escape(chr(c)) for c in codepoints]
     parts += [f"{re.escape(chr(lo))}-{re.escape(chr(hi))}" for lo, hi in ranges]
     return "".join(parts)
@@ -99,7 +99,7 @@ def _codepoint_summary(chars, limit: int = 4) -> str:
 def control_chars(arr, max_count: int = 0, count_ff_vt: bool = False, **params) -> CheckOutput:
     arr = as_string_array(arr)
     pattern = "[" + _CTRL + (_CTRL_FFVT if count_ff_vt else "") + "]"
-    count = count_regex(arr, pattern)
+    count, _ = codepoints.count_matching(arr, pattern)     # one character each: a table, not a regex pass
     flagged = count > max_count
     detail = None
     rows = np.flatnonzero(flagged)
@@ -217,8 +217,25 @@ _RULE_RE = "[-=_*~#|:]{3,}"
 def _url_re(url_max: int) -> str:
     """URLs (scheme:// or www.) of up to url_max characters after the scheme; a longer one keeps its tail.
     (The body is "not ASCII whitespace / Unicode separator": a counted repeat of the full run-break class
-    with its script properties makes RE2 ~50x slower.)"""
+    with its script properties makes RE2 ~50x slower.) The RE2 reference of `_skip_urls_and_rules`."""
     return f"(?:[A-Za-z][A-Za-z0-9+.-]{{0,15}}://|www\\.)[^\\s\\p{{Z}}]{{1,{int(url_max)}}}"
+
+
+# \p{Z} (Unicode separators), for the Python `re` twin of _url_re; RE2's \s is [\t\n\f\r ]
+_SEPARATORS = (0x20, 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000)
+_SEPARATOR_RANGES = ((0x2000, 0x200A),)
+
+
+def _skip_urls_and_rules(lines: pa.Array, url_max: int | None) -> pa.Array:
+    """`lines` (no "\\n" in any) with every rule and URL (RE2: `_RULE_RE|_url_re(url_max)`) replaced by one
+    space. Python `re` over the lines joined by "\\n", once: RE2 compiles the counted repeat of a Unicode class
+    into a program costing ~30 ms per call, more than the run kernel over a whole batch."""
+    pattern = _RULE_RE
+    if url_max:
+        body = "\\t\\n\\f\\r" + _py_cls(_SEPARATORS, _SEPARATOR_RANGES)
+        pattern += f"|(?:[A-Za-z][A-Za-z0-9+.-]{{0,15}}://|www\\.)[^{body}]{{1,{int(url_max)}}}"
+    joined = "\n".join(lines.to_pylist())
+    return pa.array(re.sub(pattern, " ", joined).split("\n"), lines.type)
 
 
 @register(
@@ -233,9 +250,8 @@ def _url_re(url_max: int) -> str:
 def long_unbroken_run(arr, max_run: int = 100, url_max: int = 400, **params) -> CheckOutput:
     arr = as_string_array(arr)
     longest = _longest_run(arr)
-    url = _url_re(min(int(url_max), 1000)) if url_max and url_max > 0 else None
-    skip = _RULE_RE if url is None else f"{_RULE_RE}|{url}"
-    hint = _RULE_RE if url is None else f"{_RULE_RE}|{_URL_HINT_RE}"
+    url_max = min(int(url_max), 1000) if url_max and url_max > 0 else None
+    hint = _RULE_RE if url_max is None else f"{_RULE_RE}|{_URL_HINT_RE}"
     # re-measure the rows over max_run without their URLs and rules, line by line (neither a match nor a run
     # crosses a "\n"), running the replacement only on the lines that hold a hint of one: on a 20 kB source
     # file the URL regex over the whole text cost 10x the run kernel
@@ -245,8 +261,8 @@ def long_unbroken_run(arr, max_run: int = 100, url_max: int = 400, **params) -> 
         lines, parent, counts = flatten_lists(pc.split_pattern(arr.take(pa.array(rows)), pattern="\n"))
         hinted = to_bool(pc.match_substring_regex(lines, pattern=hint))
         if hinted.any():
-            lines = pc.replace_with_mask(lines, pa.array(hinted), pc.replace_substring_regex(
-                lines.filter(pa.array(hinted)), pattern=skip, replacement=" ").cast(lines.type))
+            lines = pc.replace_with_mask(lines, pa.array(hinted),
+                                         _skip_urls_and_rules(lines.filter(pa.array(hinted)), url_max))
         line_runs = _longest_run(lines)
         longest[rows] = segment_max(line_runs, counts, empty=0)
     flagged = longest > max_run

@@ -82,9 +82,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dataaudit.textops.arrow import as_string_array, string_buffers
 from dataaudit.textops.hashing import GOLD as _GOLD
 from dataaudit.textops.hashing import mix as _mix  # splitmix64, shared with dedup/contamination
-from dataaudit.textops.hashing import numba_kernels
+from dataaudit.textops.hashing import WS_CLASS, numba_kernels, word_tokens
 
 from .text_common import char_lengths, flatten_lists, safe_ratio, to_bool, to_int64
 
@@ -218,8 +219,8 @@ def split_lines(arr: pa.Array, total: np.ndarray, skip_structure: bool) -> Lines
     code_doc = (n_code >= MIN_CODE_LINES) & (n_code >= CODE_SHARE * np.bincount(doc, weights=nonblank,
                                                                                  minlength=n_docs))
     code |= nonblank & code_doc[doc]
-    # the other classes only matter outside code
-    rest = np.flatnonzero(~code)
+    # the other classes only matter on the non-blank lines outside code
+    rest = np.flatnonzero(nonblank & ~code)
     some = raw if rest.size == n else raw.take(pa.array(rest))
     label, symbols, items = (np.zeros(n, dtype=bool) for _ in range(3))
     for mask, pattern in ((label, LABEL_RE), (symbols, SYMBOLS_RE), (items, LIST_RE)):
@@ -263,15 +264,31 @@ def line_stats(lines: Lines, doc_key: np.ndarray, n_docs: int) -> tuple[np.ndarr
     return safe_ratio(dup_lines, n_lines), dup_chars
 
 
-def ngram_stats(words: pa.Array, doc: np.ndarray, doc_key: np.ndarray, n_docs: int, top_ns, dup_ns,
-                min_words: int):
-    """{n: top-n-gram chars} and {n: duplicated-n-gram chars} per document (numerators, float64), and the number
-    of words of each document, from the documents' words in order (`doc`: document of each word,
-    non-decreasing)."""
+def words_of(texts: pa.Array, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(hash, characters, document) of every word of `texts` (split on whitespace runs, Unicode spaces included;
+    `parent`: the document of each text), in order. Equal words, equal hashes: with numba `word_tokens`'
+    content hashes (one pass over the bytes), else Arrow's split and dictionary ids, mixed."""
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    if k is not None:
+        texts = as_string_array(texts)
+        tokens = word_tokens(texts)
+        off, data = string_buffers(texts)
+        chars = np.empty(len(tokens.hash), np.int64)
+        k.word_chars(data, off, WS_CLASS, chars)
+        return tokens.hash, chars, parent[tokens.doc]
+    words, in_text, _ = flatten_lists(pc.utf8_split_whitespace(texts))
     wlen = char_lengths(words)
     keep = wlen > 0                                             # leading/trailing/repeated whitespace
     if not keep.all():
-        words, doc, wlen = words.filter(pa.array(keep)), doc[keep], wlen[keep]
+        words, in_text, wlen = words.filter(pa.array(keep)), in_text[keep], wlen[keep]
+    return _mix(_ids(words) + _GOLD), wlen, parent[in_text]
+
+
+def ngram_stats(wh: np.ndarray, wlen: np.ndarray, doc: np.ndarray, doc_key: np.ndarray, n_docs: int, top_ns,
+                dup_ns, min_words: int):
+    """{n: top-n-gram chars} and {n: duplicated-n-gram chars} per document (numerators, float64), and the number
+    of words of each document, from the documents' words in order (`words_of`: per-word hash, characters and
+    document, non-decreasing)."""
     n_words = np.bincount(doc, minlength=n_docs)
     wlen = wlen.astype(np.float64)
     N = len(doc)
@@ -281,7 +298,6 @@ def ngram_stats(words: pa.Array, doc: np.ndarray, doc_key: np.ndarray, n_docs: i
     if N == 0 or max_n == 0:
         return top, dup, n_words
     cum = np.concatenate(([0.0], np.cumsum(wlen)))
-    wh = _mix(_ids(words) + _GOLD)                              # per-word hash
     k = numba_kernels("dataaudit.textops._repetition_kernels")
     if k is not None:                                           # the same statistics, document by document
         bounds = np.zeros(n_docs + 1, np.int64)
@@ -409,11 +425,10 @@ def repetition_stats(arr: pa.Array, *, top_ns=TOP_NS, dup_ns=DUP_NS, lines: bool
         out["dup_line_char_frac"] = safe_ratio(chars, denominator)
     if ngrams:
         if skip_structure:
-            words, in_line, _ = flatten_lists(pc.utf8_split_whitespace(_take(split.text, split.words)))
-            doc = split.doc[split.words][in_line]
+            wh, wlen, doc = words_of(_take(split.text, split.words), split.doc[split.words])
         else:
-            words, doc, _ = flatten_lists(pc.utf8_split_whitespace(arr))
-        top, dup, out.n_words = ngram_stats(words, doc, doc_key, n_docs, tuple(top_ns), tuple(dup_ns), min_words)
+            wh, wlen, doc = words_of(arr, np.arange(n_docs, dtype=np.int64))
+        top, dup, out.n_words = ngram_stats(wh, wlen, doc, doc_key, n_docs, tuple(top_ns), tuple(dup_ns), min_words)
         for n in top_ns:
             out[f"top_{n}_gram"] = safe_ratio(top[n], denominator)
         for n in dup_ns:

@@ -84,7 +84,7 @@ def _skipped_by_reason(checks: dict) -> dict[str, list[str]]:
                    "column that cannot be decoded makes its shard unreadable, naming it); checked-columns decodes "
                    "only the columns the checks read (faster on shards with wide unchecked columns; a note names "
                    "the columns not decoded). Other formats always read whole records.")
-@engine_options("one task per shard")
+@engine_options("one task per shard", local_workers=True)
 def audit(shards, out, config_path, tokenizer, context_length, strict, read, engine, ray_address, workers):
     """Scan SHARD_OR_GLOB... (Parquet, WebDataset .tar/.tar.gz, JSONL, JSON arrays) and report every bad sample."""
     from rich.console import Console

@@ -96,9 +96,10 @@ def _ray_installed(ctx, param, value):
     return value
 
 
-def engine_options(ray_unit: str, in_flight: str = "shards"):
+def engine_options(ray_unit: str, in_flight: str = "shards", local_workers: bool = False):
     """--engine, --ray-address and --workers: the same three options on every command that runs a job over shards
-    (`ray_unit` says what one Ray task does, `in_flight` what --workers counts)."""
+    (`ray_unit` says what one Ray task does, `in_flight` what --workers counts; `local_workers`: the job's local
+    engine runs --workers shards at once in worker processes too)."""
     def wrap(command):
         for option in reversed((
             click.option("--engine", type=click.Choice(["auto", "local", "ray"]), default="auto", show_default=True,
@@ -108,7 +109,8 @@ def engine_options(ray_unit: str, in_flight: str = "shards"):
                          help="Address of a running Ray cluster (default: start a local one)."),
             click.option("--workers", type=click.IntRange(min=1), default=None,
                          help=f"Ray engine: at most this many {in_flight} in flight (default: as many as Ray has "
-                              "CPUs for)."),
+                              "CPUs for)." + (" Local engine: this many shards at once, in worker processes "
+                                              "(default 1: in this process)." if local_workers else "")),
         )):
             command = option(command)
         return command

@@ -1,13 +1,17 @@
-"""numba kernel of the repetition check's word n-gram statistics (`checks/text_repetition.ngram_stats` holds the
-numpy twin, which gives identical results): one document at a time, n = 2..max_n, the same 64-bit n-gram
-hashes grouped in an open-addressing table instead of Arrow's hash table over the whole batch.
+"""numba kernels of the repetition check's word n-gram statistics (`checks/text_repetition` holds the numpy twins,
+which give identical results):
+
+- `ngram_stats`: one document at a time, n = 2..max_n, the same 64-bit n-gram hashes grouped in an
+  open-addressing table instead of Arrow's hash table over the whole batch.
+- `word_chars`: the length of every word `textops.hashing.word_tokens` finds (its hashes stand for the words,
+  in place of Arrow's split, dictionary ids and lengths).
 """
 from __future__ import annotations
 
 import numba
 import numpy as np
 
-from ._kernels import _GOLD, _mix
+from ._kernels import _GOLD, _mix, _multibyte_ws
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -105,3 +109,35 @@ def ngram_stats(wh, cum, starts, doc_key, min_words, max_n, is_top, is_dup, top,
             for j in range(k):
                 cnt[slot[j]] = 0
     return 0
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def word_chars(data, off, cls, out):
+    """The code points of every word, in `textops.hashing.word_tokens`' order (the same whitespace runs split
+    them); fills `out` (capacity >= the number of words), returns the number of words."""
+    nw = 0
+    for d in range(off.shape[0] - 1):
+        i = off[d]
+        end = off[d + 1]
+        n = 0
+        while i < end:
+            b = data[i]
+            c = cls[b]
+            w = 0
+            if c == 1:
+                w = 1
+            elif c == 2:
+                w = _multibyte_ws(data, i, end)
+            if w:
+                if n:
+                    out[nw] = n
+                    nw += 1
+                    n = 0
+                i += w
+                continue
+            n += (b & 0xC0) != 0x80
+            i += 1
+        if n:
+            out[nw] = n
+            nw += 1
+    return nw

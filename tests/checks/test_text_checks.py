@@ -185,6 +185,24 @@ def test_long_unbroken_run_urls():
     assert run("long_unbroken_run", rows, url_max=0).flagged.tolist() == [True] * 5
 
 
+def test_long_unbroken_run_url_skip_matches_re2():
+    # the Python `re` skip of URLs and rules equals its RE2 reference, separators of every kind included
+    import pyarrow.compute as pc
+    import unicodedata
+    from dataaudit.checks.text import (_RULE_RE, _SEPARATOR_RANGES, _SEPARATORS, _skip_urls_and_rules,
+                                       _url_re)
+    z = {c for c in range(0x110000) if unicodedata.category(chr(c)).startswith("Z")}
+    assert z == set(_SEPARATORS) | {c for lo, hi in _SEPARATOR_RANGES for c in range(lo, hi + 1)}
+    seps = [chr(c) for c in sorted(z)] + ["\t", "\f", "\r", "\v", "\x85", "\u200b", "\u3001", "训"]
+    lines = [f"a https://ex.com/p{s}q{s}www.x.io/{'z' * 30}{s}|---|===" for s in seps]
+    lines += ["https://x.com/?q=" + "Q" * 1000, "ftp://" + "z" * 420, "WWW.x.org/a", "9ab://x", "", "----", "::"]
+    arr = pa.array(lines, pa.string())
+    for url_max in (400, 17, None):
+        pattern = _RULE_RE if url_max is None else f"{_RULE_RE}|{_url_re(url_max)}"
+        want = pc.replace_substring_regex(arr, pattern=pattern, replacement=" ").to_pylist()
+        assert _skip_urls_and_rules(arr, url_max).to_pylist() == want
+
+
 # ---------------------------------------------------------------------------------------------- non_text_ratio
 
 def test_non_text_ratio_exact():

@@ -77,3 +77,33 @@ def test_dedup_workers_1_on_ray_gives_the_local_outputs(tmp_path, ray_session):
     assert outputs["ray"][0] == outputs["local"][0]
     assert all(r.equals(l) for r, l in zip(outputs["ray"][1], outputs["local"][1]))
     assert outputs["local"][0]["exact"]["duplicates"] == 5        # the full sentence, twice in each of 3 shards
+
+
+def test_local_audit_with_two_worker_processes_gives_the_one_process_outputs(tmp_path, monkeypatch):
+    import dataaudit.pipelines.tasks as tasks
+    pools = []
+
+    class Pool(tasks.ProcessPoolExecutor):
+        def __init__(self, *a, **kw):
+            pools.append(kw["max_workers"])
+            super().__init__(*a, **kw)
+    monkeypatch.setattr(tasks, "ProcessPoolExecutor", Pool)
+    texts = ["A clean sentence about rivers.", "buy now " * 40, "x" * 150, "", "Hello\x00world"]
+    for s in range(3):
+        pq.write_table(pa.table({"text": [f"{t} {s}" if t else t for t in texts]}), tmp_path / f"s{s}.parquet")
+    shards = [str(tmp_path / f"s{s}.parquet") for s in range(3)]
+    reports, flags = {}, {}
+    for workers in ("1", "2"):
+        out = tmp_path / f"out{workers}"
+        res = CliRunner().invoke(main, ["audit", *shards, "--out", str(out), "--engine", "local",
+                                        "--workers", workers])
+        assert res.exit_code in (0, 1), res.output
+        report = json.loads((out / "report.json").read_text())
+        report.pop("run")
+        reports[workers], flags[workers] = report, pq.read_table(out / "flags.parquet")
+    assert pools == [2]                                   # --workers 1 ran in this process
+    assert reports["1"] == reports["2"]
+    assert flags["1"].equals(flags["2"])
+    assert sorted(set(flags["2"]["check"].to_pylist())) == ["control_chars", "empty_text", "long_unbroken_run",
+                                                             "repetition"]
+    assert flags["2"]["shard"].to_pylist().count(shards[2]) == 4
