@@ -85,9 +85,10 @@ import pyarrow.compute as pc
 from dataaudit.textops.arrow import as_string_array, string_buffers
 from dataaudit.textops.hashing import GOLD as _GOLD
 from dataaudit.textops.hashing import mix as _mix  # splitmix64, shared with dedup/contamination
-from dataaudit.textops.hashing import WS_CLASS, numba_kernels, word_tokens
+from dataaudit.textops.hashing import WS_CLASS, numba_kernels, span_word_tokens
 
-from .text_common import char_lengths, flatten_lists, safe_ratio, to_bool, to_int64
+from .text_common import char_lengths, flatten_lists, safe_ratio, to_int64
+from .text_lines import ArrowLines, KernelLines, Spans, text_of
 
 TOP_NS = (2, 3, 4)
 DUP_NS = (5, 6, 7, 8, 9, 10)
@@ -138,6 +139,7 @@ SENTENCE_END_RE = (r"[.!?\x{2026}]+[\"'\x{201D}\x{2019}\x{00BB})\]]*(?:\s+|$)"
                    r"|[\x{3002}\x{FF01}\x{FF1F}]+[\x{201D}\x{2019}\x{300D}\x{300F}\x{FF09}]*\s*")
 CODE_SHARE = 0.1        # a text with this share of code lines (and MIN_CODE_LINES of them) is code
 MIN_CODE_LINES = 3
+CODE_ROUNDS = 3         # rounds of testing the lines a text lacks to be a code file, before testing all the rest
 RUN_GAP = 3             # a sentence continues its run when it comes back within this many sentences
 LONG_ITEM_WORDS = 50    # a list item of this many words is a paragraph: its words count as prose
 
@@ -174,17 +176,22 @@ def _take(values: pa.Array, mask: np.ndarray) -> pa.Array:
     return values if mask.all() else values.filter(pa.array(mask))
 
 
+def _take_texts(texts: pa.Array | Spans, mask: np.ndarray) -> pa.Array | Spans:
+    return texts.take(np.flatnonzero(mask)) if isinstance(texts, Spans) else _take(texts, mask)
+
+
 # ------------------------------------------------------------------------------------------------- the lines
 
 @dataclass
 class Lines:
     """Every line of every document (split on "\\n"), with what each is for.
 
-    text: trimmed, list markers removed; doc: document of each line; length: chars of `text`; lines: counted
-    by the duplicate-line statistics; words: lines whose words the n-gram statistics count; sentences: cut into
-    sentences for the sentence runs; kept_chars: per document, len(text) without the lines counted nowhere."""
+    text: trimmed, list markers removed (a pa.Array, or `Spans` of the batch's bytes with numba); doc: document
+    of each line; length: chars of `text`; lines: counted by the duplicate-line statistics; words: lines whose
+    words the n-gram statistics count; sentences: cut into sentences for the sentence runs; kept_chars: per
+    document, len(text) without the lines counted nowhere."""
 
-    text: pa.Array
+    text: pa.Array | Spans
     doc: np.ndarray
     length: np.ndarray
     lines: np.ndarray
@@ -192,60 +199,92 @@ class Lines:
     sentences: np.ndarray
     kept_chars: np.ndarray
 
+    def line_text(self, i: int) -> str:
+        return text_of(self.text, i)
+
 
 def split_lines(arr: pa.Array, total: np.ndarray, skip_structure: bool) -> Lines:
+    """The lines of `arr` (a null text is an empty one, of one empty line) and their classes."""
     n_docs = len(arr)
-    raw, doc, counts = flatten_lists(pc.split_pattern(arr, pattern="\n"))
-    text = pc.utf8_trim_whitespace(raw)
-    length = char_lengths(text).copy()
+    arr = pc.fill_null(arr, "")
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    view = KernelLines(k, arr) if k is not None else ArrowLines(arr)
+    doc, counts, length = view.doc, view.counts, view.length
     nonblank = length > 0
     n = len(doc)
     if not skip_structure:
-        return Lines(text, doc, length, nonblank, nonblank, nonblank, total.astype(np.float64))
+        return Lines(view.text, doc, length, nonblank, nonblank, nonblank, total.astype(np.float64))
     # One pass per class: RE2 runs each as a DFA; their alternation in one pattern outgrows the DFA's memory
     # budget and ran ~5x slower than all five apart.
-    fence, code = (nonblank & to_bool(pc.match_substring_regex(raw, pattern=pattern))
-                   for pattern in (FENCE_RE, CODE_RE))
+    fence = nonblank & view.fence(FENCE_RE)
+    first_line = np.cumsum(counts) - counts
+    code = np.zeros(n, dtype=bool)
     if fence.any():
         # inside a fenced block: an odd number of fences of the same document before the line (or a fence)
         before = np.cumsum(fence) - fence
-        first_line = np.cumsum(counts) - counts
         base = np.where(counts > 0, before[np.minimum(first_line, n - 1)], 0)
-        code |= nonblank & (fence | ((before - base[doc]) % 2 == 1))
+        code = nonblank & (fence | ((before - base[doc]) % 2 == 1))
+    # A code file (MIN_CODE_LINES and CODE_SHARE of its non-blank lines are code): Gopher's statistics are for
+    # prose, and code repeats lines and identifiers by nature; its docstrings and comments repeat parameter docs.
+    # All of it is counted nowhere. The regex tests, a few rounds, as many more lines of each text as it still
+    # lacks to be a code file: a text so settled is all code, so its other lines need no test (the result is the
+    # same as testing every line; a source file usually settles in the first round or two).
+    need = np.maximum(MIN_CODE_LINES, np.ceil(CODE_SHARE * np.bincount(doc, weights=nonblank, minlength=n_docs)))
+    untested = view.candidates(nonblank & ~code, "GATE_CODE")
+    for _ in range(CODE_ROUNDS):
+        lacking = need - np.bincount(doc, weights=code, minlength=n_docs)
+        rank = np.cumsum(untested) - untested                   # place among the untested lines of its text
+        rank -= rank[first_line][doc]
+        now = untested & (rank < lacking[doc])
+        if not now.any():
+            break
+        code |= view.match(CODE_RE, now)
+        untested &= ~now
+    settled = np.bincount(doc, weights=code, minlength=n_docs) >= need
+    code |= view.match(CODE_RE, untested & ~settled[doc])
     n_code = np.bincount(doc, weights=code, minlength=n_docs)
     has_code = n_code > 0
-    # A code file: Gopher's statistics are for prose, and code repeats lines and identifiers by nature; its
-    # docstrings and comments repeat parameter docs. All of it is counted nowhere.
-    code_doc = (n_code >= MIN_CODE_LINES) & (n_code >= CODE_SHARE * np.bincount(doc, weights=nonblank,
-                                                                                 minlength=n_docs))
-    code |= nonblank & code_doc[doc]
+    code |= nonblank & (n_code >= need)[doc]
     # the other classes only matter on the non-blank lines outside code
-    rest = np.flatnonzero(nonblank & ~code)
-    some = raw if rest.size == n else raw.take(pa.array(rest))
-    label, symbols, items = (np.zeros(n, dtype=bool) for _ in range(3))
-    for mask, pattern in ((label, LABEL_RE), (symbols, SYMBOLS_RE), (items, LIST_RE)):
-        mask[rest] = to_bool(pc.match_substring_regex(some, pattern=pattern))
-        mask &= nonblank
+    rest = nonblank & ~code
+    label, symbols, items = (view.match(pattern, view.candidates(rest, gate)) for pattern, gate in (
+        (LABEL_RE, "GATE_LABEL"), (SYMBOLS_RE, "GATE_SYMBOLS"), (LIST_RE, "GATE_LIST")))
     items &= ~symbols
     short_item = items.copy()
     if items.any():                                             # the item without its marker
         rows = np.flatnonzero(items)
-        stripped = pc.replace_substring_regex(text.take(pa.array(rows)), pattern="^" + _MARKER, replacement="",
+        stripped = pc.replace_substring_regex(view.trimmed(rows), pattern="^" + _MARKER, replacement="",
                                               max_replacements=1)
-        text = pc.replace_with_mask(text, pa.array(items), stripped.cast(text.type))
+        view.cut_prefix(rows, stripped)
+        length = length.copy()
         length[rows] = char_lengths(stripped)
-        short_item[rows] = to_int64(pc.count_substring_regex(stripped, pattern=r"\S+")) < LONG_ITEM_WORDS
+        # RE2's \S+ words; a text of fewer than 2 * LONG_ITEM_WORDS - 1 bytes cannot hold LONG_ITEM_WORDS of them
+        long = np.flatnonzero(to_int64(pc.binary_length(stripped)) >= 2 * LONG_ITEM_WORDS - 1)
+        if long.size:
+            short_item[rows[long]] = to_int64(pc.count_substring_regex(stripped.take(pa.array(long)),
+                                                                       pattern=r"\S+")) < LONG_ITEM_WORDS
     left_out = code | (symbols & has_code[doc])                # counted nowhere
     lines = nonblank & ~left_out & ~label
     words = nonblank & ~left_out & ~label & ~short_item
     sentences = nonblank & ~code & ~symbols
     # len(text) without the left-out lines: their characters and one "\n" each (none for a whole text)
-    raw_len = char_lengths(raw).astype(np.float64)
+    raw_len = view.raw_chars().astype(np.float64)
     n_lines = np.bincount(doc, minlength=n_docs)
     n_out = np.bincount(doc, weights=left_out, minlength=n_docs)
     out_chars = np.bincount(doc, weights=raw_len * left_out, minlength=n_docs)
     kept = total - out_chars - np.where(n_out >= n_lines, n_lines - 1, n_out)
-    return Lines(text, doc, length, lines, words, sentences, np.maximum(kept, 0).astype(np.float64))
+    return Lines(view.text, doc, length, lines, words, sentences, np.maximum(kept, 0).astype(np.float64))
+
+
+def _text_ids(texts: pa.Array | Spans, rows: np.ndarray) -> np.ndarray:
+    """Equal texts, equal uint64 ids, for texts[rows] (`rows` a mask): content hashes of spans, or Arrow's
+    dictionary ids."""
+    if isinstance(texts, Spans):
+        some = texts.take(np.flatnonzero(rows))
+        out = np.empty(len(some), np.uint64)
+        numba_kernels("dataaudit.textops._repetition_kernels").span_hashes(some.data, some.start, some.stop, out)
+        return out
+    return _ids(_take(texts, rows))
 
 
 def line_stats(lines: Lines, doc_key: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -255,26 +294,25 @@ def line_stats(lines: Lines, doc_key: np.ndarray, n_docs: int) -> tuple[np.ndarr
     dup_lines = np.zeros(n_docs, dtype=np.int64)
     dup_chars = np.zeros(n_docs, dtype=np.float64)
     if keep.any():
-        text = _take(lines.text, keep)
         parents, llen = lines.doc[keep], lines.length[keep]
-        _, first, _ = _repeats(_mix(_ids(text) ^ doc_key[parents]))
+        _, first, _ = _repeats(_mix(_text_ids(lines.text, keep) ^ doc_key[parents]))
         rep = np.flatnonzero(~first)
         dup_lines = np.bincount(parents[rep], minlength=n_docs)
         dup_chars = np.bincount(parents[rep], weights=llen[rep], minlength=n_docs)
     return safe_ratio(dup_lines, n_lines), dup_chars
 
 
-def words_of(texts: pa.Array, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def words_of(texts: pa.Array | Spans, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(hash, characters, document) of every word of `texts` (split on whitespace runs, Unicode spaces included;
     `parent`: the document of each text), in order. Equal words, equal hashes: with numba `word_tokens`'
-    content hashes (one pass over the bytes), else Arrow's split and dictionary ids, mixed."""
+    content hashes (one pass over the bytes), else Arrow's split and dictionary ids, mixed. (`Spans` come from
+    the numba path only.)"""
     k = numba_kernels("dataaudit.textops._repetition_kernels")
     if k is not None:
-        texts = as_string_array(texts)
-        tokens = word_tokens(texts)
-        off, data = string_buffers(texts)
-        chars = np.empty(len(tokens.hash), np.int64)
-        k.word_chars(data, off, WS_CLASS, chars)
+        if not isinstance(texts, Spans):
+            off, data = string_buffers(as_string_array(texts))
+            texts = Spans(data, off[:-1], off[1:])
+        tokens, chars = span_word_tokens(numba_kernels(), texts.data, texts.start, texts.stop, chars=True)
         return tokens.hash, chars, parent[tokens.doc]
     words, in_text, _ = flatten_lists(pc.utf8_split_whitespace(texts))
     wlen = char_lengths(words)
@@ -343,6 +381,27 @@ def ngram_stats(wh: np.ndarray, wlen: np.ndarray, doc: np.ndarray, doc_key: np.n
     return top, dup, n_words
 
 
+def _sentences(texts: pa.Array | Spans):
+    """(the sentences of `texts`, text of each, code points of each, content hash of each or None): cut at
+    SENTENCE_END_RE, trimmed, empty ones dropped. With numba (`Spans`) one pass over the bytes, hashed on the way;
+    else Arrow's regex split (ids come later from the strings)."""
+    if isinstance(texts, Spans):
+        k = numba_kernels("dataaudit.textops._repetition_kernels")
+        cap = (int((texts.stop - texts.start).sum()) + len(texts)) // 2 + 1
+        line, start, stop, chars = (np.empty(cap, np.int64) for _ in range(4))
+        hashes = np.empty(cap, np.uint64)
+        m = k.split_sentences(texts.data, texts.start, texts.stop, WS_CLASS, k.SENTENCE_BYTES, line, start, stop,
+                              chars, hashes)
+        return Spans(texts.data, start[:m], stop[:m]), line[:m], chars[:m], hashes[:m]
+    sents, parent, _ = flatten_lists(pc.split_pattern_regex(texts, pattern=SENTENCE_END_RE))
+    sents = pc.utf8_trim_whitespace(sents)
+    slen = char_lengths(sents)
+    nonempty = slen > 0
+    if not nonempty.all():
+        sents, parent, slen = sents.filter(pa.array(nonempty)), parent[nonempty], slen[nonempty]
+    return sents, parent, slen, None
+
+
 def sentence_runs(lines: Lines, doc_key: np.ndarray, n_docs: int, min_chars: int):
     """(length of each document's longest sentence run (0 when no sentence comes back), the sentences, index of
     that run's first sentence per document or -1). A run: occurrences of one sentence, each within RUN_GAP
@@ -353,21 +412,16 @@ def sentence_runs(lines: Lines, doc_key: np.ndarray, n_docs: int, min_chars: int
     empty = pa.array([], pa.string())
     if not lines.sentences.any():
         return best, empty, at
-    pieces = pc.split_pattern_regex(_take(lines.text, lines.sentences), pattern=SENTENCE_END_RE)
-    sents, parent, _ = flatten_lists(pieces)
-    sents = pc.utf8_trim_whitespace(sents)
-    slen = char_lengths(sents)
+    sents, parent, slen, sent_ids = _sentences(_take_texts(lines.text, lines.sentences))
     doc = lines.doc[lines.sentences][parent]
-    nonempty = slen > 0
-    if not nonempty.all():
-        sents, doc, slen = sents.filter(pa.array(nonempty)), doc[nonempty], slen[nonempty]
     n_sents = np.bincount(doc, minlength=n_docs)
     pos = np.arange(len(doc), dtype=np.int64) - (np.cumsum(n_sents) - n_sents)[doc]    # place in its document
     counted = slen >= max(int(min_chars), 1)
     if not counted.any():
         return best, empty, at
     ok = np.flatnonzero(counted)
-    gid, _, counts = _repeats(_mix(_ids(_take(sents, counted)) ^ doc_key[doc[ok]]))
+    ids = sent_ids[ok] if sent_ids is not None else _ids(_take(sents, counted))
+    gid, _, counts = _repeats(_mix(ids ^ doc_key[doc[ok]]))
     multi = counts[gid] >= 2                                    # a sentence seen once makes no run
     if not multi.any():
         return best, sents, at
@@ -392,14 +446,14 @@ class RepetitionStats(dict):
     """statistic name -> float64 array, one value per document; `repeated_text(i)` is the sentence of document
     i's longest run ("" without one, or when the sentence runs were not computed)."""
 
-    sentences: pa.Array | None = None
+    sentences: pa.Array | Spans | None = None
     example_at: np.ndarray | None = None
     n_words: np.ndarray | None = None       # words the n-gram statistics counted, per document
 
     def repeated_text(self, i: int) -> str:
         if self.example_at is None or self.example_at[i] < 0:
             return ""
-        return self.sentences[int(self.example_at[i])].as_py()
+        return text_of(self.sentences, int(self.example_at[i]))
 
 
 def repetition_stats(arr: pa.Array, *, top_ns=TOP_NS, dup_ns=DUP_NS, lines: bool = True, min_words: int = 0,
@@ -425,7 +479,7 @@ def repetition_stats(arr: pa.Array, *, top_ns=TOP_NS, dup_ns=DUP_NS, lines: bool
         out["dup_line_char_frac"] = safe_ratio(chars, denominator)
     if ngrams:
         if skip_structure:
-            wh, wlen, doc = words_of(_take(split.text, split.words), split.doc[split.words])
+            wh, wlen, doc = words_of(_take_texts(split.text, split.words), split.doc[split.words])
         else:
             wh, wlen, doc = words_of(arr, np.arange(n_docs, dtype=np.int64))
         top, dup, out.n_words = ngram_stats(wh, wlen, doc, doc_key, n_docs, tuple(top_ns), tuple(dup_ns), min_words)

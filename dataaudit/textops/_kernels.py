@@ -89,18 +89,21 @@ def collapse_ws(offsets, data, out_offsets, out_data, cls):
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def word_tokens(data, off, cls, pows, poly, out_hash, out_doc, ends):
-    """Fill out_hash/out_doc (capacity >= the number of words) and ends (ends[d]: the number of words of
-    documents 0..d); return the number of words. pows[j] = poly**j for j < len(pows) (longer words continue
-    the product)."""
-    nd = off.shape[0] - 1
+def word_tokens(data, starts, stops, cls, pows, poly, out_hash, out_doc, ends, out_chars):
+    """The words of the texts data[starts[d]:stops[d]]: fill out_hash/out_doc (capacity >= the number of words)
+    and ends (ends[d]: the number of words of texts 0..d), and out_chars (code points of each word) unless it is
+    empty; return the number of words. pows[j] = poly**j for j < len(pows) (longer words continue the
+    product)."""
+    nd = starts.shape[0]
     npow = pows.shape[0]
+    count_chars = out_chars.shape[0] > 0
     nw = 0
     for d in range(nd):
-        i = off[d]
-        end = off[d + 1]
+        i = starts[d]
+        end = stops[d]
         h = np.uint64(0)
         n = 0
+        nc = 0
         p = np.uint64(0)
         while i < end:
             b = data[i]
@@ -114,9 +117,12 @@ def word_tokens(data, off, cls, pows, poly, out_hash, out_doc, ends):
                 if n:
                     out_hash[nw] = _mix(h + np.uint64(n) * _GOLD)
                     out_doc[nw] = d
+                    if count_chars:
+                        out_chars[nw] = nc
                     nw += 1
                     h = np.uint64(0)
                     n = 0
+                    nc = 0
                 i += w
                 continue
             if n < npow:
@@ -128,10 +134,13 @@ def word_tokens(data, off, cls, pows, poly, out_hash, out_doc, ends):
                     p *= poly
                 h += (np.uint64(b) + np.uint64(1)) * p
             n += 1
+            nc += (b & 0xC0) != 0x80
             i += 1
         if n:
             out_hash[nw] = _mix(h + np.uint64(n) * _GOLD)
             out_doc[nw] = d
+            if count_chars:
+                out_chars[nw] = nc
             nw += 1
         ends[d] = nw                      # (a count per document here would cost ~3%)
     return nw

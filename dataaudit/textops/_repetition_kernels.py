@@ -1,10 +1,17 @@
-"""numba kernels of the repetition check's word n-gram statistics (`checks/text_repetition` holds the numpy twins,
+"""numba kernels of the repetition check (`checks/text_repetition` and `checks/text_lines` hold the Arrow and numpy twins,
 which give identical results):
 
 - `ngram_stats`: one document at a time, n = 2..max_n, the same 64-bit n-gram hashes grouped in an
   open-addressing table instead of Arrow's hash table over the whole batch.
-- `word_chars`: the length of every word `textops.hashing.word_tokens` finds (its hashes stand for the words,
-  in place of Arrow's split, dictionary ids and lengths).
+- `scan_lines`: one pass over a batch's bytes: every line (split on "\\n") with its raw and trimmed byte span,
+  code points, fence flag and the cheap necessary conditions ("gates") of the structure regexes, so that RE2 only
+  runs on the lines that could match.
+- `split_sentences`: the sentences of given line spans (`SENTENCE_END_RE` of the check, as Arrow's
+  split_pattern_regex cuts them, each trimmed, empty ones dropped) with their code points and content hashes.
+- `span_hashes` / `gather_spans`: content hashes of byte spans; spans copied into Arrow string buffers.
+
+Texts are spans data[start:stop] of one UTF-8 buffer. Whitespace for trimming is `hashing.WS_CLASS`'s (Python's
+and Arrow's utf8_trim_whitespace set); RE2's \\s, which the regexes use, is only \\t \\n \\f \\r and space.
 """
 from __future__ import annotations
 
@@ -111,33 +118,350 @@ def ngram_stats(wh, cum, starts, doc_key, min_words, max_n, is_top, is_dup, top,
     return 0
 
 
+# ------------------------------------------------------------------------------------------------- lines
+
+FENCE, GATE_CODE, GATE_LABEL, GATE_SYMBOLS, GATE_LIST = 1, 2, 4, 8, 16
+_FNV = np.uint64(0x100000001B3)
+_FNV0 = np.uint64(0xCBF29CE484222325)
+
+
+@numba.njit(inline="always", cache=True)
+def _span_hash(data, a, b):
+    """Content hash of data[a:b]: FNV-1a over even and odd bytes in two independent lanes (twice the speed of
+    one), mixed with the length."""
+    h = _FNV0
+    g = _GOLD
+    i = a
+    while i + 1 < b:
+        h = (h ^ np.uint64(data[i])) * _FNV
+        g = (g ^ np.uint64(data[i + 1])) * _FNV
+        i += 2
+    if i < b:
+        h = (h ^ np.uint64(data[i])) * _FNV
+    return _mix(h ^ _mix(g + np.uint64(b - a)))
+
+
+@numba.njit(inline="always", cache=True)
+def _ws_at(data, i, end, cls):
+    """Bytes of the whitespace character starting at i (0: none)."""
+    c = cls[data[i]]
+    if c == 1:
+        return 1
+    if c == 2:
+        return _multibyte_ws(data, i, end)
+    return 0
+
+
+@numba.njit(inline="always", cache=True)
+def _ws_before(data, start, i, cls):
+    """Bytes of the whitespace character ending at i (0: none)."""
+    b = data[i - 1]
+    if b < 0x80:
+        return 1 if cls[b] == 1 else 0
+    if i - 2 >= start and data[i - 2] == 0xC2 and _multibyte_ws(data, i - 2, i) == 2:
+        return 2
+    if i - 3 >= start and cls[data[i - 3]] == 2 and _multibyte_ws(data, i - 3, i) == 3:
+        return 3
+    return 0
+
+
+@numba.njit(inline="always", cache=True)
+def _ascii_space(b):                # RE2's \s and \v: skipping more than \s keeps every gate a superset
+    return b == 32 or 9 <= b <= 13
+
+
+@numba.njit(inline="always", cache=True)
+def _re2_space(b):                  # RE2's \s
+    return b == 32 or b == 9 or b == 10 or b == 12 or b == 13
+
+
+@numba.njit(inline="always", cache=True)
+def _ascii_letter(b):
+    return 65 <= b <= 90 or 97 <= b <= 122
+
+
+@numba.njit(inline="always", cache=True)
+def _code_first(f):
+    """A line of code (CODE_RE) can only start with these bytes, unless it ends with one of _code_last's or
+    is an assignment (a name, then "=")."""
+    return (f == 125 or f == 93 or f == 41 or f == 47 or f == 42 or f == 124 or f == 34 or f == 39 or f == 48
+            or f == 91 or f == 123 or f == 35 or f == 64
+            or f == 97 or f == 98 or f == 99 or f == 100 or f == 102 or f == 105 or f == 112 or f == 114
+            or f == 116 or f == 117 or f == 121)   # } ] ) / * | " ' 0 [ { # @ and a b c d f i p r t u y
+
+
+@numba.njit(inline="always", cache=True)
+def _code_last(b):                  # { } ; , : | )
+    return b == 123 or b == 125 or b == 59 or b == 44 or b == 58 or b == 124 or b == 41
+
+
+# bits of LINE_BYTES: what a byte tells about its line (a table lookup per byte, no branch: the branches of a
+# letter/digit test ran ~8x slower on mixed text)
+_EQ, _COLON, _ALNUM = 1, 2, 4
+LINE_BYTES = np.zeros(256, np.uint8)
+LINE_BYTES[61] = _EQ
+LINE_BYTES[58] = _COLON
+LINE_BYTES[48:58] = LINE_BYTES[65:91] = LINE_BYTES[97:123] = _ALNUM
+
+
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def word_chars(data, off, cls, out):
-    """The code points of every word, in `textops.hashing.word_tokens`' order (the same whitespace runs split
-    them); fills `out` (capacity >= the number of words), returns the number of words."""
-    nw = 0
+def _line_flags(data, s, j, seen):
+    """FENCE and the GATE_* flags of the non-blank raw line data[s:j] (`seen`: its LINE_BYTES bits, OR-ed)."""
+    p = s                                   # first and last bytes that are not ASCII whitespace
+    while p < j and _ascii_space(data[p]):
+        p += 1
+    if p >= j:
+        return 0
+    q = j
+    while q > p and _ascii_space(data[q - 1]):
+        q -= 1
+    f = data[p]
+    last = data[q - 1]
+    fl = 0
+    r = s                                   # FENCE_RE: ^\s*(?:```|~~~)
+    while r < j and _re2_space(data[r]):
+        r += 1
+    if r + 3 <= j and ((data[r] == 96 and data[r + 1] == 96 and data[r + 2] == 96)
+                       or (data[r] == 126 and data[r + 1] == 126 and data[r + 2] == 126)):
+        fl |= FENCE
+    if _code_first(f) or _code_last(last) or ((seen & _EQ) and (_ascii_letter(f) or f == 95 or f == 36)):
+        fl |= GATE_CODE
+    label = f == 35 or last == 58 or last == 0x9A          # "#", ends with ":" or "：" (EF BC 9A)
+    if not label and (seen & _COLON):                      # key: value (optionally after "- ")
+        k = p
+        if f == 45:
+            k += 1
+            if k < j and _ascii_space(data[k]):
+                while k < j and _ascii_space(data[k]):
+                    k += 1
+            else:
+                k = j
+        if k < j and (_ascii_letter(data[k]) or data[k] == 95):
+            k += 1
+            while k < j and (_ascii_letter(data[k]) or 48 <= data[k] <= 57 or data[k] == 95
+                             or data[k] == 46 or data[k] == 45):
+                k += 1
+            label = k < j and data[k] == 58
+    if label:
+        fl |= GATE_LABEL
+    if not (seen & _ALNUM):
+        fl |= GATE_SYMBOLS
+    if (f == 45 or f == 42 or f == 43 or f == 40 or f == 91 or 48 <= f <= 57 or f >= 0x80
+            or (_ascii_letter(f) and p + 1 < j and (data[p + 1] == 46 or data[p + 1] == 41))):
+        fl |= GATE_LIST
+    return fl
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def scan_lines(data, off, cls, line_bytes, doc, rs, rt, ts, tt, raw_chars, chars, flags):
+    """Every line of the texts data[off[d]:off[d + 1]] (split on "\\n"; a text of n newlines has n + 1 lines):
+    its raw span rs..rt, trimmed span ts..tt, code points raw and trimmed, and `flags`: FENCE (exact: FENCE_RE)
+    and GATE_* (the line may match CODE_RE / LABEL_RE / SYMBOLS_RE / LIST_RE; never unset where the regex
+    matches). `line_bytes`: LINE_BYTES. Output capacity: newlines + texts. Returns the number of lines."""
+    n = 0
     for d in range(off.shape[0] - 1):
-        i = off[d]
         end = off[d + 1]
-        n = 0
-        while i < end:
-            b = data[i]
-            c = cls[b]
-            w = 0
-            if c == 1:
-                w = 1
-            elif c == 2:
-                w = _multibyte_ws(data, i, end)
-            if w:
-                if n:
-                    out[nw] = n
-                    nw += 1
-                    n = 0
-                i += w
+        s = off[d]
+        while True:
+            j = s                               # find the line's end (a loop of its own: ~5x faster)
+            nc = 0
+            seen = 0
+            while j < end:
+                x = data[j]
+                if x == 10:
+                    break
+                seen |= line_bytes[x]
+                nc += (x & 0xC0) != 0x80
+                j += 1
+            doc[n] = d                          # the line s..j
+            rs[n] = s
+            rt[n] = j
+            raw_chars[n] = nc
+            a = s                               # trim (Unicode whitespace, as Arrow)
+            while a < j:
+                w = _ws_at(data, a, j, cls)
+                if w == 0:
+                    break
+                a += w
+                nc -= 1
+            z = j
+            while z > a:
+                w = _ws_before(data, a, z, cls)
+                if w == 0:
+                    break
+                z -= w
+                nc -= 1
+            ts[n] = a
+            tt[n] = z
+            chars[n] = nc
+            flags[n] = _line_flags(data, s, j, seen) if z > a else 0
+            n += 1
+            if j >= end:
+                break
+            s = j + 1
+    return n
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def span_hashes(data, starts, stops, out):
+    """Content hash of every span data[starts[i]:stops[i]] (equal bytes, equal hashes)."""
+    for i in range(starts.shape[0]):
+        out[i] = _span_hash(data, starts[i], stops[i])
+    return 0
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def gather_spans(data, starts, stops, out_off, out_data):
+    """Copy the spans one after another (Arrow string buffers: out_off[i]..out_off[i + 1])."""
+    o = 0
+    out_off[0] = 0
+    for i in range(starts.shape[0]):
+        m = stops[i] - starts[i]
+        out_data[o:o + m] = data[starts[i]:stops[i]]
+        o += m
+        out_off[i + 1] = o
+    return o
+
+
+# --------------------------------------------------------------------------------------------- sentences
+
+# 1: the byte may start [.!?…], 2: it may start [。！？] (E3 80 82, EF BC 81 / 9F)
+SENTENCE_BYTES = np.zeros(256, np.uint8)
+SENTENCE_BYTES[[46, 33, 63, 0xE2]] = 1
+SENTENCE_BYTES[[0xE3, 0xEF]] = 2
+
+
+@numba.njit(inline="always", cache=True)
+def _latin_end(data, i, end):       # . ! ? … (E2 80 A6)
+    b = data[i]
+    if b == 46 or b == 33 or b == 63:
+        return 1
+    if b == 0xE2 and i + 2 < end and data[i + 1] == 0x80 and data[i + 2] == 0xA6:
+        return 3
+    return 0
+
+
+@numba.njit(inline="always", cache=True)
+def _latin_closer(data, i, end):    # " ' ) ] ” ’ (E2 80 9D / 99) » (C2 BB)
+    b = data[i]
+    if b == 34 or b == 39 or b == 41 or b == 93:
+        return 1
+    if b == 0xE2 and i + 2 < end and data[i + 1] == 0x80 and (data[i + 2] == 0x9D or data[i + 2] == 0x99):
+        return 3
+    if b == 0xC2 and i + 1 < end and data[i + 1] == 0xBB:
+        return 2
+    return 0
+
+
+@numba.njit(inline="always", cache=True)
+def _cjk_end(data, i, end):         # 。(E3 80 82) ！(EF BC 81) ？(EF BC 9F)
+    b = data[i]
+    if i + 2 >= end:
+        return 0
+    if b == 0xE3 and data[i + 1] == 0x80 and data[i + 2] == 0x82:
+        return 3
+    if b == 0xEF and data[i + 1] == 0xBC and (data[i + 2] == 0x81 or data[i + 2] == 0x9F):
+        return 3
+    return 0
+
+
+@numba.njit(inline="always", cache=True)
+def _cjk_closer(data, i, end):      # ” ’ (E2 80 9D / 99) 」 』 (E3 80 8D / 8F) ）(EF BC 89)
+    b = data[i]
+    if i + 2 >= end:
+        return 0
+    c = data[i + 1]
+    e = data[i + 2]
+    if b == 0xE2 and c == 0x80 and (e == 0x9D or e == 0x99):
+        return 3
+    if b == 0xE3 and c == 0x80 and (e == 0x8D or e == 0x8F):
+        return 3
+    if b == 0xEF and c == 0xBC and e == 0x89:
+        return 3
+    return 0
+
+
+@numba.njit(inline="always", cache=True)
+def _emit(data, a, z, cls, li, k, out_line, out_start, out_stop, out_chars, out_hash):
+    """Trim data[a:z] and append it as sentence k unless empty; returns the new count."""
+    while a < z:
+        w = _ws_at(data, a, z, cls)
+        if w == 0:
+            break
+        a += w
+    while z > a:
+        w = _ws_before(data, a, z, cls)
+        if w == 0:
+            break
+        z -= w
+    if z <= a:
+        return k
+    nc = 0
+    for i in range(a, z):
+        nc += (data[i] & 0xC0) != 0x80
+    out_line[k] = li
+    out_start[k] = a
+    out_stop[k] = z
+    out_chars[k] = nc
+    out_hash[k] = _span_hash(data, a, z)
+    return k + 1
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def split_sentences(data, starts, stops, cls, sentence_bytes, out_line, out_start, out_stop, out_chars, out_hash):
+    """The sentences of the texts data[starts[i]:stops[i]], cut where the check's SENTENCE_END_RE matches
+    (leftmost, greedy, as RE2 splits: [.!?…]+ closers* then ASCII whitespace or the end; or [。！？]+ closers*
+    ASCII whitespace*), trimmed, empty ones dropped. `sentence_bytes`: SENTENCE_BYTES. Capacity:
+    (bytes + texts) // 2 + 1. Returns the count."""
+    k = 0
+    for li in range(starts.shape[0]):
+        e = stops[li]
+        piece = starts[li]
+        i = piece
+        while i < e:
+            t = sentence_bytes[data[i]]
+            if t == 0:                          # most bytes: no sentence end can start here
+                i += 1
                 continue
-            n += (b & 0xC0) != 0x80
-            i += 1
-        if n:
-            out[nw] = n
-            nw += 1
-    return nw
+            w = _latin_end(data, i, e) if t == 1 else 0
+            if w:
+                q = i + w
+                while q < e:
+                    w = _latin_end(data, q, e)
+                    if w == 0:
+                        break
+                    q += w
+                r = q
+                while r < e:
+                    w = _latin_closer(data, r, e)
+                    if w == 0:
+                        break
+                    r += w
+                if r < e and not _re2_space(data[r]):
+                    i = q                       # no shorter run or fewer closers can end at whitespace
+                    continue
+                while r < e and _re2_space(data[r]):
+                    r += 1
+            else:
+                w = _cjk_end(data, i, e)
+                if w == 0:
+                    i += 1
+                    continue
+                r = i + w
+                while r < e:
+                    w = _cjk_end(data, r, e)
+                    if w == 0:
+                        break
+                    r += w
+                while r < e:
+                    w = _cjk_closer(data, r, e)
+                    if w == 0:
+                        break
+                    r += w
+                while r < e and _re2_space(data[r]):
+                    r += 1
+            k = _emit(data, piece, i, cls, li, k, out_line, out_start, out_stop, out_chars, out_hash)
+            piece = r
+            i = r
+        k = _emit(data, piece, e, cls, li, k, out_line, out_start, out_stop, out_chars, out_hash)
+    return k

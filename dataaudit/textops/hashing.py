@@ -344,13 +344,23 @@ def word_tokens(arr) -> Tokens:
     off, data = string_buffers(arr)
     k = numba_kernels()
     if k is not None:
-        cap = (len(data) + num_docs) // 2 + 1       # a word takes a byte and a separator (or a row end)
-        tok = np.empty(cap, np.uint64)
-        doc = np.empty(cap, np.int64)
-        ends = np.empty(num_docs, np.int64)
-        nw = k.word_tokens(data, off, WS_CLASS, _powers(256), POLY, tok, doc, ends)
-        return Tokens.of(tok[:nw].copy(), doc[:nw].copy(), np.diff(ends, prepend=0))
+        return span_word_tokens(k, data, off[:-1], off[1:])[0]
     return _word_tokens_numpy(off, data, num_docs)
+
+
+def span_word_tokens(k, data: np.ndarray, starts: np.ndarray, stops: np.ndarray,
+                     chars: bool = False) -> tuple[Tokens, np.ndarray | None]:
+    """`word_tokens` of the texts data[starts[i]:stops[i]] (UTF-8 bytes; text i is "document" i), with the
+    numba kernels module `k` (`numba_kernels()`), and with `chars` the code points of each word (else None)."""
+    num_docs = len(starts)
+    cap = (int((stops - starts).sum()) + num_docs) // 2 + 1     # a word takes a byte and a separator (or an end)
+    tok = np.empty(cap, np.uint64)
+    doc = np.empty(cap, np.int64)
+    ends = np.empty(num_docs, np.int64)
+    nchars = np.empty(cap if chars else 0, np.int64)
+    nw = k.word_tokens(data, starts, stops, WS_CLASS, _powers(256), POLY, tok, doc, ends, nchars)
+    return (Tokens.of(tok[:nw].copy(), doc[:nw].copy(), np.diff(ends, prepend=0)),
+            nchars[:nw].copy() if chars else None)
 
 
 def word_ngram_hashes(arr, n: int) -> NgramHashes:

@@ -138,7 +138,10 @@ def test_sentence_runs_match_reference(docs, min_chars):
 
 # ---------------------------------------------------------------------------------------- line classes
 
-def test_line_classes_exact(monkeypatch):
+@pytest.mark.parametrize("twin", [False, True], ids=["numba", "arrow"])
+def test_line_classes_exact(monkeypatch, twin):
+    if twin:
+        monkeypatch.setenv("DATAAUDIT_NO_NUMBA", "1")
     monkeypatch.setattr(text_repetition, "CODE_SHARE", 2.0)    # the lines one by one (no text is a code file)
     docs = [
         "\n".join([
@@ -167,7 +170,7 @@ def test_line_classes_exact(monkeypatch):
     assert L == [1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1]
     assert W == [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1]
     assert S == [1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 1, 0, 1, 0, 1]
-    assert lines.text[7].as_py() == "an item of the list" and lines.text[16].as_py().startswith("word word")
+    assert lines.line_text(7) == "an item of the list" and lines.line_text(16).startswith("word word")
     # len(text) without the lines counted nowhere (1-6, 11, 13) and their "\n": the rest joined by "\n"
     kept = "\n".join(["The quick brown fox jumps.", "- an item of the list", "ROMEO:", "## Usage notes", "",
                       "image: nginx"])

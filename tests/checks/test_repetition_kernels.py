@@ -18,16 +18,19 @@ pytestmark = pytest.mark.skipif(numba_kernels("dataaudit.textops._repetition_ker
 KEYS = [f"top_{n}_gram" for n in TOP_NS] + [f"dup_{n}_gram" for n in DUP_NS]
 
 
-def _assert_twins(monkeypatch, texts, **kw):
+def _assert_twins(monkeypatch, texts, lines=False, **kw):
+    """Every statistic (and the repeated sentence shown) equal with and without numba."""
     arr = pa.array(texts, type=pa.string())
-    fast = repetition_stats(arr, lines=False, **kw)
+    fast = repetition_stats(arr, lines=lines, **kw)
     monkeypatch.setenv("DATAAUDIT_NO_NUMBA", "1")
-    slow = repetition_stats(arr, lines=False, **kw)
+    slow = repetition_stats(arr, lines=lines, **kw)
     monkeypatch.delenv("DATAAUDIT_NO_NUMBA")
-    assert [k for k in KEYS if k in fast] == [k for k in KEYS if k in slow]
-    for key in (k for k in KEYS if k in fast):
+    assert sorted(fast) == sorted(slow)
+    for key in fast:
         np.testing.assert_array_equal(fast[key], slow[key], err_msg=key)
     np.testing.assert_array_equal(fast.n_words, slow.n_words)
+    if kw.get("repeats"):
+        assert [fast.repeated_text(i) for i in range(len(arr))] == [slow.repeated_text(i) for i in range(len(arr))]
     return fast
 
 
@@ -52,6 +55,8 @@ def test_kernel_equals_twin_on_real_text(monkeypatch, shared_data):
     texts += list(STRUCTURED.values()) + list(DEGENERATE.values())
     for skip in (True, False):
         _assert_twins(monkeypatch, texts, skip_structure=skip)
+        stats = _assert_twins(monkeypatch, texts, lines=True, repeats=True, skip_structure=skip)
+        assert (stats["sentence_run"] > 0).sum() > 50 and (stats["dup_line_frac"] > 0).sum() > 50
 
 
 def test_words_of_kernel_equals_arrow(monkeypatch):
@@ -67,3 +72,44 @@ def test_words_of_kernel_equals_arrow(monkeypatch):
         np.testing.assert_array_equal(got[2], [0, 0, 0, 0, 1, 1, 1, 2, 2])
         h = got[0].tolist()
         assert h[0] == h[3] == h[8] and h[1] == h[7] and h[4] == h[6] and len(set(h)) == 5
+
+
+_PIECES = ["```", "~~~", "def f(", "class A:", "}", "{", ")", "(", "];", ";", "=", "==", ":", "\uff1a", "#", "## ",
+           "- ", "\u2022 ", "\u00b7 ", "1. ", "12) ", "a) ", "B. ", "(iv) ", "[x] ", "[ ] ", "|", '"k":', "'x',",
+           "0x41:", "[1, 2]", "{a}", "return", "raise ", "import os", "from a import b", "#include <x>", "@dec",
+           "x = 1", "a.b[i] += 2", "foo(bar)", "await foo()", "if x:", "else:", "// c", "/* c */", "\u3002", "\uff01",
+           "\uff1f", "\u201d", "\u300d", "\uff09", "\u2026", ".", "!", "?", "\u00bb", "\u2019", '"', "'", " ", " ",
+           "\t", "\v", "\f", "\r", "\u00a0", "\u3000", "\u2003", "\x1c", "\u0085", "word", "Word", "the cat",
+           "\u8bad\u7ec3", "\u00e9", "\u2014\u2014", "...", "7", "_x", "$y", "--", "key:", "- key: v", "ROMEO:",
+           "Go right now.", "Go right now!"]
+
+
+def _random_docs(seed: int, n: int) -> list[str]:
+    rng = random.Random(seed)
+    docs = []
+    for _ in range(n):
+        lines = ["".join(rng.choice(_PIECES) for _ in range(rng.randint(0, 7))) for _ in range(rng.randint(1, 12))]
+        if rng.random() < 0.5:                  # repeats, so that line, n-gram and sentence statistics fire
+            lines += rng.sample(lines, min(len(lines), 3)) * rng.randint(1, 4)
+        docs.append("\n".join(lines))
+    return docs
+
+
+@pytest.mark.parametrize("skip", [True, False], ids=["structure", "plain"])
+def test_lines_and_sentences_equal_twin_on_random_structure(monkeypatch, skip):
+    # every line class, gate and sentence end next to the others, with ASCII, Unicode and RE2-only whitespace
+    from dataaudit.checks.text_common import char_lengths
+    from dataaudit.checks.text_repetition import split_lines
+    docs = _random_docs(5, 1500) + [None, "", "\n", "a\n", "\u00a0\n\u3000"]
+    arr = pa.array(docs, pa.string())
+    fast = split_lines(arr, char_lengths(arr), skip)
+    monkeypatch.setenv("DATAAUDIT_NO_NUMBA", "1")
+    slow = split_lines(arr, char_lengths(arr), skip)
+    monkeypatch.delenv("DATAAUDIT_NO_NUMBA")
+    for name in ("doc", "length", "lines", "words", "sentences", "kept_chars"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name), err_msg=name)
+    assert [fast.line_text(i) for i in range(len(fast.doc))] == [slow.line_text(i) for i in range(len(slow.doc))]
+    if skip:        # every class occurs
+        assert fast.lines.sum() > 500 and (fast.lines != fast.sentences).sum() > 500 and (~fast.words).sum() > 500
+    stats = _assert_twins(monkeypatch, docs, lines=True, repeats=True, skip_structure=skip)
+    assert (stats["sentence_run"] > 0).sum() > 100 and (stats["dup_line_frac"] > 0).sum() > 100

@@ -1,0 +1,134 @@
+"""The lines of a batch of texts, for the repetition check: every line (split on "\\n") of every text, trimmed,
+with its document, and the structure regexes applied to the raw lines.
+
+Two views give the same answers (tests compare them):
+
+  ArrowLines   the reference: Arrow's split, trim and RE2 match over the lines as an Arrow array.
+  KernelLines  with numba: one pass over the bytes (`textops._repetition_kernels.scan_lines`) finds the lines as
+               byte spans of the batch buffer (no copy), and RE2 only runs on the lines whose cheap necessary
+               condition (the kernel's gate: first and last bytes, an "=" or ":" in the line) holds.
+
+A view's text is a `pa.Array` (ArrowLines) or `Spans` (KernelLines); `text_of` reads one either way.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dataaudit.textops.arrow import as_string_array, string_buffers
+from dataaudit.textops.hashing import WS_CLASS
+
+from .text_common import char_lengths, flatten_lists, to_bool, to_int64
+
+
+@dataclass
+class Spans:
+    """Texts as byte spans data[start[i]:stop[i]] of one UTF-8 buffer."""
+
+    data: np.ndarray
+    start: np.ndarray
+    stop: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def text(self, i: int) -> str:
+        return bytes(self.data[self.start[i]:self.stop[i]]).decode("utf-8")
+
+    def take(self, rows: np.ndarray) -> Spans:
+        return Spans(self.data, self.start[rows], self.stop[rows])
+
+    def to_arrow(self, k) -> pa.Array:
+        """The spans as an Arrow string array (a copy of their bytes; `k`: the kernels module)."""
+        off = np.empty(len(self.start) + 1, np.int64)
+        out = np.empty(int((self.stop - self.start).sum()), np.uint8)
+        k.gather_spans(self.data, self.start, self.stop, off, out)
+        return pa.LargeStringArray.from_buffers(len(self.start), pa.py_buffer(off), pa.py_buffer(out))
+
+
+def text_of(texts, i: int) -> str:
+    return texts.text(i) if isinstance(texts, Spans) else texts[i].as_py()
+
+
+def _match(texts: pa.Array, pattern: str) -> np.ndarray:
+    return to_bool(pc.match_substring_regex(texts, pattern=pattern))
+
+
+class ArrowLines:
+    """The reference view: Arrow arrays of the raw and trimmed lines."""
+
+    def __init__(self, arr: pa.Array):
+        self.raw, self.doc, self.counts = flatten_lists(pc.split_pattern(arr, pattern="\n"))
+        self.text = pc.utf8_trim_whitespace(self.raw)
+        self.length = char_lengths(self.text).copy()
+
+    def raw_chars(self) -> np.ndarray:
+        return char_lengths(self.raw)
+
+    def fence(self, pattern: str) -> np.ndarray:
+        return _match(self.raw, pattern)
+
+    def candidates(self, rows: np.ndarray, gate: str) -> np.ndarray:
+        """The lines of `rows` that the regex of `gate` may match (all of them here)."""
+        return rows
+
+    def match(self, pattern: str, rows: np.ndarray) -> np.ndarray:
+        """Does `pattern` match the raw line, for the lines where `rows` holds (False elsewhere)."""
+        out = np.zeros(len(rows), dtype=bool)
+        idx = np.flatnonzero(rows)
+        if idx.size:
+            out[idx] = _match(self.raw if idx.size == len(rows) else self.raw.take(pa.array(idx)), pattern)
+        return out
+
+    def trimmed(self, rows: np.ndarray) -> pa.Array:
+        return self.text.take(pa.array(rows))
+
+    def cut_prefix(self, rows: np.ndarray, rest: pa.Array) -> None:
+        """The trimmed text of lines `rows` becomes `rest` (each a suffix of it)."""
+        mask = np.zeros(len(self.length), dtype=bool)
+        mask[rows] = True
+        self.text = pc.replace_with_mask(self.text, pa.array(mask), rest.cast(self.text.type))
+
+
+class KernelLines:
+    """The numba view: the lines as spans of the batch's bytes, regexes run on gated lines only."""
+
+    def __init__(self, k, arr: pa.Array):
+        self.k = k
+        off, data = string_buffers(as_string_array(arr))
+        cap = int(np.count_nonzero(data == 10)) + len(arr)
+        doc, rs, rt, ts, tt, raw_chars, chars = (np.empty(cap, np.int64) for _ in range(7))
+        flags = np.empty(cap, np.uint8)
+        n = k.scan_lines(data, off, WS_CLASS, k.LINE_BYTES, doc, rs, rt, ts, tt, raw_chars, chars, flags)
+        self.doc, self.flags, self._raw_chars, self.length = doc[:n], flags[:n], raw_chars[:n], chars[:n]
+        self.counts = np.bincount(self.doc, minlength=len(arr))
+        self.raw = Spans(data, rs[:n], rt[:n])
+        self.text = Spans(data, ts[:n], tt[:n])
+
+    def raw_chars(self) -> np.ndarray:
+        return self._raw_chars
+
+    def fence(self, pattern: str) -> np.ndarray:
+        return (self.flags & self.k.FENCE) != 0             # the kernel's exact test of FENCE_RE
+
+    def candidates(self, rows: np.ndarray, gate: str) -> np.ndarray:
+        """The lines of `rows` that pass the kernel's gate for that regex (the others cannot match it)."""
+        return rows & ((self.flags & getattr(self.k, gate)) != 0)
+
+    def match(self, pattern: str, rows: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(rows), dtype=bool)
+        idx = np.flatnonzero(rows)
+        if idx.size:
+            out[idx] = _match(self.raw.take(idx).to_arrow(self.k), pattern)
+        return out
+
+    def trimmed(self, rows: np.ndarray) -> pa.Array:
+        return self.text.take(rows).to_arrow(self.k)
+
+    def cut_prefix(self, rows: np.ndarray, rest: pa.Array) -> None:
+        start = self.text.start.copy()
+        start[rows] = self.text.stop[rows] - to_int64(pc.binary_length(rest))
+        self.text = Spans(self.text.data, start, self.text.stop)
