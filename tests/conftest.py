@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -14,6 +15,10 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from tests.paths import REPO, SHARED_DATA, SHARED_MISSING  # noqa: E402,F401  (REPO: one name for the repo root)
+
+# The twin tests compare numba with numpy on small inputs, which by default take the numpy twin on both sides:
+# here numba serves every size unless a test says otherwise (tests/textops/test_numba_small_inputs.py).
+os.environ.setdefault("DATAAUDIT_NUMBA_MIN_WORK", "0")
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,8 @@ command function, so `dataaudit --help` loads none of them (tests/core/test_star
 """
 from __future__ import annotations
 
+import os
+
 import click
 
 from dataaudit.cli.audit import audit
@@ -22,6 +24,14 @@ from dataaudit.cli.tokenizer_drift import tokenizer_drift
 @click.version_option(package_name="dataaudit")
 def main() -> None:
     """Find the bad data that wrecks training runs."""
+    if os.environ.get("DATAAUDIT_NUMBA_MIN_WORK"):       # a bad value is a usage error before any work
+        from dataaudit.cli.common import InputError
+        from dataaudit.textops.hashing import numba_min_work
+
+        try:
+            numba_min_work()
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
 
 
 # The commands, one line each.

@@ -36,9 +36,10 @@ def normalize_for_contamination(arr) -> pa.Array:
     return normalize(arr, nfc=False, lowercase=True, strip_punct=True, collapse_ws=False)
 
 
-def kernels():
-    """contamination's numba kernels module, or None (numba missing, or DATAAUDIT_NO_NUMBA set): numpy twins."""
-    return numba_kernels("dataaudit.contamination._kernels")
+def kernels(work: int | None = None):
+    """contamination's numba kernels module, or None (numba missing, DATAAUDIT_NO_NUMBA set, or `work` bytes too
+    few to be worth loading numba: `numba_kernels`): numpy twins."""
+    return numba_kernels("dataaudit.contamination._kernels", work)
 
 
 def iter_kgrams(tokens: Tokens, ks) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
@@ -132,7 +133,7 @@ def kgram_hits(tokens: Tokens, lk: KgramLookup) -> dict[int, tuple[np.ndarray, n
     out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     if not lk.kmax or not len(tokens.hash):
         return out
-    k = kernels()
+    k = kernels(tokens.hash.nbytes)
     if k is not None:
         cap = len(tokens.hash) + 16
         while True:

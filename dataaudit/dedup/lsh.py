@@ -57,7 +57,7 @@ def band_hashes(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
     out = np.empty((n, bands), np.uint64)
     if n == 0:
         return out
-    k = numba_kernels("dataaudit.dedup._kernels")
+    k = numba_kernels("dataaudit.dedup._kernels", work=sig.nbytes)
     if k is not None:
         k.band_kernel(np.ascontiguousarray(sig), bands, rows, out)
         return out

@@ -81,9 +81,10 @@ def _signatures_numpy(h: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.n
         out[ids] = np.minimum(out[ids], np.minimum.reduceat(v, starts, axis=0))
 
 
-def _numba_kernel():
-    """The compiled kernel, or None when numba is not installed (or DATAAUDIT_NO_NUMBA is set)."""
-    k = numba_kernels("dataaudit.dedup._kernels")
+def _numba_kernel(work: int | None = None):
+    """The compiled kernel, or None when numba is not installed (or DATAAUDIT_NO_NUMBA is set, or `work` is small:
+    `numba_kernels`)."""
+    k = numba_kernels("dataaudit.dedup._kernels", work)
     return None if k is None else k.minhash_kernel
 
 
@@ -100,7 +101,9 @@ def signatures_u32(hash_: np.ndarray, offsets: np.ndarray, num_perm: int = 128, 
     num_docs = len(offsets) - 1
     h = np.ascontiguousarray(hash_, dtype=np.uint64)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-    kernel = _numba_kernel() if use in ("auto", "numba") else None
+    kernel = None
+    if use in ("auto", "numba"):                    # "numba": the kernel whatever the size
+        kernel = _numba_kernel(None if use == "numba" else h.nbytes * num_perm)
     if use == "numba" and kernel is None:
         raise RuntimeError("numba backend requested but numba is not installed")
     if kernel is not None:
@@ -117,8 +120,8 @@ def word_signatures(normalized, n: int, num_perm: int = 128, seed: int = 1, with
     """(uint32 (docs, num_perm) signatures, int64 shingle count per document, (offsets, values) of each
     document's sorted unique shingle hashes when `with_sets`) of the word n-grams of a string array in one numba
     pass (`_kernels.word_minhash`): the values of `signatures_u32(word_ngram_hashes(...))`. None without numba
-    (the caller then takes the separate steps)."""
-    k = numba_kernels("dataaudit.dedup._kernels")
+    or for a small input (`numba_kernels`): the caller then takes the separate steps."""
+    k = numba_kernels("dataaudit.dedup._kernels", work=normalized.nbytes * num_perm)
     if k is None:
         return None
     from dataaudit.textops.arrow import as_string_array, string_buffers

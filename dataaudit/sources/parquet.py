@@ -40,7 +40,7 @@ _PROVENANCE_FIELDS = [pa.field(KEY, pa.string()), pa.field(ROW, pa.int64()), pa.
 # "0", "1", ... are the same for every shard; casting ints to strings costs about as much as decoding a narrow
 # file, so the first rows' keys are made once per process and sliced. About 10 bytes a row, capped.
 _KEY_CACHE_MAX = 1 << 21
-_key_cache = pa.array([], pa.string())
+_key_cache = pa.nulls(0, pa.string())   # not pa.array([]): that imports pandas when it is installed
 _key_lock = threading.Lock()
 
 

@@ -106,7 +106,7 @@ def _buffers(arr: pa.Array):
 
 def longest_run(arr: pa.Array, pattern: str) -> np.ndarray:
     """Per row, the most consecutive code points `pattern` (one character) does not match (int64; null -> 0)."""
-    k = numba_kernels(_KERNELS)
+    k = numba_kernels(_KERNELS, work=arr.nbytes)
     if k is None:
         pieces, _, counts = flatten_lists(pc.split_pattern_regex(arr, pattern=f"(?:{pattern})+"))
         lengths = to_int64(pc.utf8_length(pieces))
@@ -124,7 +124,7 @@ def longest_run(arr: pa.Array, pattern: str) -> np.ndarray:
 def count_matching(arr: pa.Array, pattern: str, minus: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per row, (code points `pattern` matches and `minus` does not, all code points), int64 (null -> 0, 0).
     `minus` matches a subset of what `pattern` matches."""
-    k = numba_kernels(_KERNELS)
+    k = numba_kernels(_KERNELS, work=arr.nbytes)
     if k is None:
         count = to_int64(pc.count_substring_regex(arr, pattern=pattern))
         if minus is not None:

@@ -14,9 +14,9 @@ time, so tests (and datasketch, through `hashfunc=`) can hash a shingle independ
 """
 from __future__ import annotations
 
-import functools
 import importlib
 import os
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -272,18 +272,44 @@ def char_hashes_of_text(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return mix(packed), doc
 
 
-@functools.lru_cache(maxsize=None)
+# Below this much work a call whose kernels module is not loaded yet runs its numpy twin (the same results):
+# importing numba and loading each cached kernel costs ~0.3-1 s, more than the twins take on a MiB.
+NUMBA_MIN_WORK = 1 << 20
+NUMBA_MIN_WORK_ENV = "DATAAUDIT_NUMBA_MIN_WORK"
+
+
+def numba_min_work() -> int:
+    """NUMBA_MIN_WORK, or the DATAAUDIT_NUMBA_MIN_WORK environment variable (a whole number >= 0; 0: numba for any
+    input). ValueError naming the variable when it is not one."""
+    given = os.environ.get(NUMBA_MIN_WORK_ENV, "").strip()
+    if not given:
+        return NUMBA_MIN_WORK
+    if not given.isdigit():
+        raise ValueError(f"{NUMBA_MIN_WORK_ENV} must be a whole number >= 0 (bytes), got {given!r}")
+    return int(given)
+
+
+_LOADED: dict[str, object] = {}                         # module name -> the module, or None without numba
+
+
 def _import_kernels(module: str):
-    try:
-        return importlib.import_module(module)
-    except ImportError:                                   # numba not installed
-        return None
+    if module not in _LOADED:
+        try:
+            _LOADED[module] = importlib.import_module(module)
+        except ImportError:                               # numba not installed
+            _LOADED[module] = None
+    return _LOADED[module]
 
 
-def numba_kernels(module: str = "dataaudit.textops._kernels"):
-    """The numba kernels module `module` (textops' by default; dedup and contamination name theirs), or None
-    (numba missing, or the DATAAUDIT_NO_NUMBA environment variable set): the caller then runs its numpy twin."""
+def numba_kernels(module: str = "dataaudit.textops._kernels", work: int | None = None):
+    """The numba kernels module `module` (textops' by default; dedup and contamination name theirs), or None: the
+    caller then runs its numpy twin. None when numba is missing, the DATAAUDIT_NO_NUMBA environment variable is
+    set, or the call is small: `work` (the input's size in bytes; a MinHash counts its hash bytes times the
+    permutations) below `numba_min_work()` while `module` is not loaded yet. Without `work`, numba whatever the
+    size. A large input after small ones still gets numba; once loaded, the kernels serve every size."""
     if os.environ.get("DATAAUDIT_NO_NUMBA"):
+        return None
+    if work is not None and module not in _LOADED and module not in sys.modules and work < numba_min_work():
         return None
     return _import_kernels(module)
 
@@ -301,7 +327,7 @@ def fold_ngrams(tok: np.ndarray, doc: np.ndarray, num_docs: int, n: int,
     N = len(tok)
     if count is None:
         count = np.bincount(doc, minlength=num_docs).astype(np.int64) if N else np.zeros(num_docs, np.int64)
-    k = numba_kernels()
+    k = numba_kernels(work=tok.nbytes)
     if k is not None:
         out_hash, out_doc, out_start = np.empty(N, np.uint64), np.empty(N, np.int64), np.empty(N, np.int64)
         out_count = np.empty(num_docs, np.int64)
@@ -342,7 +368,7 @@ def word_tokens(arr) -> Tokens:
     arr = as_string_array(arr)
     num_docs = len(arr)
     off, data = string_buffers(arr)
-    k = numba_kernels()
+    k = numba_kernels(work=len(data))
     if k is not None:
         return span_word_tokens(k, data, off[:-1], off[1:])[0]
     return _word_tokens_numpy(off, data, num_docs)

@@ -38,7 +38,7 @@ def normalize(arr, *, nfc: bool = True, lowercase: bool = True, strip_punct: boo
 
 def collapse_whitespace(arr: pa.Array) -> pa.Array:
     """Every run of whitespace (Python's `str.split()` set) -> one space, leading/trailing removed."""
-    k = numba_kernels()
+    k = numba_kernels(work=arr.nbytes)
     if k is None:
         return pc.utf8_trim(pc.replace_substring_regex(arr, pattern=PY_WHITESPACE, replacement=" "), characters=" ")
     if arr.offset:
