@@ -207,7 +207,7 @@ def split_lines(arr: pa.Array, total: np.ndarray, skip_structure: bool) -> Lines
     """The lines of `arr` (a null text is an empty one, of one empty line) and their classes."""
     n_docs = len(arr)
     arr = pc.fill_null(arr, "")
-    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    k = numba_kernels("dataaudit.textops._repetition_kernels", work=arr.nbytes)
     view = KernelLines(k, arr) if k is not None else ArrowLines(arr)
     doc, counts, length = view.doc, view.counts, view.length
     nonblank = length > 0
@@ -307,7 +307,8 @@ def words_of(texts: pa.Array | Spans, parent: np.ndarray) -> tuple[np.ndarray, n
     `parent`: the document of each text), in order. Equal words, equal hashes: with numba `word_tokens`'
     content hashes (one pass over the bytes), else Arrow's split and dictionary ids, mixed. (`Spans` come from
     the numba path only.)"""
-    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    k = numba_kernels("dataaudit.textops._repetition_kernels",
+                      work=None if isinstance(texts, Spans) else texts.nbytes)
     if k is not None:
         if not isinstance(texts, Spans):
             off, data = string_buffers(as_string_array(texts))
@@ -336,7 +337,7 @@ def ngram_stats(wh: np.ndarray, wlen: np.ndarray, doc: np.ndarray, doc_key: np.n
     if N == 0 or max_n == 0:
         return top, dup, n_words
     cum = np.concatenate(([0.0], np.cumsum(wlen)))
-    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    k = numba_kernels("dataaudit.textops._repetition_kernels", work=wh.nbytes)
     if k is not None:                                           # the same statistics, document by document
         bounds = np.zeros(n_docs + 1, np.int64)
         np.cumsum(n_words, out=bounds[1:])
