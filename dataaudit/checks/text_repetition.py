@@ -139,7 +139,6 @@ SENTENCE_END_RE = (r"[.!?\x{2026}]+[\"'\x{201D}\x{2019}\x{00BB})\]]*(?:\s+|$)"
                    r"|[\x{3002}\x{FF01}\x{FF1F}]+[\x{201D}\x{2019}\x{300D}\x{300F}\x{FF09}]*\s*")
 CODE_SHARE = 0.1        # a text with this share of code lines (and MIN_CODE_LINES of them) is code
 MIN_CODE_LINES = 3
-CODE_ROUNDS = 3         # rounds of testing the lines a text lacks to be a code file, before testing all the rest
 RUN_GAP = 3             # a sentence continues its run when it comes back within this many sentences
 LONG_ITEM_WORDS = 50    # a list item of this many words is a paragraph: its words count as prose
 
@@ -217,34 +216,21 @@ def split_lines(arr: pa.Array, total: np.ndarray, skip_structure: bool) -> Lines
     # One pass per class: RE2 runs each as a DFA; their alternation in one pattern outgrows the DFA's memory
     # budget and ran ~5x slower than all five apart.
     fence = nonblank & view.fence(FENCE_RE)
-    first_line = np.cumsum(counts) - counts
     code = np.zeros(n, dtype=bool)
     if fence.any():
         # inside a fenced block: an odd number of fences of the same document before the line (or a fence)
         before = np.cumsum(fence) - fence
+        first_line = np.cumsum(counts) - counts
         base = np.where(counts > 0, before[np.minimum(first_line, n - 1)], 0)
         code = nonblank & (fence | ((before - base[doc]) % 2 == 1))
-    # A code file (MIN_CODE_LINES and CODE_SHARE of its non-blank lines are code): Gopher's statistics are for
-    # prose, and code repeats lines and identifiers by nature; its docstrings and comments repeat parameter docs.
-    # All of it is counted nowhere. The regex tests, a few rounds, as many more lines of each text as it still
-    # lacks to be a code file: a text so settled is all code, so its other lines need no test (the result is the
-    # same as testing every line; a source file usually settles in the first round or two).
-    need = np.maximum(MIN_CODE_LINES, np.ceil(CODE_SHARE * np.bincount(doc, weights=nonblank, minlength=n_docs)))
-    untested = view.candidates(nonblank & ~code, "GATE_CODE")
-    for _ in range(CODE_ROUNDS):
-        lacking = need - np.bincount(doc, weights=code, minlength=n_docs)
-        rank = np.cumsum(untested) - untested                   # place among the untested lines of its text
-        rank -= rank[first_line][doc]
-        now = untested & (rank < lacking[doc])
-        if not now.any():
-            break
-        code |= view.match(CODE_RE, now)
-        untested &= ~now
-    settled = np.bincount(doc, weights=code, minlength=n_docs) >= need
-    code |= view.match(CODE_RE, untested & ~settled[doc])
+    code |= view.match(CODE_RE, view.candidates(nonblank & ~code, "GATE_CODE"))
     n_code = np.bincount(doc, weights=code, minlength=n_docs)
     has_code = n_code > 0
-    code |= nonblank & (n_code >= need)[doc]
+    # A code file: Gopher's statistics are for prose, and code repeats lines and identifiers by nature; its
+    # docstrings and comments repeat parameter docs. All of it is counted nowhere.
+    code_doc = (n_code >= MIN_CODE_LINES) & (n_code >= CODE_SHARE * np.bincount(doc, weights=nonblank,
+                                                                                 minlength=n_docs))
+    code |= nonblank & code_doc[doc]
     # the other classes only matter on the non-blank lines outside code
     rest = nonblank & ~code
     label, symbols, items = (view.match(pattern, view.candidates(rest, gate)) for pattern, gate in (
