@@ -9,6 +9,12 @@ again: group ids come in order of first appearance). "Is this a repeat of an ear
 document" is then "is its group id not new at this position", and per-document sums/maxima are `np.bincount`
 / `np.maximum.at` over the document index. Hash collisions (64-bit) are ignored.
 
+With numba (a batch of at least `textops.hashing.numba_min_work()` bytes), the same statistics come from kernels
+over the batch's bytes (`textops._repetition_kernels`): lines, sentences and words are byte spans with content
+hashes instead of Arrow strings and dictionary ids, the n-grams are grouped per document, and the structure
+regexes below only run on the lines that pass a cheap necessary condition (`checks.text_lines`). The Arrow
+path stays as the reference; tests compare the two on random, structured and real text.
+
 Gopher statistics (denominators follow datatrove; `len(text)` is the document length in characters):
 
   dup_line_frac       repeated non-empty lines (every occurrence after the first) / non-empty lines
