@@ -75,6 +75,10 @@ class ArrowLines:
         """The lines of `rows` that the regex of `gate` may match (all of them here)."""
         return rows
 
+    def sure_code(self) -> np.ndarray:
+        """Lines known to match CODE_RE without running it (none here)."""
+        return np.zeros(len(self.length), dtype=bool)
+
     def match(self, pattern: str, rows: np.ndarray) -> np.ndarray:
         """Does `pattern` match the raw line, for the lines where `rows` holds (False elsewhere)."""
         out = np.zeros(len(rows), dtype=bool)
@@ -117,6 +121,10 @@ class KernelLines:
     def candidates(self, rows: np.ndarray, gate: str) -> np.ndarray:
         """The lines of `rows` that pass the kernel's gate for that regex (the others cannot match it)."""
         return rows & ((self.flags & getattr(self.k, gate)) != 0)
+
+    def sure_code(self) -> np.ndarray:
+        """Lines that match one of the kernel's exact parts of CODE_RE."""
+        return (self.flags & self.k.SURE_CODE) != 0
 
     def match(self, pattern: str, rows: np.ndarray) -> np.ndarray:
         out = np.zeros(len(rows), dtype=bool)

@@ -229,14 +229,20 @@ def split_lines(arr: pa.Array, total: np.ndarray, skip_structure: bool) -> Lines
         first_line = np.cumsum(counts) - counts
         base = np.where(counts > 0, before[np.minimum(first_line, n - 1)], 0)
         code = nonblank & (fence | ((before - base[doc]) % 2 == 1))
-    code |= view.match(CODE_RE, view.candidates(nonblank & ~code, "GATE_CODE"))
-    n_code = np.bincount(doc, weights=code, minlength=n_docs)
-    has_code = n_code > 0
     # A code file: Gopher's statistics are for prose, and code repeats lines and identifiers by nature; its
-    # docstrings and comments repeat parameter docs. All of it is counted nowhere.
-    code_doc = (n_code >= MIN_CODE_LINES) & (n_code >= CODE_SHARE * np.bincount(doc, weights=nonblank,
-                                                                                 minlength=n_docs))
-    code |= nonblank & code_doc[doc]
+    # docstrings and comments repeat parameter docs. All of it is counted nowhere. A text whose lines known to be
+    # code already make it one needs no regex on its other lines (the result is the same as testing them all).
+    n_nonblank = np.bincount(doc, weights=nonblank, minlength=n_docs)
+
+    def code_file(code: np.ndarray) -> np.ndarray:
+        n_code = np.bincount(doc, weights=code, minlength=n_docs)
+        return (n_code >= MIN_CODE_LINES) & (n_code >= CODE_SHARE * n_nonblank)
+
+    code |= nonblank & view.sure_code()
+    settled = code_file(code)
+    code |= view.match(CODE_RE, view.candidates(nonblank & ~code & ~settled[doc], "GATE_CODE"))
+    has_code = np.bincount(doc, weights=code, minlength=n_docs) > 0
+    code |= nonblank & code_file(code)[doc]
     # the other classes only matter on the non-blank lines outside code
     rest = nonblank & ~code
     label, symbols, items = (view.match(pattern, view.candidates(rest, gate)) for pattern, gate in (

@@ -120,7 +120,7 @@ def ngram_stats(wh, cum, starts, doc_key, min_words, max_n, is_top, is_dup, top,
 
 # ------------------------------------------------------------------------------------------------- lines
 
-FENCE, GATE_CODE, GATE_LABEL, GATE_SYMBOLS, GATE_LIST = 1, 2, 4, 8, 16
+FENCE, GATE_CODE, GATE_LABEL, GATE_SYMBOLS, GATE_LIST, SURE_CODE = 1, 2, 4, 8, 16, 32
 _FNV = np.uint64(0x100000001B3)
 _FNV0 = np.uint64(0xCBF29CE484222325)
 
@@ -204,6 +204,111 @@ LINE_BYTES[58] = _COLON
 LINE_BYTES[48:58] = LINE_BYTES[65:91] = LINE_BYTES[97:123] = _ALNUM
 
 
+@numba.njit(inline="always", cache=True)
+def _word_byte(b):                  # RE2's \w
+    return _ascii_letter(b) or 48 <= b <= 57 or b == 95
+
+
+def _keywords(*words: str) -> tuple[np.ndarray, np.ndarray]:
+    """(their bytes one after another, offsets): keyword lists the kernels can loop over."""
+    return (np.frombuffer("".join(words).encode(), np.uint8).copy(),
+            np.concatenate(([0], np.cumsum([len(w) for w in words]))).astype(np.int64))
+
+
+_DEFS, _DEFS_AT = _keywords("def", "fn", "func", "function")
+_BLOCKS, _BLOCKS_AT = _keywords("if", "elif", "else", "for", "while", "with", "try", "except", "finally")
+_STOPS, _STOPS_AT = _keywords("return", "raise", "yield", "pass", "break", "continue", "throw")
+_ASYNC, _ASYNC_AT = _keywords("async")
+
+
+@numba.njit(inline="always", cache=True)
+def _keyword_at(data, p, j, words, at):
+    """End of the keyword of `words` (`_keywords`) that data[p:j] starts with and that \\w does not continue
+    (RE2's \\b), or -1."""
+    for w in range(at.shape[0] - 1):
+        n = at[w + 1] - at[w]
+        if p + n > j:
+            continue
+        same = True
+        for i in range(n):
+            if data[p + i] != words[at[w] + i]:
+                same = False
+                break
+        if same and (p + n == j or not _word_byte(data[p + n])):
+            return p + n
+    return -1
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _sure_code(data, s, j):
+    """The raw line data[s:j] matches CODE_RE for sure: it matches one of these exact parts of it (RE2's \\s
+    and \\w as the regex has them), so a text with enough such lines is a code file without running RE2:
+    ^\\s*[}\\])]   [{}]\\s*[;,]?\\s*$   \\)\\s*;\\s*$   ^\\s*(?://|/\\*|\\*/)   ^\\s*\\||\\|\\s*$
+    ^\\s*(?:async\\s+)?(?:def|fn|func|function)\\s+[\\w$]+\\s*[(<]   ^\\s*[A-Za-z_$][\\w$]*\\s*=\\s*[^=\\s]
+    ^\\s*(?:if|elif|else|for|while|with|try|except|finally)\\b.*:\\s*$
+    ^\\s*(?:return|raise|yield|pass|break|continue|throw)\\b(?:.*[^.!?\\s])?\\s*$"""
+    p = s
+    while p < j and _re2_space(data[p]):
+        p += 1
+    if p >= j:
+        return False
+    q = j                                   # data[q - 1]: the last byte that is not \s
+    while _re2_space(data[q - 1]):
+        q -= 1
+    f = data[p]
+    last = data[q - 1]
+    if f == 125 or f == 93 or f == 41 or f == 124 or last == 124:             # } ] ) |  and | at the end
+        return True
+    if p + 1 < j and ((f == 47 and (data[p + 1] == 47 or data[p + 1] == 42)) or (f == 42 and data[p + 1] == 47)):
+        return True                                                             # // /* */
+    if last == 123 or last == 125 or last == 59 or last == 44:                  # { } ; ,
+        t = q - 1
+        if last == 59 or last == 44:
+            t -= 1
+            while t >= p and _re2_space(data[t]):
+                t -= 1
+        if t >= p and (data[t] == 123 or data[t] == 125 or (last == 59 and data[t] == 41)):
+            return True                                                         # brace [;,]?  or  ) ;
+    if _ascii_letter(f) or f == 95 or f == 36:
+        k = p + 1                                                               # name = value
+        while k < j and (_word_byte(data[k]) or data[k] == 36):
+            k += 1
+        while k < j and _re2_space(data[k]):
+            k += 1
+        if k < j and data[k] == 61:
+            k += 1
+            while k < j and _re2_space(data[k]):
+                k += 1
+            if k < j and data[k] != 61:
+                return True
+        r = p                                                                   # definitions
+        e = _keyword_at(data, p, j, _ASYNC, _ASYNC_AT)
+        if e > 0 and e < j and _re2_space(data[e]):
+            r = e
+            while r < j and _re2_space(data[r]):
+                r += 1
+        e = _keyword_at(data, r, j, _DEFS, _DEFS_AT)
+        if e > 0 and e < j and _re2_space(data[e]):                             # (func and function: \\s+ decides)
+            k = e
+            while k < j and _re2_space(data[k]):
+                k += 1
+            m = k
+            while k < j and (_word_byte(data[k]) or data[k] == 36):
+                k += 1
+            if k > m:
+                while k < j and _re2_space(data[k]):
+                    k += 1
+                if k < j and (data[k] == 40 or data[k] == 60):
+                    return True
+        e = _keyword_at(data, p, j, _BLOCKS, _BLOCKS_AT)                       # block headers ending with ":"
+        if e > 0 and last == 58 and q - 1 >= e:
+            return True
+        e = _keyword_at(data, p, j, _STOPS, _STOPS_AT)                         # return ... not ending . ! ?
+        if e > 0 and (q <= e or not (last == 46 or last == 33 or last == 63)):
+            return True
+    return False
+
+
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def _line_flags(data, s, j, seen):
     """FENCE and the GATE_* flags of the non-blank raw line data[s:j] (`seen`: its LINE_BYTES bits, OR-ed)."""
@@ -226,6 +331,8 @@ def _line_flags(data, s, j, seen):
         fl |= FENCE
     if _code_first(f) or _code_last(last) or ((seen & _EQ) and (_ascii_letter(f) or f == 95 or f == 36)):
         fl |= GATE_CODE
+        if _sure_code(data, s, j):
+            fl |= SURE_CODE
     label = f == 35 or last == 58 or last == 0x9A          # "#", ends with ":" or "：" (EF BC 9A)
     if not label and (seen & _COLON):                      # key: value (optionally after "- ")
         k = p
@@ -257,7 +364,7 @@ def scan_lines(data, off, cls, line_bytes, doc, rs, rt, ts, tt, raw_chars, chars
     """Every line of the texts data[off[d]:off[d + 1]] (split on "\\n"; a text of n newlines has n + 1 lines):
     its raw span rs..rt, trimmed span ts..tt, code points raw and trimmed, and `flags`: FENCE (exact: FENCE_RE)
     and GATE_* (the line may match CODE_RE / LABEL_RE / SYMBOLS_RE / LIST_RE; never unset where the regex
-    matches). `line_bytes`: LINE_BYTES. Output capacity: newlines + texts. Returns the number of lines."""
+    matches), SURE_CODE (it matches CODE_RE: `_sure_code`). `line_bytes`: LINE_BYTES. Output capacity: newlines + texts. Returns the number of lines."""
     n = 0
     for d in range(off.shape[0] - 1):
         end = off[d + 1]

@@ -113,3 +113,27 @@ def test_lines_and_sentences_equal_twin_on_random_structure(monkeypatch, skip):
         assert fast.lines.sum() > 500 and (fast.lines != fast.sentences).sum() > 500 and (~fast.words).sum() > 500
     stats = _assert_twins(monkeypatch, docs, lines=True, repeats=True, skip_structure=skip)
     assert (stats["sentence_run"] > 0).sum() > 100 and (stats["dup_line_frac"] > 0).sum() > 100
+
+
+def test_gates_hold_every_match_and_sure_code_only_matches(shared_data):
+    # a gate never drops a line its regex matches; a line the kernel calls sure code matches CODE_RE
+    import pyarrow.compute as pc
+    from dataaudit.checks.text_lines import KernelLines
+    from dataaudit.checks.text_repetition import CODE_RE, FENCE_RE, LABEL_RE, LIST_RE, SYMBOLS_RE
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    texts = _random_docs(7, 1500) + [t for docs in real_corpora(shared_data).values() for t in docs]
+    view = KernelLines(k, pa.array(texts, pa.string()))
+    raw = view.raw.take(np.arange(len(view.doc))).to_arrow(k)
+    nonblank = view.length > 0
+    for pattern, gate in ((CODE_RE, k.GATE_CODE), (LABEL_RE, k.GATE_LABEL), (SYMBOLS_RE, k.GATE_SYMBOLS),
+                          (LIST_RE, k.GATE_LIST)):
+        hit = nonblank & pc.match_substring_regex(raw, pattern=pattern).to_numpy(zero_copy_only=False)
+        gated = (view.flags & gate) != 0
+        assert not (hit & ~gated).any(), [raw[i].as_py() for i in np.flatnonzero(hit & ~gated)[:5]]
+        assert hit.sum() > 1000 and gated.sum() < 0.8 * nonblank.sum()    # the gate lets fewer lines through
+        if gate == k.GATE_CODE:
+            sure = (view.flags & k.SURE_CODE) != 0
+            assert not (sure & ~hit).any(), [raw[i].as_py() for i in np.flatnonzero(sure & ~hit)[:5]]
+            assert sure.sum() > 0.5 * hit.sum()
+    fence = nonblank & pc.match_substring_regex(raw, pattern=FENCE_RE).to_numpy(zero_copy_only=False)
+    np.testing.assert_array_equal((view.flags & k.FENCE) != 0, fence)
