@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from pathlib import Path
 from typing import Callable, Sequence
@@ -34,7 +35,7 @@ from dataaudit.dedup.examples import examples
 from dataaudit.dedup.outputs import write_clusters, write_keep, write_overlap
 from dataaudit.dedup.reduce import merge_partitions, reduce_partition
 from dataaudit.dedup.report import dedup_report
-from dataaudit.dedup.signatures import sign_shard
+from dataaudit.dedup.signatures import sign_shard, warm_kernels
 from dataaudit.handlers import report_unreadable
 from dataaudit.report.atomic import remove_stale_temps, write_json
 from dataaudit.pipelines.engine import choose_engine
@@ -91,6 +92,8 @@ def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: Path, against: Seq
     # 1. signatures of both sides in one runner call
     store = SignatureStore(out_dir, spec.signature_fingerprint(), len(paths), spec.verify)
     threads = sign_threads() if engine == "local" else 1      # a Ray task has one CPU
+    if engine == "local":   # numba loads the cached kernels while this thread opens the first shard
+        threading.Thread(target=warm_kernels, args=(spec, spec.verify), daemon=True).start()
     summaries, resumed = run_units(shards, store, sign_shard, (spec, spec.verify, threads), count="samples",
                                    handler=handler,
                                    on_progress=lambda done, n: tell("sign", done, len(shards), n), **where)

@@ -96,6 +96,15 @@ def sign_batch(text: pa.Array, spec: DedupSpec, with_shingles: bool = False) -> 
     return out
 
 
+def warm_kernels(spec: DedupSpec, with_shingles: bool = False) -> None:
+    """Sign one tiny batch: loads the compiled kernels (numba's cache, ~0.3 s) so that a thread may do it while
+    another reads. A failure here is left to the real batches to report."""
+    try:
+        sign_batch(pa.array(["a b c d e f"], pa.string()), spec, with_shingles)
+    except Exception:       # noqa: BLE001 - only a warm-up
+        pass
+
+
 @dataclass
 class _SignState:
     summary: dict
