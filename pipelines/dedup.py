@@ -22,6 +22,7 @@ import os
 import shutil
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -128,11 +129,13 @@ def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: Path, against: Seq
 
     # outputs
     t0 = time.time()
-    write_clusters(out_dir, clusters, train)
-    kept = write_keep(out_dir, clusters, train)
     against_json, val_examples = write_overlap(out_dir, train, val, overlap) if overlap is not None else (None, [])
-    report = dedup_report(spec, n_parts, train, val, clusters, kept, against_json)
-    report["examples"] = examples(clusters, train, val, val_examples, spec.text_field)
+    with ThreadPoolExecutor(1) as pool:      # the examples' texts are read while the tables are written
+        found = pool.submit(examples, clusters, train, val, val_examples, spec.text_field)
+        write_clusters(out_dir, clusters, train)
+        kept = write_keep(out_dir, clusters, train)
+        report = dedup_report(spec, n_parts, train, val, clusters, kept, against_json)
+        report["examples"] = found.result()
     report["run"] = run_record(engine, resumed, started, {
         "sign": round(t_sign, 3), "lsh": round(t_lsh, 3), "cluster": round(t_cluster, 3),
         "outputs": round(time.time() - t0, 3), "total": round(time.time() - started, 3),
