@@ -53,9 +53,13 @@ def _partition_of(keys: np.ndarray, parts: int) -> np.ndarray:
 
 
 def _write_partitioned(path: Path, columns: dict[str, np.ndarray], part: np.ndarray, parts: int) -> None:
-    order = np.argsort(part, kind="stable")
-    bounds = np.searchsorted(part[order], np.arange(parts + 1))
-    table = pa.table({k: pa.array(v[order]) for k, v in columns.items()})
+    if parts > 1:
+        order = np.argsort(part, kind="stable")
+        bounds = np.searchsorted(part[order], np.arange(parts + 1))
+        columns = {k: v[order] for k, v in columns.items()}
+    else:                                   # one partition: already in order
+        bounds = np.array([0, len(part)])
+    table = pa.table({k: pa.array(v) for k, v in columns.items()})
     tmp = path.with_name("." + path.name + ".tmp")
     with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         for p in range(parts):

@@ -80,7 +80,8 @@ def reduce_partition(p: int, band_files: list[str], exact_files: list[str], n_tr
     bounds = runs(key)
     out["val_near_src"], out["val_near_dst"] = _val_pairs(gid, bounds, n_train, MAX_MATCHES)
     tr = gid < n_train
-    key, gid = key[tr], gid[tr]
+    if not tr.all():                     # validation entries: matched above, not clustered
+        key, gid = key[tr], gid[tr]
     bounds = runs(key)
     if all_pairs:
         src, dst = all_pair_edges(gid, bounds, VERIFY_ALL_PAIRS)
