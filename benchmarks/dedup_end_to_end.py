@@ -27,6 +27,9 @@ when their own Jaccard is below the threshold, which counts against our precisio
 document flagged (ours: in a cluster; peers: it has a candidate) vs it has a partner at exact Jaccard >= the
 threshold among the judged pairs (the duplicate flags dataaudit's dedup_signatures benchmark compares).
 
+--baseline CHECKOUT runs the CLI of another checkout (a worktree of the previous version), this checkout's and
+rensa in turn, --repeats rounds, and prints each round's ratios: a comparison that holds under a changing load.
+
 --docs-1m also builds 1,000,000 documents (~700 MB) and runs the CLI on them (wall, peak RSS, recall of the
 planted pairs). rensa is installed by benchmarks/setup_dedup_bench.sh into .bench-deps/.
 
@@ -82,10 +85,14 @@ def corpus_dir(docs: int, args) -> tuple[Path, list[str], dict]:
     return out, sorted(str(p) for p in out.glob("train-*.parquet")), manifest
 
 
-def run_cli(paths: list[str], out: Path, threshold: float, threads: int | None, extra: tuple = ()) -> dict:
-    """The dedup CLI as a child: wall and CPU seconds, peak RSS (MiB), its dedup.json."""
+def run_cli(paths: list[str], out: Path, threshold: float, threads: int | None, extra: tuple = (),
+            root: str | None = None) -> dict:
+    """The dedup CLI as a child (of this checkout, or of the checkout at `root`): wall and CPU seconds, peak
+    RSS (MiB), its dedup.json."""
     shutil.rmtree(out, ignore_errors=True)
     env = _common.child_env()
+    if root:
+        env["PYTHONPATH"] = os.pathsep.join([root, env["PYTHONPATH"]])
     if threads:
         env["NUMBA_NUM_THREADS"] = str(threads)
     cmd = _common.dataaudit_cli() + ["dedup", *paths, "--out", str(out), "--engine", "local",
@@ -260,6 +267,18 @@ def main(args) -> int:
                   f"{rt['cpu'] / r['cpu']:.2f}x CPU")
             result.setdefault("ratio_vs_rensa", {})[label] = round(rt["total"] / r["wall"], 3)
 
+    if args.baseline and rt:
+        # another version's CLI, this one's and rensa in turn: ratios from the same rounds, whatever the load
+        print(f"\nalternating rounds: the CLI of {args.baseline}, this checkout's CLI, rensa")
+        for k in range(args.repeats):
+            base = run_cli(paths, out_root / "baseline", args.threshold, None, root=args.baseline)["wall"]
+            ours = run_cli(paths, out_root / "ours", args.threshold, None)["wall"]
+            rr = run_rensa(texts, args.threshold, 128, args.rensa_bands)[0]["total"]
+            print(f"  round {k + 1}: baseline {base:.2f} s, this {ours:.2f} s, rensa {rr:.2f} s; rensa / baseline "
+                  f"{rr / base:.2f}x, rensa / this {rr / ours:.2f}x, baseline / this {base / ours:.2f}x")
+            result.setdefault("alternating", []).append({"baseline": round(base, 3), "this": round(ours, 3),
+                                                         "rensa": round(rr, 3)})
+
     # agreement with exact Jaccard
     planted = [(min(i, int(o)), max(i, int(o))) for i in np.flatnonzero(origin >= 0).tolist() for o in [origin[i]]]
     judged = set(planted)
@@ -351,6 +370,9 @@ if __name__ == "__main__":
     ap.add_argument("--sample-pairs", type=int, default=200_000,
                     help="pairs judged at most from each tool's duplicate claims (a random sample beyond)")
     ap.add_argument("--data", default=str(_common.REPO / "bench-data"))
+    ap.add_argument("--baseline", default=None, metavar="CHECKOUT",
+                    help="also run the CLI of this other checkout (e.g. a `git worktree` of the previous version), "
+                         "this one's and rensa in turn, --repeats rounds: same-round ratios")
     ap.add_argument("--json", default=None, help="write the figures to this JSON file")
     if str(_common.BENCH_DEPS) not in sys.path and _common.BENCH_DEPS.is_dir():
         sys.path.insert(0, str(_common.BENCH_DEPS))

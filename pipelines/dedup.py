@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -34,7 +36,7 @@ from dataaudit.dedup.examples import examples
 from dataaudit.dedup.outputs import write_clusters, write_keep, write_overlap
 from dataaudit.dedup.reduce import merge_partitions, reduce_partition
 from dataaudit.dedup.report import dedup_report
-from dataaudit.dedup.signatures import sign_shard
+from dataaudit.dedup.signatures import sign_shard, warm_kernels
 from dataaudit.handlers import report_unreadable
 from dataaudit.report.atomic import remove_stale_temps, write_json
 from dataaudit.pipelines.engine import choose_engine
@@ -91,6 +93,8 @@ def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: Path, against: Seq
     # 1. signatures of both sides in one runner call
     store = SignatureStore(out_dir, spec.signature_fingerprint(), len(paths), spec.verify)
     threads = sign_threads() if engine == "local" else 1      # a Ray task has one CPU
+    if engine == "local":   # numba loads the cached kernels while this thread opens the first shard
+        threading.Thread(target=warm_kernels, args=(spec, spec.verify), daemon=True).start()
     summaries, resumed = run_units(shards, store, sign_shard, (spec, spec.verify, threads), count="samples",
                                    handler=handler,
                                    on_progress=lambda done, n: tell("sign", done, len(shards), n), **where)
@@ -125,11 +129,13 @@ def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: Path, against: Seq
 
     # outputs
     t0 = time.time()
-    write_clusters(out_dir, clusters, train)
-    kept = write_keep(out_dir, clusters, train)
     against_json, val_examples = write_overlap(out_dir, train, val, overlap) if overlap is not None else (None, [])
-    report = dedup_report(spec, n_parts, train, val, clusters, kept, against_json)
-    report["examples"] = examples(clusters, train, val, val_examples, spec.text_field)
+    with ThreadPoolExecutor(1) as pool:      # the examples' texts are read while the tables are written
+        found = pool.submit(examples, clusters, train, val, val_examples, spec.text_field)
+        write_clusters(out_dir, clusters, train)
+        kept = write_keep(out_dir, clusters, train)
+        report = dedup_report(spec, n_parts, train, val, clusters, kept, against_json)
+        report["examples"] = found.result()
     report["run"] = run_record(engine, resumed, started, {
         "sign": round(t_sign, 3), "lsh": round(t_lsh, 3), "cluster": round(t_cluster, 3),
         "outputs": round(time.time() - t0, 3), "total": round(time.time() - started, 3),

@@ -49,13 +49,19 @@ def map_units(corpora: dict[str, Corpus], work: Path) -> list[MapUnit]:
 
 
 def _partition_of(keys: np.ndarray, parts: int) -> np.ndarray:
-    return (keys % np.uint64(parts)).astype(np.int64) if parts > 1 else np.zeros(len(keys), np.int64)
+    # the narrowest integer type: numpy's stable argsort is a radix sort for 8- and 16-bit ones (~3x faster)
+    kind = np.uint8 if parts <= 1 << 8 else np.uint16 if parts <= 1 << 16 else np.int64
+    return (keys % np.uint64(parts)).astype(kind) if parts > 1 else np.zeros(len(keys), kind)
 
 
 def _write_partitioned(path: Path, columns: dict[str, np.ndarray], part: np.ndarray, parts: int) -> None:
-    order = np.argsort(part, kind="stable")
-    bounds = np.searchsorted(part[order], np.arange(parts + 1))
-    table = pa.table({k: pa.array(v[order]) for k, v in columns.items()})
+    if parts > 1:
+        order = np.argsort(part, kind="stable")
+        bounds = np.searchsorted(part[order], np.arange(parts + 1))
+        columns = {k: v[order] for k, v in columns.items()}
+    else:                                   # one partition: already in order
+        bounds = np.array([0, len(part)])
+    table = pa.table({k: pa.array(v) for k, v in columns.items()})
     tmp = path.with_name("." + path.name + ".tmp")
     with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         for p in range(parts):

@@ -2,11 +2,14 @@
 page), each shard read only until the rows wanted are found."""
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pyarrow as pa
 
 from dataaudit.handlers import READ_ERRORS
-from dataaudit.sources import ROW, iter_shard
+from dataaudit.sources import ROW, iter_shard, read_schema
 from dataaudit.texts import DocumentText
 
 from .clusters import Clusters
@@ -17,25 +20,36 @@ EXAMPLE_MEMBERS = 4
 EXAMPLE_CHARS = 1500
 
 
-def _fetch_texts(wanted: dict[str, set[int]], configured: tuple[str, ...] | None) -> dict[tuple[str, int], str]:
-    """Texts of a few (shard, row) for the HTML examples (each shard read until its rows are found)."""
+def _texts_of_shard(path: str, rows: set[int], configured: tuple[str, ...] | None) -> dict[tuple[str, int], str]:
+    """Texts of the given rows of one shard (read, text columns only, until they are all found)."""
     out = {}
-    for path, rows in wanted.items():
-        left = set(rows)
-        text = DocumentText(configured)
-        try:
-            for batch in iter_shard(path, batch_rows=8192):
-                r = batch.column(batch.schema.get_field_index(ROW)).to_numpy()
-                hit = np.flatnonzero(np.isin(r, list(left)))
-                if len(hit):
-                    texts = text(batch.take(pa.array(hit))).to_pylist()
-                    for i, t in zip(hit.tolist(), texts):
-                        out[(path, int(r[i]))] = t if t is None else t[:EXAMPLE_CHARS]
-                        left.discard(int(r[i]))
-                if not left:
-                    break
-        except READ_ERRORS:
-            continue
+    left = set(rows)
+    text = DocumentText(configured)
+    try:
+        for batch in iter_shard(path, text.columns(read_schema(path)), batch_rows=8192):
+            r = batch.column(batch.schema.get_field_index(ROW)).to_numpy()
+            hit = np.flatnonzero(np.isin(r, list(left)))
+            if len(hit):
+                texts = text(batch.take(pa.array(hit))).to_pylist()
+                for i, t in zip(hit.tolist(), texts):
+                    out[(path, int(r[i]))] = t if t is None else t[:EXAMPLE_CHARS]
+                    left.discard(int(r[i]))
+            if not left:
+                break
+    except READ_ERRORS:
+        pass
+    return out
+
+
+def _fetch_texts(wanted: dict[str, set[int]], configured: tuple[str, ...] | None) -> dict[tuple[str, int], str]:
+    """Texts of a few (shard, row) for the HTML examples: the shards read at once on a few threads (decoding
+    releases the GIL)."""
+    out = {}
+    if not wanted:
+        return out
+    with ThreadPoolExecutor(min(len(wanted), os.cpu_count() or 1, 4)) as pool:
+        for found in pool.map(_texts_of_shard, wanted, wanted.values(), [configured] * len(wanted)):
+            out.update(found)
     return out
 
 

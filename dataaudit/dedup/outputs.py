@@ -29,6 +29,11 @@ OVERLAP_SCHEMA = pa.schema([pa.field("shard", pa.string()), pa.field("key", pa.s
                             pa.field("train_matches", pa.int64()), pa.field("train", pa.list_(_MATCH))])
 
 
+def _repeat(value: str, n: int) -> pa.Array:
+    """A string column of n copies of `value` (no Python list of n items)."""
+    return pa.repeat(pa.scalar(value, pa.string()), n)
+
+
 def write_clusters(out_dir: Path, clusters: Clusters, train: Corpus) -> None:
     """clusters.parquet: one row per clustered document, in corpus order."""
     ct = clusters.table
@@ -40,7 +45,7 @@ def write_clusters(out_dir: Path, clusters: Clusters, train: Corpus) -> None:
             sel = order[c_shard == s]
             local = ct["gid"][sel] - train.base[s]
             part = train.read(int(s), ["key", "line"]).take(pa.array(local))
-            yield pa.table({"shard": pa.array([train.paths[s]] * len(sel), pa.string()), "key": part.column("key"),
+            yield pa.table({"shard": _repeat(train.paths[s], len(sel)), "key": part.column("key"),
                             "row": pa.array(local), "line": part.column("line"),
                             "cluster_id": pa.array(ct["cluster_id"][sel]),
                             "is_representative": pa.array(ct["is_representative"][sel]),
@@ -61,7 +66,7 @@ def write_keep(out_dir: Path, clusters: Clusters, train: Corpus) -> int:
             mask = np.ones(t.num_rows, bool)
             mask[drop_sorted[lo_i:hi_i] - train.base[i]] = False
             t = t.filter(pa.array(mask))
-            yield pa.table({"shard": pa.array([p] * t.num_rows, pa.string()), "key": t.column("key"),
+            yield pa.table({"shard": _repeat(p, t.num_rows), "key": t.column("key"),
                             "row": t.column("row"), "line": t.column("line")}, schema=KEEP_SCHEMA)
 
     return write_parquet(out_dir / "keep.parquet", tables(), KEEP_SCHEMA)
@@ -100,7 +105,7 @@ def write_overlap(out_dir: Path, train: Corpus, val: Corpus, overlap: dict) -> t
             t = val.read(i, ["row", "key", "line"])
             lo = int(val.base[i] - val.base0)
             hi = lo + t.num_rows
-            yield pa.table({"shard": pa.array([p] * t.num_rows, pa.string()), "key": t.column("key"),
+            yield pa.table({"shard": _repeat(p, t.num_rows), "key": t.column("key"),
                             "row": t.column("row"), "line": t.column("line"),
                             "match": pa.array(status[lo:hi], pa.string()),
                             "train_matches": pa.array(n_matches[lo:hi]), "train": lists.slice(lo, hi - lo)},

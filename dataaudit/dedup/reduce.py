@@ -31,9 +31,11 @@ def _read_partition(files: list[str], p: int, names: list[str]) -> dict[str, np.
 def _val_pairs(gid: np.ndarray, bounds: np.ndarray, n_train: int, cap: int) -> tuple[np.ndarray, np.ndarray]:
     """(val gid, train gid) for every validation entry of a run that holds train entries (first `cap` of them).
     Within a run entries are in gid order, so its train entries come first."""
+    is_val = gid >= n_train
+    if not is_val.any():                 # no validation side: skip the run bookkeeping
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     sizes = np.diff(bounds)
     run_id = np.repeat(np.arange(len(sizes)), sizes)
-    is_val = gid >= n_train
     ntrain = np.bincount(run_id, weights=~is_val, minlength=len(sizes)).astype(np.int64)
     v = np.flatnonzero(is_val & (ntrain[run_id] > 0))
     if len(v) == 0:
@@ -78,7 +80,8 @@ def reduce_partition(p: int, band_files: list[str], exact_files: list[str], n_tr
     bounds = runs(key)
     out["val_near_src"], out["val_near_dst"] = _val_pairs(gid, bounds, n_train, MAX_MATCHES)
     tr = gid < n_train
-    key, gid = key[tr], gid[tr]
+    if not tr.all():                     # validation entries: matched above, not clustered
+        key, gid = key[tr], gid[tr]
     bounds = runs(key)
     if all_pairs:
         src, dst = all_pair_edges(gid, bounds, VERIFY_ALL_PAIRS)

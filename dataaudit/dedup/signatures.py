@@ -96,6 +96,16 @@ def sign_batch(text: pa.Array, spec: DedupSpec, with_shingles: bool = False) -> 
     return out
 
 
+def warm_kernels(spec: DedupSpec, with_shingles: bool = False) -> None:
+    """Sign one tiny batch: numba's first call sets up its registries (importing scipy.linalg for its BLAS check)
+    and loads the cached kernels, ~0.5-0.7 s that a thread can spend while another opens and decodes the first
+    shard. A failure here is left to the real batches to report."""
+    try:
+        sign_batch(pa.array(["a b c d e f"], pa.string()), spec, with_shingles)
+    except Exception:       # noqa: BLE001 - only a warm-up
+        pass
+
+
 @dataclass
 class _SignState:
     summary: dict
