@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dataaudit.cli.common import InputError, engine_options, make_out_dir, plural, print_resumed, shard_progress
+from dataaudit.cli.common import (InputError, engine_options, freeze_imports, make_out_dir, plural,
+                                  print_resumed, shard_progress)
 from dataaudit.cli.paths import InputPathError, expand_shards
 from dataaudit.cli.fields import fields_line, require_fields
 from dataaudit.config import READ_MODES, ConfigError, load_config
@@ -99,6 +100,7 @@ def audit(shards, out, config_path, tokenizer, context_length, strict, read, eng
     make_out_dir(out)
 
     from dataaudit.pipelines.audit import run_audit   # imported late: keeps `--help` fast
+    freeze_imports()
     from dataaudit.report.model import has_errors
 
     console = Console(stderr=False)

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dataaudit.cli.common import InputError, engine_options, make_out_dir, plural, print_resumed, progress_bar
+from dataaudit.cli.common import (InputError, engine_options, freeze_imports, make_out_dir, plural,
+                                  print_resumed, progress_bar)
 from dataaudit.cli.paths import InputPathError, expand_shards
 
 if TYPE_CHECKING:   # rich loads when a command prints, not for `--help`
@@ -92,6 +93,7 @@ def clean(shards, audit_dir, dedup_dirs, contamination_dir, out, severity, check
                           dedup=bool(dedup_dirs), contamination=contamination_dir is not None)
 
     from dataaudit.pipelines.clean import plan_clean, run_clean   # imported late: keeps `--help` fast
+    freeze_imports()
 
     try:
         job = plan_clean(paths, list(shards), out, selection, audit_dir, dedup_dirs, contamination_dir,

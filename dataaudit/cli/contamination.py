@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dataaudit.cli.common import (InputError, MultiValueCommand, engine_options, make_out_dir, plural,
+from dataaudit.cli.common import (InputError, MultiValueCommand, engine_options, freeze_imports, make_out_dir, plural,
                                   print_resumed, shard_progress)
 from dataaudit.cli.fields import fields_line, require_fields
 from dataaudit.fields import FieldSpec
@@ -112,6 +112,7 @@ def contamination(train, benchmarks, out, ngram, decontaminate_train, config_pat
     make_out_dir(out)
 
     from dataaudit.pipelines.contamination import has_errors, run_contamination   # late: keeps `--help` fast
+    freeze_imports()
 
     console = Console(stderr=False)
     with shard_progress(console, "scanning", len(paths)) as on_progress:

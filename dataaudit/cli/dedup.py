@@ -6,13 +6,12 @@ validation loss too good: error severity) or a shard could not be read to the en
 """
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from dataaudit.cli.common import (InputError, MultiValueCommand, engine_options, make_out_dir, plural,
+from dataaudit.cli.common import (InputError, MultiValueCommand, engine_options, freeze_imports, make_out_dir, plural,
                                   print_resumed, progress_bar)
 from dataaudit.cli.fields import fields_line, require_fields, text_fields
 from dataaudit.cli.paths import InputPathError, expand_shards
@@ -131,7 +130,7 @@ def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed,
 
     from dataaudit.pipelines.dedup import run_dedup   # imported late: keeps `--help` fast
 
-    gc.freeze()     # a one-shot process: the collections of the run need not walk the imported modules again
+    freeze_imports()
 
     console = Console(stderr=False)
     with progress_bar(console, "signing", "shards") as progress:
@@ -146,6 +145,5 @@ def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed,
         report = run_dedup(paths, spec, out, against=val_paths, engine=engine, ray_address=ray_address,
                            partitions=partitions, on_progress=on_progress, workers=workers)
     _print_summary(console, report, out)
-    gc.freeze()     # and the interpreter's collections at exit need not walk numba's objects (~0.3 s)
     leak = bool(report["against"] and report["against"]["overlapping"])
     raise SystemExit(1 if leak or report["unreadable_shards"] else 0)

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dataaudit.cli.common import InputError, engine_options, make_out_dir, plural, print_resumed, progress_bar
+from dataaudit.cli.common import (InputError, engine_options, freeze_imports, make_out_dir, plural,
+                                  print_resumed, progress_bar)
 from dataaudit.extras import available, missing_message
 from dataaudit.cli.dedup import clusters_table
 from dataaudit.cli.fields import fields_line, require_fields, text_fields
@@ -72,6 +73,7 @@ def dedup_images(shards, out, max_distance, image_field, max_image_pixels, engin
     make_out_dir(out)
 
     from dataaudit.pipelines.image_dedup import run_image_dedup   # imported late: keeps `--help` fast
+    freeze_imports()
 
     console = Console(stderr=False)
     with progress_bar(console, "hashing", "shards") as progress:

@@ -1,5 +1,5 @@
-"""numba kernels of the repetition check (`checks/text_repetition` and `checks/text_lines` hold the Arrow and numpy twins,
-which give identical results):
+"""numba kernels of the repetition check (`checks/text_repetition` and `checks/text_lines` hold the Arrow and
+numpy twins, which give identical results):
 
 - `ngram_stats`: one document at a time, n = 2..max_n, the same 64-bit n-gram hashes grouped in an
   open-addressing table instead of Arrow's hash table over the whole batch.
@@ -364,7 +364,8 @@ def scan_lines(data, off, cls, line_bytes, doc, rs, rt, ts, tt, raw_chars, chars
     """Every line of the texts data[off[d]:off[d + 1]] (split on "\\n"; a text of n newlines has n + 1 lines):
     its raw span rs..rt, trimmed span ts..tt, code points raw and trimmed, and `flags`: FENCE (exact: FENCE_RE)
     and GATE_* (the line may match CODE_RE / LABEL_RE / SYMBOLS_RE / LIST_RE; never unset where the regex
-    matches), SURE_CODE (it matches CODE_RE: `_sure_code`). `line_bytes`: LINE_BYTES. Output capacity: newlines + texts. Returns the number of lines."""
+    matches), SURE_CODE (it matches CODE_RE: `_sure_code`). `line_bytes`: LINE_BYTES. Output capacity: newlines +
+    texts. Returns the number of lines."""
     n = 0
     for d in range(off.shape[0] - 1):
         end = off[d + 1]
