@@ -489,6 +489,27 @@ def _cjk_closer(data, i, end):      # ” ’ (E2 80 9D / 99) 」 』 (E3 80 8D 
     return 0
 
 
+_LATIN_END, _LATIN_CLOSER, _CJK_END, _CJK_CLOSER = 0, 1, 2, 3
+
+
+@numba.njit(inline="always", cache=True)
+def _skip(data, i, end, kind):
+    """The end of the run of characters of one kind (the _LATIN_END ... constants) that starts at i."""
+    while i < end:
+        if kind == _LATIN_END:
+            w = _latin_end(data, i, end)
+        elif kind == _LATIN_CLOSER:
+            w = _latin_closer(data, i, end)
+        elif kind == _CJK_END:
+            w = _cjk_end(data, i, end)
+        else:
+            w = _cjk_closer(data, i, end)
+        if w == 0:
+            break
+        i += w
+    return i
+
+
 @numba.njit(inline="always", cache=True)
 def _emit(data, a, z, cls, li, k, out_line, out_start, out_stop, out_chars, out_hash):
     """Trim data[a:z] and append it as sentence k unless empty; returns the new count."""
@@ -533,41 +554,19 @@ def split_sentences(data, starts, stops, cls, sentence_bytes, out_line, out_star
                 continue
             w = _latin_end(data, i, e) if t == 1 else 0
             if w:
-                q = i + w
-                while q < e:
-                    w = _latin_end(data, q, e)
-                    if w == 0:
-                        break
-                    q += w
-                r = q
-                while r < e:
-                    w = _latin_closer(data, r, e)
-                    if w == 0:
-                        break
-                    r += w
+                q = _skip(data, i + w, e, _LATIN_END)
+                r = _skip(data, q, e, _LATIN_CLOSER)
                 if r < e and not _re2_space(data[r]):
                     i = q                       # no shorter run or fewer closers can end at whitespace
                     continue
-                while r < e and _re2_space(data[r]):
-                    r += 1
             else:
                 w = _cjk_end(data, i, e)
                 if w == 0:
                     i += 1
                     continue
-                r = i + w
-                while r < e:
-                    w = _cjk_end(data, r, e)
-                    if w == 0:
-                        break
-                    r += w
-                while r < e:
-                    w = _cjk_closer(data, r, e)
-                    if w == 0:
-                        break
-                    r += w
-                while r < e and _re2_space(data[r]):
-                    r += 1
+                r = _skip(data, _skip(data, i + w, e, _CJK_END), e, _CJK_CLOSER)
+            while r < e and _re2_space(data[r]):
+                r += 1
             k = _emit(data, piece, i, cls, li, k, out_line, out_start, out_stop, out_chars, out_hash)
             piece = r
             i = r
