@@ -51,6 +51,7 @@ import numpy as np
 import torch
 
 from dataaudit.guard.loss import LossWatch
+from dataaudit.guard.masking import mask_batch
 from dataaudit.guard.payload import GuardedBatch, checks_from_payload
 from dataaudit.guard.plan import BatchChecks, GuardPlan, HostChecks, format_value
 from dataaudit.guard.profiler import StepRecord, ThroughputProfiler
@@ -395,27 +396,7 @@ class DeviceGuard:
 
     def _mask(self, data, act: torch.Tensor):
         """Neutralize the samples marked in act (bool [B]) without reading anything back."""
-        p = self.plan
-        named = dict(data) if isinstance(data, Mapping) else dict(enumerate(data))
-
-        def rows_of(x):
-            return act.view((-1,) + (1,) * (x.dim() - 1))
-
-        for k in dict.fromkeys((*p.numeric_keys, *(() if p.image_key is None else (p.image_key,)))):
-            x = named[k]
-            named[k] = x.masked_fill(rows_of(x), 0)
-        if p.label_key is not None:
-            y = named[p.label_key]
-            named[p.label_key] = y.masked_fill(rows_of(y), self.ignore_index)
-        if p.ids_key is not None:
-            x = named[p.ids_key]
-            named[p.ids_key] = x.masked_fill(rows_of(x), self.pad_id)
-        if p.mask_key is not None and p.mask_key in named:
-            m = named[p.mask_key]
-            named[p.mask_key] = m.masked_fill(rows_of(m), 1)
-        if isinstance(data, Mapping):
-            return named
-        return type(data)(named[i] for i in range(len(data)))
+        return mask_batch(self.plan, data, act, self.ignore_index, self.pad_id)
 
     # ------------------------------------------------------------------------------------------ readback
 

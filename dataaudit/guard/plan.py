@@ -86,7 +86,8 @@ class BatchChecks:
             return torch.zeros(self.num_samples, dtype=torch.bool, device=self.flagged.device)
         if len(idx) == len(self.calls):
             return self.flagged.any(0)
-        return self.flagged[idx].any(0)
+        # rows picked by integer views: indexing with the list would copy it to the device (a host sync)
+        return torch.stack([self.flagged[i] for i in idx]).any(0)
 
     def concat(self, other: "BatchChecks") -> "BatchChecks":
         """Both results in one (e.g. the collate guard's, carried with the batch, and the device guard's)."""
@@ -336,9 +337,10 @@ class GuardPlan:
             out = self._without[labels] = tuple(out)
         return out
 
-    def run(self, batch, exclude: frozenset = frozenset()) -> BatchChecks:
+    def run(self, batch, exclude: frozenset = frozenset(), tensors_only: bool = False) -> BatchChecks:
         """Every planned check on the batch: per-sample flags and values as [C, B] tensors on the batch's device.
         exclude: labels ("check:field") of calls not to run (the collate guard ran them on the samples already).
+        tensors_only: a BatchChecks of tensors on the CPU too (else a HostChecks of numpy arrays there).
         No host read on a non-CPU device (tested on the meta device)."""
         named = self._named(batch)
         plans = self.resolve(named)
@@ -349,7 +351,7 @@ class GuardPlan:
             key, fn, kw = one
             out = fn(from_tensor(named[key]), **kw)
             f = out.flagged
-            if f.is_cpu:
+            if f.is_cpu and not tensors_only:
                 return HostChecks(self._all_calls, f.numpy()[None], None, out.value)
             return BatchChecks(self._all_calls, f.unsqueeze(0), out.value.unsqueeze(0))
         args, built = [], {}
@@ -362,9 +364,10 @@ class GuardPlan:
                 if p.key not in built:
                     built[p.key] = from_tensor(x)
                 args.append(built[p.key])
-        return self.run_fields(plans, args, named.values())
+        return self.run_fields(plans, args, named.values(), tensors_only)
 
-    def run_fields(self, plans: Sequence[FieldChecks], args: Sequence, batch_values: Iterable = ()) -> BatchChecks:
+    def run_fields(self, plans: Sequence[FieldChecks], args: Sequence, batch_values: Iterable = (),
+                   tensors_only: bool = False) -> BatchChecks:
         """Run the planned calls on fields already built (NumericField / TokenFields, one per plan)."""
         flagged, values, calls = [], [], []
         b = None
@@ -384,7 +387,7 @@ class GuardPlan:
             batch_values = list(batch_values)
             return empty_checks(batch_size(batch_values), _device_of(batch_values))
         calls = self._all_calls if plans is self.fields else tuple(calls)  # stable identity: callers cache on it
-        if flagged[0].is_cpu:  # small host arrays: numpy rows (views for one call, else filled row by row)
+        if flagged[0].is_cpu and not tensors_only:  # small host arrays: numpy rows (views for one call, else filled row by row)
             if len(calls) == 1:
                 return HostChecks(calls, flagged[0].numpy()[None], values[0].numpy()[None])
             fl = np.empty((len(calls), b), dtype=bool)

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from dataaudit.guard.plan import BatchChecks, CheckCall, GuardPlan, empty_checks, format_value
+from dataaudit.guard.tree import move_tree
 
 FORMAT = "dataaudit-guard-snapshot/1"
 _META_KEY = "dataaudit"
@@ -98,6 +99,7 @@ def save_snapshot(directory, *, named: dict, is_dict: bool, checks: BatchChecks 
                  "fields": _jsonable(plan.fields_cfg), "resolved": _jsonable(plan.describe())},
         "config": _jsonable(plan.config.fingerprint()),
         "torch": torch.__version__,
+        "device": checks.flagged.device.type,   # where the checks ran: verify() reruns them there when it can
     }
     tmp = path.with_suffix(".tmp")
     save_file(tensors, str(tmp), metadata={_META_KEY: json.dumps(meta)})
@@ -129,19 +131,41 @@ class Snapshot:
         return GuardPlan(_config_from_fingerprint(self.meta["config"]), checks=checks,
                          names=p["names"], fields=p["fields"])
 
-    def reproduce(self) -> BatchChecks:
-        """Run the device guard's checks again on the stored tensors."""
-        return self.plan().run(self.batch)
+    @property
+    def device(self) -> str:
+        """The device type the checks ran on when the snapshot was taken ("cpu", "cuda", ...)."""
+        return self.meta.get("device", "cpu")
 
-    def verify(self) -> bool:
-        """True when re-running the checks gives the stored device-guard results exactly (flags and values)."""
-        again = self.reproduce()
+    def _rerun_device(self, device) -> torch.device:
+        if device is not None:
+            return torch.device(device)
+        if self.device == "cuda" and torch.cuda.is_available():
+            return torch.device("cuda")
+        return torch.device("cpu")
+
+    def reproduce(self, device=None) -> BatchChecks:
+        """Run the device guard's checks again on the stored tensors, on `device` (default: the snapshot's own
+        device type where this machine has it, else the CPU)."""
+        dev = self._rerun_device(device)
+        batch = self.batch if dev.type == "cpu" else move_tree(self.batch, dev)
+        return self.plan().run(batch)
+
+    def verify(self, device=None) -> bool:
+        """True when re-running the checks gives the stored device-guard results: the same flags, and values
+        exactly equal when rerun on the device type that took the snapshot, else equal to float rounding
+        (relative 1e-5: a GPU's float reductions add in another order than the CPU's)."""
+        dev = self._rerun_device(device)
+        again = self.reproduce(dev)
         n = self.device_calls
         stored = BatchChecks(self.checks.calls[:n], self.checks.flagged[:n], self.checks.value[:n])
         if [c.label for c in again.calls] != [c.label for c in stored.calls]:
             return False
-        return (torch.equal(again.flagged.cpu(), stored.flagged)
-                and bool(np.array_equal(again.value.cpu().numpy(), stored.value.numpy(), equal_nan=True)))
+        if not torch.equal(again.flagged.cpu(), stored.flagged):
+            return False
+        a, b = again.value.cpu().numpy(), stored.value.numpy()
+        if dev.type == self.device:
+            return bool(np.array_equal(a, b, equal_nan=True))
+        return bool(np.allclose(a, b, rtol=1e-5, atol=0.0, equal_nan=True))
 
     def findings(self) -> list[dict]:
         """Every flagged (sample, check): position, key, shard, check, field, severity, value, detail."""

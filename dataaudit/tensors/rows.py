@@ -39,8 +39,17 @@ def has_memo(field: NumericField, key: str) -> bool:
 def dense_rows(field: NumericField, allow_valid: bool = False) -> torch.Tensor | None:
     """The values as a [B, per] matrix when the CPU fast path applies: CPU, dense layout, per > 0 and (unless
     allow_valid) no `valid` mask. None otherwise."""
+    if not field.values.is_cpu:
+        return None
+    return dense_view(field, allow_valid)
+
+
+def dense_view(field: NumericField, allow_valid: bool = False) -> torch.Tensor | None:
+    """dense_rows on any device: the [B, per] view of a field whose layout is dense from construction (a
+    from_tensor batch tensor), for row reductions in torch where the generic segment path would take several
+    kernels per statistic. None otherwise. Reads nothing back."""
     v = field.values
-    if not v.is_cpu or field.num_samples == 0 or (field.valid is not None and not allow_valid):
+    if field.num_samples == 0 or (field.valid is not None and not allow_valid):
         return None
     lay = layout_of(field)
     if lay.kind != "dense" or lay.per == 0:

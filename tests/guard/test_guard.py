@@ -116,6 +116,22 @@ def test_raise_names_checks_positions_keys_and_snapshot_reproduces(samples, mani
     assert not snap.verify()
 
 
+def test_verify_is_exact_on_the_snapshots_device_and_to_rounding_elsewhere(samples, tmp_path):
+    g = DeviceGuard(loader(samples), CFG, policy="raise", checks="all", profile=False, snapshot_dir=tmp_path)
+    with pytest.raises(BadBatchError) as ei:
+        list(g)
+    snap = load_snapshot(ei.value.snapshot)
+    assert snap.device == "cpu" and snap.verify()
+    c = int(snap.checks.flagged.any(1).nonzero()[0])   # a check that flagged: its values are not all 0
+    i = int(snap.checks.flagged[c].nonzero()[0])
+    snap.checks.value[c, i] *= 1 + 1e-7   # what a GPU's float reduction order can change
+    assert not snap.verify()              # rerun on the CPU, where it was taken: exact
+    snap.meta["device"] = "cuda"          # taken on a GPU, verified on this machine's CPU: to rounding
+    assert snap.verify(device="cpu")
+    snap.checks.value[c, i] *= 1 + 1e-3
+    assert not snap.verify(device="cpu")
+
+
 def test_mask_neutralizes_exactly_the_bad_samples(samples, manifest):
     plain = list(loader(samples))
     index = {(s["__shard__"], s["__key__"]): i for i, s in enumerate(samples.samples)}

@@ -12,11 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dataaudit.checks import REGISTRY
+from dataaudit.checks.tokens import _class_range, _class_range_dense, _real_ids
 from dataaudit.tensors import (
     DTYPE_CODE,
     NumericField,
     TokenFields,
     dense_rows,
+    dense_view,
     from_tensor,
     has_memo,
     tokens_from_tensor,
@@ -111,7 +113,15 @@ def test_label_and_token_fast_paths_equal_generic(data, rows, width, dtype, pad,
          REGISTRY["label_out_of_range"].fn(generic(ids), **kw), "label")
     same(REGISTRY["label_out_of_range"].fn(from_tensor(ids, mask), **kw),
          REGISTRY["label_out_of_range"].fn(generic(ids, mask), **kw), "label masked")
+    # the torch dense path (what a GPU batch takes), run here on the CPU
+    for f, g, what in ((from_tensor(ids), generic(ids), "label dense"),
+                       (from_tensor(ids, mask), generic(ids, mask), "label dense masked")):
+        same(_class_range_dense(f, dense_view(f, allow_valid=True), 10, ignore), _class_range(g, 10, ignore), what)
     fast = tokens_from_tensor(ids, mask)
+    real = _real_ids(fast)
+    same(_class_range_dense(real, dense_view(real, allow_valid=True), 1000, None),
+         REGISTRY["token_id_out_of_range"].fn(TokenFields(ids=generic(ids), mask=generic(mask)), vocab_size=1000),
+         "token dense")
     slow = TokenFields(ids=generic(ids), mask=generic(mask))  # ids.valid derived from the mask (generic path)
     params = {"token_id_out_of_range": {"vocab_size": 1000}, "too_long": {"context_length": 3},
               "all_padding": {"pad_id": pad}, "mask_mismatch": {"pad_id": pad, "pad_in_content_ok": False}}

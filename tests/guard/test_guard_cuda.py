@@ -1,6 +1,8 @@
 """The device guard on CUDA: no host sync in the hot path for mask / warn (and late raise), verified with
-torch.cuda.set_sync_debug_mode("error"); flags read back late; skip and late raise. Skipped without CUDA (the
-meta-device test in test_guard_checks.py covers sync-freedom there)."""
+torch.cuda.set_sync_debug_mode("error"); copies through pinned memory, non-blocking (the profiler's memcpy kinds);
+flags read back late; every policy; OnDeviceGuard captured in a CUDA graph and compiled as one graph; the loss
+guard and replay on the GPU. Skipped without CUDA (the meta-device tests in test_guard_checks.py,
+test_ondevice_guard.py and guard_loss/ cover sync-freedom there)."""
 from __future__ import annotations
 
 import math
@@ -72,3 +74,143 @@ def test_skip_on_cuda():
     guard = DeviceGuard(batches(), CFG, device="cuda", policy="skip")
     out = list(guard)
     assert len(out) == N - 1 and guard.summary()["skipped_batches"] == 1
+
+
+def test_late_raise_false_reads_at_once_on_cuda(tmp_path):
+    guard = DeviceGuard(batches(), CFG, device="cuda", policy="raise", late_raise=False, snapshot_dir=tmp_path)
+    handed = []
+    with pytest.raises(BadBatchError) as ei:
+        for b in guard:
+            handed.append(b)
+    assert ei.value.step == 2 and len(handed) == 2   # raised before the bad batch was handed out
+    assert load_snapshot(ei.value.snapshot).verify()
+
+
+def _memcpy_kinds(policy, pin_memory):
+    """(HtoD, DtoH) memcpy names the CUDA profiler saw while the guard ran over pageable host batches."""
+    from torch.profiler import ProfilerActivity, profile
+    guard = DeviceGuard(batches(), CFG, device="cuda", policy=policy, checks="all", pin_memory=pin_memory,
+                        snapshot_dir=None)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in guard:
+            pass
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if e.name.startswith("Memcpy")]
+    return [n for n in names if "HtoD" in n], [n for n in names if "DtoH" in n], guard
+
+
+@pytest.mark.parametrize("policy", ["mask", "warn"])
+def test_copies_are_pinned_and_non_blocking(policy):
+    # non_blocking: a blocking copy would be a host sync, which this mode turns into an error
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        h2d, d2h, guard = _memcpy_kinds(policy, pin_memory=True)
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    # 4 tensors per batch in; flags, values and the token count back per batch: all through pinned memory
+    assert h2d == ["Memcpy HtoD (Pinned -> Device)"] * (4 * N), sorted(set(h2d))
+    assert d2h == ["Memcpy DtoH (Device -> Pinned)"] * (3 * N), sorted(set(d2h))
+    assert sorted((f.step, f.position, f.check) for f in guard.findings if f.severity == "error") == [
+        (2, 1, "label_out_of_range"), (2, 3, "token_id_out_of_range"), (2, 5, "nonfinite")]
+    # the same loop without pinning copies from pageable memory: what the assertion above would catch
+    h2d, _, _ = _memcpy_kinds(policy, pin_memory=False)
+    assert set(h2d) == {"Memcpy HtoD (Pageable -> Device)"}
+
+
+def _device_batches():
+    return [{k: v.cuda() for k, v in b.items() if isinstance(v, torch.Tensor)} for b in batches()]
+
+
+ERRORS = {"nonfinite:pixels": (1, 2, 2, [5]), "label_out_of_range:label": (1, 2, 2, [1]),
+          "token_id_out_of_range:input_ids": (1, 2, 2, [3])}
+
+
+def _errors(report):
+    return {k: (v["samples"], v["first_step"], v["last_step"], [d["position"] for d in report["last_bad"].get(k, [])])
+            for k, v in report["checks"].items() if v["severity"] == "error" and v["samples"]}
+
+
+def test_on_device_guard_in_a_cuda_graph():
+    """Captured once, replayed per batch: the flags never leave the device until read(); replays add up."""
+    from dataaudit.guard import OnDeviceGuard
+    data = _device_batches()
+    static = {k: v.clone() for k, v in data[0].items()}
+    guard = OnDeviceGuard(CFG, policy="mask", checks="all")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the capture stream, as torch.cuda.graph asks
+        for _ in range(2):
+            guard(static)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = guard(static)
+    guard.reset()
+    labels = []
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for b in data:
+            for k in static:
+                static[k].copy_(b[k], non_blocking=True)
+            graph.replay()
+            labels.append(out["label"].clone())
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    report = guard.read()
+    assert report["steps"] == N and report["last_bad_step"] == 2 and _errors(report) == ERRORS
+    assert labels[2].tolist() == [data[2]["label"][i].item() if i not in (1, 3, 5) else -100 for i in range(8)]
+    assert all(torch.equal(labels[s], data[s]["label"]) for s in (0, 1, 3, 4, 5))
+    assert out["loss_weight"].tolist() == [1.0] * 8  # the last replay's batch was clean
+
+
+def test_on_device_guard_under_torch_compile():
+    """Inside a compiled function it gives what it gives eagerly (one graph under torch 2.13's dynamo, checked on
+    the meta device in test_ondevice_guard.py; older versions may break the graph, with the same results)."""
+    from dataaudit.guard import OnDeviceGuard
+    data = _device_batches()
+    eager, compiled = (OnDeviceGuard(CFG, policy="mask", checks="all") for _ in range(2))
+    compiled(data[0])  # first call eager: resolves the plan, allocates the record
+    compiled.reset()
+    step = torch.compile(lambda b: compiled(b)["label"], backend="aot_eager")
+    got = [step(b) for b in data]
+    want = [eager(b)["label"] for b in data]
+    assert all(torch.equal(a, w) for a, w in zip(got, want))
+    assert _errors(compiled.read()) == _errors(eager.read()) == ERRORS
+
+
+def test_loss_guard_on_cuda_reads_back_late_without_a_sync(tmp_path):
+    """A non-finite loss at step 3: watched with no host sync, raised late with a snapshot of the exact batch and
+    the CUDA RNG state; replay on the GPU names the culprit in 9 forward passes."""
+    from dataaudit.guard.device import BadLossError
+    from dataaudit.guard.replay import replay
+    from tests.guard_loss.test_loss_guard import CULPRIT, batches as loss_batches
+    lin = torch.nn.Linear(4, 1, bias=False, device="cuda")
+    with torch.no_grad():
+        lin.weight.fill_(1.0)
+
+    def cuda_loss(batch):
+        return (lin(batch["features"]) ** 2).mean()
+
+    guard = DeviceGuard(loss_batches(), None, device="cuda", policy="raise", snapshot_dir=tmp_path)
+    it = iter(guard)
+    states = []
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(4):   # steps 0-3, the bad loss included: watched without a sync
+            b = next(it)
+            states.append(torch.cuda.get_rng_state())
+            guard.watch_loss(cuda_loss(b))
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    assert guard.loss_events == []   # not read yet
+    with pytest.raises(BadLossError) as ei:  # read back with a later step (writing the snapshot reads the batch)
+        for b in it:
+            guard.watch_loss(cuda_loss(b))
+        guard.flush()
+    err = ei.value
+    assert (err.step, err.kind) == (3, "nonfinite")
+    snap = load_snapshot(err.snapshot)
+    assert snap.keys[CULPRIT] == "k229" and torch.equal(snap.rng["cuda"], states[3])
+    r = replay(snap, cuda_loss, device="cuda")
+    assert r["forward_passes"] == 9 and r["culprits"] == [
+        {"position": CULPRIT, "shard": "s.parquet", "key": "k229", "row": 229}]

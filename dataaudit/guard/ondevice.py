@@ -1,0 +1,161 @@
+"""OnDeviceGuard: the guard as tensor work alone, for CUDA graphs and torch.compile; the flags stay on the device
+until `read()`.
+
+    guard = OnDeviceGuard("audit.toml", policy="mask")
+    out = guard(static_batch)              # eager first call: resolves the plan and allocates the record
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = guard(static_batch)          # captured: every replay checks, masks and adds to the record
+    guard.reset()                          # forget the warm-up calls (in place: the graph keeps its buffers)
+    for batch in loader:
+        for k in static_batch: static_batch[k].copy_(batch[k], non_blocking=True)
+        graph.replay()
+        ...                                # train on `out`
+    print(guard.read())                    # the one host read
+
+A call runs the same registered checks as DeviceGuard (GuardPlan.run) and the mask policy's rule
+(dataaudit.guard.masking) with no host read, no data-dependent shape and no branch on data, and folds the flags
+into a record held in fixed device buffers that it updates in place, so that a captured graph's replays keep adding
+to it: per check call, the samples flagged, the first and the last step that had one, and the flags and values of
+the last step that had any. Policies:
+    mask   the bad samples neutralized as DeviceGuard's mask does, batch[weight_key] = 0.0 for them (1.0 else);
+    warn   the batch goes out unchanged;
+    raise  the batch goes out masked, and read() raises BadBatchError when a check whose severity is in act_on
+           has flagged since the last reset.
+skip needs the flag on the host before the step; use DeviceGuard for it. Shapes are fixed per record: a batch
+larger than the first one needs a new OnDeviceGuard (a smaller one, such as a last partial batch, is fine).
+There are no trace ids here (a graph's batch holds tensors only): the record names steps and positions.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+import torch
+
+from dataaudit.guard.device import BadBatchError
+from dataaudit.guard.masking import mask_batch
+from dataaudit.guard.plan import CheckCall, GuardPlan, format_value
+
+POLICIES = ("mask", "warn", "raise")
+
+
+class OnDeviceGuard:
+    """Checks + mask as pure tensor work; a record on the device, read by `read()`.
+
+    config, checks, names, fields: as GuardPlan. policy: mask | warn | raise (see the module doc); act_on:
+    severities the policy acts on. ignore_index, pad_id, weight_key: as DeviceGuard's mask."""
+
+    def __init__(self, config=None, *, policy: str = "mask", act_on: Iterable[str] = ("error",), checks=None,
+                 names: Sequence[str] | None = None, fields: Mapping[str, Any] | None = None,
+                 ignore_index: int | None = None, pad_id: int | None = None,
+                 weight_key: str | None = "loss_weight"):
+        if policy not in POLICIES:
+            hint = " (skip needs a host read per batch: use DeviceGuard)" if policy == "skip" else ""
+            raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}{hint}")
+        self.plan = GuardPlan(config, checks=checks, names=names, fields=fields)
+        self.policy = policy
+        self.act_on = frozenset(act_on)
+        configured = [s.params["ignore_index"] for s in self.plan.config.checks.values()
+                      if s.params.get("ignore_index") is not None]
+        self.ignore_index = ignore_index if ignore_index is not None else (configured[0] if configured else -100)
+        self.pad_id = pad_id if pad_id is not None else self.plan.config.data.get("pad_id", 0)
+        self.weight_key = weight_key
+        self.calls: tuple[CheckCall, ...] | None = None
+        self._acting: torch.Tensor | None = None   # bool [C]: the calls the policy acts on
+        self._record: dict[str, torch.Tensor] | None = None
+
+    # ------------------------------------------------------------------------------------------ the step
+
+    def __call__(self, batch):
+        """The batch as the policy hands it out (masked under mask / raise); the record updated on the device."""
+        res = self.plan.run(batch, tensors_only=True)
+        fl, va = res.flagged, res.value
+        if self._record is None:
+            self._allocate(res.calls, fl)
+        elif fl.shape[1] > self._record["last_flags"].shape[1]:
+            raise ValueError(f"OnDeviceGuard: a batch of {fl.shape[1]} samples after one of "
+                             f"{self._record['last_flags'].shape[1]} (the record's buffers are fixed)")
+        self._fold(fl, va)
+        if self.policy == "warn":
+            return batch
+        act = (fl & self._acting.unsqueeze(1)).any(0)
+        out = mask_batch(self.plan, batch, act, self.ignore_index, self.pad_id)
+        if self.policy == "mask" and self.weight_key is not None and isinstance(out, dict):
+            out[self.weight_key] = (~act).to(torch.float32)
+        return out
+
+    def _allocate(self, calls, fl: torch.Tensor) -> None:
+        c, b, dev = fl.shape[0], fl.shape[1], fl.device
+        self.calls = calls
+        self._acting = torch.tensor([k.severity in self.act_on for k in calls], dtype=torch.bool).to(dev)
+        self._record = {
+            "step": torch.zeros((), dtype=torch.int64, device=dev),        # calls so far
+            "samples": torch.zeros(c, dtype=torch.int64, device=dev),      # samples flagged, per call
+            "first": torch.full((c,), -1, dtype=torch.int64, device=dev),  # first step with a flag, per call
+            "last": torch.full((c,), -1, dtype=torch.int64, device=dev),   # last step with a flag, per call
+            "last_bad": torch.full((), -1, dtype=torch.int64, device=dev),  # last step with any flag
+            "last_size": torch.zeros((), dtype=torch.int64, device=dev),   # its batch size
+            "last_flags": torch.zeros((c, b), dtype=torch.bool, device=dev),
+            "last_values": torch.zeros((c, b), dtype=torch.float64, device=dev),
+        }
+
+    def _fold(self, fl: torch.Tensor, va: torch.Tensor) -> None:
+        """Add one step's flags to the record, in place (tensor ops only: graph-safe)."""
+        r = self._record
+        step = r["step"]
+        bad = fl.any(1)                       # [C]
+        anybad = bad.any()
+        r["samples"].add_(fl.sum(1))
+        r["first"].copy_(torch.where(bad & (r["first"] < 0), step, r["first"]))
+        r["last"].copy_(torch.where(bad, step, r["last"]))
+        r["last_bad"].copy_(torch.where(anybad, step, r["last_bad"]))
+        b = fl.shape[1]
+        r["last_size"].copy_(torch.where(anybad, b, r["last_size"]))
+        width = r["last_flags"].shape[1]
+        if b < width:  # a smaller (last) batch: pad its rows
+            fl = torch.nn.functional.pad(fl, (0, width - b))
+            va = torch.nn.functional.pad(va, (0, width - b))
+        r["last_flags"].copy_(torch.where(anybad, fl, r["last_flags"]))
+        r["last_values"].copy_(torch.where(anybad, va, r["last_values"]))
+        step.add_(1)
+
+    # ------------------------------------------------------------------------------------------ off the hot path
+
+    def reset(self) -> None:
+        """Zero the record in place (a captured graph keeps writing to the same buffers)."""
+        if self._record is None:
+            return
+        for name, t in self._record.items():
+            t.fill_(-1 if name in ("first", "last", "last_bad") else 0)
+
+    def read(self) -> dict:
+        """The record on the host (this is where the device syncs): {"steps", "checks": {"check:field": {
+        "severity", "samples", "first_step", "last_step"}}, "last_bad_step", "last_bad": {"check:field":
+        [{"position", "value", "detail"}]}}. Under raise, BadBatchError when an acting check flagged."""
+        if self._record is None:
+            return {"steps": 0, "checks": {}, "last_bad_step": None, "last_bad": {}}
+        r = {k: v.cpu() for k, v in self._record.items()}
+        checks, last_bad = {}, {}
+        size = int(r["last_size"])
+        for c, call in enumerate(self.calls):
+            first, last = int(r["first"][c]), int(r["last"][c])
+            checks[call.label] = {"severity": call.severity, "samples": int(r["samples"][c]),
+                                  "first_step": first if first >= 0 else None,
+                                  "last_step": last if last >= 0 else None}
+            rows = r["last_flags"][c, :size].nonzero().flatten().tolist()
+            if rows:
+                last_bad[call.label] = [{"position": i, "value": float(r["last_values"][c, i]),
+                                         "detail": format_value(call, float(r["last_values"][c, i]))}
+                                        for i in rows]
+        out = {"steps": int(r["step"]), "checks": checks,
+               "last_bad_step": int(r["last_bad"]) if int(r["last_bad"]) >= 0 else None, "last_bad": last_bad}
+        if self.policy == "raise":
+            acting = [f"{k} ({v['samples']} samples, steps {v['first_step']}..{v['last_step']})"
+                      for k, v in checks.items() if v["samples"] and v["severity"] in self.act_on]
+            if acting:
+                raise BadBatchError("guard: bad samples (masked on the device): " + "; ".join(acting),
+                                    step=out["last_bad_step"], trace_id="", snapshot=None, findings=[])
+        return out
+
+
+__all__ = ["OnDeviceGuard", "POLICIES"]
