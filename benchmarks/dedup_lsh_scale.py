@@ -73,6 +73,7 @@ def prepare(args, work: Path) -> dict:
         paths.append(path)
         m = b - a
         table = pa.table({"row": pa.array(np.arange(m, dtype=np.int64)),
+                          "line": pa.nulls(m, pa.int64()),   # as for Parquet shards: no physical line
                           "key": pa.array(np.arange(m).astype(str)),
                           "count": pa.array(np.full(m, 100, np.int32)),
                           "exact_hi": pa.array(hi[a:b]), "exact_lo": pa.array(lo[a:b]),
