@@ -96,18 +96,25 @@ def _class_range(field: NumericField, upper: int, ignore=None) -> CheckOutput:
     return _out(too_big | too_small | any_nan, value)
 
 
-def _class_range_dense(field: NumericField, x2: torch.Tensor, upper: int, ignore) -> CheckOutput:
-    """_class_range_rows in torch, on any device and with no host read: the same row rules in about half the
-    kernels of the generic segment path (what a GPU batch of labels or token ids costs)."""
-    x = x2 if x2.dtype == torch.int64 else x2.to(torch.int64)   # exact comparisons with any Python int
+def _kept(x, ignore, valid):
+    """The elements a range check counts (not == ignore, and valid) as a bool array shaped like x (int64 numpy or
+    torch), or None for all of them."""
     keep = None
     if ignore is not None:
         ig = float(ignore)
         if ig == math.floor(ig) and -(2 ** 63) <= ignore < 2 ** 63:  # else no integer equals it (as _eq)
             keep = x != int(ignore)
-    if field.valid is not None:
-        vm = field.valid.reshape(x.shape)
+    if valid is not None:
+        vm = valid.reshape(x.shape) if isinstance(x, torch.Tensor) else valid.numpy().reshape(x.shape)
         keep = vm if keep is None else keep & vm
+    return keep
+
+
+def _class_range_dense(field: NumericField, x2: torch.Tensor, upper: int, ignore) -> CheckOutput:
+    """_class_range_rows in torch, on any device and with no host read: the same row rules in about half the
+    kernels of the generic segment path (what a GPU batch of labels or token ids costs)."""
+    x = x2 if x2.dtype == torch.int64 else x2.to(torch.int64)   # exact comparisons with any Python int
+    keep = _kept(x, ignore, field.valid)
     if keep is None:
         mx, mn = x.amax(1), x.amin(1)
         too_big, too_small = mx >= upper, mn < 0
@@ -127,14 +134,7 @@ def _class_range_rows(field: NumericField, x2: torch.Tensor, upper: int, ignore)
     a = x2.numpy()
     if a.dtype != np.int64:
         a = a.astype(np.int64)
-    keep = None
-    if ignore is not None:
-        ig = float(ignore)
-        if ig == math.floor(ig) and -(2 ** 63) <= ignore < 2 ** 63:  # else no integer equals it (as _eq)
-            keep = a != int(ignore)
-    if field.valid is not None:
-        vm = field.valid.numpy().reshape(a.shape)
-        keep = vm if keep is None else keep & vm
+    keep = _kept(a, ignore, field.valid)
     if keep is None:
         mx = a.max(1)
         has = np.full(a.shape[0], a.shape[1] > 0)

@@ -51,7 +51,7 @@ import numpy as np
 import torch
 
 from dataaudit.guard.loss import LossWatch
-from dataaudit.guard.masking import mask_batch
+from dataaudit.guard.masking import fill_values, mask_batch
 from dataaudit.guard.payload import GuardedBatch, checks_from_payload
 from dataaudit.guard.plan import BatchChecks, GuardPlan, HostChecks, format_value
 from dataaudit.guard.profiler import StepRecord, ThroughputProfiler
@@ -175,11 +175,7 @@ class DeviceGuard:
         self.device = torch.device(device) if device is not None else None
         self.policy = policy
         self.act_on = frozenset(act_on)
-        # The label value a loss ignores: as given, else the one a label check is configured with, else -100.
-        configured = [s.params["ignore_index"] for s in self.plan.config.checks.values()
-                      if s.params.get("ignore_index") is not None]
-        self.ignore_index = ignore_index if ignore_index is not None else (configured[0] if configured else -100)
-        self.pad_id = pad_id if pad_id is not None else self.plan.config.data.get("pad_id", 0)
+        self.ignore_index, self.pad_id = fill_values(self.plan, ignore_index, pad_id)
         self.weight_key = weight_key
         self.snapshot_dir = snapshot_dir
         if profile is True:

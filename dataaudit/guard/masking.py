@@ -10,6 +10,16 @@ from typing import Mapping
 import torch
 
 
+def fill_values(plan, ignore_index: int | None, pad_id: int | None) -> tuple[int, int]:
+    """(ignore index, pad id) the mask writes: as given, else the label check's configured ignore_index (-100)
+    and [data] pad_id (0)."""
+    configured = [s.params["ignore_index"] for s in plan.config.checks.values()
+                  if s.params.get("ignore_index") is not None]
+    if ignore_index is None:
+        ignore_index = configured[0] if configured else -100
+    return ignore_index, (pad_id if pad_id is not None else plan.config.data.get("pad_id", 0))
+
+
 def mask_batch(plan, data, act: torch.Tensor, ignore_index: int, pad_id: int):
     """`data` (dict or tuple batch, resolved by `plan`) with the samples marked in act (bool [B]) neutralized;
     untouched entries are the same tensors."""
@@ -35,4 +45,4 @@ def mask_batch(plan, data, act: torch.Tensor, ignore_index: int, pad_id: int):
     return type(data)(named[i] for i in range(len(data)))
 
 
-__all__ = ["mask_batch"]
+__all__ = ["fill_values", "mask_batch"]

@@ -33,7 +33,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import torch
 
 from dataaudit.guard.device import BadBatchError
-from dataaudit.guard.masking import mask_batch
+from dataaudit.guard.masking import fill_values, mask_batch
 from dataaudit.guard.plan import CheckCall, GuardPlan, format_value
 
 POLICIES = ("mask", "warn", "raise")
@@ -55,10 +55,7 @@ class OnDeviceGuard:
         self.plan = GuardPlan(config, checks=checks, names=names, fields=fields)
         self.policy = policy
         self.act_on = frozenset(act_on)
-        configured = [s.params["ignore_index"] for s in self.plan.config.checks.values()
-                      if s.params.get("ignore_index") is not None]
-        self.ignore_index = ignore_index if ignore_index is not None else (configured[0] if configured else -100)
-        self.pad_id = pad_id if pad_id is not None else self.plan.config.data.get("pad_id", 0)
+        self.ignore_index, self.pad_id = fill_values(self.plan, ignore_index, pad_id)
         self.weight_key = weight_key
         self.calls: tuple[CheckCall, ...] | None = None
         self._acting: torch.Tensor | None = None   # bool [C]: the calls the policy acts on
