@@ -45,13 +45,21 @@ def _out(flagged: torch.Tensor, value: torch.Tensor) -> CheckOutput:
     return CheckOutput(flagged=flagged.to(torch.bool), value=value.to(torch.float64))
 
 
+def _int64(scalar) -> int | None:
+    """The scalar as the int64 an integer element can equal, or None when none can (a fraction, out of range)."""
+    if float(scalar) != math.floor(float(scalar)) or not -(2 ** 63) <= scalar < 2 ** 63:
+        return None
+    return int(scalar)
+
+
 def _eq(v: torch.Tensor, scalar) -> torch.Tensor:
     """Elementwise v == scalar, exact for integer values of any width (no wrap-around of the scalar)."""
     if v.is_floating_point():
         return v == scalar
-    if float(scalar) != math.floor(float(scalar)) or not -(2 ** 63) <= scalar < 2 ** 63:
+    s = _int64(scalar)
+    if s is None:
         return torch.zeros_like(v, dtype=torch.bool)
-    return v.to(torch.int64) == int(scalar)
+    return v.to(torch.int64) == s
 
 
 def _real_ids(tokens: TokenFields) -> NumericField:
@@ -99,11 +107,8 @@ def _class_range(field: NumericField, upper: int, ignore=None) -> CheckOutput:
 def _kept(x, ignore, valid):
     """The elements a range check counts (not == ignore, and valid) as a bool array shaped like x (int64 numpy or
     torch), or None for all of them."""
-    keep = None
-    if ignore is not None:
-        ig = float(ignore)
-        if ig == math.floor(ig) and -(2 ** 63) <= ignore < 2 ** 63:  # else no integer equals it (as _eq)
-            keep = x != int(ignore)
+    ig = None if ignore is None else _int64(ignore)
+    keep = None if ig is None else x != ig   # an ignore no integer equals keeps every element (as _eq)
     if valid is not None:
         vm = valid.reshape(x.shape) if isinstance(x, torch.Tensor) else valid.numpy().reshape(x.shape)
         keep = vm if keep is None else keep & vm
@@ -196,9 +201,10 @@ def _eq_np(a: np.ndarray, scalar) -> np.ndarray:
     """numpy twin of _eq for the CPU fast paths: exact for integers of any width."""
     if a.dtype.kind == "f":
         return a == scalar
-    if float(scalar) != math.floor(float(scalar)) or not -(2 ** 63) <= scalar < 2 ** 63:
+    s = _int64(scalar)
+    if s is None:
         return np.zeros(a.shape, dtype=bool)
-    return (a if a.dtype == np.int64 else a.astype(np.int64)) == int(scalar)
+    return (a if a.dtype == np.int64 else a.astype(np.int64)) == s
 
 
 def _real_count(tokens: TokenFields) -> torch.Tensor:

@@ -51,7 +51,7 @@ import numpy as np
 import torch
 
 from dataaudit.guard.loss import LossWatch
-from dataaudit.guard.masking import fill_values, mask_batch
+from dataaudit.guard.masking import fill_values, loss_weight, mask_batch
 from dataaudit.guard.payload import GuardedBatch, checks_from_payload
 from dataaudit.guard.plan import BatchChecks, GuardPlan, HostChecks, format_value
 from dataaudit.guard.profiler import StepRecord, ThroughputProfiler
@@ -310,7 +310,7 @@ class DeviceGuard:
         if type(res) is HostChecks or res.flagged.is_cpu:
             return self._process_host(data, entry)
         # An accelerator: nothing below reads device memory back, except skip and late_raise=False.
-        act = res.rows(acting)
+        act = res.rows(acting) if self.policy != "warn" else None   # warn acts on no sample
         out = data
         if self.policy == "skip" or (self.policy == "raise" and not self.late_raise):
             if bool(act.any()):  # the one host read of these policies (a sync per batch)
@@ -325,7 +325,7 @@ class DeviceGuard:
             if self.policy == "raise":  # late raise: keep the batch as checked, for the snapshot
                 entry.snapshot_batch = data
         if self.policy == "mask" and self.weight_key is not None:
-            w = (~act).to(torch.float32)
+            w = loss_weight(act)
             self.sample_weight = w
             if type(out) is dict:
                 out = out if out is not data else dict(out)
@@ -368,7 +368,7 @@ class DeviceGuard:
             if policy == "mask":
                 out = self._mask(data, torch.from_numpy(act))
         if policy == "mask" and self.weight_key is not None:
-            w = torch.from_numpy(~act if act is not None else np.ones(fl.shape[1], dtype=bool)).to(torch.float32)
+            w = loss_weight(torch.from_numpy(act if act is not None else np.zeros(fl.shape[1], dtype=bool)))
             self.sample_weight = w
             if type(out) is dict:
                 out = out if out is not data else dict(out)

@@ -1,7 +1,8 @@
 """The mask policy's one rule: neutralize the flagged samples of a batch with tensor ops only (no host read).
 
 Label -> the ignore index, token ids -> the pad id, the float inputs (numeric fields, the image tensor) -> 0 and
-the attention mask -> 1 (finite activations). Shared by DeviceGuard and OnDeviceGuard.
+the attention mask -> 1 (finite activations); a per-sample loss weight of 0.0 for them, 1.0 for the others.
+Shared by DeviceGuard and OnDeviceGuard.
 """
 from __future__ import annotations
 
@@ -20,6 +21,18 @@ def fill_values(plan, ignore_index: int | None, pad_id: int | None) -> tuple[int
     return ignore_index, (pad_id if pad_id is not None else plan.config.data.get("pad_id", 0))
 
 
+def _fill(x: torch.Tensor, value, what: str, key):
+    """value as x's elements hold it; a value an integer tensor cannot hold exactly is refused (it would wrap
+    around or be truncated into a real class or token id)."""
+    if x.is_floating_point() or x.dtype == torch.bool:
+        return value
+    info = torch.iinfo(x.dtype)
+    if not float(value).is_integer() or not info.min <= int(value) <= info.max:
+        raise ValueError(f"guard mask: {what} {value!r} does not fit {key!r} ({str(x.dtype).removeprefix('torch.')}"
+                         f", {info.min}..{info.max}): give the guard an ignore_index / pad_id the tensor can hold")
+    return int(value)
+
+
 def mask_batch(plan, data, act: torch.Tensor, ignore_index: int, pad_id: int):
     """`data` (dict or tuple batch, resolved by `plan`) with the samples marked in act (bool [B]) neutralized;
     untouched entries are the same tensors."""
@@ -33,16 +46,22 @@ def mask_batch(plan, data, act: torch.Tensor, ignore_index: int, pad_id: int):
         named[k] = x.masked_fill(rows_of(x), 0)
     if plan.label_key is not None:
         y = named[plan.label_key]
-        named[plan.label_key] = y.masked_fill(rows_of(y), ignore_index)
+        named[plan.label_key] = y.masked_fill(rows_of(y), _fill(y, ignore_index, "ignore_index", plan.label_key))
     if plan.ids_key is not None:
         x = named[plan.ids_key]
-        named[plan.ids_key] = x.masked_fill(rows_of(x), pad_id)
+        named[plan.ids_key] = x.masked_fill(rows_of(x), _fill(x, pad_id, "pad_id", plan.ids_key))
     if plan.mask_key is not None and plan.mask_key in named:
         m = named[plan.mask_key]
         named[plan.mask_key] = m.masked_fill(rows_of(m), 1)
     if isinstance(data, Mapping):
         return named
-    return type(data)(named[i] for i in range(len(data)))
+    items = [named[i] for i in range(len(data))]
+    return type(data)(*items) if hasattr(data, "_fields") else type(data)(items)
 
 
-__all__ = ["fill_values", "mask_batch"]
+def loss_weight(act: torch.Tensor) -> torch.Tensor:
+    """float32 [B]: 0.0 for the masked samples, 1.0 for the others."""
+    return (~act).to(torch.float32)
+
+
+__all__ = ["fill_values", "loss_weight", "mask_batch"]

@@ -16,15 +16,17 @@ until `read()`.
 A call runs the same registered checks as DeviceGuard (GuardPlan.run) and the mask policy's rule
 (dataaudit.guard.masking) with no host read, no data-dependent shape and no branch on data, and folds the flags
 into a record held in fixed device buffers that it updates in place, so that a captured graph's replays keep adding
-to it: per check call, the samples flagged, the first and the last step that had one, and the flags and values of
-the last step that had any. Policies:
-    mask   the bad samples neutralized as DeviceGuard's mask does, batch[weight_key] = 0.0 for them (1.0 else);
+to it: per check call, the samples flagged, the first and the last step that had one, and its flags and values at
+that last step. Policies:
+    mask   the bad samples neutralized as DeviceGuard's mask does, batch[weight_key] = 0.0 for them (1.0 else;
+           also `guard.sample_weight`, for tuple batches);
     warn   the batch goes out unchanged;
-    raise  the batch goes out masked, and read() raises BadBatchError when a check whose severity is in act_on
-           has flagged since the last reset.
+    raise  the batch goes out masked, and read() raises BadBatchError (its `report`: what read() would return)
+           when a check whose severity is in act_on has flagged since the last reset.
 skip needs the flag on the host before the step; use DeviceGuard for it. Shapes are fixed per record: a batch
-larger than the first one needs a new OnDeviceGuard (a smaller one, such as a last partial batch, is fine).
-There are no trace ids here (a graph's batch holds tensors only): the record names steps and positions.
+larger than the first one needs a new OnDeviceGuard (a smaller one, such as a last partial batch, is fine; an
+empty one is handed back as it is). There are no trace ids here (a graph's batch holds tensors only): the record
+names steps and positions.
 """
 from __future__ import annotations
 
@@ -33,10 +35,10 @@ from typing import Any, Iterable, Mapping, Sequence
 import torch
 
 from dataaudit.guard.device import BadBatchError
-from dataaudit.guard.masking import fill_values, mask_batch
+from dataaudit.guard.masking import fill_values, loss_weight, mask_batch
 from dataaudit.guard.plan import CheckCall, GuardPlan, format_value
 
-POLICIES = ("mask", "warn", "raise")
+ONDEVICE_POLICIES = ("mask", "warn", "raise")
 
 
 class OnDeviceGuard:
@@ -49,15 +51,16 @@ class OnDeviceGuard:
                  names: Sequence[str] | None = None, fields: Mapping[str, Any] | None = None,
                  ignore_index: int | None = None, pad_id: int | None = None,
                  weight_key: str | None = "loss_weight"):
-        if policy not in POLICIES:
+        if policy not in ONDEVICE_POLICIES:
             hint = " (skip needs a host read per batch: use DeviceGuard)" if policy == "skip" else ""
-            raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}{hint}")
+            raise ValueError(f"policy must be one of {ONDEVICE_POLICIES}, got {policy!r}{hint}")
         self.plan = GuardPlan(config, checks=checks, names=names, fields=fields)
         self.policy = policy
         self.act_on = frozenset(act_on)
         self.ignore_index, self.pad_id = fill_values(self.plan, ignore_index, pad_id)
         self.weight_key = weight_key
         self.calls: tuple[CheckCall, ...] | None = None
+        self.sample_weight: torch.Tensor | None = None   # mask: the last batch's loss weights
         self._acting: torch.Tensor | None = None   # bool [C]: the calls the policy acts on
         self._record: dict[str, torch.Tensor] | None = None
 
@@ -67,19 +70,33 @@ class OnDeviceGuard:
         """The batch as the policy hands it out (masked under mask / raise); the record updated on the device."""
         res = self.plan.run(batch, tensors_only=True)
         fl, va = res.flagged, res.value
+        if fl.shape[1] == 0:   # nothing to check or to mask
+            return batch
         if self._record is None:
             self._allocate(res.calls, fl)
-        elif fl.shape[1] > self._record["last_flags"].shape[1]:
-            raise ValueError(f"OnDeviceGuard: a batch of {fl.shape[1]} samples after one of "
-                             f"{self._record['last_flags'].shape[1]} (the record's buffers are fixed)")
+        else:
+            self._same_shape(res.calls, fl)
         self._fold(fl, va)
         if self.policy == "warn":
             return batch
         act = (fl & self._acting.unsqueeze(1)).any(0)
         out = mask_batch(self.plan, batch, act, self.ignore_index, self.pad_id)
-        if self.policy == "mask" and self.weight_key is not None and isinstance(out, dict):
-            out[self.weight_key] = (~act).to(torch.float32)
+        if self.policy == "mask" and self.weight_key is not None:
+            self.sample_weight = loss_weight(act)
+            if isinstance(out, dict):
+                out[self.weight_key] = self.sample_weight
         return out
+
+    def _same_shape(self, calls, fl: torch.Tensor) -> None:
+        """The record's buffers are fixed: the same check calls, and no more samples than the first batch."""
+        if calls != self.calls:   # equal tuples of the same call objects: a cheap identity walk
+            raise ValueError(f"OnDeviceGuard: this batch's checks ({', '.join(c.label for c in calls)}) differ from "
+                             f"the first batch's ({', '.join(c.label for c in self.calls)}): the batch keys "
+                             "changed; use one guard per kind of batch")
+        width = self._record["last_flags"].shape[1]
+        if fl.shape[1] > width:
+            raise ValueError(f"OnDeviceGuard: a batch of {fl.shape[1]} samples after one of {width} (the "
+                             "record's buffers are fixed)")
 
     def _allocate(self, calls, fl: torch.Tensor) -> None:
         c, b, dev = fl.shape[0], fl.shape[1], fl.device
@@ -91,8 +108,8 @@ class OnDeviceGuard:
             "first": torch.full((c,), -1, dtype=torch.int64, device=dev),  # first step with a flag, per call
             "last": torch.full((c,), -1, dtype=torch.int64, device=dev),   # last step with a flag, per call
             "last_bad": torch.full((), -1, dtype=torch.int64, device=dev),  # last step with any flag
-            "last_size": torch.zeros((), dtype=torch.int64, device=dev),   # its batch size
-            "last_flags": torch.zeros((c, b), dtype=torch.bool, device=dev),
+            "last_size": torch.zeros(c, dtype=torch.int64, device=dev),    # per call: batch size at its last step
+            "last_flags": torch.zeros((c, b), dtype=torch.bool, device=dev),      # per call, at its last step
             "last_values": torch.zeros((c, b), dtype=torch.float64, device=dev),
         }
 
@@ -107,13 +124,14 @@ class OnDeviceGuard:
         r["last"].copy_(torch.where(bad, step, r["last"]))
         r["last_bad"].copy_(torch.where(anybad, step, r["last_bad"]))
         b = fl.shape[1]
-        r["last_size"].copy_(torch.where(anybad, b, r["last_size"]))
+        r["last_size"].copy_(torch.where(bad, b, r["last_size"]))
         width = r["last_flags"].shape[1]
         if b < width:  # a smaller (last) batch: pad its rows
             fl = torch.nn.functional.pad(fl, (0, width - b))
             va = torch.nn.functional.pad(va, (0, width - b))
-        r["last_flags"].copy_(torch.where(anybad, fl, r["last_flags"]))
-        r["last_values"].copy_(torch.where(anybad, va, r["last_values"]))
+        rows = bad.unsqueeze(1)   # each call keeps its own last flagged step's rows
+        r["last_flags"].copy_(torch.where(rows, fl, r["last_flags"]))
+        r["last_values"].copy_(torch.where(rows, va, r["last_values"]))
         step.add_(1)
 
     # ------------------------------------------------------------------------------------------ off the hot path
@@ -127,19 +145,20 @@ class OnDeviceGuard:
 
     def read(self) -> dict:
         """The record on the host (this is where the device syncs): {"steps", "checks": {"check:field": {
-        "severity", "samples", "first_step", "last_step"}}, "last_bad_step", "last_bad": {"check:field":
-        [{"position", "value", "detail"}]}}. Under raise, BadBatchError when an acting check flagged."""
+        "severity", "samples", "first_step", "last_step"}}, "last_bad_step" (any check), "last_bad":
+        {"check:field": [{"position", "value", "detail"}]} (each check's flagged samples at its own last_step)}.
+        Under raise, BadBatchError (step: the last step an acting check flagged; `report`: this dict) when an
+        acting check flagged."""
         if self._record is None:
             return {"steps": 0, "checks": {}, "last_bad_step": None, "last_bad": {}}
         r = {k: v.cpu() for k, v in self._record.items()}
         checks, last_bad = {}, {}
-        size = int(r["last_size"])
         for c, call in enumerate(self.calls):
             first, last = int(r["first"][c]), int(r["last"][c])
             checks[call.label] = {"severity": call.severity, "samples": int(r["samples"][c]),
                                   "first_step": first if first >= 0 else None,
                                   "last_step": last if last >= 0 else None}
-            rows = r["last_flags"][c, :size].nonzero().flatten().tolist()
+            rows = r["last_flags"][c, :int(r["last_size"][c])].nonzero().flatten().tolist()
             if rows:
                 last_bad[call.label] = [{"position": i, "value": float(r["last_values"][c, i]),
                                          "detail": format_value(call, float(r["last_values"][c, i]))}
@@ -147,12 +166,15 @@ class OnDeviceGuard:
         out = {"steps": int(r["step"]), "checks": checks,
                "last_bad_step": int(r["last_bad"]) if int(r["last_bad"]) >= 0 else None, "last_bad": last_bad}
         if self.policy == "raise":
-            acting = [f"{k} ({v['samples']} samples, steps {v['first_step']}..{v['last_step']})"
-                      for k, v in checks.items() if v["samples"] and v["severity"] in self.act_on]
+            acting = {k: v for k, v in checks.items() if v["samples"] and v["severity"] in self.act_on}
             if acting:
-                raise BadBatchError("guard: bad samples (masked on the device): " + "; ".join(acting),
-                                    step=out["last_bad_step"], trace_id="", snapshot=None, findings=[])
+                err = BadBatchError("guard: bad samples (masked on the device): " + "; ".join(
+                    f"{k} ({v['samples']} samples, steps {v['first_step']}..{v['last_step']})"
+                    for k, v in acting.items()), step=max(v["last_step"] for v in acting.values()), trace_id="",
+                    snapshot=None, findings=[])
+                err.report = out
+                raise err
         return out
 
 
-__all__ = ["OnDeviceGuard", "POLICIES"]
+__all__ = ["OnDeviceGuard", "ONDEVICE_POLICIES"]

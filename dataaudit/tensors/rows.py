@@ -8,7 +8,9 @@ row max) instead of once or more per check. It works on every device (it only ke
 `dense_rows(field)` is the CPU fast path's entry: the [B, per] matrix of a dense CPU field. On the CPU a
 check may read small per-sample results back (there is no device to stall) and branch on them, e.g. redo
 the exact, generic computation only for the few rows a cheap row reduction marks as suspect. On any other
-device it returns None and the checks keep the generic sync-free path (reductions.py).
+device it returns None and the checks keep the sync-free paths: the generic segment reductions
+(reductions.py), or, where a check has one, a torch row reduction over `dense_view(field)` (the same [B, per]
+view on any device; the label and token range checks use it).
 """
 from __future__ import annotations
 

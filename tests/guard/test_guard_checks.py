@@ -170,3 +170,27 @@ def test_guard_hot_path_has_no_data_dependent_op_on_meta():
             assert out["loss_weight"].shape == (4,)
     with pytest.raises(Exception):  # the proxy does catch a host read
         bool(torch.empty(1, device=meta).any())
+
+
+def test_acting_rows_take_no_host_built_index():
+    """BatchChecks.rows picks the acting calls by views. Indexing with a Python list (aten.index) builds its index
+    tensor on the host and copies it to the device: a host sync per batch on CUDA (the meta device hides the
+    copy, so the op itself is what is refused here)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from dataaudit.guard.plan import BatchChecks, CheckCall
+
+    class NoAdvancedIndexing(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            assert func is not torch.ops.aten.index.Tensor, "advanced indexing with a host-built index"
+            return func(*args, **(kwargs or {}))
+
+    calls = tuple(CheckCall(f"c{i}", "x", "error", ()) for i in range(3))
+    checks = BatchChecks(calls, torch.zeros(3, 8, dtype=torch.bool, device="meta"),
+                         torch.zeros(3, 8, dtype=torch.float64, device="meta"))
+    with NoAdvancedIndexing():
+        for acting in ([True, False, True], [False, True, False], [True] * 3, [False] * 3):
+            out = checks.rows(acting)
+            assert out.shape == (8,) and out.device.type == "meta"
+    with pytest.raises(AssertionError, match="host-built index"), NoAdvancedIndexing():
+        checks.flagged[[0, 2]].any(0)   # what rows() did before

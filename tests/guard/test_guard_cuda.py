@@ -142,12 +142,13 @@ def test_on_device_guard_in_a_cuda_graph():
         for _ in range(2):
             guard(static)
     torch.cuda.current_stream().wait_stream(side)
+    # capturing is the test of graph safety: CUDA refuses a sync or a host copy while a stream captures
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         out = guard(static)
     guard.reset()
     labels = []
-    torch.cuda.set_sync_debug_mode("error")
+    torch.cuda.set_sync_debug_mode("error")   # the loop around the replays (no guard code runs in a replay)
     try:
         for b in data:
             for k in static:
@@ -178,9 +179,10 @@ def test_on_device_guard_under_torch_compile():
     assert _errors(compiled.read()) == _errors(eager.read()) == ERRORS
 
 
-def test_loss_guard_on_cuda_reads_back_late_without_a_sync(tmp_path):
-    """A non-finite loss at step 3: watched with no host sync, raised late with a snapshot of the exact batch and
-    the CUDA RNG state; replay on the GPU names the culprit in 9 forward passes."""
+@pytest.mark.parametrize("policy", ["raise", "warn"])
+def test_loss_guard_on_cuda_reads_back_late_without_a_sync(policy, tmp_path):
+    """A non-finite loss at step 3: watched with no host sync, read back late (raised or logged) with a snapshot
+    of the exact batch and the CUDA RNG state; replay on the GPU names the culprit in 9 forward passes."""
     from dataaudit.guard.device import BadLossError
     from dataaudit.guard.replay import replay
     from tests.guard_loss.test_loss_guard import CULPRIT, batches as loss_batches
@@ -191,7 +193,7 @@ def test_loss_guard_on_cuda_reads_back_late_without_a_sync(tmp_path):
     def cuda_loss(batch):
         return (lin(batch["features"]) ** 2).mean()
 
-    guard = DeviceGuard(loss_batches(), None, device="cuda", policy="raise", snapshot_dir=tmp_path)
+    guard = DeviceGuard(loss_batches(), None, device="cuda", policy=policy, snapshot_dir=tmp_path)
     it = iter(guard)
     states = []
     torch.cuda.set_sync_debug_mode("error")
@@ -203,13 +205,22 @@ def test_loss_guard_on_cuda_reads_back_late_without_a_sync(tmp_path):
     finally:
         torch.cuda.set_sync_debug_mode(0)
     assert guard.loss_events == []   # not read yet
-    with pytest.raises(BadLossError) as ei:  # read back with a later step (writing the snapshot reads the batch)
+
+    def rest():   # read back with a later step (writing the snapshot reads the batch)
         for b in it:
             guard.watch_loss(cuda_loss(b))
         guard.flush()
-    err = ei.value
-    assert (err.step, err.kind) == (3, "nonfinite")
-    snap = load_snapshot(err.snapshot)
+
+    if policy == "raise":
+        with pytest.raises(BadLossError) as ei:
+            rest()
+        assert (ei.value.step, ei.value.kind) == (3, "nonfinite")
+    else:
+        rest()
+    (event,) = guard.loss_events
+    assert (event["step"], event["kind"], event["action"]) == (3, "nonfinite", {"raise": "raised",
+                                                                               "warn": "warned"}[policy])
+    snap = load_snapshot(event["snapshot"])
     assert snap.keys[CULPRIT] == "k229" and torch.equal(snap.rng["cuda"], states[3])
     r = replay(snap, cuda_loss, device="cuda")
     assert r["forward_passes"] == 9 and r["culprits"] == [

@@ -45,8 +45,11 @@ def test_record_matches_the_device_guards_findings():
     assert report["steps"] == N and report["last_bad_step"] == 4
     assert errors(report) == {"nonfinite:pixels": (1, 2, 2), "label_out_of_range:label": (2, 2, 4),
                               "token_id_out_of_range:input_ids": (1, 2, 2)}
-    assert report["last_bad"] == {"label_out_of_range:label": [
-        {"position": 0, "value": -3.0, "detail": "label -3 outside [0, 10)"}]}
+    assert report["last_bad"] == {   # each check's flagged samples at its own last step
+        "nonfinite:pixels": [{"position": 5, "value": 1.0, "detail": "1 non-finite element(s) (NaN / Inf)"}],
+        "label_out_of_range:label": [{"position": 0, "value": -3.0, "detail": "label -3 outside [0, 10)"}],
+        "token_id_out_of_range:input_ids": [
+            {"position": 3, "value": 4000.0, "detail": "token id 4000 outside [0, 1000)"}]}
     ref = DeviceGuard(batches(), CFG, policy="warn", checks="all", profile=False)
     list(ref)
     assert sorted((f.step, f.check) for f in ref.findings if f.severity == "error") == [
@@ -107,3 +110,49 @@ def test_one_graph_under_torch_compile_with_no_host_read():
     explained = torch._dynamo.explain(lambda b: guard(b)["label"])(meta[1])
     assert (explained.graph_count, explained.graph_break_count) == (1, 0)
     assert guard._record["samples"].device.type == "meta"
+
+
+def test_raise_names_the_last_acting_step_not_a_later_warning():
+    b = batches()
+    b[4]["label"][0] = 3                          # only the step-2 errors remain
+    b[5]["attention_mask"][2] = 0                 # a warning at step 5: all_padding
+    b[5]["input_ids"][2] = 0
+    guard = OnDeviceGuard(CFG, policy="raise")
+    for x in b:
+        guard(x)
+    with pytest.raises(BadBatchError) as ei:
+        guard.read()
+    err = ei.value
+    assert err.step == 2 and err.report["last_bad_step"] == 5
+    assert err.report["checks"]["all_padding:input_ids"] == {"severity": "warning", "samples": 1, "first_step": 5,
+                                                            "last_step": 5}
+    assert [d["position"] for d in err.report["last_bad"]["label_out_of_range:label"]] == [1]
+
+
+def test_empty_batch_changed_keys_and_fill_values_that_do_not_fit():
+    guard = OnDeviceGuard(CFG, policy="mask")
+    empty = {k: v[:0] for k, v in batches(1)[0].items()}
+    assert guard(empty) is empty and guard.read()["steps"] == 0   # nothing checked, nothing allocated
+    guard(batches(1)[0])
+    with pytest.raises(ValueError, match="differ from the first batch's"):
+        guard({k: v for k, v in batches(1)[0].items() if k != "input_ids"})
+    for labels, ignore, why in ((torch.uint8, None, "ignore_index -100 does not fit 'label' \\(uint8, 0..255\\)"),
+                                (torch.int64, 1.5, "ignore_index 1.5 does not fit 'label'")):
+        x = batches()[2]
+        x["label"] = x["label"].clamp(0, 200).to(labels)
+        g = OnDeviceGuard(CFG, policy="mask", ignore_index=ignore)
+        with pytest.raises(ValueError, match=why):
+            g(x)
+
+
+def test_named_tuple_batches_are_masked_as_named_tuples():
+    from collections import namedtuple
+    Batch = namedtuple("Batch", "pixels label input_ids attention_mask")
+    names = Batch._fields
+    for make in (lambda: OnDeviceGuard(CFG, policy="mask", names=names),
+                 lambda: DeviceGuard(None, CFG, policy="mask", names=names, profile=False)):
+        guard = make()
+        x = Batch(**batches()[2])
+        out = guard(x) if isinstance(guard, OnDeviceGuard) else guard.process(x)[0]
+        assert type(out) is Batch and out.label.tolist()[1] == -100 and out.input_ids[3].eq(0).all()
+        assert guard.sample_weight.tolist() == [1, 0, 1, 0, 1, 0, 1, 1]
