@@ -252,11 +252,23 @@ def step_overhead(args, log) -> list[dict]:
             graph["g"].replay()
             yield graph["out"], None
 
+    compiled = {}
+
+    def ondevice_compiled(steps):
+        """OnDeviceGuard through torch.compile (inductor): its ~100 small kernels fused into a few."""
+        if not compiled:
+            g = OnDeviceGuard(cfg, policy="mask")
+            g(to_dev(host[0]))   # eager first call: resolves the plan, allocates the record
+            compiled["f"] = torch.compile(g.__call__)
+        for b in batches(steps):
+            yield compiled["f"](to_dev(b)), None
+
     variants = {"plain": plain, "guard warn": guarded("warn"), "guard mask": guarded("mask"),
                 "guard raise (default)": guarded("raise"), "guard raise + watch_loss": guarded("raise", True),
                 "guard skip": guarded("skip"), "OnDeviceGuard mask": ondevice}
     if cuda:
         variants["OnDeviceGuard mask (CUDA graph)"] = ondevice_graph
+    variants["OnDeviceGuard mask (torch.compile)"] = ondevice_compiled
     if args.variants:
         wanted = [v.strip() for v in args.variants.split(",")]
         unknown = [v for v in wanted if v not in variants]

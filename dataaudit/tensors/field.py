@@ -108,18 +108,27 @@ def _sample_ref(field: NumericField):
     return field.sample
 
 
+_LAZY_SLOTS = {"sample": "_sample", "dtypes": "_dtypes", "shape": "_shape"}   # TensorField's lazy properties
+
+
 def _replace(field: NumericField, **changes) -> NumericField:
     """A copy of the field with some attributes changed; keeps a lazy sample index lazy."""
-    lazy = isinstance(field, TensorField)
-    kw = dict(values=field.values, sample=field.__dict__["_sample"] if lazy else field.sample,
-              num_samples=field.num_samples, dtypes=field.__dict__.get("_dtypes") if lazy else field.dtypes,
-              valid=field.valid, present=field.present, shape=field.__dict__.get("_shape") if lazy else field.shape)
-    kw.update(changes)
-    out = type(field)(**kw)
-    if lazy:
-        out.__dict__["_dtype_code"] = field.__dict__["_dtype_code"]
-        if "_dims" in field.__dict__:
-            out.__dict__["_dims"] = field.__dict__["_dims"]
+    if not isinstance(field, TensorField):
+        kw = dict(values=field.values, sample=field.sample, num_samples=field.num_samples, dtypes=field.dtypes,
+                  valid=field.valid, present=field.present, shape=field.shape)
+        kw.update(changes)
+        return type(field)(**kw)
+    # Written straight into __dict__, as from_tensor does (torch.compile's tracer follows these writes, not the
+    # ones a property setter makes from the dataclass __init__).
+    out = TensorField.__new__(type(field))
+    src, d = field.__dict__, out.__dict__
+    for k in ("values", "_sample", "num_samples", "_dtypes", "valid", "present", "_shape", "_dtype_code", "_dims"):
+        if k in src:
+            d[k] = src[k]
+    for k, v in changes.items():
+        d[_LAZY_SLOTS.get(k, k)] = v
+        if k == "shape" and v is not None:  # per-sample dims given: no longer the tensor's uniform ones
+            d.pop("_dims", None)
     return out
 
 

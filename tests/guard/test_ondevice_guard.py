@@ -98,8 +98,6 @@ def test_skip_is_refused_with_the_reason():
         OnDeviceGuard(CFG, policy="skip")
 
 
-@pytest.mark.skipif(tuple(int(v) for v in torch.__version__.split(".")[:2]) < (2, 13),
-                    reason="one graph is what torch >= 2.13's dynamo traces (2.11's breaks it; results are the same)")
 def test_one_graph_under_torch_compile_with_no_host_read():
     """torch.compile traces a call as a single graph (fullgraph), on the meta device: no host read, no
     data-dependent op, no graph break."""
