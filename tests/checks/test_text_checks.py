@@ -156,6 +156,27 @@ def test_mojibake_exact():
     assert run("mojibake", list(rows), min_count=3).flagged.sum() == 2
 
 
+def test_mojibake_gate_counts_exactly_like_the_regex_on_every_row():
+    """Mostly clean rows take the gated path (the regex only on rows holding byte 0xC3 or U+FFFD): the same
+    counts as the regex on every row, with nulls, a sliced array and Chinese full-width punctuation (EF BC 8C)."""
+    import pyarrow as pa
+
+    from dataaudit.checks.text import _MOJIBAKE_RE, _may_hold_mojibake
+    from dataaudit.checks.text_common import count_regex
+    clean = ["plain English text", "def f(x):\n    return x", "训练数据，很好！", "", None, "naïve"]
+    bad = ["donâ€™t", "bad \ufffd char", "ðŸ˜€ emoji", "è®­ç»ƒ"]
+    rows = clean * 5 + bad + clean * 3
+    arr = pa.array(rows, pa.string())
+    for a in (arr, arr.slice(7, 30), pa.array(rows, pa.large_string())):
+        assert _may_hold_mojibake(a).sum() * 2 <= len(a)   # the gated path
+        out = REGISTRY["mojibake"].fn(a)   # the Arrow array itself (offset, large_string)
+        want = count_regex(a, _MOJIBAKE_RE)
+        assert out.value.tolist() == want.astype(float).tolist()
+    gate = _may_hold_mojibake(arr)
+    assert np.flatnonzero(gate).tolist() == [5, 11, 17, 23, 29, 30, 31, 32, 33, 39, 45, 51]  # naïve rows + bad ones
+    assert run("mojibake", rows).value.tolist()[30:34] == [1.0, 1.0, 1.0, 2.0]
+
+
 # ------------------------------------------------------------------------------------------ long_unbroken_run
 
 def test_long_unbroken_run_exact():
