@@ -6,6 +6,8 @@ them in; `on_done(index, item, result)` always runs in this process, as each ite
 from __future__ import annotations
 
 import multiprocessing
+import threading
+from collections import deque
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Sequence
 
@@ -18,8 +20,9 @@ def run_tasks(pending: Sequence[tuple[int, Any]], task: Callable, args: tuple,
               **kwargs) -> None:
     """`task(item, *args, **kwargs)` for every pending item, in this process (`engine="local"`, told
     `on_batch=on_batch` as well when given) or one Ray task each (`engine="ray"`; `workers` caps the tasks in
-    flight, default all). With `processes` and `workers` > 1 the local engine runs `workers` items at once in
-    worker processes (task and args must pickle; progress then comes per item, as on Ray)."""
+    flight, default all). With `processes` and `workers` > 1 the local engine runs `workers` items at once, in this
+    process and workers - 1 worker processes (task and args must pickle; progress then comes per item, as on
+    Ray)."""
     if not pending:
         return
     if engine == "ray":
@@ -35,13 +38,52 @@ def run_tasks(pending: Sequence[tuple[int, Any]], task: Callable, args: tuple,
 
 
 def _run_in_processes(pending, task, args, kwargs, on_done, workers) -> None:
+    """`workers` lanes: this process and workers - 1 worker processes, each taking the next item when it is free.
+    This process starts at once, while a spawned worker spends about a second importing before its first item."""
     # spawn, not fork: a forked child would inherit Arrow's and numba's thread pools in whatever state they are
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=context) as pool:
-        futures = {pool.submit(task, item, *args, **kwargs): (index, item) for index, item in pending}
-        for future in as_completed(futures):
-            index, item = futures[future]
+    queue = deque(pending)
+    lock = threading.Lock()
+    futures: dict = {}
+    size = min(workers - 1, len(pending) - 1)
+    with ProcessPoolExecutor(max_workers=size, mp_context=context) as pool:
+        def submit_next(_done=None) -> None:   # one item per worker at a time: the rest is for whoever is free
+            with lock:   # taking an item and recording its future are one step (the wait below sees every one)
+                if not queue:
+                    return
+                index, item = queue.popleft()
+                future = pool.submit(task, item, *args, **kwargs)
+                futures[future] = (index, item)
+            future.add_done_callback(submit_next)
+
+        def finish(future) -> None:   # results are recorded in this thread, as they come
+            with lock:
+                index, item = futures.pop(future)
             on_done(index, item, future.result())
+
+        try:
+            for _ in range(size):
+                submit_next()
+            while True:
+                with lock:
+                    nxt = queue.popleft() if queue else None
+                if nxt is None:
+                    break
+                on_done(nxt[0], nxt[1], task(nxt[1], *args, **kwargs))
+                for future in [f for f in _snapshot(futures, lock) if f.done()]:
+                    finish(future)
+            while futures:
+                for future in as_completed(_snapshot(futures, lock)):
+                    finish(future)
+        except BaseException:
+            with lock:   # no new item for the workers while the error unwinds
+                queue.clear()
+            raise
+
+
+def _snapshot(futures: dict, lock) -> list:
+    with lock:   # the workers' callbacks add futures from another thread
+        return list(futures)
 
 
 def _run_on_ray(pending, task, args, kwargs, on_done, ray_address, workers) -> None:

@@ -101,7 +101,7 @@ def test_local_audit_with_two_worker_processes_gives_the_one_process_outputs(tmp
         report = json.loads((out / "report.json").read_text())
         report.pop("run")
         reports[workers], flags[workers] = report, pq.read_table(out / "flags.parquet")
-    assert pools == [2]                                   # --workers 1 ran in this process
+    assert pools == [1]          # --workers 1 ran in this process; 2: this process and one worker process
     assert reports["1"] == reports["2"]
     assert flags["1"].equals(flags["2"])
     assert sorted(set(flags["2"]["check"].to_pylist())) == ["control_chars", "empty_text", "long_unbroken_run",
