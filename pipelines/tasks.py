@@ -52,7 +52,11 @@ def _run_in_processes(pending, task, args, kwargs, on_done, workers) -> None:
                 if not queue:
                     return
                 index, item = queue.popleft()
-                future = pool.submit(task, item, *args, **kwargs)
+                try:
+                    future = pool.submit(task, item, *args, **kwargs)
+                except RuntimeError:   # the pool is broken or shut down: the item stays for this process
+                    queue.appendleft((index, item))
+                    return
                 futures[future] = (index, item)
             future.add_done_callback(submit_next)
 
