@@ -29,7 +29,11 @@ from ._kernels import _GOLD, _mix, _multibyte_ws
 def ngram_stats(wh, cum, starts, doc_key, min_words, max_n, is_top, is_dup, top, dup):
     """wh: word hashes (flat, by document); cum: prefix sums of the word lengths (len(wh) + 1); starts:
     document d owns words starts[d]..starts[d+1]; is_top/is_dup[n]: compute that statistic; top/dup
-    [max_n + 1, n_docs] float64 numerators, filled in place."""
+    [max_n + 1, n_docs] float64 numerators, filled in place.
+
+    Round n only visits the candidates (an n-gram whose two (n-1)-grams both occur twice or more): a candidate of
+    round n was one of every earlier round, so only their hashes need extending, and every loop of a round is
+    over them, not over the document's words (most prose drops out after n = 2 or 3)."""
     n_docs = starts.shape[0] - 1
     maxw = 0
     for d in range(n_docs):
@@ -43,10 +47,9 @@ def ngram_stats(wh, cum, starts, doc_key, min_words, max_n, is_top, is_dup, top,
     cnt = np.zeros(cap, np.int64)           # 0: empty slot
     first = np.empty(cap, np.int64)
     h = np.empty(maxw + 1, np.uint64)
-    rep = np.zeros(maxw + 1, np.bool_)
+    rep = np.zeros(maxw + 1, np.bool_)      # the (n-1)-gram at i occurs twice or more (False off the candidates)
     slot = np.empty(maxw + 1, np.int64)
     cand = np.empty(maxw + 1, np.int64)
-    edge = np.zeros(maxw + 2, np.int64)
     for d in range(n_docs):
         s = starts[d]
         w = starts[d + 1] - s
@@ -55,24 +58,30 @@ def ngram_stats(wh, cum, starts, doc_key, min_words, max_n, is_top, is_dup, top,
         key = doc_key[d]
         for i in range(w):
             h[i] = _mix(wh[s + i] ^ key)
-            rep[i] = True
+        k = 0
         for n in range(2, max_n + 1):
             m = w - n + 1
             if m <= 0:
                 break
-            for i in range(m):
-                h[i] = _mix(h[i] * _GOLD + wh[s + i + n - 1])
-            k = 0                           # candidates: both (n-1)-grams inside occur twice or more
-            for i in range(m):
-                if rep[i] and rep[i + 1]:
-                    cand[k] = i
-                    k += 1
-            for i in range(w):
-                rep[i] = False
+            if n == 2:                      # every position
+                for i in range(m):
+                    cand[i] = i
+                k = m
+            else:                           # the last round's candidates whose next one also repeats, in order
+                kk = 0
+                for j in range(k):
+                    i = cand[j]
+                    both = rep[i] and rep[i + 1]
+                    rep[i] = False          # (rep is only set on the last candidates, read at i and after)
+                    if both:
+                        cand[kk] = i
+                        kk += 1
+                k = kk
             if k == 0:
                 break
             for j in range(k):
                 i = cand[j]
+                h[i] = _mix(h[i] * _GOLD + wh[s + i + n - 1])
                 hv = h[i]
                 p = np.int64(hv & np.uint64(mask))
                 while cnt[p] != 0 and keys[p] != hv:
@@ -99,26 +108,24 @@ def ngram_stats(wh, cum, starts, doc_key, min_words, max_n, is_top, is_dup, top,
                         if v > t:
                             t = v
                 top[n, d] = t
-            if is_dup[n]:
+            if is_dup[n]:                   # words covered by a repeated occurrence: the union of the intervals
+                end = 0                     # i..i+n (i increasing); word lengths are integers, so the sums of
+                total = 0.0                 # prefix differences are exact
                 any_rep = False
                 for j in range(k):
                     i = cand[j]
                     if first[slot[j]] != i:
-                        edge[i] += 1
-                        edge[i + n] -= 1
                         any_rep = True
+                        a = i if i > end else end
+                        if i + n > a:
+                            total += cum[s + i + n] - cum[s + a]
+                            end = i + n
                 if any_rep:
-                    run = 0
-                    total = 0.0
-                    for i in range(w):
-                        run += edge[i]
-                        if run > 0:
-                            total += cum[s + i + 1] - cum[s + i]
                     dup[n, d] = total
-                for i in range(w + 1):
-                    edge[i] = 0
             for j in range(k):
                 cnt[slot[j]] = 0
+        for j in range(k):                  # leave rep all False for the next document
+            rep[cand[j]] = False
     return 0
 
 
