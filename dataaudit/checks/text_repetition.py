@@ -311,7 +311,8 @@ def words_of(texts: pa.Array | Spans, parent: np.ndarray) -> tuple[np.ndarray, n
         if not isinstance(texts, Spans):
             off, data = string_buffers(as_string_array(texts))
             texts = Spans(data, off[:-1], off[1:])
-        tokens, chars = span_word_tokens(numba_kernels(), texts.data, texts.start, texts.stop, chars=True)
+        tokens, chars = span_word_tokens(numba_kernels(), texts.data, texts.start, texts.stop, chars=True,
+                                         copy=False)
         return tokens.hash, chars, parent[tokens.doc]
     words, in_text, _ = flatten_lists(pc.utf8_split_whitespace(texts))
     wlen = char_lengths(words)
@@ -327,14 +328,14 @@ def ngram_stats(wh: np.ndarray, wlen: np.ndarray, doc: np.ndarray, doc_key: np.n
     of words of each document, from the documents' words in order (`words_of`: per-word hash, characters and
     document, non-decreasing)."""
     n_words = np.bincount(doc, minlength=n_docs)
-    wlen = wlen.astype(np.float64)
     N = len(doc)
     top = {n: np.zeros(n_docs) for n in top_ns}
     dup = {n: np.zeros(n_docs) for n in dup_ns}
     max_n = max(list(top_ns) + list(dup_ns), default=0)
     if N == 0 or max_n == 0:
         return top, dup, n_words
-    cum = np.concatenate(([0.0], np.cumsum(wlen)))
+    cum = np.zeros(N + 1)
+    np.cumsum(wlen, dtype=np.float64, out=cum[1:])              # (no float copy of wlen, no concatenation)
     k = numba_kernels("dataaudit.textops._repetition_kernels", work=wh.nbytes)
     if k is not None:                                           # the same statistics, document by document
         bounds = np.zeros(n_docs + 1, np.int64)
