@@ -9,6 +9,7 @@ numpy twins, which give identical results):
 - `split_sentences`: the sentences of given line spans (`SENTENCE_END_RE` of the check, as Arrow's
   split_pattern_regex cuts them, each trimmed, empty ones dropped) with their code points and content hashes.
 - `span_hashes` / `gather_spans`: content hashes of byte spans; spans copied into Arrow string buffers.
+- `group_ids`: equal 64-bit keys numbered in order of first appearance (Arrow's dictionary_encode of them).
 
 Texts are spans data[start:stop] of one UTF-8 buffer. Whitespace for trimming is `hashing.WS_CLASS`'s (Python's
 and Arrow's utf8_trim_whitespace set); RE2's \\s, which the regexes use, is only \\t \\n \\f \\r and space.
@@ -127,6 +128,37 @@ def ngram_stats(wh, cum, starts, doc_key, min_words, max_n, is_top, is_dup, top,
         for j in range(k):                  # leave rep all False for the next document
             rep[cand[j]] = False
     return 0
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def group_ids(keys, gid, first, counts):
+    """Number equal 64-bit `keys` in order of first appearance (as Arrow's dictionary_encode does): gid[i] = the
+    group of keys[i], first[i] = it is the group's first item, counts[g] = the group's size (all of len(keys));
+    returns the number of groups. Open addressing on the keys' low bits (they are hashes)."""
+    n = keys.shape[0]
+    cap = 16
+    while cap < 2 * n:
+        cap *= 2
+    mask = cap - 1
+    table = np.empty(cap, np.uint64)
+    ids = np.full(cap, -1, np.int64)
+    ng = 0
+    for i in range(n):
+        hv = keys[i]
+        p = np.int64(hv & np.uint64(mask))
+        while ids[p] >= 0 and table[p] != hv:
+            p = (p + 1) & mask
+        g = ids[p]
+        if g < 0:
+            g = ng
+            ng += 1
+            table[p] = hv
+            ids[p] = g
+            counts[g] = 0
+        first[i] = counts[g] == 0
+        counts[g] += 1
+        gid[i] = g
+    return ng
 
 
 # ------------------------------------------------------------------------------------------------- lines
