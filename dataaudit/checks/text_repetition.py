@@ -231,7 +231,7 @@ def split_lines(arr: pa.Array, total: np.ndarray, skip_structure: bool) -> Lines
     code = np.zeros(n, dtype=bool)
     if fence.any():
         # inside a fenced block: an odd number of fences of the same document before the line (or a fence)
-        before = np.cumsum(fence) - fence
+        before = np.cumsum(fence, dtype=np.int32) - fence       # (int32: ~5x faster than a bool cumsum's int64)
         first_line = np.cumsum(counts) - counts
         base = np.where(counts > 0, before[np.minimum(first_line, n - 1)], 0)
         code = nonblank & (fence | ((before - base[doc]) % 2 == 1))
@@ -340,8 +340,6 @@ def ngram_stats(wh: np.ndarray, wlen: np.ndarray, doc: np.ndarray, doc_key: np.n
     max_n = max(list(top_ns) + list(dup_ns), default=0)
     if N == 0 or max_n == 0:
         return top, dup, n_words
-    cum = np.zeros(N + 1)
-    np.cumsum(wlen, dtype=np.float64, out=cum[1:])              # (no float copy of wlen, no concatenation)
     k = numba_kernels("dataaudit.textops._repetition_kernels", work=wh.nbytes)
     if k is not None:                                           # the same statistics, document by document
         bounds = np.zeros(n_docs + 1, np.int64)
@@ -349,8 +347,10 @@ def ngram_stats(wh: np.ndarray, wlen: np.ndarray, doc: np.ndarray, doc_key: np.n
         is_top, is_dup = np.zeros(max_n + 1, np.bool_), np.zeros(max_n + 1, np.bool_)
         is_top[list(top_ns)], is_dup[list(dup_ns)] = True, True
         out_top, out_dup = np.zeros((max_n + 1, n_docs)), np.zeros((max_n + 1, n_docs))
-        k.ngram_stats(wh, cum, bounds, doc_key, int(min_words), max_n, is_top, is_dup, out_top, out_dup)
+        k.ngram_stats(wh, np.ascontiguousarray(wlen, np.int64), bounds, doc_key, int(min_words), max_n, is_top, is_dup,
+                      out_top, out_dup)
         return {n: out_top[n] for n in top_ns}, {n: out_dup[n] for n in dup_ns}, n_words
+    cum = np.concatenate(([0.0], np.cumsum(wlen.astype(np.float64))))
     starts = np.concatenate(([0], np.cumsum(n_words)[:-1]))
     pos = np.arange(N, dtype=np.int64) - starts[doc]            # position of each word in its document
     left = n_words[doc] - pos                                   # words from here to the end of the document

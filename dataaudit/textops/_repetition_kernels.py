@@ -27,8 +27,9 @@ from ._kernels import _GOLD, _mix, _multibyte_ws
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def ngram_stats(wh, cum, starts, doc_key, min_words, max_n, is_top, is_dup, top, dup):
-    """wh: word hashes (flat, by document); cum: prefix sums of the word lengths (len(wh) + 1); starts:
+def ngram_stats(wh, wlen, starts, doc_key, min_words, max_n, is_top, is_dup, top, dup):
+    """wh: word hashes (flat, by document); wlen: the words' lengths (int64; the document's prefix sums are
+    computed here, in float64 as the twin's cumsum: exact, they are integers); starts:
     document d owns words starts[d]..starts[d+1]; is_top/is_dup[n]: compute that statistic; top/dup
     [max_n + 1, n_docs] float64 numerators, filled in place.
 
@@ -51,6 +52,7 @@ def ngram_stats(wh, cum, starts, doc_key, min_words, max_n, is_top, is_dup, top,
     rep = np.zeros(maxw + 1, np.bool_)      # the (n-1)-gram at i occurs twice or more (False off the candidates)
     slot = np.empty(maxw + 1, np.int64)
     cand = np.empty(maxw + 1, np.int64)
+    cum = np.zeros(maxw + 1)                # cum[i]: characters of the document's words before word i
     for d in range(n_docs):
         s = starts[d]
         w = starts[d + 1] - s
@@ -59,6 +61,7 @@ def ngram_stats(wh, cum, starts, doc_key, min_words, max_n, is_top, is_dup, top,
         key = doc_key[d]
         for i in range(w):
             h[i] = _mix(wh[s + i] ^ key)
+            cum[i + 1] = cum[i] + wlen[s + i]
         k = 0
         for n in range(2, max_n + 1):
             m = w - n + 1
@@ -104,8 +107,7 @@ def ngram_stats(wh, cum, starts, doc_key, min_words, max_n, is_top, is_dup, top,
                     p = slot[j]
                     i = cand[j]
                     if cnt[p] == best and first[p] == i:
-                        g = s + i
-                        v = best * (cum[g + n] - cum[g] + (n - 1))
+                        v = best * (cum[i + n] - cum[i] + (n - 1))
                         if v > t:
                             t = v
                 top[n, d] = t
@@ -119,7 +121,7 @@ def ngram_stats(wh, cum, starts, doc_key, min_words, max_n, is_top, is_dup, top,
                         any_rep = True
                         a = i if i > end else end
                         if i + n > a:
-                            total += cum[s + i + n] - cum[s + a]
+                            total += cum[i + n] - cum[a]
                             end = i + n
                 if any_rep:
                     dup[n, d] = total
