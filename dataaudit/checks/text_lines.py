@@ -61,9 +61,14 @@ class ArrowLines:
     """The reference view: Arrow arrays of the raw and trimmed lines."""
 
     def __init__(self, arr: pa.Array):
+        self.arr = arr
         self.raw, self.doc, self.counts = flatten_lists(pc.split_pattern(arr, pattern="\n"))
         self.text = pc.utf8_trim_whitespace(self.raw)
         self.length = char_lengths(self.text).copy()
+
+    def total_chars(self) -> np.ndarray:
+        """Code points of each text."""
+        return char_lengths(self.arr)
 
     def raw_chars(self) -> np.ndarray:
         return char_lengths(self.raw)
@@ -114,6 +119,11 @@ class KernelLines:
 
     def raw_chars(self) -> np.ndarray:
         return self._raw_chars
+
+    def total_chars(self) -> np.ndarray:
+        """Code points of each text: of its lines and of the "\\n" between them (as float64; no second pass over
+        the bytes)."""
+        return np.bincount(self.doc, weights=self._raw_chars, minlength=len(self.counts)) + (self.counts - 1)
 
     def fence(self, pattern: str) -> np.ndarray:
         return (self.flags & self.k.FENCE) != 0             # the kernel's exact test of FENCE_RE

@@ -214,13 +214,16 @@ class Lines:
         return text_of(self.text, i)
 
 
-def split_lines(arr: pa.Array, total: np.ndarray, skip_structure: bool) -> Lines:
-    """The lines of `arr` (a null text is an empty one, of one empty line) and their classes."""
+def split_lines(arr: pa.Array, total: np.ndarray | None, skip_structure: bool) -> Lines:
+    """The lines of `arr` (a null text is an empty one, of one empty line) and their classes; `total`: the texts' code
+    points (None: the view counts them)."""
     n_docs = len(arr)
     arr = pc.fill_null(arr, "")
     k = numba_kernels("dataaudit.textops._repetition_kernels", work=arr.nbytes)
     view = KernelLines(k, arr) if k is not None else ArrowLines(arr)
     doc, counts, length = view.doc, view.counts, view.length
+    if total is None:                                           # the texts' code points
+        total = view.total_chars()
     nonblank = length > 0
     n = len(doc)
     if not skip_structure:
@@ -471,14 +474,13 @@ def repetition_stats(arr: pa.Array, *, top_ns=TOP_NS, dup_ns=DUP_NS, lines: bool
     apart (see the module docstring); without it the Gopher statistics are datatrove's."""
     n_docs = len(arr)
     arr = pc.fill_null(arr, "")
-    total = char_lengths(arr)
     doc_key = _mix(np.arange(n_docs, dtype=np.uint64) + np.uint64(1))
     out = RepetitionStats()
     ngrams = bool(top_ns or dup_ns)
     split = None
     if lines or repeats or (ngrams and skip_structure):
-        split = split_lines(arr, total, skip_structure)
-    denominator = split.kept_chars if split is not None else total
+        split = split_lines(arr, None, skip_structure)
+    denominator = split.kept_chars if split is not None else char_lengths(arr)
     if lines:
         frac, chars = line_stats(split, doc_key, n_docs)
         out["dup_line_frac"] = frac

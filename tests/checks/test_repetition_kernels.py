@@ -158,3 +158,15 @@ def test_group_ids_numbers_like_dictionary_encode(monkeypatch):
         monkeypatch.delenv("DATAAUDIT_NO_NUMBA")
         for a, b in zip(fast, slow):
             np.testing.assert_array_equal(a, b)
+
+
+def test_kernel_lines_count_the_texts_code_points():
+    # total_chars from the lines' code points and newlines equals Arrow's utf8_length of each text
+    import pyarrow.compute as pc
+    from dataaudit.checks.text_lines import KernelLines
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    texts = ["", "\n", "a\n", "\nb", "训练\n\n😀 x", "é" * 7, " \u00a0\n\u3000 ", "l1\nl2\nl3\n"]
+    arr = pa.array(texts, pa.string())
+    total = KernelLines(k, arr).total_chars()
+    assert total.tolist() == [0, 1, 2, 2, 7, 7, 5, 9]
+    assert total.tolist() == pc.utf8_length(arr).to_pylist()
