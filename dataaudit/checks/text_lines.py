@@ -129,8 +129,15 @@ class KernelLines:
         return (self.flags & self.k.FENCE) != 0             # the kernel's exact test of FENCE_RE
 
     def candidates(self, rows: np.ndarray, gate: str) -> np.ndarray:
-        """The lines of `rows` that pass the kernel's gate for that regex (the others cannot match it)."""
-        return rows & ((self.flags & getattr(self.k, gate)) != 0)
+        """The lines of `rows` that pass the kernel's gate for that regex (the others cannot match it); for
+        CODE_RE, those that also pass the kernel's tighter `code_candidates`."""
+        out = rows & ((self.flags & getattr(self.k, gate)) != 0)
+        if gate == "GATE_CODE":
+            idx = np.flatnonzero(out)
+            keep = np.empty(len(idx), dtype=bool)
+            self.k.code_candidates(self.raw.data, self.raw.start, self.raw.stop, self.flags, idx, keep)
+            out[idx[~keep]] = False
+        return out
 
     def sure_code(self) -> np.ndarray:
         """Lines that match one of the kernel's exact parts of CODE_RE."""

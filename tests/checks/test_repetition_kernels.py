@@ -132,6 +132,9 @@ def test_gates_hold_every_match_and_sure_code_only_matches(shared_data):
         assert not (hit & ~gated).any(), [raw[i].as_py() for i in np.flatnonzero(hit & ~gated)[:5]]
         assert hit.sum() > 1000 and gated.sum() < 0.8 * nonblank.sum()    # the gate lets fewer lines through
         if gate == k.GATE_CODE:
+            cand = view.candidates(nonblank, "GATE_CODE")        # with the tighter code_candidates
+            assert not (hit & ~cand).any(), [raw[i].as_py() for i in np.flatnonzero(hit & ~cand)[:5]]
+            assert cand.sum() < 0.5 * gated.sum()
             sure = (view.flags & k.SURE_CODE) != 0
             assert not (sure & ~hit).any(), [raw[i].as_py() for i in np.flatnonzero(sure & ~hit)[:5]]
             assert sure.sum() > 0.5 * hit.sum()
@@ -170,3 +173,23 @@ def test_kernel_lines_count_the_texts_code_points():
     total = KernelLines(k, arr).total_chars()
     assert total.tolist() == [0, 1, 2, 2, 7, 7, 5, 9]
     assert total.tolist() == pc.utf8_length(arr).to_pylist()
+
+
+def test_code_candidates_on_lines_not_starting_like_code():
+    # the alternatives of CODE_RE that a line starting with an uppercase letter, "(", "e" or "w" can match stay
+    # candidates; prose ending with ":" "," ")" or holding an "=" does not
+    import pyarrow.compute as pc
+    from dataaudit.checks.text_lines import KernelLines
+    from dataaudit.checks.text_repetition import CODE_RE
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    code = ["else:", "  elif x > 1:", "except ValueError as e:", "while True:", "with open(p) as f:", "Foo(x);",
+            "Foo.bar(x),", "Foo(a, b):", "Make(x) {", "X = 1", "X.y = 2", "Arr[0] += 1", "Self->n = 3",
+            "Ns::v = 4", "N <<= 2", "(void) f(x);", "(a) = b;", "Foo {", "Bar },", "Baz }", "Qux |", "End(x) ;",
+            "Obj(a) { ,", "$x = 5", "_y=6"]
+    prose = ["The value (see above).", "Note: the following,", "The result = good.", "Then (maybe) not:",
+             "He said (quietly),", "Einstein wrote:", "Water (H2O)", "A b = c", "(see the notes),"]
+    view = KernelLines(k, pa.array(["\n".join(code + prose)], pa.string()))
+    raw = view.raw.take(np.arange(len(view.doc))).to_arrow(k)
+    hit = pc.match_substring_regex(raw, pattern=CODE_RE).to_numpy(zero_copy_only=False)
+    assert hit.tolist() == [True] * len(code) + [False] * len(prose)
+    assert view.candidates(np.ones(len(hit), bool), "GATE_CODE").tolist() == [True] * len(code) + [False] * len(prose)
