@@ -131,8 +131,9 @@ CODE_RE = "|".join((
 ))
 # Headings, labels and key: value lines: left out of the Gopher statistics (a play repeats its speakers, a manual
 # its section headings, a config its keys), kept in len(text) and for the sentence runs.
+HEADING_RE = r"^\s*#{1,6}\s.*\p{L}"                                             # markdown headings
 LABEL_RE = "|".join((
-    r"^\s*#{1,6}\s.*\p{L}",                                                     # markdown headings
+    HEADING_RE,
     r"^\s*[^\s:\x{FF1A}]{1,30}(?:[ \t]+[^\s:\x{FF1A}]{1,30}){0,3}[:\x{FF1A}]\s*$",  # "ROMEO:", "Answer:"
     r"^\s*(?:-\s+)?[A-Za-z_][\w.-]*:\s+\S",                                      # key: value (YAML, headers)
 ))
@@ -254,8 +255,9 @@ def split_lines(arr: pa.Array, total: np.ndarray | None, skip_structure: bool) -
     code |= nonblank & code_file(code)[doc]
     # the other classes only matter on the non-blank lines outside code
     rest = nonblank & ~code
-    label, symbols, items = (view.match(pattern, view.candidates(rest, gate)) for pattern, gate in (
-        (LABEL_RE, "GATE_LABEL"), (SYMBOLS_RE, "GATE_SYMBOLS"), (LIST_RE, "GATE_LIST")))
+    label = view.labels(rest, LABEL_RE, HEADING_RE)
+    symbols, items = (view.match(pattern, view.candidates(rest, gate)) for pattern, gate in (
+        (SYMBOLS_RE, "GATE_SYMBOLS"), (LIST_RE, "GATE_LIST")))
     items &= ~symbols
     short_item = items.copy()
     if items.any():                                             # the item without its marker

@@ -165,7 +165,7 @@ def group_ids(keys, gid, first, counts):
 
 # ------------------------------------------------------------------------------------------------- lines
 
-FENCE, GATE_CODE, GATE_LABEL, GATE_SYMBOLS, GATE_LIST, SURE_CODE, HAS_EQ = 1, 2, 4, 8, 16, 32, 64
+FENCE, GATE_CODE, GATE_LABEL, GATE_SYMBOLS, GATE_LIST, SURE_CODE, HAS_EQ, SURE_LABEL = 1, 2, 4, 8, 16, 32, 64, 128
 _FNV = np.uint64(0x100000001B3)
 _FNV0 = np.uint64(0xCBF29CE484222325)
 
@@ -377,6 +377,81 @@ def _sure_code(data, s, j):
 
 
 @numba.njit(inline="always", cache=True)
+def _colon_at(data, r, j):
+    """Bytes of the ":" or "：" (EF BC 9A) at r, else 0."""
+    if data[r] == 58:
+        return 1
+    if data[r] == 0xEF and r + 2 < j and data[r + 1] == 0xBC and data[r + 2] == 0x9A:
+        return 3
+    return 0
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
+def _label(data, s, j):
+    """Does LABEL_RE match the raw line data[s:j]: 1 yes, 0 no, 2 only its heading alternative can tell (a "#"
+    heading with no ASCII letter and non-ASCII bytes: \\p{L} needs RE2; the other two alternatives do not match).
+    RE2's \\s is \\t \\n \\f \\r and space (\\v is not), \\w is ASCII. Each alternative has one way to match: its
+    runs of spaces, "#", name and word bytes can only match whole."""
+    p = s
+    while p < j and _re2_space(data[p]):
+        p += 1
+    unknown = False
+    k = p                                   # ^\s*#{1,6}\s.*\p{L}
+    while k < j and data[k] == 35:
+        k += 1
+    if 1 <= k - p <= 6 and k < j and _re2_space(data[k]):
+        for t in range(k + 1, j):
+            if _ascii_letter(data[t]):
+                return 1
+            if data[t] >= 0x80:
+                unknown = True
+    k = p                                   # ^\s*(?:-\s+)?[A-Za-z_][\w.-]*:\s+\S
+    if k < j and data[k] == 45:
+        k += 1
+        while k < j and _re2_space(data[k]):
+            k += 1
+        if k == p + 1:
+            k = j                           # "-" not followed by \s: no name can start at it
+    if k < j and (_ascii_letter(data[k]) or data[k] == 95):
+        k += 1
+        while k < j and (_word_byte(data[k]) or data[k] == 46 or data[k] == 45):
+            k += 1
+        if k < j and data[k] == 58:
+            u = k + 1
+            while u < j and _re2_space(data[u]):
+                u += 1
+            if u > k + 1 and u < j:
+                return 1
+    k = p                                   # ^\s*W(?:[ \t]+W){0,3}[:\x{FF1A}]\s*$, W = [^\s:\x{FF1A}]{1,30}
+    words = 0
+    while True:
+        r = k
+        nc = 0                              # code points of the word
+        while r < j and not _re2_space(data[r]) and _colon_at(data, r, j) == 0:
+            nc += (data[r] & 0xC0) != 0x80
+            r += 1
+        if nc == 0 or nc > 30:
+            break
+        words += 1
+        if words > 4:
+            break
+        if r < j and _colon_at(data, r, j):
+            u = r + _colon_at(data, r, j)
+            while u < j and _re2_space(data[u]):
+                u += 1
+            if u == j:
+                return 1
+            break
+        if r < j and (data[r] == 32 or data[r] == 9):
+            while r < j and (data[r] == 32 or data[r] == 9):
+                r += 1
+            k = r
+            continue
+        break
+    return 2 if unknown else 0
+
+
+@numba.njit(inline="always", cache=True)
 def _code_gate(data, p, q, f, last, has_eq):
     """CODE_RE may match the line data[p:q] (ASCII whitespace trimmed: f = data[p], last = data[q - 1]; has_eq: it
     holds an "="): it starts with a _code_first byte; or ends with { } |; or starts with a name that a call's "("
@@ -489,8 +564,12 @@ def _line_flags(data, s, j, seen):
                              or data[k] == 46 or data[k] == 45):
                 k += 1
             label = k < j and data[k] == 58
-    if label:
-        fl |= GATE_LABEL
+    if label:                               # decided here, but for some headings (see _label)
+        m = _label(data, s, j)
+        if m == 1:
+            fl |= GATE_LABEL | SURE_LABEL
+        elif m == 2:
+            fl |= GATE_LABEL
     if not (seen & _ALNUM):
         fl |= GATE_SYMBOLS
     if (f == 45 or f == 42 or f == 43 or f == 40 or f == 91 or 48 <= f <= 57 or f >= 0x80

@@ -193,3 +193,27 @@ def test_code_candidates_on_lines_not_starting_like_code():
     hit = pc.match_substring_regex(raw, pattern=CODE_RE).to_numpy(zero_copy_only=False)
     assert hit.tolist() == [True] * len(code) + [False] * len(prose)
     assert view.candidates(np.ones(len(hit), bool), "GATE_CODE").tolist() == [True] * len(code) + [False] * len(prose)
+
+
+def test_kernel_labels_equal_label_re(shared_data):
+    # the kernel's decision of LABEL_RE (RE2 only for headings without an ASCII letter) equals the regex on every line
+    import pyarrow.compute as pc
+    from dataaudit.checks.text_lines import KernelLines
+    from dataaudit.checks.text_repetition import HEADING_RE, LABEL_RE
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    tricky = ["ROMEO:", "  Answer:  ", "Answer :", "a b c d:", "a b c d e:", "x" * 30 + ":", "x" * 31 + ":",
+              "训" * 30 + "：", "训" * 31 + "：", "第一 章：", "名字：值", "a\tb:", "a\x0bb:", "a\x0cb:", "a:\x0b",
+              "key: value", "- key: v", "-key: v", "- 1key: v", "key:value", "key:  ", "a.b-c_d: é", "_k: x",
+              "# Title", "####### Seven", "#Title", "## 概述", "## 1.2", "## 1 概述 x", "# ", "#\t标题", "  ### é",
+              "- item", "word", "http://x.y: z", "a:b:", "Note: the next.", "：", ":", "x：", "x:：", "\u3000ROMEO:"]
+    texts = tricky + _random_docs(9, 800) + [t for docs in real_corpora(shared_data).values() for t in docs]
+    view = KernelLines(k, pa.array(texts, pa.string()))
+    raw = view.raw.take(np.arange(len(view.doc))).to_arrow(k)
+    nonblank = view.length > 0
+    hit = nonblank & pc.match_substring_regex(raw, pattern=LABEL_RE).to_numpy(zero_copy_only=False)
+    got = view.labels(nonblank, LABEL_RE, HEADING_RE)
+    assert not (hit != got).any(), [raw[i].as_py() for i in np.flatnonzero(hit != got)[:5]]
+    assert hit.sum() > 1000
+    sure = nonblank & ((view.flags & k.SURE_LABEL) != 0)
+    assert sure.sum() > 0.9 * hit.sum()                         # RE2 runs on a few lines only
+    assert got[:len(tricky)].tolist() == pc.match_substring_regex(pa.array(tricky), pattern=LABEL_RE).to_pylist()
