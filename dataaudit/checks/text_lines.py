@@ -99,6 +99,10 @@ class ArrowLines:
     def trimmed(self, rows: np.ndarray) -> pa.Array:
         return self.text.take(pa.array(rows))
 
+    def count_words(self, rows: np.ndarray, texts: pa.Array) -> np.ndarray:
+        """RE2's \\S+ words of `texts`, the trimmed text of lines `rows`."""
+        return to_int64(pc.count_substring_regex(texts, pattern=r"\S+"))
+
     def cut_prefix(self, rows: np.ndarray, rest: pa.Array) -> None:
         """The trimmed text of lines `rows` becomes `rest` (each a suffix of it)."""
         mask = np.zeros(len(self.length), dtype=bool)
@@ -163,6 +167,12 @@ class KernelLines:
 
     def trimmed(self, rows: np.ndarray) -> pa.Array:
         return self.text.take(rows).to_arrow(self.k)
+
+    def count_words(self, rows: np.ndarray, texts: pa.Array) -> np.ndarray:
+        """RE2's \\S+ words of the trimmed text of lines `rows` (`texts`), counted on its span by the kernel."""
+        out = np.empty(len(rows), np.int64)
+        self.k.count_words(self.text.data, self.text.start[rows], self.text.stop[rows], out)
+        return out
 
     def cut_prefix(self, rows: np.ndarray, rest: pa.Array) -> None:
         start = self.text.start.copy()

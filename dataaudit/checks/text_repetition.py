@@ -270,8 +270,7 @@ def split_lines(arr: pa.Array, total: np.ndarray | None, skip_structure: bool) -
         # RE2's \S+ words; a text of fewer than 2 * LONG_ITEM_WORDS - 1 bytes cannot hold LONG_ITEM_WORDS of them
         long = np.flatnonzero(to_int64(pc.binary_length(stripped)) >= 2 * LONG_ITEM_WORDS - 1)
         if long.size:
-            short_item[rows[long]] = to_int64(pc.count_substring_regex(stripped.take(pa.array(long)),
-                                                                       pattern=r"\S+")) < LONG_ITEM_WORDS
+            short_item[rows[long]] = view.count_words(rows[long], stripped.take(pa.array(long))) < LONG_ITEM_WORDS
     left_out = code | (symbols & has_code[doc])                # counted nowhere
     lines = nonblank & ~left_out & ~label
     words = nonblank & ~left_out & ~label & ~short_item

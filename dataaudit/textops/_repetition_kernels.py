@@ -9,6 +9,7 @@ numpy twins, which give identical results):
 - `split_sentences`: the sentences of given line spans (`SENTENCE_END_RE` of the check, as Arrow's
   split_pattern_regex cuts them, each trimmed, empty ones dropped) with their code points and content hashes.
 - `span_hashes` / `gather_spans`: content hashes of byte spans; spans copied into Arrow string buffers.
+- `count_words`: RE2's \\S+ words of byte spans.
 - `group_ids`: equal 64-bit keys numbered in order of first appearance (Arrow's dictionary_encode of them).
 
 Texts are spans data[start:stop] of one UTF-8 buffer. Whitespace for trimming is `hashing.WS_CLASS`'s (Python's
@@ -622,6 +623,22 @@ def span_hashes(data, starts, stops, out):
     """Content hash of every span data[starts[i]:stops[i]] (equal bytes, equal hashes)."""
     for i in range(starts.shape[0]):
         out[i] = _span_hash(data, starts[i], stops[i])
+    return 0
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
+def count_words(data, starts, stops, out):
+    """out[i]: the words of data[starts[i]:stops[i]] as RE2's \\S+ finds them (runs of bytes that are not \\t \\n
+    \\f \\r or space: its \\s is ASCII, so a multi-byte character is never one)."""
+    for i in range(starts.shape[0]):
+        n = 0
+        inside = False
+        for t in range(starts[i], stops[i]):
+            space = _re2_space(data[t])
+            if not space and not inside:
+                n += 1
+            inside = not space
+        out[i] = n
     return 0
 
 

@@ -217,3 +217,17 @@ def test_kernel_labels_equal_label_re(shared_data):
     sure = nonblank & ((view.flags & k.SURE_LABEL) != 0)
     assert sure.sum() > 0.9 * hit.sum()                         # RE2 runs on a few lines only
     assert got[:len(tricky)].tolist() == pc.match_substring_regex(pa.array(tricky), pattern=LABEL_RE).to_pylist()
+
+
+def test_count_words_equals_re2():
+    # the kernel's count of \S+ runs equals RE2's, with Unicode and \v (a word byte for RE2) in the text
+    import pyarrow.compute as pc
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    texts = ["", " ", "a", " a  b\t", "训练 数据\u3000x", "a\x0bb c\x0cd\re", "é,é é.", "\u00a0 x"]
+    data = np.frombuffer("".join(texts).encode(), np.uint8)
+    lens = [len(t.encode()) for t in texts]
+    stops = np.cumsum(lens).astype(np.int64)
+    out = np.empty(len(texts), np.int64)
+    k.count_words(data, stops - np.array(lens), stops, out)
+    assert out.tolist() == [0, 0, 1, 2, 2, 4, 2, 2]
+    assert out.tolist() == pc.count_substring_regex(pa.array(texts), pattern=r"\S+").to_pylist()
