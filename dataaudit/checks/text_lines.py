@@ -6,7 +6,9 @@ Two views give the same answers (tests compare them):
   ArrowLines   the reference: Arrow's split, trim and RE2 match over the lines as an Arrow array.
   KernelLines  with numba: one pass over the bytes (`textops._repetition_kernels.scan_lines`) finds the lines as
                byte spans of the batch buffer (no copy), and RE2 only runs on the lines whose cheap necessary
-               condition (the kernel's gate: first and last bytes, an "=" or ":" in the line) holds.
+               condition (the kernel's gate: first and last bytes, an "=" or ":" in the line; for CODE_RE also
+               `code_candidates`) holds. LABEL_RE is decided by the kernel (`_label`), but for the headings
+               whose \\p{L} it cannot tell.
 
 A view's text is a `pa.Array` (ArrowLines) or `Spans` (KernelLines); `text_of` reads one either way.
 """

@@ -5,7 +5,8 @@ numpy twins, which give identical results):
   open-addressing table instead of Arrow's hash table over the whole batch.
 - `scan_lines`: one pass over a batch's bytes: every line (split on "\\n") with its raw and trimmed byte span,
   code points, fence flag and the cheap necessary conditions ("gates") of the structure regexes, so that RE2 only
-  runs on the lines that could match.
+  runs on the lines that could match (LABEL_RE is decided there, `_label`, but for some headings);
+  `code_candidates` a tighter gate of CODE_RE for the lines bound for RE2.
 - `split_sentences`: the sentences of given line spans (`SENTENCE_END_RE` of the check, as Arrow's
   split_pattern_regex cuts them, each trimmed, empty ones dropped) with their code points and content hashes.
 - `span_hashes` / `gather_spans`: content hashes of byte spans; spans copied into Arrow string buffers.
