@@ -266,11 +266,12 @@ def _code_last(b):                  # { } ; , : | )
 
 # bits of LINE_BYTES: what a byte tells about its line (a table lookup per byte, no branch: the branches of a
 # letter/digit test ran ~8x slower on mixed text)
-_EQ, _COLON, _ALNUM = 1, 2, 4
+_EQ, _COLON, _ALNUM, _CJK = 1, 2, 4, 8
 LINE_BYTES = np.zeros(256, np.uint8)
 LINE_BYTES[61] = _EQ
 LINE_BYTES[58] = _COLON
 LINE_BYTES[48:58] = LINE_BYTES[65:91] = LINE_BYTES[97:123] = _ALNUM
+LINE_BYTES[0xE5:0xE9] = _CJK                # lead bytes of U+5000..U+8FFF: CJK ideographs (\p{L}) since Unicode 1.1
 
 
 @numba.njit(inline="always", cache=True)
@@ -572,9 +573,9 @@ def _line_flags(data, s, j, seen):
             fl |= GATE_LABEL | SURE_LABEL
         elif m == 2:
             fl |= GATE_LABEL
-    if not (seen & _ALNUM):
+    if not (seen & (_ALNUM | _CJK)):        # (a Chinese line holds letters)
         fl |= GATE_SYMBOLS
-    if (f == 45 or f == 42 or f == 43 or f == 40 or f == 91 or 48 <= f <= 57 or f >= 0x80
+    if (f == 45 or f == 42 or f == 43 or f == 40 or f == 91 or 48 <= f <= 57 or f == 0xC2 or f == 0xE2
             or (_ascii_letter(f) and p + 1 < j and (data[p + 1] == 46 or data[p + 1] == 41))):
         fl |= GATE_LIST
     return fl

@@ -231,3 +231,19 @@ def test_count_words_equals_re2():
     k.count_words(data, stops - np.array(lens), stops, out)
     assert out.tolist() == [0, 0, 1, 2, 2, 4, 2, 2]
     assert out.tolist() == pc.count_substring_regex(pa.array(texts), pattern=r"\S+").to_pylist()
+
+
+def test_symbols_and_list_gates_skip_chinese_lines():
+    # a line with a CJK ideograph (U+5000..U+8FFF: \p{L}) is no symbols line; a list marker is ASCII or starts C2/E2
+    import pyarrow.compute as pc
+    from dataaudit.checks.text_lines import KernelLines
+    from dataaudit.checks.text_repetition import LIST_RE, SYMBOLS_RE
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    lines = ["训练数据。", "——", "。。。", "一", "\u2022 item", "\u00b7 item", "\u2013 item", "\u25e6 x", "文本 - x", "——训"]
+    view = KernelLines(k, pa.array(["\n".join(lines)], pa.string()))
+    raw = view.raw.take(np.arange(len(view.doc))).to_arrow(k)
+    for pattern, gate, gated in ((SYMBOLS_RE, k.GATE_SYMBOLS, [0, 1, 1, 1, 0, 0, 0, 0, 0, 0]),
+                                 (LIST_RE, k.GATE_LIST, [0, 1, 0, 0, 1, 1, 1, 1, 0, 1])):
+        hit = pc.match_substring_regex(raw, pattern=pattern).to_numpy(zero_copy_only=False)
+        assert ((view.flags & gate) != 0).tolist() == [bool(g) for g in gated]
+        assert not (hit & ((view.flags & gate) == 0)).any()
