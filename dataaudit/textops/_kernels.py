@@ -9,7 +9,7 @@ numpy/pyarrow twins, which give identical results). dedup and contamination buil
 - `fold_ngrams`: n-gram hashes (`hashing.fold_int`) of flat token hashes, document by document.
 
 `word_tokens` is compiled without numba's reference counting (`_nrt=False`; it allocates nothing): its calls of
-`_multibyte_ws` otherwise incref and decref `data` with atomic calls (~20% of its time on mixed text).
+`_multibyte_ws` otherwise incref and decref `data` with atomic calls (~15% of its time on mixed text).
 
 Whitespace is Python's `str.split()` set: \\t \\n \\v \\f \\r \\x1c-\\x1f space,
 U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000.

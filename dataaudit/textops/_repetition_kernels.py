@@ -464,7 +464,7 @@ def _code_gate(data, p, q, f, last, has_eq):
     "=" after whitespace. Every alternative of CODE_RE needs one of these (tests check it on real text)."""
     if _code_first(f) or last == 123 or last == 125 or last == 124:
         return True
-    if last == 59 and has_eq:                           # =[^=].*;\\s*$
+    if last == 59 and has_eq:                           # =[^=].*;\s*$
         return True
     if last == 58 and (f == 101 or f == 119):           # block headers that start with no _code_first byte
         return True
@@ -472,7 +472,7 @@ def _code_gate(data, p, q, f, last, has_eq):
     if not (tail or has_eq):
         return False
     ident = _ascii_letter(f) or f == 95 or f == 36
-    if ident and has_eq:                                # name (.x | ->x | ::x | [..])* \\s* op? =
+    if ident and has_eq:                                # name (.x | ->x | ::x | [..])* \s* op? =
         k = p + 1
         while k < q and (_word_byte(data[k]) or data[k] == 36):
             k += 1
