@@ -266,9 +266,9 @@ def step_overhead(args, log) -> list[dict]:
     variants = {"plain": plain, "guard warn": guarded("warn"), "guard mask": guarded("mask"),
                 "guard raise (default)": guarded("raise"), "guard raise + watch_loss": guarded("raise", True),
                 "guard skip": guarded("skip"), "OnDeviceGuard mask": ondevice}
-    if cuda:
+    if cuda:  # on the CPU the checks take numpy paths: nothing for a graph or a compiler to fuse
         variants["OnDeviceGuard mask (CUDA graph)"] = ondevice_graph
-    variants["OnDeviceGuard mask (torch.compile)"] = ondevice_compiled
+        variants["OnDeviceGuard mask (torch.compile)"] = ondevice_compiled
     if args.variants:
         wanted = [v.strip() for v in args.variants.split(",")]
         unknown = [v for v in wanted if v not in variants]
