@@ -101,7 +101,7 @@ def _ray_installed(ctx, param, value):
 def engine_options(ray_unit: str, in_flight: str = "shards", local_workers: bool = False):
     """--engine, --ray-address and --workers: the same three options on every command that runs a job over shards
     (`ray_unit` says what one Ray task does, `in_flight` what --workers counts; `local_workers`: the job's local
-    engine runs --workers shards at once in worker processes too)."""
+    engine runs --workers shards at once, in this process and worker processes)."""
     def wrap(command):
         for option in reversed((
             click.option("--engine", type=click.Choice(["auto", "local", "ray"]), default="auto", show_default=True,
@@ -111,8 +111,9 @@ def engine_options(ray_unit: str, in_flight: str = "shards", local_workers: bool
                          help="Address of a running Ray cluster (default: start a local one)."),
             click.option("--workers", type=click.IntRange(min=1), default=None,
                          help=f"Ray engine: at most this many {in_flight} in flight (default: as many as Ray has "
-                              "CPUs for)." + (" Local engine: this many shards at once, in worker processes "
-                                              "(default 1: in this process)." if local_workers else "")),
+                              "CPUs for)." + (" Local engine: this many shards at once, in this process and "
+                                              "N-1 worker processes (default 1: in this process)."
+                                              if local_workers else "")),
         )):
             command = option(command)
         return command
