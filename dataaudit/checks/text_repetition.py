@@ -184,6 +184,14 @@ def _repeats(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return gid, first, np.bincount(gid)
 
 
+def _per_doc(values: np.ndarray, first_line: np.ndarray) -> np.ndarray:
+    """Per-document sums (int64) of `values` over the lines, in document order (`first_line`: each document's
+    first line; every document has one): a reduceat, ~4x faster than a weighted bincount."""
+    if len(first_line) == 0:
+        return np.zeros(0, np.int64)
+    return np.add.reduceat(values, first_line, dtype=np.int64)
+
+
 def _take(values: pa.Array, mask: np.ndarray) -> pa.Array:
     return values if mask.all() else values.filter(pa.array(mask))
 
@@ -218,7 +226,6 @@ class Lines:
 def split_lines(arr: pa.Array, total: np.ndarray | None, skip_structure: bool) -> Lines:
     """The lines of `arr` (a null text is an empty one, of one empty line) and their classes; `total`: the texts' code
     points (None: the view counts them)."""
-    n_docs = len(arr)
     arr = pc.fill_null(arr, "")
     k = numba_kernels("dataaudit.textops._repetition_kernels", work=arr.nbytes)
     view = KernelLines(k, arr) if k is not None else ArrowLines(arr)
@@ -227,6 +234,7 @@ def split_lines(arr: pa.Array, total: np.ndarray | None, skip_structure: bool) -
         total = view.total_chars()
     nonblank = length > 0
     n = len(doc)
+    first_line = np.cumsum(counts) - counts
     if not skip_structure:
         return Lines(view.text, doc, length, nonblank, nonblank, nonblank, total.astype(np.float64))
     # One pass per class: RE2 runs each as a DFA; their alternation in one pattern outgrows the DFA's memory
@@ -236,22 +244,21 @@ def split_lines(arr: pa.Array, total: np.ndarray | None, skip_structure: bool) -
     if fence.any():
         # inside a fenced block: an odd number of fences of the same document before the line (or a fence)
         before = np.cumsum(fence, dtype=np.int32) - fence       # (int32: ~5x faster than a bool cumsum's int64)
-        first_line = np.cumsum(counts) - counts
         base = np.where(counts > 0, before[np.minimum(first_line, n - 1)], 0)
-        code = nonblank & (fence | ((before - base[doc]) % 2 == 1))
+        code = nonblank & (fence | ((before - base[doc]) & 1).astype(bool))   # odd: & 1 is ~3x faster than % 2
     # A code file: Gopher's statistics are for prose, and code repeats lines and identifiers by nature; its
     # docstrings and comments repeat parameter docs. All of it is counted nowhere. A text whose lines known to be
     # code already make it one needs no regex on its other lines (the result is the same as testing them all).
-    n_nonblank = np.bincount(doc, weights=nonblank, minlength=n_docs)
+    n_nonblank = _per_doc(nonblank, first_line)
 
     def code_file(code: np.ndarray) -> np.ndarray:
-        n_code = np.bincount(doc, weights=code, minlength=n_docs)
+        n_code = _per_doc(code, first_line)
         return (n_code >= MIN_CODE_LINES) & (n_code >= CODE_SHARE * n_nonblank)
 
     code |= nonblank & view.sure_code()
     settled = code_file(code)
     code |= view.match(CODE_RE, view.candidates(nonblank & ~code & ~settled[doc], "GATE_CODE"))
-    has_code = np.bincount(doc, weights=code, minlength=n_docs) > 0
+    has_code = _per_doc(code, first_line) > 0
     code |= nonblank & code_file(code)[doc]
     # the other classes only matter on the non-blank lines outside code
     rest = nonblank & ~code
@@ -276,11 +283,9 @@ def split_lines(arr: pa.Array, total: np.ndarray | None, skip_structure: bool) -
     words = nonblank & ~left_out & ~label & ~short_item
     sentences = nonblank & ~code & ~symbols
     # len(text) without the left-out lines: their characters and one "\n" each (none for a whole text)
-    raw_len = view.raw_chars().astype(np.float64)
-    n_lines = np.bincount(doc, minlength=n_docs)
-    n_out = np.bincount(doc, weights=left_out, minlength=n_docs)
-    out_chars = np.bincount(doc, weights=raw_len * left_out, minlength=n_docs)
-    kept = total - out_chars - np.where(n_out >= n_lines, n_lines - 1, n_out)
+    n_out = _per_doc(left_out, first_line)
+    out_chars = _per_doc(view.raw_chars() * left_out, first_line)
+    kept = total - out_chars - np.where(n_out >= counts, counts - 1, n_out)
     return Lines(view.text, doc, length, lines, words, sentences, np.maximum(kept, 0).astype(np.float64))
 
 
