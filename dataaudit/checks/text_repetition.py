@@ -315,11 +315,11 @@ def line_stats(lines: Lines, doc_key: np.ndarray, n_docs: int) -> tuple[np.ndarr
     return safe_ratio(dup_lines, n_lines), dup_chars
 
 
-def words_of(texts: pa.Array | Spans, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(hash, characters, document) of every word of `texts` (split on whitespace runs, Unicode spaces included;
-    `parent`: the document of each text), in order. Equal words, equal hashes: with numba `word_tokens`'
-    content hashes (one pass over the bytes), else Arrow's split and dictionary ids, mixed. (`Spans` come from
-    the numba path only.)"""
+def words_of(texts: pa.Array | Spans, parent: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(hash and characters of every word of `texts`, in order; the number of words of each document) (words split
+    on whitespace runs, Unicode spaces included; `parent`: the document of each text, non-decreasing). Equal words,
+    equal hashes: with numba `word_tokens`' content hashes (one pass over the bytes), else Arrow's split and
+    dictionary ids, mixed. (`Spans` come from the numba path only.)"""
     k = numba_kernels("dataaudit.textops._repetition_kernels",
                       work=None if isinstance(texts, Spans) else texts.nbytes)
     if k is not None:
@@ -328,22 +328,22 @@ def words_of(texts: pa.Array | Spans, parent: np.ndarray) -> tuple[np.ndarray, n
             texts = Spans(data, off[:-1], off[1:])
         tokens, chars = span_word_tokens(numba_kernels(), texts.data, texts.start, texts.stop, chars=True,
                                          copy=False)
-        return tokens.hash, chars, parent[tokens.doc]
+        # words per document from the kernel's words per text: no per-word document array
+        return tokens.hash, chars, np.bincount(parent, weights=tokens.count, minlength=n_docs).astype(np.int64)
     words, in_text, _ = flatten_lists(pc.utf8_split_whitespace(texts))
     wlen = char_lengths(words)
     keep = wlen > 0                                             # leading/trailing/repeated whitespace
     if not keep.all():
         words, in_text, wlen = words.filter(pa.array(keep)), in_text[keep], wlen[keep]
-    return _mix(_ids(words) + _GOLD), wlen, parent[in_text]
+    return _mix(_ids(words) + _GOLD), wlen, np.bincount(parent[in_text], minlength=n_docs)
 
 
-def ngram_stats(wh: np.ndarray, wlen: np.ndarray, doc: np.ndarray, doc_key: np.ndarray, n_docs: int, top_ns,
+def ngram_stats(wh: np.ndarray, wlen: np.ndarray, n_words: np.ndarray, doc_key: np.ndarray, n_docs: int, top_ns,
                 dup_ns, min_words: int):
     """{n: top-n-gram chars} and {n: duplicated-n-gram chars} per document (numerators, float64), and the number
-    of words of each document, from the documents' words in order (`words_of`: per-word hash, characters and
-    document, non-decreasing)."""
-    n_words = np.bincount(doc, minlength=n_docs)
-    N = len(doc)
+    of words of each document, from the documents' words in order (`words_of`: per-word hash and characters, and
+    the words of each document)."""
+    N = len(wh)
     top = {n: np.zeros(n_docs) for n in top_ns}
     dup = {n: np.zeros(n_docs) for n in dup_ns}
     max_n = max(list(top_ns) + list(dup_ns), default=0)
@@ -359,6 +359,7 @@ def ngram_stats(wh: np.ndarray, wlen: np.ndarray, doc: np.ndarray, doc_key: np.n
         k.ngram_stats(wh, np.ascontiguousarray(wlen, np.int64), bounds, doc_key, int(min_words), max_n, is_top, is_dup,
                       out_top, out_dup)
         return {n: out_top[n] for n in top_ns}, {n: out_dup[n] for n in dup_ns}, n_words
+    doc = np.repeat(np.arange(n_docs, dtype=np.int64), n_words)   # document of each word
     cum = np.concatenate(([0.0], np.cumsum(wlen.astype(np.float64))))
     starts = np.concatenate(([0], np.cumsum(n_words)[:-1]))
     pos = np.arange(N, dtype=np.int64) - starts[doc]            # position of each word in its document
@@ -493,10 +494,10 @@ def repetition_stats(arr: pa.Array, *, top_ns=TOP_NS, dup_ns=DUP_NS, lines: bool
         out["dup_line_char_frac"] = safe_ratio(chars, denominator)
     if ngrams:
         if skip_structure:
-            wh, wlen, doc = words_of(_take_texts(split.text, split.words), split.doc[split.words])
+            wh, wlen, n_words = words_of(_take_texts(split.text, split.words), split.doc[split.words], n_docs)
         else:
-            wh, wlen, doc = words_of(arr, np.arange(n_docs, dtype=np.int64))
-        top, dup, out.n_words = ngram_stats(wh, wlen, doc, doc_key, n_docs, tuple(top_ns), tuple(dup_ns), min_words)
+            wh, wlen, n_words = words_of(arr, np.arange(n_docs, dtype=np.int64), n_docs)
+        top, dup, out.n_words = ngram_stats(wh, wlen, n_words, doc_key, n_docs, tuple(top_ns), tuple(dup_ns), min_words)
         for n in top_ns:
             out[f"top_{n}_gram"] = safe_ratio(top[n], denominator)
         for n in dup_ns:
