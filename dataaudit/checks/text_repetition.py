@@ -209,7 +209,7 @@ class Lines:
     text: trimmed, list markers removed (a pa.Array, or `Spans` of the batch's bytes with numba); doc: document
     of each line; length: chars of `text`; lines: counted by the duplicate-line statistics; words: lines whose
     words the n-gram statistics count; sentences: cut into sentences for the sentence runs; kept_chars: per
-    document, len(text) without the lines counted nowhere."""
+    document, len(text) without the lines counted nowhere; first: per document, its first line (it has one)."""
 
     text: pa.Array | Spans
     doc: np.ndarray
@@ -218,6 +218,7 @@ class Lines:
     words: np.ndarray
     sentences: np.ndarray
     kept_chars: np.ndarray
+    first: np.ndarray
 
     def line_text(self, i: int) -> str:
         return text_of(self.text, i)
@@ -236,7 +237,8 @@ def split_lines(arr: pa.Array, total: np.ndarray | None, skip_structure: bool) -
     n = len(doc)
     first_line = np.cumsum(counts) - counts
     if not skip_structure:
-        return Lines(view.text, doc, length, nonblank, nonblank, nonblank, total.astype(np.float64))
+        return Lines(view.text, doc, length, nonblank, nonblank, nonblank, total.astype(np.float64),
+                     first_line)
     # One pass per class: RE2 runs each as a DFA; their alternation in one pattern outgrows the DFA's memory
     # budget and ran ~5x slower than all five apart.
     fence = nonblank & view.fence(FENCE_RE)
@@ -286,14 +288,14 @@ def split_lines(arr: pa.Array, total: np.ndarray | None, skip_structure: bool) -
     n_out = _per_doc(left_out, first_line)
     out_chars = _per_doc(view.raw_chars() * left_out, first_line)
     kept = total - out_chars - np.where(n_out >= counts, counts - 1, n_out)
-    return Lines(view.text, doc, length, lines, words, sentences, np.maximum(kept, 0).astype(np.float64))
+    return Lines(view.text, doc, length, lines, words, sentences, np.maximum(kept, 0).astype(np.float64), first_line)
 
 
 def _text_ids(texts: pa.Array | Spans, rows: np.ndarray) -> np.ndarray:
-    """Equal texts, equal uint64 ids, for texts[rows] (`rows` a mask): content hashes of spans, or Arrow's
-    dictionary ids."""
+    """Equal texts, equal uint64 ids, for texts[rows] (`rows` a mask, or indices for `Spans`): content hashes of
+    spans, or Arrow's dictionary ids."""
     if isinstance(texts, Spans):
-        some = texts.take(np.flatnonzero(rows))
+        some = texts.take(rows)
         out = np.empty(len(some), np.uint64)
         numba_kernels("dataaudit.textops._repetition_kernels").span_hashes(some.data, some.start, some.stop, out)
         return out
@@ -303,15 +305,17 @@ def _text_ids(texts: pa.Array | Spans, rows: np.ndarray) -> np.ndarray:
 def line_stats(lines: Lines, doc_key: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
     """(dup_line_frac, dup_line_char_numerator) per document, over the lines the Gopher statistics count."""
     keep = lines.lines
-    n_lines = np.bincount(lines.doc[keep], minlength=n_docs)
+    n_lines = _per_doc(keep, lines.first)
     dup_lines = np.zeros(n_docs, dtype=np.int64)
     dup_chars = np.zeros(n_docs, dtype=np.float64)
     if keep.any():
-        parents, llen = lines.doc[keep], lines.length[keep]
-        _, first, _ = _repeats(_mix(_text_ids(lines.text, keep) ^ doc_key[parents]))
-        rep = np.flatnonzero(~first)
-        dup_lines = np.bincount(parents[rep], minlength=n_docs)
-        dup_chars = np.bincount(parents[rep], weights=llen[rep], minlength=n_docs)
+        rows = np.flatnonzero(keep)                             # (one index for every gather: no mask gathers)
+        parents = lines.doc[rows]
+        _, first, _ = _repeats(_mix(_text_ids(lines.text, rows if isinstance(lines.text, Spans) else keep)
+                                    ^ doc_key[parents]))
+        rep = rows[~first]
+        dup_lines = np.bincount(lines.doc[rep], minlength=n_docs)
+        dup_chars = np.bincount(lines.doc[rep], weights=lines.length[rep], minlength=n_docs)
     return safe_ratio(dup_lines, n_lines), dup_chars
 
 
@@ -428,10 +432,12 @@ def sentence_runs(lines: Lines, doc_key: np.ndarray, n_docs: int, min_chars: int
     empty = pa.array([], pa.string())
     if not lines.sentences.any():
         return best, empty, at
-    sents, parent, slen, sent_ids = _sentences(_take_texts(lines.text, lines.sentences))
-    doc = lines.doc[lines.sentences][parent]
-    n_sents = np.bincount(doc, minlength=n_docs)
-    pos = np.arange(len(doc), dtype=np.int64) - (np.cumsum(n_sents) - n_sents)[doc]    # place in its document
+    rows = np.flatnonzero(lines.sentences)
+    sents, parent, slen, sent_ids = _sentences(lines.text.take(rows) if isinstance(lines.text, Spans)
+                                               else _take(lines.text, lines.sentences))
+    doc = lines.doc[rows[parent]]
+    # doc is sorted: each document's first sentence by binary search (faster than a bincount over the sentences)
+    pos = np.arange(len(doc), dtype=np.int64) - np.searchsorted(doc, np.arange(n_docs))[doc]   # place in its document
     counted = slen >= max(int(min_chars), 1)
     if not counted.any():
         return best, empty, at
