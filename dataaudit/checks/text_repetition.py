@@ -331,7 +331,7 @@ def words_of(texts: pa.Array | Spans, parent: np.ndarray, n_docs: int) -> tuple[
             off, data = string_buffers(as_string_array(texts))
             texts = Spans(data, off[:-1], off[1:])
         tokens, chars = span_word_tokens(numba_kernels(), texts.data, texts.start, texts.stop, chars=True,
-                                         copy=False)
+                                         copy=False, docs=False)
         # words per document from the kernel's words per text: no per-word document array
         return tokens.hash, chars, np.bincount(parent, weights=tokens.count, minlength=n_docs).astype(np.int64)
     words, in_text, _ = flatten_lists(pc.utf8_split_whitespace(texts))
