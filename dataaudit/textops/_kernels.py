@@ -93,13 +93,14 @@ def collapse_ws(offsets, data, out_offsets, out_data, cls):
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
 def word_tokens(data, starts, stops, cls, pows, poly, out_hash, out_doc, ends, out_chars):
-    """The words of the texts data[starts[d]:stops[d]]: fill out_hash/out_doc (capacity >= the number of words)
-    and ends (ends[d]: the number of words of texts 0..d), and out_chars (code points of each word) unless it is
-    empty; return the number of words. pows[j] = poly**j for j < len(pows) (longer words continue the
-    product)."""
+    """The words of the texts data[starts[d]:stops[d]]: fill out_hash (capacity >= the number of words), ends
+    (ends[d]: the number of words of texts 0..d), and out_doc (the text of each word) and out_chars (code points
+    of each word) unless they are empty; return the number of words. pows[j] = poly**j for j < len(pows) (longer
+    words continue the product)."""
     nd = starts.shape[0]
     npow = pows.shape[0]
     count_chars = out_chars.shape[0] > 0
+    keep_doc = out_doc.shape[0] > 0   # (a caller that only needs ends skips writing 8 fresh bytes a word)
     nw = 0
     for d in range(nd):
         i = starts[d]
@@ -119,7 +120,8 @@ def word_tokens(data, starts, stops, cls, pows, poly, out_hash, out_doc, ends, o
             if w:
                 if n:
                     out_hash[nw] = _mix(h + np.uint64(n) * _GOLD)
-                    out_doc[nw] = d
+                    if keep_doc:
+                        out_doc[nw] = d
                     if count_chars:
                         out_chars[nw] = nc
                     nw += 1
@@ -141,7 +143,8 @@ def word_tokens(data, starts, stops, cls, pows, poly, out_hash, out_doc, ends, o
             i += 1
         if n:
             out_hash[nw] = _mix(h + np.uint64(n) * _GOLD)
-            out_doc[nw] = d
+            if keep_doc:
+                out_doc[nw] = d
             if count_chars:
                 out_chars[nw] = nc
             nw += 1

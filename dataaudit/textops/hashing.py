@@ -375,15 +375,16 @@ def word_tokens(arr) -> Tokens:
 
 
 def span_word_tokens(k, data: np.ndarray, starts: np.ndarray, stops: np.ndarray,
-                     chars: bool = False, copy: bool = True) -> tuple[Tokens, np.ndarray | None]:
+                     chars: bool = False, copy: bool = True, docs: bool = True) -> tuple[Tokens, np.ndarray | None]:
     """`word_tokens` of the texts data[starts[i]:stops[i]] (UTF-8 bytes; text i is "document" i), with the
     numba kernels module `k` (`numba_kernels()`), and with `chars` the code points of each word (else None).
     copy=False returns views of the output buffers (sized for the worst case, half the bytes, but only the pages
-    written are resident): for a caller that drops them soon, it saves copying them."""
+    written are resident): for a caller that drops them soon, it saves copying them. docs=False leaves the
+    Tokens' `doc` empty (the caller needs only `count`)."""
     num_docs = len(starts)
     cap = (int((stops - starts).sum()) + num_docs) // 2 + 1     # a word takes a byte and a separator (or an end)
     tok = np.empty(cap, np.uint64)
-    doc = np.empty(cap, np.int64)
+    doc = np.empty(cap if docs else 0, np.int64)
     ends = np.empty(num_docs, np.int64)
     nchars = np.empty(cap if chars else 0, np.int64)
     nw = k.word_tokens(data, starts, stops, WS_CLASS, _powers(256), POLY, tok, doc, ends, nchars)
