@@ -253,10 +253,19 @@ _FAMILIES = {"int": INTEGER_DTYPES, "integer": INTEGER_DTYPES, "float": FLOAT_DT
 def expected_dtype_codes(expected) -> tuple[int, ...]:
     """Dtype codes accepted by `expected`: "int" | "float" | "bool", an exact name from DTYPE_NAMES, or a list of
     those."""
-    return _expected_codes(expected if isinstance(expected, str) else tuple(expected))
+    key = expected if isinstance(expected, str) else tuple(expected)
+    codes = _CODES.get(key)
+    if codes is None:
+        if len(_CODES) >= 64:
+            _CODES.clear()
+        codes = _CODES[key] = _expected_codes(key)
+    return codes
 
 
-@functools.lru_cache(maxsize=64)
+# A plain dict, not functools.lru_cache: torch.compile traces a dict lookup, and warns on every lru_cache call.
+_CODES: dict = {}
+
+
 def _expected_codes(expected) -> tuple[int, ...]:
     items = [expected] if isinstance(expected, str) else list(expected)
     names: set[str] = set()
