@@ -23,7 +23,8 @@ from dataaudit.guard.profiler import StepRecord, ThroughputProfiler
 from dataaudit.guard.snapshot import Snapshot, load_snapshot, save_snapshot
 
 __all__ = [
-    "CollateGuard", "CollateError", "GuardedBatch", "DeviceGuard", "OnDeviceGuard", "BadBatchError", "Finding", "POLICIES",
+    "CollateGuard", "CollateError", "GuardedBatch", "DeviceGuard", "OnDeviceGuard", "BadBatchError", "Finding",
+    "POLICIES",
     "GuardPlan", "BatchChecks", "CheckCall", "GUARD_DEFAULT_CHECKS", "ThroughputProfiler", "StepRecord",
     "Snapshot", "load_snapshot", "save_snapshot", "GuardCallback",
 ]

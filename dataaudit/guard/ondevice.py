@@ -107,7 +107,6 @@ class OnDeviceGuard:
             "samples": torch.zeros(c, dtype=torch.int64, device=dev),      # samples flagged, per call
             "first": torch.full((c,), -1, dtype=torch.int64, device=dev),  # first step with a flag, per call
             "last": torch.full((c,), -1, dtype=torch.int64, device=dev),   # last step with a flag, per call
-            "last_bad": torch.full((), -1, dtype=torch.int64, device=dev),  # last step with any flag
             "last_size": torch.zeros(c, dtype=torch.int64, device=dev),    # per call: batch size at its last step
             "last_flags": torch.zeros((c, b), dtype=torch.bool, device=dev),      # per call, at its last step
             "last_values": torch.zeros((c, b), dtype=torch.float64, device=dev),
@@ -118,11 +117,9 @@ class OnDeviceGuard:
         r = self._record
         step = r["step"]
         bad = fl.any(1)                       # [C]
-        anybad = bad.any()
         r["samples"].add_(fl.sum(1))
         r["first"].copy_(torch.where(bad & (r["first"] < 0), step, r["first"]))
         r["last"].copy_(torch.where(bad, step, r["last"]))
-        r["last_bad"].copy_(torch.where(anybad, step, r["last_bad"]))
         b = fl.shape[1]
         r["last_size"].copy_(torch.where(bad, b, r["last_size"]))
         width = r["last_flags"].shape[1]
@@ -141,7 +138,7 @@ class OnDeviceGuard:
         if self._record is None:
             return
         for name, t in self._record.items():
-            t.fill_(-1 if name in ("first", "last", "last_bad") else 0)
+            t.fill_(-1 if name in ("first", "last") else 0)
 
     def read(self) -> dict:
         """The record on the host (this is where the device syncs): {"steps", "checks": {"check:field": {
@@ -163,8 +160,9 @@ class OnDeviceGuard:
                 last_bad[call.label] = [{"position": i, "value": float(r["last_values"][c, i]),
                                          "detail": format_value(call, float(r["last_values"][c, i]))}
                                         for i in rows]
-        out = {"steps": int(r["step"]), "checks": checks,
-               "last_bad_step": int(r["last_bad"]) if int(r["last_bad"]) >= 0 else None, "last_bad": last_bad}
+        last = int(r["last"].max()) if len(self.calls) else -1   # the last step any check flagged
+        out = {"steps": int(r["step"]), "checks": checks, "last_bad_step": last if last >= 0 else None,
+               "last_bad": last_bad}
         if self.policy == "raise":
             acting = {k: v for k, v in checks.items() if v["samples"] and v["severity"] in self.act_on}
             if acting:

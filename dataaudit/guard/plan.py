@@ -387,7 +387,8 @@ class GuardPlan:
             batch_values = list(batch_values)
             return empty_checks(batch_size(batch_values), _device_of(batch_values))
         calls = self._all_calls if plans is self.fields else tuple(calls)  # stable identity: callers cache on it
-        if flagged[0].is_cpu and not tensors_only:  # small host arrays: numpy rows (views for one call, else filled row by row)
+        # small host arrays: numpy rows (views for one call, else filled row by row)
+        if flagged[0].is_cpu and not tensors_only:
             if len(calls) == 1:
                 return HostChecks(calls, flagged[0].numpy()[None], values[0].numpy()[None])
             fl = np.empty((len(calls), b), dtype=bool)

@@ -39,7 +39,8 @@ from dataaudit.tensors.torch_batch import from_tensor, tokens_from_tensor
 
 __all__ = [
     "DTYPE_CODE", "DTYPE_NAMES", "FLOAT_DTYPES", "INTEGER_DTYPES", "NumericField", "TokenFields", "aligned_index",
-    "dense_rows", "dense_view", "dtype_code", "dtype_name", "element_position", "from_arrow", "from_tensor", "has_memo", "host_np",
+    "dense_rows", "dense_view", "dtype_code", "dtype_name", "element_position", "from_arrow", "from_tensor",
+    "has_memo", "host_np",
     "memo", "row_reduce", "same_dense_layout", "seg_all", "seg_any", "seg_broadcast", "seg_count", "seg_lengths",
     "seg_max", "seg_min", "seg_std", "seg_sum", "tokens_from_arrow", "tokens_from_tensor", "uniform_dtype_code",
     "uniform_shape", "valid_from_mask", "with_shapes", "with_valid",

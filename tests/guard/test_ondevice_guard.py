@@ -29,7 +29,8 @@ def batches(n=N, size=8):
             ids[3, 7] = 4000
         if b == 4:
             y[0] = -3
-        out.append({"pixels": x, "label": y, "input_ids": ids, "attention_mask": torch.ones(size, 32, dtype=torch.int64)})
+        out.append({"pixels": x, "label": y, "input_ids": ids,
+                    "attention_mask": torch.ones(size, 32, dtype=torch.int64)})
     return out
 
 
