@@ -115,13 +115,15 @@ class ArrowLines:
 class KernelLines:
     """The numba view: the lines as spans of the batch's bytes, regexes run on gated lines only."""
 
-    def __init__(self, k, arr: pa.Array):
+    def __init__(self, k, arr: pa.Array, code_share: float = float("inf"), min_code_lines: int = 0):
+        """`code_share`, `min_code_lines`: the check's code-file rule; the lines of a text after its sure code lines
+        make it a code file get no flags (`scan_lines`). By default every line gets its flags."""
         self.k = k
         off, data = string_buffers(as_string_array(arr))
         cap = int(np.count_nonzero(data == 10)) + len(arr)
         doc, rs, rt, ts, tt, raw_chars, chars = (np.empty(cap, np.int64) for _ in range(7))
         flags = np.empty(cap, np.uint8)
-        n = k.scan_lines(data, off, WS_CLASS, k.LINE_BYTES, doc, rs, rt, ts, tt, raw_chars, chars, flags)
+        n = k.scan_lines(data, off, WS_CLASS, code_share, min_code_lines, doc, rs, rt, ts, tt, raw_chars, chars, flags)
         self.doc, self.flags, self._raw_chars, self.length = doc[:n], flags[:n], raw_chars[:n], chars[:n]
         # doc is sorted and every text has a line: its bounds by binary search (~7x faster than a bincount)
         bounds = np.searchsorted(self.doc, np.arange(len(arr) + 1))

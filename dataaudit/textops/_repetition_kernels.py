@@ -3,9 +3,10 @@ numpy twins, which give identical results):
 
 - `ngram_stats`: one document at a time, n = 2..max_n, the same 64-bit n-gram hashes grouped in an
   open-addressing table instead of Arrow's hash table over the whole batch.
-- `scan_lines`: one pass over a batch's bytes: every line (split on "\\n") with its raw and trimmed byte span,
-  code points, fence flag and the cheap necessary conditions ("gates") of the structure regexes, so that RE2 only
-  runs on the lines that could match (LABEL_RE is decided there, `_label`, but for some headings);
+- `scan_lines`: one pass over a batch's bytes (eight at a time, `_swar`): every line (split on "\\n") with its raw
+  and trimmed byte span, code points, fence flag and the cheap necessary conditions ("gates") of the structure
+  regexes, so that RE2 only runs on the lines that could match (LABEL_RE is decided there, `_label`, but for some
+  headings), up to the line that makes a text a code file;
   `code_candidates` a tighter gate of CODE_RE for the lines bound for RE2.
 - `split_sentences`: the sentences of given line spans (`SENTENCE_END_RE` of the check, as Arrow's
   split_pattern_regex cuts them, each trimmed, empty ones dropped) with their code points and content hashes.
@@ -26,6 +27,7 @@ import numba
 import numpy as np
 
 from ._kernels import _GOLD, _mix, _multibyte_ws
+from ._swar import continuation_bytes, has_byte, load8, low_bytes, repeat_byte, trailing_zeros
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -264,14 +266,13 @@ def _code_last(b):                  # { } ; , : | )
     return b == 123 or b == 125 or b == 59 or b == 44 or b == 58 or b == 124 or b == 41
 
 
-# bits of LINE_BYTES: what a byte tells about its line (a table lookup per byte, no branch: the branches of a
-# letter/digit test ran ~8x slower on mixed text)
-_EQ, _COLON, _ALNUM, _CJK = 1, 2, 4, 8
-LINE_BYTES = np.zeros(256, np.uint8)
-LINE_BYTES[61] = _EQ
-LINE_BYTES[58] = _COLON
-LINE_BYTES[48:58] = LINE_BYTES[65:91] = LINE_BYTES[97:123] = _ALNUM
-LINE_BYTES[0xE5:0xE9] = _CJK                # lead bytes of U+5000..U+8FFF: CJK ideographs (\p{L}) since Unicode 1.1
+# What the scan notes about a line's bytes on the way (`seen`): an "=" or a ":" in it (eight bytes at a time)
+_EQ, _COLON = 1, 2
+_EQ8, _COLON8, _NL8 = repeat_byte(61), repeat_byte(58), repeat_byte(10)
+# A letter or digit: ASCII ones, and the lead bytes of U+5000..U+8FFF, CJK ideographs (\p{L}) since Unicode 1.1 (a
+# table lookup, no branch: the branches of a letter/digit test ran ~8x slower on mixed text)
+_ALNUM = np.zeros(256, np.bool_)
+_ALNUM[48:58] = _ALNUM[65:91] = _ALNUM[97:123] = _ALNUM[0xE5:0xE9] = True
 
 
 @numba.njit(inline="always", cache=True)
@@ -527,7 +528,7 @@ def code_candidates(data, rs, rt, flags, rows, out):
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
 def _line_flags(data, s, j, seen):
-    """FENCE and the GATE_* flags of the non-blank raw line data[s:j] (`seen`: its LINE_BYTES bits, OR-ed)."""
+    """FENCE and the GATE_* flags of the non-blank raw line data[s:j] (`seen`: _EQ and _COLON, the scan's notes)."""
     p = s                                   # first and last bytes that are not ASCII whitespace
     while p < j and _ascii_space(data[p]):
         p += 1
@@ -573,7 +574,10 @@ def _line_flags(data, s, j, seen):
             fl |= GATE_LABEL | SURE_LABEL
         elif m == 2:
             fl |= GATE_LABEL
-    if not (seen & (_ALNUM | _CJK)):        # (a Chinese line holds letters)
+    t = p                                   # no letter or digit (a Chinese line holds letters); most lines
+    while t < q and not _ALNUM[data[t]]:    # have one in their first bytes
+        t += 1
+    if t >= q:
         fl |= GATE_SYMBOLS
     if (f == 45 or f == 42 or f == 43 or f == 40 or f == 91 or 48 <= f <= 57 or f == 0xC2 or f == 0xE2
             or (_ascii_letter(f) and p + 1 < j and (data[p + 1] == 46 or data[p + 1] == 41))):
@@ -582,42 +586,87 @@ def _line_flags(data, s, j, seen):
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
-def scan_lines(data, off, cls, line_bytes, doc, rs, rt, ts, tt, raw_chars, chars, flags):
+def scan_lines(data, off, cls, code_share, min_code_lines, doc, rs, rt, ts, tt, raw_chars, chars, flags):
     """Every line of the texts data[off[d]:off[d + 1]] (split on "\\n"; a text of n newlines has n + 1 lines):
     its raw span rs..rt, trimmed span ts..tt, code points raw and trimmed, and `flags`: FENCE (exact: FENCE_RE)
     and GATE_* (the line may match CODE_RE / LABEL_RE / SYMBOLS_RE / LIST_RE; never unset where the regex
-    matches), SURE_CODE (it matches CODE_RE: `_sure_code`). `line_bytes`: LINE_BYTES. Output capacity: newlines +
-    texts. Returns the number of lines."""
+    matches), SURE_CODE (it matches CODE_RE: `_sure_code`). Once a text's SURE_CODE lines make it a code file
+    (>= min_code_lines of them and >= code_share of its non-blank lines), its later lines get no flags: the check
+    counts every line of a code file nowhere, whatever its flags say (~40% of the flags of mixed text with code).
+    Output capacity: newlines + texts. Returns the number of lines."""
     n = 0
     for d in range(off.shape[0] - 1):
         end = off[d + 1]
         s = off[d]
-        while True:
-            j = s                               # find the line's end (a loop of its own: ~5x faster)
-            nc = 0
-            seen = 0
-            while j < end:
-                x = data[j]
-                if x == 10:
-                    break
-                seen |= line_bytes[x]
-                nc += (x & 0xC0) != 0x80
-                j += 1
-            doc[n] = d                          # the line s..j
+        first = n
+        nonblank = 0
+        while True:                             # the lines: spans and code points (flags: the scan's notes)
+            j, nc, seen = _line_end(data, s, end)
+            doc[n] = d
             rs[n] = s
             rt[n] = j
             raw_chars[n] = nc
             a, z, cut = _trim(data, s, j, cls)  # trim (Unicode whitespace, as Arrow)
-            nc -= cut
             ts[n] = a
             tt[n] = z
-            chars[n] = nc
-            flags[n] = _line_flags(data, s, j, seen) if z > a else 0
+            chars[n] = nc - cut
+            flags[n] = seen
+            nonblank += z > a
             n += 1
             if j >= end:
                 break
             s = j + 1
+        need = max(float(min_code_lines), code_share * nonblank)
+        sure = 0
+        for i in range(first, n):               # their flags, until the text is a code file
+            if ts[i] == tt[i]:
+                flags[i] = 0
+                continue
+            fl = _line_flags(data, rs[i], rt[i], flags[i])
+            flags[i] = fl
+            sure += (fl & SURE_CODE) != 0
+            if sure >= need:
+                flags[i + 1:n] = 0
+                break
     return n
+
+
+@numba.njit(inline="always", cache=True)
+def _line_end(data, s, end):
+    """(the end of the line that starts at s: its "\\n" or `end`, its code points, _EQ | _COLON if it holds an "="
+    or a ":"): eight bytes at a time (`_swar`; ~1.8x faster than a byte loop), the last few one by one."""
+    j = s
+    cont = np.uint64(0)                     # UTF-8 continuation bytes: code points = bytes - cont
+    eq = np.uint64(0)
+    colon = np.uint64(0)
+    while j + 8 <= end:
+        x = load8(data, j)
+        nl = has_byte(x, _NL8)
+        if nl:                              # keep the bytes before the newline
+            k = np.int64(trailing_zeros(nl) >> np.uint64(3))
+            x &= low_bytes(k)               # (a zero byte is neither "=" nor ":" nor a continuation byte)
+            j += k
+            return j, (j - s) - np.int64(cont + continuation_bytes(x)), _seen(eq | has_byte(x, _EQ8),
+                                                                            colon | has_byte(x, _COLON8))
+        cont += continuation_bytes(x)
+        eq |= has_byte(x, _EQ8)
+        colon |= has_byte(x, _COLON8)
+        j += 8
+    seen = _seen(eq, colon)
+    nc = (j - s) - np.int64(cont)
+    while j < end:
+        x = data[j]
+        if x == 10:
+            break
+        seen |= _EQ if x == 61 else (_COLON if x == 58 else 0)
+        nc += (x & 0xC0) != 0x80
+        j += 1
+    return j, nc, seen
+
+
+@numba.njit(inline="always", cache=True)
+def _seen(eq, colon):
+    return (_EQ if eq else 0) | (_COLON if colon else 0)
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)

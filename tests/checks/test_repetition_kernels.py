@@ -248,3 +248,69 @@ def test_symbols_and_list_gates_skip_chinese_lines():
         hit = pc.match_substring_regex(raw, pattern=pattern).to_numpy(zero_copy_only=False)
         assert ((view.flags & gate) != 0).tolist() == [bool(g) for g in gated]
         assert not (hit & ((view.flags & gate) == 0)).any()
+
+
+def test_swar_helpers_on_known_words():
+    # an unaligned load is the bytes in order (little-endian); the lane tests find exactly the bytes asked for
+    import numba
+    from dataaudit.textops import _swar
+
+    @numba.njit
+    def probe(data, p, b8):         # (the intrinsics only run compiled)
+        x = _swar.load8(data, p)
+        return x, _swar.trailing_zeros(_swar.has_byte(x, b8)), _swar.continuation_bytes(x)
+
+    @numba.njit
+    def bits(x):
+        return _swar.popcount(x), _swar.trailing_zeros(x), _swar.trailing_zeros(_swar.zero_bytes(x))
+
+    data = np.frombuffer("ab=\n:é训x\n".encode() + b"\x80\x00\xff", np.uint8).copy()
+    for p in range(len(data) - 7):
+        assert int(probe(data, p, _swar.repeat_byte(0))[0]) == int.from_bytes(data[p:p + 8].tobytes(), "little")
+    # a b = \n : C3 A9 E8 (é, then the lead byte of 训): "\n" at byte 3, ":" at 4, no "z", one continuation byte
+    assert [int(v) for v in probe(data, 0, _swar.repeat_byte(10))[1:]] == [3 * 8 + 7, 1]
+    assert int(probe(data, 0, _swar.repeat_byte(58))[1]) == 4 * 8 + 7
+    assert int(probe(data, 0, _swar.repeat_byte(0x7A))[1]) == 64
+    assert int(probe(data, 5, _swar.repeat_byte(0))[2]) == 4      # C3 A9 E8 AE AD x \n 80: A9 AE AD 80
+    assert [int(v) for v in bits(np.uint64(0))] == [0, 64, 7]
+    assert [int(v) for v in bits(np.uint64(2**64 - 1))] == [64, 0, 64]
+    assert int(bits(np.uint64(0x0100_0000_0000_0000))[2]) == 7  # zeros in bytes 0..6: the first is byte 0
+    assert [int(_swar.low_bytes(k)) for k in (0, 1, 7)] == [0, 0xFF, 2**56 - 1]
+
+
+def test_line_end_at_every_alignment():
+    # the line's end, code points and "=" / ":" notes come out the same wherever the line starts and ends in an
+    # 8-byte word, with multi-byte characters across word boundaries and the line's last bytes at the text's end
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    rng = random.Random(3)
+    pieces = ["a", "=", ":", "é", "训", "😀", " ", "\t", "xyz", "\u3000"]
+    for _ in range(400):
+        line = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        pad = "p" * rng.randint(0, 9)
+        tail = rng.choice(["", "\n", "\nrest=:"])
+        data = np.frombuffer((pad + line + tail).encode(), np.uint8).copy()
+        s = len(pad.encode())
+        j, nc, seen = k._line_end(data, s, len(data))
+        assert j == s + len(line.encode()) and nc == len(line)
+        assert seen == (k._EQ if "=" in line else 0) | (k._COLON if ":" in line else 0)
+
+
+def test_a_code_files_lines_after_it_is_settled_get_no_flags():
+    # with the check's code-file rule the scan stops flagging a text once its sure code lines make it a code file
+    # (3 lines and 10% of the non-blank ones); before that, and in other texts, every line has its flags
+    from dataaudit.checks.text_lines import KernelLines
+    from dataaudit.checks.text_repetition import CODE_SHARE, MIN_CODE_LINES
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    code = "x = 1\nprose here.\ny = 2\n\nz = 3\n- item\n}\n```"      # 8 lines; sure code: 0, 2, 4, 6
+    prose = "x = 1\nA sentence.\ny = 2\n" + "More prose.\n" * 30      # 2 sure code lines: no code file
+    arr = pa.array([code, prose], pa.string())
+    every = KernelLines(k, arr)
+    settled = KernelLines(k, arr, CODE_SHARE, MIN_CODE_LINES)
+    assert every.doc.tolist()[:9] == [0] * 8 + [1]
+    assert np.flatnonzero((every.flags[:8] & k.SURE_CODE) != 0).tolist() == [0, 2, 4, 6]
+    assert (every.flags[5:8] != 0).all()                        # "- item", "}" and the fence have flags
+    np.testing.assert_array_equal(settled.flags[:5], every.flags[:5])   # up to the third sure code line
+    assert (settled.flags[5:8] == 0).all()                      # the rest: none
+    np.testing.assert_array_equal(settled.flags[8:], every.flags[8:])   # the prose text: all
+    for name in ("doc", "length", "_raw_chars"):
+        np.testing.assert_array_equal(getattr(settled, name), getattr(every, name))

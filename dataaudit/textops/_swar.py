@@ -1,0 +1,74 @@
+"""Eight bytes at a time for the numba kernels ("SIMD within a register"): an unaligned 8-byte load, population
+count and count of trailing zeros (LLVM's own instructions, through numba's documented `intrinsic` extension),
+and the classic has-zero-byte test. A kernel that skips over bytes looking for a few byte values (a newline, an
+"=") tests eight of them with a handful of integer operations instead of eight loads and branches.
+
+Little-endian: byte i of a load at p is data[p + i], bits 8i..8i+7 (x86-64 and aarch64, the platforms numba
+ships for).
+"""
+from __future__ import annotations
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
+
+ONES = np.uint64(0x0101010101010101)
+HIGH = np.uint64(0x8080808080808080)
+
+
+def repeat_byte(b: int) -> np.uint64:
+    """The byte b in all eight lanes (the operand of `has_byte`)."""
+    return np.uint64(b * 0x0101010101010101)
+
+
+@intrinsic
+def load8(typingctx, arr, idx):
+    """data[idx:idx + 8] as one little-endian uint64 (any alignment; the caller keeps idx + 8 <= len(data))."""
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        ptr = builder.gep(ary.data, [args[1]])
+        return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
+    return types.uint64(arr, types.intp), codegen
+
+
+@intrinsic
+def popcount(typingctx, x):
+    """Set bits of a uint64."""
+    def codegen(context, builder, sig, args):
+        return builder.ctpop(args[0])
+    return types.uint64(types.uint64), codegen
+
+
+@intrinsic
+def trailing_zeros(typingctx, x):
+    """Zero bits below the lowest set bit of a uint64 (64 for 0)."""
+    def codegen(context, builder, sig, args):
+        return builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
+    return types.uint64(types.uint64), codegen
+
+
+@numba.njit(inline="always", cache=True)
+def zero_bytes(v):
+    """Nonzero exactly when a byte of v is 0; then its lowest set bit is the high bit of v's first zero byte
+    (higher bits may be false alarms after a zero byte, never before one)."""
+    return (v - ONES) & ~v & HIGH
+
+
+@numba.njit(inline="always", cache=True)
+def has_byte(x, b8):
+    """`zero_bytes` of x ^ b8: where x holds the byte that b8 (`repeat_byte`) repeats."""
+    return zero_bytes(x ^ b8)
+
+
+@numba.njit(inline="always", cache=True)
+def continuation_bytes(x):
+    """UTF-8 continuation bytes (10xxxxxx) among the eight bytes of x."""
+    return popcount(x & ~(x << np.uint64(1)) & HIGH)
+
+
+@numba.njit(inline="always", cache=True)
+def low_bytes(k):
+    """A mask of the low k bytes of a uint64 (0 <= k < 8)."""
+    return (np.uint64(1) << np.uint64(8 * k)) - np.uint64(1)
