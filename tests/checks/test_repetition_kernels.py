@@ -314,3 +314,21 @@ def test_a_code_files_lines_after_it_is_settled_get_no_flags():
     np.testing.assert_array_equal(settled.flags[8:], every.flags[8:])   # the prose text: all
     for name in ("doc", "length", "_raw_chars"):
         np.testing.assert_array_equal(getattr(settled, name), getattr(every, name))
+
+
+def test_span_hash_depends_on_the_content_only():
+    # the same bytes at every alignment and at the buffer's start hash the same; any other bytes or length differ;
+    # the code points come out exact
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    words = ["", "a", "ab", "训练", "seven77", "eight888", "nine99999", "é" * 9, "a b. c!", "😀 x" * 5, "a\x00b"]
+    seen = {}
+    for w in words:
+        raw = w.encode()
+        for pad in range(0, 10):
+            data = np.frombuffer(b"z" * pad + raw + b"zz", np.uint8).copy()
+            h, cont = k._span_hash(data, pad, pad + len(raw))
+            assert len(raw) - cont == len(w)
+            assert seen.setdefault(w, int(h)) == int(h), (w, pad)
+    assert len(set(seen.values())) == len(words)
+    data = np.frombuffer(b"abcabd", np.uint8).copy()
+    assert k._span_hash(data, 0, 2)[0] == k._span_hash(data, 3, 5)[0] != k._span_hash(data, 3, 6)[0]
