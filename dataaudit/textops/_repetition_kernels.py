@@ -27,7 +27,7 @@ import numba
 import numpy as np
 
 from ._kernels import _GOLD, _mix, _multibyte_ws
-from ._swar import continuation_bytes, has_byte, load8, low_bytes, repeat_byte, trailing_zeros
+from ._swar import HIGH, continuation_bytes, has_byte, load8, low_bytes, repeat_byte, trailing_zeros
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -720,6 +720,7 @@ def gather_spans(data, starts, stops, out_off, out_data):
 # --------------------------------------------------------------------------------------------- sentences
 
 # 1: the byte may start [.!?…], 2: it may start [。！？] (E3 80 82, EF BC 81 / 9F)
+_DOT8, _BANG8, _QUESTION8 = repeat_byte(46), repeat_byte(33), repeat_byte(63)
 SENTENCE_BYTES = np.zeros(256, np.uint8)
 SENTENCE_BYTES[[46, 33, 63, 0xE2]] = 1
 SENTENCE_BYTES[[0xE3, 0xEF]] = 2
@@ -823,9 +824,14 @@ def split_sentences(data, starts, stops, cls, sentence_bytes, out_line, out_star
         piece = starts[li]
         i = piece
         while i < e:
+            while i + 8 <= e:                   # most bytes: no sentence end can start here; eight at a time
+                x = load8(data, i)
+                if (x & HIGH) or has_byte(x, _DOT8) or has_byte(x, _BANG8) or has_byte(x, _QUESTION8):
+                    break
+                i += 8
             while i < e and sentence_bytes[data[i]] == 0:
-                i += 1                          # most bytes: no sentence end can start here (a loop of its own:
-            if i >= e:                          # ~5% faster than a branch of the main loop)
+                i += 1                          # (a loop of its own: ~5% faster than a branch of the main loop)
+            if i >= e:
                 break
             t = sentence_bytes[data[i]]
             w = _latin_end(data, i, e) if t == 1 else 0
