@@ -120,7 +120,7 @@ class KernelLines:
         make it a code file get no flags (`scan_lines`). By default every line gets its flags."""
         self.k = k
         off, data = string_buffers(as_string_array(arr))
-        cap = int(np.count_nonzero(data == 10)) + len(arr)
+        cap = k.count_newlines(data) + len(arr)
         doc, rs, rt, ts, tt, raw_chars, chars = (np.empty(cap, np.int64) for _ in range(7))
         flags = np.empty(cap, np.uint8)
         n = k.scan_lines(data, off, WS_CLASS, code_share, min_code_lines, doc, rs, rt, ts, tt, raw_chars, chars, flags)

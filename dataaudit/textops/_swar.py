@@ -16,6 +16,7 @@ from numba.extending import intrinsic
 
 ONES = np.uint64(0x0101010101010101)
 HIGH = np.uint64(0x8080808080808080)
+LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
 
 
 def repeat_byte(b: int) -> np.uint64:
@@ -54,6 +55,29 @@ def zero_bytes(v):
     """Nonzero exactly when a byte of v is 0; then its lowest set bit is the high bit of v's first zero byte
     (higher bits may be false alarms after a zero byte, never before one)."""
     return (v - ONES) & ~v & HIGH
+
+
+@numba.njit(inline="always", cache=True)
+def each_zero_byte(v):
+    """The high bit of every zero byte of v, and no other bit (no false alarms: slower than `zero_bytes`; for
+    counting)."""
+    return ~(((v & LOW7) + LOW7) | v | LOW7)
+
+
+@numba.njit(inline="always", cache=True)
+def count_byte(data, b):
+    """How many bytes of `data` equal b."""
+    b8 = np.uint64(b) * ONES
+    n = np.uint64(0)
+    i = 0
+    while i + 8 <= data.shape[0]:
+        n += popcount(each_zero_byte(load8(data, i) ^ b8))
+        i += 8
+    m = np.int64(n)
+    while i < data.shape[0]:
+        m += data[i] == b
+        i += 1
+    return m
 
 
 @numba.njit(inline="always", cache=True)

@@ -332,3 +332,15 @@ def test_span_hash_depends_on_the_content_only():
     assert len(set(seen.values())) == len(words)
     data = np.frombuffer(b"abcabd", np.uint8).copy()
     assert k._span_hash(data, 0, 2)[0] == k._span_hash(data, 3, 5)[0] != k._span_hash(data, 3, 6)[0]
+
+
+def test_count_newlines_counts_exactly():
+    # every "\n" and nothing else (bytes one bit away: 0x0B 0x08 0x8A 0x0E, and 0x09 after a "\n" where the fast
+    # has-zero test would raise a false alarm), at every length around the 8-byte steps
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    pattern = np.array([10, 11, 8, 0x8A, 14, 10, 9, 0, 10, 10, 255], np.uint8)
+    for n in range(0, 40):
+        data = np.resize(pattern, n)
+        assert k.count_newlines(data) == int((data == 10).sum())
+    assert k.count_newlines(np.full(17, 10, np.uint8)) == 17
+    assert k.count_newlines(np.frombuffer("a\n训\n\n".encode(), np.uint8)) == 3
