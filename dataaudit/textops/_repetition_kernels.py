@@ -466,15 +466,37 @@ def _label(data, s, j):
     return 2 if unknown else 0
 
 
+_LEADS, _LEADS_AT = _keywords("async", "await", "break", "class", "continue", "def", "fn", "func", "function", "for",
+                               "finally", "from", "if", "import", "pass", "package", "return", "raise", "try",
+                               "throw", "using", "yield")
+_DIRECTIVES, _DIRECTIVES_AT = _keywords("include", "define", "undef", "ifdef", "ifndef", "if", "elif", "else",
+                                        "endif", "pragma")
+
+
+@numba.njit(inline="always", cache=True)
+def _code_start(data, p, q, f):
+    """The line data[p:q] (f = data[p]) starts like CODE_RE's alternatives that need a start: a _code_first byte
+    but, for a lowercase letter, one of their keywords (RE2's \\b after it), and for "#" a directive (prose lines
+    starting "a", "that", "for" or "#### 18" were most of the lines RE2 found no code in)."""
+    if 97 <= f <= 122:
+        return _code_first(f) and _keyword_at(data, p, q, _LEADS, _LEADS_AT) > 0
+    if f == 35:
+        k = p + 1
+        while k < q and _re2_space(data[k]):
+            k += 1
+        return _keyword_at(data, k, q, _DIRECTIVES, _DIRECTIVES_AT) > 0
+    return _code_first(f)
+
+
 @numba.njit(inline="always", cache=True)
 def _code_gate(data, p, q, f, last, has_eq):
     """CODE_RE may match the line data[p:q] (ASCII whitespace trimmed: f = data[p], last = data[q - 1]; has_eq: it
-    holds an "="): it starts with a _code_first byte; or ends with { } |; or starts with a name that a call's "("
+    holds an "="): it starts like code (`_code_start`); or ends with { } |; or starts with a name that a call's "("
     follows ([A-Za-z_$][\\w$.]*\\() and ends with ")" or with [;:,] after ")" and [\\s;:,{]*; or ends with ";"
     after ")" or a brace (and whitespace, ";" ":" ","), or with ";" and holds an "="; or ends with ":" and starts
     with e or w (else, elif, except, while, with); or is an assignment: a name, then . -> :: [ or an operator or
     "=" after whitespace. Every alternative of CODE_RE needs one of these (tests check it on real text)."""
-    if _code_first(f) or last == 123 or last == 125 or last == 124:
+    if _code_start(data, p, q, f) or last == 123 or last == 125 or last == 124:
         return True
     if last == 59 and has_eq:                           # =[^=].*;\s*$
         return True
