@@ -90,6 +90,10 @@ class ArrowLines:
         """Does LABEL_RE (`label_re`) match the raw line, for the lines where `rows` holds."""
         return self.match(label_re, rows)
 
+    def symbols(self, rows: np.ndarray, symbols_re: str) -> np.ndarray:
+        """Does SYMBOLS_RE (`symbols_re`) match the raw line, for the lines where `rows` holds."""
+        return self.match(symbols_re, rows)
+
     def match(self, pattern: str, rows: np.ndarray) -> np.ndarray:
         """Does `pattern` match the raw line, for the lines where `rows` holds (False elsewhere)."""
         out = np.zeros(len(rows), dtype=bool)
@@ -122,7 +126,7 @@ class KernelLines:
         off, data = string_buffers(as_string_array(arr))
         cap = k.count_newlines(data) + len(arr)
         doc, rs, rt, ts, tt, raw_chars, chars = (np.empty(cap, np.int64) for _ in range(7))
-        flags = np.empty(cap, np.uint8)
+        flags = np.empty(cap, np.uint16)
         n = k.scan_lines(data, off, WS_CLASS, code_share, min_code_lines, doc, rs, rt, ts, tt, raw_chars, chars, flags)
         self.doc, self.flags, self._raw_chars, self.length = doc[:n], flags[:n], raw_chars[:n], chars[:n]
         # doc is sorted and every text has a line: its bounds by binary search (~7x faster than a bincount)
@@ -166,6 +170,12 @@ class KernelLines:
         alternative `heading_re` alone (it compiles ~4x faster than the whole)."""
         sure = rows & ((self.flags & self.k.SURE_LABEL) != 0)
         return sure | self.match(heading_re, rows & ~sure & ((self.flags & self.k.GATE_LABEL) != 0))
+
+    def symbols(self, rows: np.ndarray, symbols_re: str) -> np.ndarray:
+        """Does SYMBOLS_RE (`symbols_re`) match the raw line, for the lines where `rows` holds: the kernel decided
+        it on ASCII lines (SURE_SYMBOLS); RE2 runs on the others that pass its gate."""
+        sure = rows & ((self.flags & self.k.SURE_SYMBOLS) != 0)
+        return sure | self.match(symbols_re, rows & ~sure & ((self.flags & self.k.GATE_SYMBOLS) != 0))
 
     def match(self, pattern: str, rows: np.ndarray) -> np.ndarray:
         out = np.zeros(len(rows), dtype=bool)

@@ -265,8 +265,8 @@ def split_lines(arr: pa.Array, total: np.ndarray | None, skip_structure: bool) -
     # the other classes only matter on the non-blank lines outside code
     rest = nonblank & ~code
     label = view.labels(rest, LABEL_RE, HEADING_RE)
-    symbols, items = (view.match(pattern, view.candidates(rest, gate)) for pattern, gate in (
-        (SYMBOLS_RE, "GATE_SYMBOLS"), (LIST_RE, "GATE_LIST")))
+    symbols = view.symbols(rest, SYMBOLS_RE)
+    items = view.match(LIST_RE, view.candidates(rest, "GATE_LIST"))
     items &= ~symbols
     short_item = items.copy()
     if items.any():                                             # the item without its marker

@@ -170,6 +170,7 @@ def group_ids(keys, gid, first, counts):
 # ------------------------------------------------------------------------------------------------- lines
 
 FENCE, GATE_CODE, GATE_LABEL, GATE_SYMBOLS, GATE_LIST, SURE_CODE, HAS_EQ, SURE_LABEL = 1, 2, 4, 8, 16, 32, 64, 128
+SURE_SYMBOLS = 256                          # (flags are uint16)
 _HASH_MUL = np.uint64(0x9FB21C651E98DF25)
 
 
@@ -608,10 +609,12 @@ def _line_flags(data, s, j, seen):
         elif m == 2:
             fl |= GATE_LABEL
     t = p                                   # no letter or digit (a Chinese line holds letters); most lines
-    while t < q and not _ALNUM[data[t]]:    # have one in their first bytes
+    ascii = True                            # have one in their first bytes
+    while t < q and not _ALNUM[data[t]]:
+        ascii &= data[t] < 0x80
         t += 1
-    if t >= q:
-        fl |= GATE_SYMBOLS
+    if t >= q:                              # ASCII only: SYMBOLS_RE matches for sure (\p{L} \p{N} need RE2)
+        fl |= GATE_SYMBOLS | (SURE_SYMBOLS if ascii else 0)
     if (f == 45 or f == 42 or f == 43 or f == 40 or f == 91 or 48 <= f <= 57 or f == 0xC2 or f == 0xE2
             or (_ascii_letter(f) and p + 1 < j and (data[p + 1] == 46 or data[p + 1] == 41))):
         fl |= GATE_LIST

@@ -349,3 +349,19 @@ def test_count_newlines_counts_exactly():
         assert k.count_newlines(data) == int((data == 10).sum())
     assert k.count_newlines(np.full(17, 10, np.uint8)) == 17
     assert k.count_newlines(np.frombuffer("a\n训\n\n".encode(), np.uint8)) == 3
+
+
+def test_ascii_symbol_lines_are_decided_without_re2():
+    # an ASCII line with no letter or digit matches SYMBOLS_RE for sure; a line with other bytes goes to RE2 (\p{L})
+    import pyarrow.compute as pc
+    from dataaudit.checks.text_lines import KernelLines
+    from dataaudit.checks.text_repetition import SYMBOLS_RE
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    lines = ["----", "  ***  ", "—— ——", "a--", "Роман", "== 1 ==", "|---|---|", "…", "\t.\t"]
+    view = KernelLines(k, pa.array(["\n".join(lines)], pa.string()))
+    raw = view.raw.take(np.arange(len(view.doc))).to_arrow(k)
+    assert ((view.flags & k.SURE_SYMBOLS) != 0).astype(int).tolist() == [1, 1, 0, 0, 0, 0, 1, 0, 1]
+    assert ((view.flags & k.GATE_SYMBOLS) != 0).astype(int).tolist() == [1, 1, 1, 0, 1, 0, 1, 1, 1]
+    hit = pc.match_substring_regex(raw, pattern=SYMBOLS_RE).to_pylist()
+    assert hit == [True, True, True, False, False, False, True, True, True]
+    assert view.symbols(np.ones(len(lines), bool), SYMBOLS_RE).tolist() == hit
