@@ -436,6 +436,10 @@ def sentence_runs(lines: Lines, doc_key: np.ndarray, n_docs: int, min_chars: int
     sents, parent, slen, sent_ids = _sentences(lines.text.take(rows) if isinstance(lines.text, Spans)
                                                else _take(lines.text, lines.sentences))
     doc = lines.doc[rows[parent]]
+    if sent_ids is not None:                                    # numba: the same, document by document
+        numba_kernels("dataaudit.textops._repetition_kernels").sentence_runs(
+            doc, sent_ids, slen, max(int(min_chars), 1), RUN_GAP, best, at)
+        return best, sents, at
     # doc is sorted: each document's first sentence by binary search (faster than a bincount over the sentences)
     pos = np.arange(len(doc), dtype=np.int64) - np.searchsorted(doc, np.arange(n_docs))[doc]   # place in its document
     counted = slen >= max(int(min_chars), 1)

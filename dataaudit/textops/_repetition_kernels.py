@@ -10,6 +10,9 @@ numpy twins, which give identical results):
   `code_candidates` a tighter gate of CODE_RE for the lines bound for RE2.
 - `split_sentences`: the sentences of given line spans (`SENTENCE_END_RE` of the check, as Arrow's
   split_pattern_regex cuts them, each trimmed, empty ones dropped) with their code points and content hashes.
+- `sentence_runs`: the longest run of one sentence per document, from the sentences' hashes, one document at a
+  time.
+- `count_newlines`: the capacity of scan_lines' output.
 - `span_hashes` / `gather_spans`: content hashes of byte spans; spans copied into Arrow string buffers.
 - `count_words`: RE2's \\S+ words of byte spans.
 - `group_ids`: equal 64-bit keys numbered in order of first appearance (Arrow's dictionary_encode of them).
@@ -885,3 +888,76 @@ def split_sentences(data, starts, stops, cls, sentence_bytes, out_line, out_star
             i = r
         k = _emit(data, piece, e, cls, li, k, out_line, out_start, out_stop, out_chars, out_hash)
     return k
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def sentence_runs(doc, hashes, chars, min_chars, run_gap, best, at):
+    """The longest run of each document (`text_repetition.sentence_runs`, whose numpy twin gives the same) from
+    its sentences in order: doc (non-decreasing), content hash and code points of each. A sentence of fewer than
+    min_chars code points holds its place but is not counted; a run continues while its sentence comes back
+    within run_gap sentences. best[d]: the longest run (>= 2; left alone otherwise), at[d]: the index of its
+    first sentence (the first in the text on ties). One document at a time, its sentences in an open-addressing
+    table sized for it."""
+    n = doc.shape[0]
+    most = 0
+    i = 0
+    while i < n:
+        j = i
+        while j < n and doc[j] == doc[i]:
+            j += 1
+        most = max(most, j - i)
+        i = j
+    cap = 16
+    while cap < 2 * most:
+        cap *= 2
+    keys = np.empty(cap, np.uint64)
+    used = np.zeros(cap, np.bool_)
+    last = np.empty(cap, np.int64)          # place of the sentence's last occurrence in its document
+    run = np.empty(cap, np.int64)           # length of its current run
+    first = np.empty(cap, np.int64)         # first sentence of its current run
+    slots = np.empty(max(most, 1), np.int64)
+    i = 0
+    while i < n:
+        d = doc[i]
+        j = i
+        while j < n and doc[j] == d:
+            j += 1
+        size = 16
+        while size < 2 * (j - i):
+            size *= 2
+        mask = np.uint64(size - 1)
+        filled = 0
+        top = 0
+        top_at = -1
+        for t in range(i, j):
+            if chars[t] < min_chars:
+                continue
+            h = hashes[t]
+            p = np.int64(h & mask)
+            while used[p] and keys[p] != h:
+                p = np.int64((np.uint64(p) + np.uint64(1)) & mask)
+            if not used[p]:
+                used[p] = True
+                keys[p] = h
+                last[p] = t
+                run[p] = 1
+                first[p] = t
+                slots[filled] = p
+                filled += 1
+                continue
+            if t - last[p] <= run_gap:
+                run[p] += 1
+            else:
+                run[p] = 1
+                first[p] = t
+            last[p] = t
+            if run[p] > top or (run[p] == top and first[p] < top_at):
+                top = run[p]
+                top_at = first[p]
+        for s in range(filled):
+            used[slots[s]] = False
+        if top >= 2:
+            best[d] = top
+            at[d] = top_at
+        i = j
+    return 0

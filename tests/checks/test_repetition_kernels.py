@@ -365,3 +365,19 @@ def test_ascii_symbol_lines_are_decided_without_re2():
     hit = pc.match_substring_regex(raw, pattern=SYMBOLS_RE).to_pylist()
     assert hit == [True, True, True, False, False, False, True, True, True]
     assert view.symbols(np.ones(len(lines), bool), SYMBOLS_RE).tolist() == hit
+
+
+def test_sentence_runs_kernel_on_known_runs(monkeypatch):
+    # run lengths, the gap rule, short sentences holding their place, and the tie rule (the run that starts first
+    # in the text, even when another reaches that length earlier), with and without numba
+    docs = ["Again and again. Other one. Again and again. Again and again.",     # places 0, 2, 3: a run of 3
+            "Alpha one. Beta two. Beta two. Alpha one.",                           # two runs of 2: Alpha starts first
+            "Same thing here. a1. b1. c1. d1. Same thing here.",                   # 5 places apart: no run
+            "Same thing here. a1. b1. Same thing here.",                           # 3 apart (short ones count)
+            "Hi. Hi. Hi. Hi.",                                                     # too short to count
+            "训练数据很好。训练数据很好。训练数据很好！",                                  # CJK ends (cut off)
+            ""]
+    stats = _assert_twins(monkeypatch, docs, top_ns=(), dup_ns=(), repeats=True)
+    assert stats["sentence_run"].tolist() == [3, 2, 0, 2, 0, 3, 0]
+    assert [stats.repeated_text(i) for i in range(len(docs))] == [
+        "Again and again", "Alpha one", "", "Same thing here", "", "训练数据很好", ""]
