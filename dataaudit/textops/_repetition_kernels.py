@@ -565,7 +565,8 @@ def code_candidates(data, rs, rt, flags, rows, out):
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
 def _line_flags(data, s, j, seen):
-    """FENCE and the GATE_* flags of the non-blank raw line data[s:j] (`seen`: _EQ and _COLON, the scan's notes)."""
+    """FENCE and the GATE_* flags of the non-blank raw line data[s:j] (`seen`: _EQ and _COLON, the scan's notes);
+    a SURE_CODE line gets no gates but GATE_CODE (and HAS_EQ)."""
     p = s                                   # first and last bytes that are not ASCII whitespace
     while p < j and _ascii_space(data[p]):
         p += 1
@@ -583,12 +584,12 @@ def _line_flags(data, s, j, seen):
     if r + 3 <= j and ((data[r] == 96 and data[r + 1] == 96 and data[r + 2] == 96)
                        or (data[r] == 126 and data[r + 1] == 126 and data[r + 2] == 126)):
         fl |= FENCE
-    if _code_first(f) or _code_last(last) or ((seen & _EQ) and (_ascii_letter(f) or f == 95 or f == 36)):
-        fl |= GATE_CODE
-        if _sure_code(data, s, j):
-            fl |= SURE_CODE
     if seen & _EQ:
         fl |= HAS_EQ
+    if _code_first(f) or _code_last(last) or ((seen & _EQ) and (_ascii_letter(f) or f == 95 or f == 36)):
+        fl |= GATE_CODE
+        if _sure_code(data, s, j):          # code is in no other class: its other gates do not matter
+            return fl | SURE_CODE
     label = f == 35 or last == 58 or last == 0x9A          # "#", ends with ":" or "：" (EF BC 9A)
     if not label and (seen & _COLON):                      # key: value (optionally after "- ")
         k = p
@@ -629,9 +630,10 @@ def scan_lines(data, off, cls, code_share, min_code_lines, doc, rs, rt, ts, tt, 
     """Every line of the texts data[off[d]:off[d + 1]] (split on "\\n"; a text of n newlines has n + 1 lines):
     its raw span rs..rt, trimmed span ts..tt, code points raw and trimmed, and `flags`: FENCE (exact: FENCE_RE)
     and GATE_* (the line may match CODE_RE / LABEL_RE / SYMBOLS_RE / LIST_RE; never unset where the regex
-    matches), SURE_CODE (it matches CODE_RE: `_sure_code`). Once a text's SURE_CODE lines make it a code file
-    (>= min_code_lines of them and >= code_share of its non-blank lines), its later lines get no flags: the check
-    counts every line of a code file nowhere, whatever its flags say (~40% of the flags of mixed text with code).
+    matches, but a SURE_CODE line, which is in no other class, has GATE_CODE only), HAS_EQ, SURE_CODE (it matches
+    CODE_RE: `_sure_code`). Once a text's SURE_CODE lines make it a code file (>= min_code_lines of them and >=
+    code_share of its non-blank lines), its later lines get no flags: the check counts every line of a code file
+    nowhere, whatever its flags say (~40% of the flags of mixed text with code).
     Output capacity: newlines + texts. Returns the number of lines."""
     n = 0
     for d in range(off.shape[0] - 1):

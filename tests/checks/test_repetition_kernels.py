@@ -117,7 +117,8 @@ def test_lines_and_sentences_equal_twin_on_random_structure(monkeypatch, skip):
 
 
 def test_gates_hold_every_match_and_sure_code_only_matches(shared_data):
-    # a gate never drops a line its regex matches; a line the kernel calls sure code matches CODE_RE
+    # a gate never drops a line its regex matches (but a sure code line, in no other class, has the code gate only);
+    # a line the kernel calls sure code matches CODE_RE
     import pyarrow.compute as pc
     from dataaudit.checks.text_lines import KernelLines
     from dataaudit.checks.text_repetition import CODE_RE, FENCE_RE, LABEL_RE, LIST_RE, SYMBOLS_RE
@@ -126,9 +127,11 @@ def test_gates_hold_every_match_and_sure_code_only_matches(shared_data):
     view = KernelLines(k, pa.array(texts, pa.string()))
     raw = view.raw.take(np.arange(len(view.doc))).to_arrow(k)
     nonblank = view.length > 0
+    not_sure = nonblank & ((view.flags & k.SURE_CODE) == 0)
     for pattern, gate in ((CODE_RE, k.GATE_CODE), (LABEL_RE, k.GATE_LABEL), (SYMBOLS_RE, k.GATE_SYMBOLS),
                           (LIST_RE, k.GATE_LIST)):
-        hit = nonblank & pc.match_substring_regex(raw, pattern=pattern).to_numpy(zero_copy_only=False)
+        lines = nonblank if gate == k.GATE_CODE else not_sure
+        hit = lines & pc.match_substring_regex(raw, pattern=pattern).to_numpy(zero_copy_only=False)
         gated = (view.flags & gate) != 0
         assert not (hit & ~gated).any(), [raw[i].as_py() for i in np.flatnonzero(hit & ~gated)[:5]]
         assert hit.sum() > 1000 and gated.sum() < 0.8 * nonblank.sum()    # the gate lets fewer lines through
@@ -215,7 +218,7 @@ def test_kernel_labels_equal_label_re(shared_data):
     texts = tricky + _random_docs(9, 800) + [t for docs in real_corpora(shared_data).values() for t in docs]
     view = KernelLines(k, pa.array(texts, pa.string()))
     raw = view.raw.take(np.arange(len(view.doc))).to_arrow(k)
-    nonblank = view.length > 0
+    nonblank = (view.length > 0) & ((view.flags & k.SURE_CODE) == 0)      # (the check asks on lines not code)
     hit = nonblank & pc.match_substring_regex(raw, pattern=LABEL_RE).to_numpy(zero_copy_only=False)
     got = view.labels(nonblank, LABEL_RE, HEADING_RE)
     assert not (hit != got).any(), [raw[i].as_py() for i in np.flatnonzero(hit != got)[:5]]
@@ -223,6 +226,7 @@ def test_kernel_labels_equal_label_re(shared_data):
     sure = nonblank & ((view.flags & k.SURE_LABEL) != 0)
     assert sure.sum() > 0.9 * hit.sum()                         # RE2 runs on a few lines only
     assert got[:len(tricky)].tolist() == pc.match_substring_regex(pa.array(tricky), pattern=LABEL_RE).to_pylist()
+    assert nonblank[:len(tricky)].all()                                 # (no tricky line is sure code)
 
 
 def test_count_words_equals_re2():
@@ -357,7 +361,7 @@ def test_ascii_symbol_lines_are_decided_without_re2():
     from dataaudit.checks.text_lines import KernelLines
     from dataaudit.checks.text_repetition import SYMBOLS_RE
     k = numba_kernels("dataaudit.textops._repetition_kernels")
-    lines = ["----", "  ***  ", "—— ——", "a--", "Роман", "== 1 ==", "|---|---|", "…", "\t.\t"]
+    lines = ["----", "  ***  ", "—— ——", "a--", "Роман", "== 1 ==", "=== ===", "…", "\t.\t"]
     view = KernelLines(k, pa.array(["\n".join(lines)], pa.string()))
     raw = view.raw.take(np.arange(len(view.doc))).to_arrow(k)
     assert ((view.flags & k.SURE_SYMBOLS) != 0).astype(int).tolist() == [1, 1, 0, 0, 0, 0, 1, 0, 1]
