@@ -102,18 +102,23 @@ class ArrowLines:
             out[idx] = _match(self.raw if idx.size == len(rows) else self.raw.take(pa.array(idx)), pattern)
         return out
 
-    def trimmed(self, rows: np.ndarray) -> pa.Array:
-        return self.text.take(pa.array(rows))
+    def list_items(self, rows: np.ndarray, list_re: str) -> np.ndarray:
+        """Does LIST_RE (`list_re`) match the raw line, for the lines where `rows` holds."""
+        return self.match(list_re, rows)
 
-    def count_words(self, rows: np.ndarray, texts: pa.Array) -> np.ndarray:
-        """RE2's \\S+ words of `texts`, the trimmed text of lines `rows`."""
-        return to_int64(pc.count_substring_regex(texts, pattern=r"\S+"))
-
-    def cut_prefix(self, rows: np.ndarray, rest: pa.Array) -> None:
-        """The trimmed text of lines `rows` becomes `rest` (each a suffix of it)."""
+    def strip_markers(self, rows: np.ndarray, marker_re: str) -> tuple[np.ndarray, np.ndarray]:
+        """The text of the list items `rows` (indices) loses its marker (`marker_re`, anchored); returns the code
+        points and bytes of what is left."""
+        rest = pc.replace_substring_regex(self.text.take(pa.array(rows)), pattern=marker_re, replacement="",
+                                          max_replacements=1)
         mask = np.zeros(len(self.length), dtype=bool)
         mask[rows] = True
         self.text = pc.replace_with_mask(self.text, pa.array(mask), rest.cast(self.text.type))
+        return char_lengths(rest), to_int64(pc.binary_length(rest))
+
+    def count_words(self, rows: np.ndarray) -> np.ndarray:
+        """RE2's \\S+ words of the text of lines `rows`."""
+        return to_int64(pc.count_substring_regex(self.text.take(pa.array(rows)), pattern=r"\S+"))
 
 
 class KernelLines:
@@ -184,16 +189,31 @@ class KernelLines:
             out[idx] = _match(self.raw.take(idx).to_arrow(self.k), pattern)
         return out
 
-    def trimmed(self, rows: np.ndarray) -> pa.Array:
-        return self.text.take(rows).to_arrow(self.k)
+    def list_items(self, rows: np.ndarray, list_re: str) -> np.ndarray:
+        """Does LIST_RE match the raw line, for the lines where `rows` holds: decided by the kernel (`list_items`),
+        which keeps where each item's text starts without its marker for `strip_markers`."""
+        out = np.zeros(len(rows), dtype=bool)
+        idx = np.flatnonzero(rows)
+        start = np.empty(len(idx), np.int64)
+        self.k.list_items(self.raw.data, self.raw.start, self.raw.stop, self.text.start, self.text.stop, idx, start)
+        out[idx] = start >= 0
+        self._item_start = np.full(len(rows), -1, np.int64)
+        self._item_start[idx] = start
+        return out
 
-    def count_words(self, rows: np.ndarray, texts: pa.Array) -> np.ndarray:
-        """RE2's \\S+ words of the trimmed text of lines `rows` (`texts`), counted on its span by the kernel."""
+    def strip_markers(self, rows: np.ndarray, marker_re: str) -> tuple[np.ndarray, np.ndarray]:
+        """The text of the list items `rows` (indices, found by `list_items`) loses its marker; returns the code
+        points and bytes of what is left."""
+        start = self.text.start.copy()
+        start[rows] = self._item_start[rows]
+        self.text = Spans(self.text.data, start, self.text.stop)
+        nbytes = self.text.stop[rows] - start[rows]
+        cont = np.empty(len(rows), np.int64)
+        self.k.continuation_counts(self.text.data, start[rows], self.text.stop[rows], cont)
+        return nbytes - cont, nbytes
+
+    def count_words(self, rows: np.ndarray) -> np.ndarray:
+        """RE2's \\S+ words of the text of lines `rows`, counted on its span by the kernel."""
         out = np.empty(len(rows), np.int64)
         self.k.count_words(self.text.data, self.text.start[rows], self.text.stop[rows], out)
         return out
-
-    def cut_prefix(self, rows: np.ndarray, rest: pa.Array) -> None:
-        start = self.text.start.copy()
-        start[rows] = self.text.stop[rows] - to_int64(pc.binary_length(rest))
-        self.text = Spans(self.text.data, start, self.text.stop)

@@ -93,7 +93,7 @@ from dataaudit.textops.hashing import GOLD as _GOLD
 from dataaudit.textops.hashing import mix as _mix  # splitmix64, shared with dedup/contamination
 from dataaudit.textops.hashing import WS_CLASS, numba_kernels, span_word_tokens
 
-from .text_common import char_lengths, flatten_lists, safe_ratio, to_int64
+from .text_common import char_lengths, flatten_lists, safe_ratio
 from .text_lines import ArrowLines, KernelLines, Spans, text_of
 
 TOP_NS = (2, 3, 4)
@@ -266,20 +266,17 @@ def split_lines(arr: pa.Array, total: np.ndarray | None, skip_structure: bool) -
     rest = nonblank & ~code
     label = view.labels(rest, LABEL_RE, HEADING_RE)
     symbols = view.symbols(rest, SYMBOLS_RE)
-    items = view.match(LIST_RE, view.candidates(rest, "GATE_LIST"))
-    items &= ~symbols
+    items = view.list_items(view.candidates(rest, "GATE_LIST"), LIST_RE) & ~symbols
     short_item = items.copy()
     if items.any():                                             # the item without its marker
         rows = np.flatnonzero(items)
-        stripped = pc.replace_substring_regex(view.trimmed(rows), pattern="^" + _MARKER, replacement="",
-                                              max_replacements=1)
-        view.cut_prefix(rows, stripped)
+        chars, nbytes = view.strip_markers(rows, "^" + _MARKER)
         length = length.copy()
-        length[rows] = char_lengths(stripped)
+        length[rows] = chars
         # RE2's \S+ words; a text of fewer than 2 * LONG_ITEM_WORDS - 1 bytes cannot hold LONG_ITEM_WORDS of them
-        long = np.flatnonzero(to_int64(pc.binary_length(stripped)) >= 2 * LONG_ITEM_WORDS - 1)
+        long = np.flatnonzero(nbytes >= 2 * LONG_ITEM_WORDS - 1)
         if long.size:
-            short_item[rows[long]] = view.count_words(rows[long], stripped.take(pa.array(long))) < LONG_ITEM_WORDS
+            short_item[rows[long]] = view.count_words(rows[long]) < LONG_ITEM_WORDS
     left_out = code | (symbols & has_code[doc])                # counted nowhere
     lines = nonblank & ~left_out & ~label
     words = nonblank & ~left_out & ~label & ~short_item

@@ -15,6 +15,7 @@ numpy twins, which give identical results):
 - `count_newlines`: the capacity of scan_lines' output.
 - `span_hashes` / `gather_spans`: content hashes of byte spans; spans copied into Arrow string buffers.
 - `count_words`: RE2's \\S+ words of byte spans.
+- `list_items`: LIST_RE of the check on gated lines, and where each item's text starts without its marker.
 - `group_ids`: equal 64-bit keys numbered in order of first appearance (Arrow's dictionary_encode of them).
 
 Texts are spans data[start:stop] of one UTF-8 buffer. Whitespace for trimming is `hashing.WS_CLASS`'s (Python's
@@ -710,6 +711,68 @@ def _seen(eq, colon):
     return (_EQ if eq else 0) | (_COLON if colon else 0)
 
 
+@numba.njit(inline="always", cache=True)
+def _marker_end(data, p, j):
+    """End of the list marker of LIST_RE that data[p:j] starts with (before its \\s+), or -1: - * + • ◦ ▪ ‣ · –,
+    \\d{1,3}[.)], [A-Za-z][.)], \\(\\w{1,4}\\), \\[[ xX]\\] (RE2's ASCII \\d and \\w; no two alternatives start
+    alike, so each has one way to match)."""
+    if p >= j:
+        return -1
+    b = data[p]
+    if b == 45 or b == 42 or b == 43:
+        return p + 1
+    if b == 0xC2:                                           # · (C2 B7)
+        return p + 2 if p + 1 < j and data[p + 1] == 0xB7 else -1
+    if b == 0xE2:                                           # • ‣ – (E2 80 A2 / A3 / 93) ◦ (E2 97 A6) ▪ (E2 96 AA)
+        if p + 2 >= j:
+            return -1
+        c = data[p + 1]
+        e = data[p + 2]
+        if (c == 0x80 and (e == 0xA2 or e == 0xA3 or e == 0x93)) or (c == 0x97 and e == 0xA6) or (
+                c == 0x96 and e == 0xAA):
+            return p + 3
+        return -1
+    if 48 <= b <= 57:                                       # 1 to 3 digits, then . or )
+        k = p
+        while k < j and 48 <= data[k] <= 57 and k - p < 4:
+            k += 1
+        return k + 1 if k - p <= 3 and k < j and (data[k] == 46 or data[k] == 41) else -1
+    if _ascii_letter(b):
+        return p + 2 if p + 1 < j and (data[p + 1] == 46 or data[p + 1] == 41) else -1
+    if b == 40:                                             # ( 1 to 4 word bytes )
+        k = p + 1
+        while k < j and _word_byte(data[k]) and k - p <= 5:
+            k += 1
+        n = k - p - 1
+        return k + 1 if 1 <= n <= 4 and k < j and data[k] == 41 else -1
+    if b == 91:                                             # [ ] [x] [X]
+        if p + 2 < j and (data[p + 1] == 32 or data[p + 1] == 120 or data[p + 1] == 88) and data[p + 2] == 93:
+            return p + 3
+    return -1
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
+def list_items(data, rs, rt, ts, tt, rows, out_start):
+    """For the lines `rows` (raw spans rs..rt, trimmed ts..tt): out_start[t] = -1 where LIST_RE does not match the
+    raw line, else where the item's text starts once "^" + _MARKER is cut from its trimmed text (the marker and
+    the RE2 whitespace after it; ts when that whitespace was all trailing, as the regex then finds no match)."""
+    for t in range(rows.shape[0]):
+        i = rows[t]
+        p = rs[i]
+        j = rt[i]
+        while p < j and _re2_space(data[p]):
+            p += 1
+        m = _marker_end(data, p, j)
+        if m < 0 or m >= j or not _re2_space(data[m]):
+            out_start[t] = -1
+            continue
+        c = m                                   # (the marker starts the trimmed text: p == ts[i])
+        while c < tt[i] and _re2_space(data[c]):
+            c += 1
+        out_start[t] = c if c > m and c < tt[i] else ts[i]
+    return 0
+
+
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
 def count_newlines(data):
     """The "\\n" bytes of `data` (eight at a time: ~4x faster than numpy's count_nonzero(data == 10))."""
@@ -736,6 +799,17 @@ def count_words(data, starts, stops, out):
             if not space and not inside:
                 n += 1
             inside = not space
+        out[i] = n
+    return 0
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
+def continuation_counts(data, starts, stops, out):
+    """out[i]: the UTF-8 continuation bytes of data[starts[i]:stops[i]] (its code points: bytes - out[i])."""
+    for i in range(starts.shape[0]):
+        n = 0
+        for t in range(starts[i], stops[i]):
+            n += (data[t] & 0xC0) == 0x80
         out[i] = n
     return 0
 

@@ -385,3 +385,32 @@ def test_sentence_runs_kernel_on_known_runs(monkeypatch):
     assert stats["sentence_run"].tolist() == [3, 2, 0, 2, 0, 3, 0]
     assert [stats.repeated_text(i) for i in range(len(docs))] == [
         "Again and again", "Alpha one", "", "Same thing here", "", "训练数据很好", ""]
+
+
+def test_list_items_equal_list_re_and_lose_their_marker():
+    # the kernel's LIST_RE and its cut of "^" + _MARKER from the trimmed text equal RE2's on every marker shape
+    import pyarrow.compute as pc
+    from dataaudit.checks.text_lines import KernelLines
+    from dataaudit.checks.text_repetition import _MARKER, LIST_RE
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    lines = ["- item", "-item", "* x", "+ y", "• a", "◦ b", "▪ c", "‣ d", "· e", "– f", "— g", "1. one", "12) two",
+             "123. three", "1234. four", "a. alpha", "Z) zed", "ab. no", "(iv) roman", "(abcd) four", "(abcde) no",
+             "() no", "[ ] todo", "[x] done", "[X] Done", "[y] no", "  - indented", "\x0b- vtab", "-\tx", "- ",
+             "1.x", "(i)\u00a0nbsp", "-  \x0bx", "9.", "é. no"]
+    view = KernelLines(k, pa.array(["\n".join(lines)], pa.string()))
+    every = np.ones(len(lines), bool)
+    items = view.list_items(every, LIST_RE)
+    want = pc.match_substring_regex(pa.array(lines), pattern=LIST_RE).to_pylist()
+    assert items.tolist() == want
+    assert [l for l, i in zip(lines, want) if i] == [
+        "- item", "* x", "+ y", "• a", "◦ b", "▪ c", "‣ d", "· e", "– f", "1. one", "12) two", "123. three",
+        "a. alpha", "Z) zed", "(iv) roman", "(abcd) four", "[ ] todo", "[x] done", "[X] Done", "  - indented",
+        "-\tx", "- ", "-  \x0bx"]
+    rows = np.flatnonzero(items)
+    trimmed = pc.utf8_trim_whitespace(pa.array([lines[i] for i in rows]))
+    rest = pc.replace_substring_regex(trimmed, pattern="^" + _MARKER, replacement="", max_replacements=1)
+    chars, nbytes = view.strip_markers(rows, "^" + _MARKER)
+    assert [view.text.text(i) for i in rows] == rest.to_pylist()
+    assert rest.to_pylist()[-3:] == ["x", "-", "\x0bx"]             # "- " trims to "-": no whitespace to cut
+    assert chars.tolist() == pc.utf8_length(rest).to_pylist()
+    assert nbytes.tolist() == pc.binary_length(rest).to_pylist()
