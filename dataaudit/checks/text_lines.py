@@ -8,7 +8,8 @@ Two views give the same answers (tests compare them):
                byte spans of the batch buffer (no copy), and RE2 only runs on the lines whose cheap necessary
                condition (the kernel's gate: first and last bytes, an "=" or ":" in the line; for CODE_RE also
                `code_candidates`) holds. LABEL_RE is decided by the kernel (`_label`), but for the headings
-               whose \\p{L} it cannot tell.
+               whose \\p{L} it cannot tell; so are SYMBOLS_RE on ASCII lines and LIST_RE with its marker cut
+               (`list_items`).
 
 A view's text is a `pa.Array` (ArrowLines) or `Spans` (KernelLines); `text_of` reads one either way.
 """
