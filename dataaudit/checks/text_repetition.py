@@ -288,28 +288,20 @@ def split_lines(arr: pa.Array, total: np.ndarray | None, skip_structure: bool) -
     return Lines(view.text, doc, length, lines, words, sentences, np.maximum(kept, 0).astype(np.float64), first_line)
 
 
-def _text_ids(texts: pa.Array | Spans, rows: np.ndarray) -> np.ndarray:
-    """Equal texts, equal uint64 ids, for texts[rows] (`rows` a mask, or indices for `Spans`): content hashes of
-    spans, or Arrow's dictionary ids."""
-    if isinstance(texts, Spans):
-        some = texts.take(rows)
-        out = np.empty(len(some), np.uint64)
-        numba_kernels("dataaudit.textops._repetition_kernels").span_hashes(some.data, some.start, some.stop, out)
-        return out
-    return _ids(_take(texts, rows))
-
-
 def line_stats(lines: Lines, doc_key: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
     """(dup_line_frac, dup_line_char_numerator) per document, over the lines the Gopher statistics count."""
     keep = lines.lines
     n_lines = _per_doc(keep, lines.first)
     dup_lines = np.zeros(n_docs, dtype=np.int64)
     dup_chars = np.zeros(n_docs, dtype=np.float64)
-    if keep.any():
+    if keep.any() and isinstance(lines.text, Spans):          # numba: the same, document by document
+        text = lines.text
+        numba_kernels("dataaudit.textops._repetition_kernels").line_repeats(
+            text.data, text.start, text.stop, lines.doc, lines.length, np.flatnonzero(keep), dup_lines, dup_chars)
+    elif keep.any():
         rows = np.flatnonzero(keep)                             # (one index for every gather: no mask gathers)
         parents = lines.doc[rows]
-        _, first, _ = _repeats(_mix(_text_ids(lines.text, rows if isinstance(lines.text, Spans) else keep)
-                                    ^ doc_key[parents]))
+        _, first, _ = _repeats(_mix(_ids(_take(lines.text, keep)) ^ doc_key[parents]))
         rep = rows[~first]
         dup_lines = np.bincount(lines.doc[rep], minlength=n_docs)
         dup_chars = np.bincount(lines.doc[rep], weights=lines.length[rep], minlength=n_docs)

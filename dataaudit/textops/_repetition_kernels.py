@@ -13,7 +13,9 @@ numpy twins, which give identical results):
 - `sentence_runs`: the longest run of one sentence per document, from the sentences' hashes, one document at a
   time.
 - `count_newlines`: the capacity of scan_lines' output.
-- `span_hashes` / `gather_spans`: content hashes of byte spans; spans copied into Arrow string buffers.
+- `line_repeats`: the repeated lines of each document, from the lines' content hashes (`_span_hash`), one
+  document at a time.
+- `gather_spans`: spans copied into Arrow string buffers.
 - `count_words`: RE2's \\S+ words of byte spans.
 - `list_items`: LIST_RE of the check on gated lines, and where each item's text starts without its marker.
 - `group_ids`: equal 64-bit keys numbered in order of first appearance (Arrow's dictionary_encode of them).
@@ -780,14 +782,6 @@ def count_newlines(data):
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
-def span_hashes(data, starts, stops, out):
-    """Content hash of every span data[starts[i]:stops[i]] (equal bytes, equal hashes)."""
-    for i in range(starts.shape[0]):
-        out[i] = _span_hash(data, starts[i], stops[i])[0]
-    return 0
-
-
-@numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
 def count_words(data, starts, stops, out):
     """out[i]: the words of data[starts[i]:stops[i]] as RE2's \\S+ finds them (runs of bytes that are not \\t \\n
     \\f \\r or space: its \\s is ASCII, so a multi-byte character is never one)."""
@@ -1035,5 +1029,57 @@ def sentence_runs(doc, hashes, chars, min_chars, run_gap, best, at):
         if top >= 2:
             best[d] = top
             at[d] = top_at
+        i = j
+    return 0
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def line_repeats(data, start, stop, doc, length, rows, dup_lines, dup_chars):
+    """The repeated lines of each document (`text_repetition.line_stats`, whose numpy twin gives the same): of the
+    lines `rows` (in document order; text data[start[i]:stop[i]], document doc[i], code points length[i]), every
+    occurrence of a line after its first in the same document adds 1 to dup_lines[doc] and its code points to
+    dup_chars[doc]. One document at a time, its line hashes in an open-addressing table sized for it."""
+    n = rows.shape[0]
+    most = 0
+    i = 0
+    while i < n:
+        j = i
+        while j < n and doc[rows[j]] == doc[rows[i]]:
+            j += 1
+        most = max(most, j - i)
+        i = j
+    cap = 16
+    while cap < 2 * most:
+        cap *= 2
+    keys = np.empty(cap, np.uint64)
+    used = np.zeros(cap, np.bool_)
+    slots = np.empty(max(most, 1), np.int64)
+    i = 0
+    while i < n:
+        d = doc[rows[i]]
+        j = i
+        while j < n and doc[rows[j]] == d:
+            j += 1
+        size = 16
+        while size < 2 * (j - i):
+            size *= 2
+        mask = np.uint64(size - 1)
+        filled = 0
+        for t in range(i, j):
+            r = rows[t]
+            h = _span_hash(data, start[r], stop[r])[0]
+            p = np.int64(h & mask)
+            while used[p] and keys[p] != h:
+                p = np.int64((np.uint64(p) + np.uint64(1)) & mask)
+            if used[p]:
+                dup_lines[d] += 1
+                dup_chars[d] += length[r]
+            else:
+                used[p] = True
+                keys[p] = h
+                slots[filled] = p
+                filled += 1
+        for s in range(filled):
+            used[slots[s]] = False
         i = j
     return 0

@@ -414,3 +414,13 @@ def test_list_items_equal_list_re_and_lose_their_marker():
     assert rest.to_pylist()[-3:] == ["x", "-", "\x0bx"]             # "- " trims to "-": no whitespace to cut
     assert chars.tolist() == pc.utf8_length(rest).to_pylist()
     assert nbytes.tolist() == pc.binary_length(rest).to_pylist()
+
+
+def test_line_repeats_kernel_counts_repeats_within_a_document(monkeypatch):
+    # a line repeated in its own document counts (every occurrence after the first), the same line in another
+    # document does not; trimmed lines compare equal; characters are code points
+    docs = ["same line\nother\n  same line  \nsame line", "same line\nfresh", "训练 数据\n训练 数据\n", "", "a\n\nb"]
+    stats = _assert_twins(monkeypatch, docs, top_ns=(), dup_ns=(), lines=True)
+    assert stats["dup_line_frac"].tolist() == [0.5, 0.0, 0.5, 0.0, 0.0]
+    total = [len(d) for d in docs]
+    assert (stats["dup_line_char_frac"] * np.maximum(total, 1)).round(9).tolist() == [18.0, 0.0, 5.0, 0.0, 0.0]
