@@ -396,12 +396,18 @@ def _sentences(texts: pa.Array | Spans):
     else Arrow's regex split (ids come later from the strings)."""
     if isinstance(texts, Spans):
         k = numba_kernels("dataaudit.textops._repetition_kernels")
-        cap = (int((texts.stop - texts.start).sum()) + len(texts)) // 2 + 1
-        line, start, stop, chars = (np.empty(cap, np.int64) for _ in range(4))
-        hashes = np.empty(cap, np.uint64)
-        m = k.split_sentences(texts.data, texts.start, texts.stop, WS_CLASS, k.SENTENCE_BYTES, line, start, stop,
-                              chars, hashes)
-        return Spans(texts.data, start[:m], stop[:m]), line[:m], chars[:m], hashes[:m]
+        # Outputs for a sentence per 32 bytes and per line, and again at the right size in the rare batch that
+        # has more: the worst case (a sentence per 2 bytes) took outputs so large that every batch got fresh
+        # pages from the system, and their page faults cost more than the split.
+        cap = len(texts) + int((texts.stop - texts.start).sum()) // 32
+        while True:
+            line, start, stop, chars = (np.empty(cap, np.int64) for _ in range(4))
+            hashes = np.empty(cap, np.uint64)
+            m = k.split_sentences(texts.data, texts.start, texts.stop, WS_CLASS, k.SENTENCE_BYTES, line, start, stop,
+                                  chars, hashes)
+            if m <= cap:
+                return Spans(texts.data, start[:m], stop[:m]), line[:m], chars[:m], hashes[:m]
+            cap = m
     sents, parent, _ = flatten_lists(pc.split_pattern_regex(texts, pattern=SENTENCE_END_RE))
     sents = pc.utf8_trim_whitespace(sents)
     slen = char_lengths(sents)

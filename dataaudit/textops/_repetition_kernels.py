@@ -903,10 +903,13 @@ def _skip(data, i, end, kind):
 
 @numba.njit(inline="always", cache=True)
 def _emit(data, a, z, cls, li, k, out_line, out_start, out_stop, out_chars, out_hash):
-    """Trim data[a:z] and append it as sentence k unless empty; returns the new count."""
+    """Trim data[a:z] and append it as sentence k unless empty (only counted once the outputs are full); returns
+    the new count."""
     a, z, _ = _trim(data, a, z, cls)
     if z <= a:
         return k
+    if k >= out_line.shape[0]:
+        return k + 1
     h, cont = _span_hash(data, a, z)
     out_line[k] = li
     out_start[k] = a
@@ -920,8 +923,8 @@ def _emit(data, a, z, cls, li, k, out_line, out_start, out_stop, out_chars, out_
 def split_sentences(data, starts, stops, cls, sentence_bytes, out_line, out_start, out_stop, out_chars, out_hash):
     """The sentences of the texts data[starts[i]:stops[i]], cut where the check's SENTENCE_END_RE matches
     (leftmost, greedy, as RE2 splits: [.!?…]+ closers* then ASCII whitespace or the end; or [。！？]+ closers*
-    ASCII whitespace*), trimmed, empty ones dropped. `sentence_bytes`: SENTENCE_BYTES. Capacity:
-    (bytes + texts) // 2 + 1. Returns the count."""
+    ASCII whitespace*), trimmed, empty ones dropped. `sentence_bytes`: SENTENCE_BYTES. Returns the number of
+    sentences; more than the outputs hold when they were too short (they hold the first ones then)."""
     k = 0
     for li in range(starts.shape[0]):
         e = stops[li]

@@ -424,3 +424,20 @@ def test_line_repeats_kernel_counts_repeats_within_a_document(monkeypatch):
     assert stats["dup_line_frac"].tolist() == [0.5, 0.0, 0.5, 0.0, 0.0]
     total = [len(d) for d in docs]
     assert (stats["dup_line_char_frac"] * np.maximum(total, 1)).round(9).tolist() == [18.0, 0.0, 5.0, 0.0, 0.0]
+
+
+def test_sentence_outputs_grow_for_a_batch_of_short_sentences(monkeypatch):
+    # outputs sized for a sentence per 32 bytes are redone at the right size when a batch has more (here one per
+    # 4 bytes): every sentence is there, and the statistics equal the twin's
+    from dataaudit.checks.text_repetition import _sentences
+    from dataaudit.checks.text_lines import Spans
+    texts = ["Ab. " * 500, "One. Two three.", "x"]
+    data = np.frombuffer("".join(texts).encode(), np.uint8)
+    ends = np.cumsum([len(t.encode()) for t in texts]).astype(np.int64)
+    sents, line, chars, hashes = _sentences(Spans(data, ends - [len(t.encode()) for t in texts], ends))
+    assert len(sents) == 500 + 2 + 1 > len(texts) + len(data) // 32
+    assert line.tolist() == [0] * 500 + [1, 1, 2] and chars.tolist() == [2] * 500 + [3, 9, 1]
+    assert len(set(hashes[:500].tolist())) == 1 and [sents.text(i) for i in (499, 500, 501, 502)] == [
+        "Ab", "One", "Two three", "x"]
+    stats = _assert_twins(monkeypatch, texts, top_ns=(), dup_ns=(), repeats=True, min_repeat_chars=2)
+    assert stats["sentence_run"].tolist() == [500, 0, 0]
