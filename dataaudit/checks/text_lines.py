@@ -125,13 +125,17 @@ class ArrowLines:
 class KernelLines:
     """The numba view: the lines as spans of the batch's bytes, regexes run on gated lines only."""
 
+    INT32_BYTES = 2**31 - 1                 # a batch of fewer bytes gets int32 offsets and counts
+
     def __init__(self, k, arr: pa.Array, code_share: float = float("inf"), min_code_lines: int = 0):
         """`code_share`, `min_code_lines`: the check's code-file rule; the lines of a text after its sure code lines
         make it a code file get no flags (`scan_lines`). By default every line gets its flags."""
         self.k = k
         off, data = string_buffers(as_string_array(arr))
         cap = k.count_newlines(data) + len(arr)
-        doc, rs, rt, ts, tt, raw_chars, chars = (np.empty(cap, np.int64) for _ in range(7))
+        # offsets and counts as int32 while the batch allows: half the memory to write and to read back
+        index = np.int32 if len(data) < self.INT32_BYTES else np.int64
+        doc, rs, rt, ts, tt, raw_chars, chars = (np.empty(cap, index) for _ in range(7))
         flags = np.empty(cap, np.uint16)
         n = k.scan_lines(data, off, WS_CLASS, code_share, min_code_lines, doc, rs, rt, ts, tt, raw_chars, chars, flags)
         self.doc, self.flags, self._raw_chars, self.length = doc[:n], flags[:n], raw_chars[:n], chars[:n]

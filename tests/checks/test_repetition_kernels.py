@@ -441,3 +441,20 @@ def test_sentence_outputs_grow_for_a_batch_of_short_sentences(monkeypatch):
         "Ab", "One", "Two three", "x"]
     stats = _assert_twins(monkeypatch, texts, top_ns=(), dup_ns=(), repeats=True, min_repeat_chars=2)
     assert stats["sentence_run"].tolist() == [500, 0, 0]
+
+
+def test_line_offsets_as_int64_for_a_batch_past_int32(monkeypatch):
+    # a batch too large for int32 offsets gets int64 ones (forced here by lowering the limit): same statistics
+    from dataaudit.checks.text_lines import KernelLines
+    texts = _random_docs(13, 200) + ["- item\n- item\nx = 1\nSame line.\nSame line."]
+    arr = pa.array(texts, pa.string())
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    assert KernelLines(k, arr).raw.start.dtype == np.int32
+    small = repetition_stats(arr, lines=True, repeats=True, skip_structure=True)
+    monkeypatch.setattr(KernelLines, "INT32_BYTES", 0)
+    assert KernelLines(k, arr).raw.start.dtype == np.int64
+    large = repetition_stats(arr, lines=True, repeats=True, skip_structure=True)
+    for key in small:
+        np.testing.assert_array_equal(small[key], large[key], err_msg=key)
+    assert [small.repeated_text(i) for i in range(len(texts))] == [large.repeated_text(i) for i in range(len(texts))]
+    assert small["sentence_run"][-1] == 2 and small["dup_line_frac"][-1] > 0
