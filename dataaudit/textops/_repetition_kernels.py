@@ -1,8 +1,10 @@
 """numba kernels of the repetition check (`checks/text_repetition` and `checks/text_lines` hold the Arrow and
 numpy twins, which give identical results):
 
-- `ngram_stats`: one document at a time, n = 2..max_n, the same 64-bit n-gram hashes grouped in an
-  open-addressing table instead of Arrow's hash table over the whole batch.
+- `word_hashes`: the words of byte spans (split as `_kernels.word_tokens` splits them), read 8 bytes at a time,
+  with a hash of their own (equal words, equal hashes) and their code points.
+- `ngram_stats`: one document at a time, n = 2..max_n, 64-bit n-gram hashes grouped in an open-addressing table
+  (sized by the document) instead of Arrow's hash table over the whole batch.
 - `scan_lines`: one pass over a batch's bytes: every line (split on "\\n") with its raw and trimmed byte span,
   code points, fence flag and the cheap necessary conditions ("gates") of the structure regexes, so that RE2 only
   runs on the lines that could match (LABEL_RE is decided there, `_label`, but for some headings);
@@ -25,112 +27,242 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._kernels import _GOLD, _mix, _multibyte_ws
+from numba.cpython.unsafe.numbers import trailing_zeros
+
+from ._kernels import _C1, _GOLD, _mix, _multibyte_ws
+
+
+# ------------------------------------------------------------------------------------------------- words
+
+_HI = np.uint64(0x8080808080808080)
+_LO7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_ONES = np.uint64(0x0101010101010101)
+_X21 = np.uint64(0x2121212121212121)
+_XC2 = np.uint64(0xC2C2C2C2C2C2C2C2)
+_XFC = np.uint64(0xFCFCFCFCFCFCFCFC)
+_XE0 = np.uint64(0xE0E0E0E0E0E0E0E0)
+_U8 = np.uint64(8)
+
+
+@numba.njit(inline="always", cache=True)
+def _load8(data, p):
+    """data[p:p + 8] as a little-endian uint64 (p + 8 <= len(data))."""
+    u = np.uint64(p)                # unsigned indices: no negative-index select per byte, so LLVM merges the 8 loads
+    x = np.uint64(0)
+    for j in range(8):
+        x |= np.uint64(data[u + np.uint64(j)]) << (_U8 * np.uint64(j))
+    return x
+
+
+@numba.njit(inline="always", cache=True)
+def _load_upto(data, p, nb):
+    """data[p:min(p + 8, nb)] as a little-endian uint64, zero-padded (near the end of the buffer)."""
+    x = np.uint64(0)
+    for j in range(min(nb - p, 8)):
+        x |= np.uint64(data[p + j]) << (_U8 * np.uint64(j))
+    return x
+
+
+@numba.njit(inline="always", cache=True)
+def _zero_bytes(v):
+    """Bit 7 of each byte of v that is 0 (exact: no carry crosses a byte)."""
+    return ~(((v & _LO7) + _LO7) | v) & _HI
+
+
+@numba.njit(inline="always", cache=True)
+def _maybe_ws(x):
+    """Bit 7 of each byte of x that may be (the first byte of) whitespace: below 0x21, C2, or E0..E3 (WS_CLASS's
+    classes 1 and 2, and a few bytes more that the caller tests by WS_CLASS)."""
+    below = ~((x | _HI) - _X21) & ~x & _HI
+    return below | _zero_bytes(x ^ _XC2) | _zero_bytes((x & _XFC) ^ _XE0)
+
+
+@numba.njit(inline="always", cache=True)
+def _n_cont(x):
+    """UTF-8 continuation bytes (10xxxxxx) among the 8 bytes of x."""
+    t = (x & ~(x << np.uint64(1)) & _HI) >> np.uint64(7)
+    return np.int64((t * _ONES) >> np.uint64(56))
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
+def word_hashes(data, starts, stops, parent, cls, out_hash, out_chars, doc_words):
+    """The words of the texts data[starts[t]:stops[t]] (split on runs of `cls` = WS_CLASS whitespace, as
+    `_kernels.word_tokens` splits them), in order: out_hash (capacity >= the number of words) a 64-bit hash of each
+    word's bytes (equal words, equal hashes; not `word_tokens`' hash: only the repetition check uses these),
+    out_chars its code points; doc_words[parent[t]] += the words of text t (zeroed by the caller). Returns the
+    number of words.
+
+    A word is read 8 bytes at a time: one test per 8 bytes (`_maybe_ws`) for a byte that may start whitespace,
+    and a WS_CLASS lookup only for such bytes (mostly the space that ends the word), so there is no branch per
+    byte and no table of powers; the 8-byte chunks are folded into the hash (~2x word_tokens' speed)."""
+    nb = data.shape[0]
+    nw = 0
+    for t in range(starts.shape[0]):
+        i = starts[t]
+        end = stops[t]
+        first = nw
+        while True:
+            while i < end:                                      # the whitespace before the next word
+                c = cls[data[i]]
+                if c == 0:
+                    break
+                if c == 1:
+                    i += 1
+                else:
+                    w = _multibyte_ws(data, i, end)
+                    if w == 0:
+                        break
+                    i += w
+            if i >= end:
+                break
+            h = np.uint64(0)
+            cont = 0
+            p = i
+            while True:                                         # the word from i, 8 bytes at a time
+                x = _load8(data, p) if p + 8 <= nb else _load_upto(data, p, nb)
+                k = end - p                                     # bytes of this chunk before the word ends
+                m = _maybe_ws(x)
+                if k < 8:
+                    m &= (np.uint64(1) << (_U8 * np.uint64(k))) - np.uint64(1)
+                else:
+                    k = 8
+                while m:
+                    q = np.int64(trailing_zeros(m)) >> 3
+                    c = cls[data[p + q]]
+                    if c == 1 or (c == 2 and _multibyte_ws(data, p + q, end) != 0):
+                        k = q
+                        break
+                    m &= m - np.uint64(1)
+                if k < 8:
+                    if k:
+                        x &= (np.uint64(1) << (_U8 * np.uint64(k))) - np.uint64(1)
+                        h = (h ^ x) * _C1
+                        h ^= h >> np.uint64(32)
+                        cont += _n_cont(x)
+                        p += k
+                    break
+                h = (h ^ x) * _C1
+                h ^= h >> np.uint64(32)
+                cont += _n_cont(x)
+                p += 8
+            n = p - i
+            out_hash[nw] = _mix(h + np.uint64(n) * _GOLD)         # (the length tells "a" from "a\0")
+            out_chars[nw] = n - cont
+            nw += 1
+            i = p
+        doc_words[parent[t]] += nw - first
+    return nw
+
+
+# ---------------------------------------------------------------------------------------------- n-grams
+
+_LOW32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+_FILL = 8           # table slots per word of a document (a power of two at least this): a lower load than 2 took
+                    # ~20% less time (fewer probes and mispredicted probe loops)
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def ngram_stats(wh, wlen, starts, doc_key, min_words, max_n, is_top, is_dup, top, dup):
-    """wh: word hashes (flat, by document); wlen: the words' lengths (int64; the document's prefix sums are
-    computed here, in float64 as the twin's cumsum: exact, they are integers); starts:
-    document d owns words starts[d]..starts[d+1]; is_top/is_dup[n]: compute that statistic; top/dup
-    [max_n + 1, n_docs] float64 numerators, filled in place.
+def ngram_stats(wh, wlen, starts, min_words, max_n, is_top, is_dup, top, dup):
+    """wh: word hashes (flat, by document; well mixed: `word_hashes`' or the twin's); wlen: the words' code points
+    (int32); starts: document d owns words starts[d]..starts[d+1]; is_top/is_dup[n]: compute that statistic;
+    top/dup [max_n + 1, n_docs] float64 numerators, filled in place (the sums are integers, exact in float64 as
+    in the twin).
 
-    Round n only visits the candidates (an n-gram whose two (n-1)-grams both occur twice or more): a candidate of
-    round n was one of every earlier round, so only their hashes need extending, and every loop of a round is
-    over them, not over the document's words (most prose drops out after n = 2 or 3)."""
+    Round n only visits the candidates (an n-gram whose two (n-1)-grams both occur twice or more), kept compact
+    with their hashes (a candidate of round n was one of every earlier round, so only its hash needs extending).
+    The n-grams of one document and round are grouped in an open-addressing table of (hash, stamp << 32 | count)
+    slots sized by that document's words, the stamp telling this round's slots from older ones (nothing is
+    cleared). One document at a time, so the document needs no mixing into the hashes. A round is two passes:
+    insert (and the highest count), then the statistics and the next round's candidates."""
     n_docs = starts.shape[0] - 1
     maxw = 0
     for d in range(n_docs):
         if starts[d + 1] - starts[d] > maxw:
             maxw = starts[d + 1] - starts[d]
     cap = 16
-    while cap < 2 * maxw:
+    while cap < _FILL * maxw:
         cap *= 2
-    mask = cap - 1
-    keys = np.empty(cap, np.uint64)
-    cnt = np.zeros(cap, np.int64)           # 0: empty slot
-    first = np.empty(cap, np.int64)
-    h = np.empty(maxw + 1, np.uint64)
-    rep = np.zeros(maxw + 1, np.bool_)      # the (n-1)-gram at i occurs twice or more (False off the candidates)
-    slot = np.empty(maxw + 1, np.int64)
-    cand = np.empty(maxw + 1, np.int64)
-    cum = np.zeros(maxw + 1)                # cum[i]: characters of the document's words before word i
+    tab = np.zeros(2 * cap, np.uint64)      # slot p: hash at 2p, stamp << 32 | count at 2p + 1
+    hc = np.empty(maxw + 1, np.uint64)      # hash of the n-gram at candidate j
+    cand = np.empty(maxw + 1, np.int32)     # candidate j: the n-gram's first word
+    slot = np.empty(maxw + 1, np.int32)
+    new = np.empty(maxw + 1, np.bool_)      # candidate j is its n-gram's first occurrence
+    cum = np.zeros(maxw + 1, np.int64)      # cum[i]: code points of the document's words before word i
+    stamp = np.uint64(0)
     for d in range(n_docs):
         s = starts[d]
         w = starts[d + 1] - s
         if w < 2 or w < min_words:
             continue
-        key = doc_key[d]
+        size = 16
+        while size < _FILL * w:
+            size *= 2
+        mask = np.uint64(size - 1)
         for i in range(w):
-            h[i] = _mix(wh[s + i] ^ key)
+            hc[i] = wh[s + i]
+            cand[i] = i
             cum[i + 1] = cum[i] + wlen[s + i]
-        k = 0
+        k = w - 1
         for n in range(2, max_n + 1):
-            m = w - n + 1
-            if m <= 0:
-                break
-            if n == 2:                      # every position
-                for i in range(m):
-                    cand[i] = i
-                k = m
-            else:                           # the last round's candidates whose next one also repeats, in order
-                kk = 0
-                for j in range(k):
-                    i = cand[j]
-                    both = rep[i] and rep[i + 1]
-                    rep[i] = False          # (rep is only set on the last candidates, read at i and after)
-                    if both:
-                        cand[kk] = i
-                        kk += 1
-                k = kk
-            if k == 0:
-                break
+            stamp += np.uint64(1)
+            tag = stamp << _S32
+            best = np.uint64(0)
             for j in range(k):
                 i = cand[j]
-                h[i] = _mix(h[i] * _GOLD + wh[s + i + n - 1])
-                hv = h[i]
-                p = np.int64(hv & np.uint64(mask))
-                while cnt[p] != 0 and keys[p] != hv:
-                    p = (p + 1) & mask
-                if cnt[p] == 0:
-                    keys[p] = hv
-                    first[p] = i
-                cnt[p] += 1
-                slot[j] = p
-            best = 0
+                hv = _mix(hc[j] * _GOLD + wh[s + i + n - 1])
+                hc[j] = hv
+                p = hv & mask
+                meta = tab[2 * p + 1]
+                while (meta & ~_LOW32) == tag and tab[2 * p] != hv:     # another n-gram's slot
+                    p = (p + np.uint64(1)) & mask
+                    meta = tab[2 * p + 1]
+                fresh = (meta & ~_LOW32) != tag
+                meta = (tag | np.uint64(1)) if fresh else meta + np.uint64(1)
+                tab[2 * p] = hv
+                tab[2 * p + 1] = meta
+                new[j] = fresh
+                slot[j] = np.int32(p)
+                if meta & _LOW32 > best:
+                    best = meta & _LOW32
+            if best < 2:                    # nothing repeats: no statistic, no candidate
+                break
+            want_top = is_top[n]
+            want_dup = is_dup[n]
+            t = 0.0
+            end = 0
+            total = 0
+            any_rep = False
+            kk = 0
+            prev_i = -2
+            prev_rep = False
             for j in range(k):
-                c = cnt[slot[j]]
-                rep[cand[j]] = c >= 2
-                if c > best:
-                    best = c
-            if is_top[n] and best >= 2:
-                t = 0.0
-                for j in range(k):
-                    p = slot[j]
-                    i = cand[j]
-                    if cnt[p] == best and first[p] == i:
-                        v = best * (cum[i + n] - cum[i] + (n - 1))
-                        if v > t:
-                            t = v
+                i = cand[j]
+                c = tab[2 * np.int64(slot[j]) + 1] & _LOW32
+                rep = c >= 2
+                if j:                       # i - 1 and i both repeat: i is a candidate of round n + 1 (no branch:
+                    cand[kk] = prev_i       # it goes either way at random); kk < j, so nothing unread is overwritten
+                    hc[kk] = hc[j - 1]
+                    kk += rep & prev_rep & (prev_i == i - 1)
+                if want_top and c == best and new[j]:
+                    v = np.float64(best) * (cum[i + n] - cum[i] + (n - 1))      # words joined by single spaces
+                    if v > t:
+                        t = v
+                if want_dup and not new[j]:     # words covered by a repeated occurrence: the union of the
+                    any_rep = True              # intervals i..i+n (i increasing)
+                    a = i if i > end else end
+                    if i + n > a:
+                        total += cum[i + n] - cum[a]
+                        end = i + n
+                prev_i = i
+                prev_rep = rep
+            if want_top:
                 top[n, d] = t
-            if is_dup[n]:                   # words covered by a repeated occurrence: the union of the intervals
-                end = 0                     # i..i+n (i increasing); word lengths are integers, so the sums of
-                total = 0.0                 # prefix differences are exact
-                any_rep = False
-                for j in range(k):
-                    i = cand[j]
-                    if first[slot[j]] != i:
-                        any_rep = True
-                        a = i if i > end else end
-                        if i + n > a:
-                            total += cum[i + n] - cum[a]
-                            end = i + n
-                if any_rep:
-                    dup[n, d] = total
-            for j in range(k):
-                cnt[slot[j]] = 0
-        for j in range(k):                  # leave rep all False for the next document
-            rep[cand[j]] = False
+            if any_rep:
+                dup[n, d] = total
+            k = kk
+            if k == 0:
+                break
     return 0
 
 
