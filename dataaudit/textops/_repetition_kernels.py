@@ -185,7 +185,7 @@ def ngram_stats(wh, wlen, starts, min_words, max_n, is_top, is_dup, top, dup):
         cap *= 2
     tab = np.zeros(2 * cap, np.uint64)      # slot p: hash at 2p, stamp << 32 | count at 2p + 1
     hc = np.empty(maxw + 1, np.uint64)      # hash of the n-gram at candidate j
-    cand = np.empty(maxw + 1, np.int32)     # candidate j: the n-gram's first word
+    cand = np.empty(maxw + 1, np.int32)     # candidate j: the n-gram's first word (j itself in round 2)
     slot = np.empty(maxw + 1, np.int32)
     new = np.empty(maxw + 1, np.bool_)      # candidate j is its n-gram's first occurrence
     cum = np.zeros(maxw + 1, np.int64)      # cum[i]: code points of the document's words before word i
@@ -200,21 +200,21 @@ def ngram_stats(wh, wlen, starts, min_words, max_n, is_top, is_dup, top, dup):
             size *= 2
         mask = np.uint64(size - 1)
         for i in range(w):
-            hc[i] = wh[s + i]
-            cand[i] = i
             cum[i + 1] = cum[i] + wlen[s + i]
-        k = w - 1
+        k = w - 1                           # round 2: every position, its 1-gram hash read from wh (no pass to copy it)
         for n in range(2, max_n + 1):
             stamp += np.uint64(1)
             tag = stamp << _S32
             best = np.uint64(0)
             for j in range(k):
-                i = cand[j]
-                hv = _mix(hc[j] * _GOLD + wh[s + i + n - 1])
+                i = j if n == 2 else cand[j]
+                hv = _mix((wh[s + j] if n == 2 else hc[j]) * _GOLD + wh[s + i + n - 1])
                 hc[j] = hv
                 p = hv & mask
                 meta = tab[2 * p + 1]
-                while (meta & ~_LOW32) == tag and tab[2 * p] != hv:     # another n-gram's slot
+                # another n-gram's slot: probe on (one test: `a and b` took two branches, the first one taken at
+                # random, ~7% more time)
+                while (((meta ^ tag) >> _S32) | np.uint64(tab[2 * p] == hv)) == 0:
                     p = (p + np.uint64(1)) & mask
                     meta = tab[2 * p + 1]
                 fresh = (meta & ~_LOW32) != tag
@@ -237,7 +237,7 @@ def ngram_stats(wh, wlen, starts, min_words, max_n, is_top, is_dup, top, dup):
             prev_i = -2
             prev_rep = False
             for j in range(k):
-                i = cand[j]
+                i = j if n == 2 else cand[j]
                 c = tab[2 * np.int64(slot[j]) + 1] & _LOW32
                 rep = c >= 2
                 if j:                       # i - 1 and i both repeat: i is a candidate of round n + 1 (no branch:
