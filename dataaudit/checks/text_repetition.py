@@ -322,7 +322,7 @@ def line_stats(lines: Lines, doc_key: np.ndarray, n_docs: int) -> tuple[np.ndarr
 def words_of(texts: pa.Array | Spans, parent: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(hash and characters of every word of `texts`, in order; the number of words of each document) (words split
     on whitespace runs, Unicode spaces included; `parent`: the document of each text, non-decreasing). Equal words,
-    equal hashes: with numba `word_hashes`' content hashes (one pass over the bytes, 8 at a time; characters as
+    equal hashes: with numba `word_hashes`' content hashes (one pass over the bytes, 64 at a time; characters as
     int32), else Arrow's split and dictionary ids, mixed. (`Spans` come from the numba path only.)"""
     k = numba_kernels("dataaudit.textops._repetition_kernels",
                       work=None if isinstance(texts, Spans) else texts.nbytes)
@@ -333,8 +333,8 @@ def words_of(texts: pa.Array | Spans, parent: np.ndarray, n_docs: int) -> tuple[
         # a word takes a byte and a separator (or an end); only the pages written become resident
         cap = (int((texts.stop - texts.start).sum()) + len(texts)) // 2 + 1
         wh, chars, n_words = np.empty(cap, np.uint64), np.empty(cap, np.int32), np.zeros(n_docs, np.int64)
-        nw = k.word_hashes(texts.data, texts.start, texts.stop, np.ascontiguousarray(parent, np.int64), WS_CLASS, wh,
-                           chars, n_words)
+        nw = k.word_hashes(texts.data, texts.start, texts.stop, np.ascontiguousarray(parent, np.int64), wh, chars,
+                           n_words)
         return wh[:nw], chars[:nw], n_words
     words, in_text, _ = flatten_lists(pc.utf8_split_whitespace(texts))
     wlen = char_lengths(words)

@@ -1,8 +1,8 @@
 """numba kernels of the repetition check (`checks/text_repetition` and `checks/text_lines` hold the Arrow and
 numpy twins, which give identical results):
 
-- `word_hashes`: the words of byte spans (split as `_kernels.word_tokens` splits them), read 8 bytes at a time,
-  with a hash of their own (equal words, equal hashes) and their code points.
+- `word_hashes`: the words of byte spans (split as `_kernels.word_tokens` splits them: whitespace bits of 64 bytes
+  at a time from 8-byte words), with a hash of their own (equal words, equal hashes) and their code points.
 - `ngram_stats`: one document at a time, n = 2..max_n, 64-bit n-gram hashes grouped in an open-addressing table
   (sized by the document) instead of Arrow's hash table over the whole batch.
 - `scan_lines`: one pass over a batch's bytes: every line (split on "\\n") with its raw and trimmed byte span,
@@ -37,10 +37,16 @@ from ._kernels import _C1, _GOLD, _mix, _multibyte_ws
 _HI = np.uint64(0x8080808080808080)
 _LO7 = np.uint64(0x7F7F7F7F7F7F7F7F)
 _ONES = np.uint64(0x0101010101010101)
+_X09 = np.uint64(0x0909090909090909)
+_X0E = np.uint64(0x0E0E0E0E0E0E0E0E)
+_X1C = np.uint64(0x1C1C1C1C1C1C1C1C)
 _X21 = np.uint64(0x2121212121212121)
 _XC2 = np.uint64(0xC2C2C2C2C2C2C2C2)
 _XFC = np.uint64(0xFCFCFCFCFCFCFCFC)
 _XE0 = np.uint64(0xE0E0E0E0E0E0E0E0)
+_GATHER = np.uint64(0x0102040810204080)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_ONE = np.uint64(1)
 _U8 = np.uint64(8)
 
 
@@ -70,86 +76,115 @@ def _zero_bytes(v):
 
 
 @numba.njit(inline="always", cache=True)
-def _maybe_ws(x):
-    """Bit 7 of each byte of x that may be (the first byte of) whitespace: below 0x21, C2, or E0..E3 (WS_CLASS's
-    classes 1 and 2, and a few bytes more that the caller tests by WS_CLASS)."""
-    below = ~((x | _HI) - _X21) & ~x & _HI
-    return below | _zero_bytes(x ^ _XC2) | _zero_bytes((x & _XFC) ^ _XE0)
+def _ascii_ws(x):
+    """Bit 7 of each byte of x that is ASCII whitespace of WS_CLASS (\\t..\\r, \\x1c..\\x1f, space): for a byte
+    below 0x80, bit 7 of (byte | 0x80) - c is set when byte >= c."""
+    y = x | _HI
+    return (((y - _X09) & ~(y - _X0E)) | ((y - _X1C) & ~(y - _X21))) & ~x & _HI
+
+
+@numba.njit(inline="always", cache=True)
+def _lead_bytes(x):
+    """Bit 7 of each byte of x that may start a multi-byte whitespace character: C2, E0..E3 (E0 never does)."""
+    return _zero_bytes(x ^ _XC2) | _zero_bytes((x & _XFC) ^ _XE0)
+
+
+@numba.njit(inline="always", cache=True)
+def _bits(m):
+    """Bit 7 of byte j -> bit j (8 bits): the multiplier's terms land on distinct bits, no carries."""
+    return ((m >> np.uint64(7)) * _GATHER) >> np.uint64(56)
 
 
 @numba.njit(inline="always", cache=True)
 def _n_cont(x):
     """UTF-8 continuation bytes (10xxxxxx) among the 8 bytes of x."""
-    t = (x & ~(x << np.uint64(1)) & _HI) >> np.uint64(7)
+    t = (x & ~(x << _ONE) & _HI) >> np.uint64(7)
     return np.int64((t * _ONES) >> np.uint64(56))
 
 
+@numba.njit(inline="always", cache=True)
+def _word(data, nb, s, e, out_hash, out_chars, nw):
+    """out_hash[nw], out_chars[nw] of the word data[s:e]: its 8-byte chunks folded (the last one, zero-padded, only
+    xor-ed in: a word of up to 8 bytes costs no fold), with its length; code points = bytes - continuation bytes."""
+    h = np.uint64(0)
+    cont = 0
+    q = s
+    while e - q > 8:
+        x = _load8(data, q)
+        h = (h ^ x) * _C1
+        h ^= h >> np.uint64(32)
+        cont += _n_cont(x)
+        q += 8
+    x = _load8(data, q) if q + 8 <= nb else _load_upto(data, q, nb)
+    x &= _ALL >> (_U8 * np.uint64(8 - (e - q)))
+    h ^= x
+    cont += _n_cont(x)
+    out_hash[nw] = _mix(h + np.uint64(e - s) * _GOLD)     # (the length tells "a" from "a\0")
+    out_chars[nw] = e - s - cont
+
+
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
-def word_hashes(data, starts, stops, parent, cls, out_hash, out_chars, doc_words):
-    """The words of the texts data[starts[t]:stops[t]] (split on runs of `cls` = WS_CLASS whitespace, as
+def word_hashes(data, starts, stops, parent, out_hash, out_chars, doc_words):
+    """The words of the texts data[starts[t]:stops[t]] (split on runs of WS_CLASS whitespace, as
     `_kernels.word_tokens` splits them), in order: out_hash (capacity >= the number of words) a 64-bit hash of each
     word's bytes (equal words, equal hashes; not `word_tokens`' hash: only the repetition check uses these),
     out_chars its code points; doc_words[parent[t]] += the words of text t (zeroed by the caller). Returns the
     number of words.
 
-    A word is read 8 bytes at a time: one test per 8 bytes (`_maybe_ws`) for a byte that may start whitespace,
-    and a WS_CLASS lookup only for such bytes (mostly the space that ends the word), so there is no branch per
-    byte and no table of powers; the 8-byte chunks are folded into the hash (~2x word_tokens' speed)."""
+    64 bytes at a time: a whitespace bit per byte from 8-byte words (`_ascii_ws`; a multi-byte space only where a
+    lead byte shows, `_multibyte_ws`), then the words' ends and starts from the bits where whitespace begins or
+    ends. No branch per byte, and the next word's position never waits for the last word's bytes: ~2x faster than
+    `word_tokens`, and than reading word by word 8 bytes at a time."""
     nb = data.shape[0]
     nw = 0
     for t in range(starts.shape[0]):
-        i = starts[t]
         end = stops[t]
         first = nw
-        while True:
-            while i < end:                                      # the whitespace before the next word
-                c = cls[data[i]]
-                if c == 0:
-                    break
-                if c == 1:
-                    i += 1
-                else:
-                    w = _multibyte_ws(data, i, end)
-                    if w == 0:
-                        break
-                    i += w
-            if i >= end:
-                break
-            h = np.uint64(0)
-            cont = 0
-            p = i
-            while True:                                         # the word from i, 8 bytes at a time
+        prev = _ONE                                 # the byte before the window is whitespace
+        carry = np.uint64(0)                        # a multi-byte space's bytes past the last window
+        start = starts[t]                           # of the word that goes on (into this window)
+        base = starts[t]
+        while base < end:
+            W = np.uint64(0)                        # bit j: byte base + j is whitespace (or past the end)
+            lead = np.uint64(0)
+            for b in range(min((end - base + 7) >> 3, 8)):
+                p = base + 8 * b
                 x = _load8(data, p) if p + 8 <= nb else _load_upto(data, p, nb)
-                k = end - p                                     # bytes of this chunk before the word ends
-                m = _maybe_ws(x)
-                if k < 8:
-                    m &= (np.uint64(1) << (_U8 * np.uint64(k))) - np.uint64(1)
-                else:
-                    k = 8
-                while m:
-                    q = np.int64(trailing_zeros(m)) >> 3
-                    c = cls[data[p + q]]
-                    if c == 1 or (c == 2 and _multibyte_ws(data, p + q, end) != 0):
-                        k = q
-                        break
-                    m &= m - np.uint64(1)
-                if k < 8:
-                    if k:
-                        x &= (np.uint64(1) << (_U8 * np.uint64(k))) - np.uint64(1)
-                        h = (h ^ x) * _C1
-                        h ^= h >> np.uint64(32)
-                        cont += _n_cont(x)
-                        p += k
-                    break
-                h = (h ^ x) * _C1
-                h ^= h >> np.uint64(32)
-                cont += _n_cont(x)
-                p += 8
-            n = p - i
-            out_hash[nw] = _mix(h + np.uint64(n) * _GOLD)         # (the length tells "a" from "a\0")
-            out_chars[nw] = n - cont
+                W |= _bits(_ascii_ws(x)) << (_U8 * np.uint64(b))
+                lead |= _bits(_lead_bytes(x)) << (_U8 * np.uint64(b))
+            W |= carry
+            carry = np.uint64(0)
+            r = end - base
+            if r < 64:
+                lead &= ~(_ALL << np.uint64(r))
+            while lead:                             # (rare) multi-byte whitespace
+                j = np.int64(trailing_zeros(lead))
+                k = _multibyte_ws(data, base + j, end)
+                if k:
+                    W |= ((_ONE << np.uint64(k)) - _ONE) << np.uint64(j)
+                    if j + k > 64:
+                        carry = ((_ONE << np.uint64(k)) - _ONE) >> np.uint64(64 - j)
+                lead &= lead - _ONE
+            if r < 64:
+                W |= _ALL << np.uint64(r)
+            edge = W ^ ((W << _ONE) | prev)         # whitespace begins (a word ends) or ends (a word starts)
+            prev = W >> np.uint64(63)
+            begin = edge & ~W
+            stop = edge & W
+            while stop:
+                j = np.int64(trailing_zeros(stop))
+                if begin and np.int64(trailing_zeros(begin)) < j:      # (else the word began in an earlier window)
+                    start = base + np.int64(trailing_zeros(begin))
+                    begin &= begin - _ONE
+                _word(data, nb, start, base + j, out_hash, out_chars, nw)
+                nw += 1
+                stop &= stop - _ONE
+            if begin:                               # a word that goes on into the next window
+                start = base + np.int64(trailing_zeros(begin))
+            base += 64
+        if prev == 0:                               # a word up to the end (a multiple of 64 bytes: no padding bit)
+            _word(data, nb, start, end, out_hash, out_chars, nw)
             nw += 1
-            i = p
         doc_words[parent[t]] += nw - first
     return nw
 

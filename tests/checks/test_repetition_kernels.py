@@ -76,10 +76,9 @@ def test_words_of_kernel_equals_arrow(monkeypatch):
 
 
 def _word_hashes(k, data, starts, stops, parent, n_docs):
-    from dataaudit.textops.hashing import WS_CLASS
     cap = (int((stops - starts).sum()) + len(starts)) // 2 + 1
     wh, chars, n_words = np.empty(cap, np.uint64), np.empty(cap, np.int32), np.zeros(n_docs, np.int64)
-    nw = k.word_hashes(data, starts, stops, parent, WS_CLASS, wh, chars, n_words)
+    nw = k.word_hashes(data, starts, stops, parent, wh, chars, n_words)
     return wh[:nw], chars[:nw], n_words
 
 
