@@ -91,7 +91,7 @@ import pyarrow.compute as pc
 from dataaudit.textops.arrow import as_string_array, string_buffers
 from dataaudit.textops.hashing import GOLD as _GOLD
 from dataaudit.textops.hashing import mix as _mix  # splitmix64, shared with dedup/contamination
-from dataaudit.textops.hashing import WS_CLASS, numba_kernels, span_word_tokens
+from dataaudit.textops.hashing import WS_CLASS, numba_kernels
 
 from .text_common import char_lengths, flatten_lists, safe_ratio
 from .text_lines import ArrowLines, KernelLines, Spans, text_of
@@ -311,18 +311,24 @@ def line_stats(lines: Lines, doc_key: np.ndarray, n_docs: int) -> tuple[np.ndarr
 def words_of(texts: pa.Array | Spans, parent: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(hash and characters of every word of `texts`, in order; the number of words of each document) (words split
     on whitespace runs, Unicode spaces included; `parent`: the document of each text, non-decreasing). Equal words,
-    equal hashes: with numba `word_tokens`' content hashes (one pass over the bytes), else Arrow's split and
-    dictionary ids, mixed. (`Spans` come from the numba path only.)"""
+    equal hashes: with numba `word_hashes`' content hashes (one pass over the bytes, 64 at a time; characters as
+    int32), else Arrow's split and dictionary ids, mixed. (`Spans` come from the numba path only.)"""
     k = numba_kernels("dataaudit.textops._repetition_kernels",
                       work=None if isinstance(texts, Spans) else texts.nbytes)
     if k is not None:
         if not isinstance(texts, Spans):
             off, data = string_buffers(as_string_array(texts))
             texts = Spans(data, off[:-1], off[1:])
-        tokens, chars = span_word_tokens(numba_kernels(), texts.data, texts.start, texts.stop, chars=True,
-                                         copy=False, docs=False)
-        # words per document from the kernel's words per text: no per-word document array
-        return tokens.hash, chars, np.bincount(parent, weights=tokens.count, minlength=n_docs).astype(np.int64)
+        # outputs for a word per 4 bytes and per text, and again at the right size in the rare batch that has more
+        # (as in _sentences: outputs for the worst case, a word per 2 bytes, got fresh pages every batch)
+        cap = len(texts) + int((texts.stop - texts.start).sum()) // 4
+        parent = np.ascontiguousarray(parent, np.int64)
+        while True:
+            wh, chars, n_words = np.empty(cap, np.uint64), np.empty(cap, np.int32), np.zeros(n_docs, np.int64)
+            nw = k.word_hashes(texts.data, texts.start, texts.stop, parent, wh, chars, n_words)
+            if nw <= cap:
+                return wh[:nw], chars[:nw], n_words
+            cap = nw
     words, in_text, _ = flatten_lists(pc.utf8_split_whitespace(texts))
     wlen = char_lengths(words)
     keep = wlen > 0                                             # leading/trailing/repeated whitespace
@@ -349,8 +355,8 @@ def ngram_stats(wh: np.ndarray, wlen: np.ndarray, n_words: np.ndarray, doc_key: 
         is_top, is_dup = np.zeros(max_n + 1, np.bool_), np.zeros(max_n + 1, np.bool_)
         is_top[list(top_ns)], is_dup[list(dup_ns)] = True, True
         out_top, out_dup = np.zeros((max_n + 1, n_docs)), np.zeros((max_n + 1, n_docs))
-        k.ngram_stats(wh, np.ascontiguousarray(wlen, np.int64), bounds, doc_key, int(min_words), max_n, is_top, is_dup,
-                      out_top, out_dup)
+        k.ngram_stats(np.ascontiguousarray(wh, np.uint64), np.ascontiguousarray(wlen, np.int32), bounds, int(min_words),
+                      max_n, is_top, is_dup, out_top, out_dup)
         return {n: out_top[n] for n in top_ns}, {n: out_dup[n] for n in dup_ns}, n_words
     doc = np.repeat(np.arange(n_docs, dtype=np.int64), n_words)   # document of each word
     cum = np.concatenate(([0.0], np.cumsum(wlen.astype(np.float64))))

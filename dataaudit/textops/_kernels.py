@@ -92,22 +92,18 @@ def collapse_ws(offsets, data, out_offsets, out_data, cls):
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
-def word_tokens(data, starts, stops, cls, pows, poly, out_hash, out_doc, ends, out_chars):
-    """The words of the texts data[starts[d]:stops[d]]: fill out_hash (capacity >= the number of words), ends
-    (ends[d]: the number of words of texts 0..d), and out_doc (the text of each word) and out_chars (code points
-    of each word) unless they are empty; return the number of words. pows[j] = poly**j for j < len(pows) (longer
-    words continue the product)."""
+def word_tokens(data, starts, stops, cls, pows, poly, out_hash, out_doc, ends):
+    """The words of the texts data[starts[d]:stops[d]]: fill out_hash and out_doc (the text of each word; capacity
+    >= the number of words) and ends (ends[d]: the number of words of texts 0..d); return the number of words.
+    pows[j] = poly**j for j < len(pows) (longer words continue the product)."""
     nd = starts.shape[0]
     npow = pows.shape[0]
-    count_chars = out_chars.shape[0] > 0
-    keep_doc = out_doc.shape[0] > 0   # (a caller that only needs ends skips writing 8 fresh bytes a word)
     nw = 0
     for d in range(nd):
         i = starts[d]
         end = stops[d]
         h = np.uint64(0)
         n = 0
-        nc = 0
         p = np.uint64(0)
         while i < end:
             b = data[i]
@@ -120,14 +116,10 @@ def word_tokens(data, starts, stops, cls, pows, poly, out_hash, out_doc, ends, o
             if w:
                 if n:
                     out_hash[nw] = _mix(h + np.uint64(n) * _GOLD)
-                    if keep_doc:
-                        out_doc[nw] = d
-                    if count_chars:
-                        out_chars[nw] = nc
+                    out_doc[nw] = d
                     nw += 1
                     h = np.uint64(0)
                     n = 0
-                    nc = 0
                 i += w
                 continue
             if n < npow:
@@ -139,14 +131,10 @@ def word_tokens(data, starts, stops, cls, pows, poly, out_hash, out_doc, ends, o
                     p *= poly
                 h += (np.uint64(b) + np.uint64(1)) * p
             n += 1
-            nc += (b & 0xC0) != 0x80
             i += 1
         if n:
             out_hash[nw] = _mix(h + np.uint64(n) * _GOLD)
-            if keep_doc:
-                out_doc[nw] = d
-            if count_chars:
-                out_chars[nw] = nc
+            out_doc[nw] = d
             nw += 1
         ends[d] = nw                      # (a count per document here would cost ~3%)
     return nw

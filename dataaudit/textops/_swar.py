@@ -17,6 +17,7 @@ from numba.extending import intrinsic
 ONES = np.uint64(0x0101010101010101)
 HIGH = np.uint64(0x8080808080808080)
 LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+GATHER = np.uint64(0x0102040810204080)
 
 
 def repeat_byte(b: int) -> np.uint64:
@@ -48,6 +49,22 @@ def trailing_zeros(typingctx, x):
     def codegen(context, builder, sig, args):
         return builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
     return types.uint64(types.uint64), codegen
+
+
+@numba.njit(inline="always", cache=True)
+def load_upto(data, p, end):
+    """data[p:min(p + 8, end)] as a little-endian uint64, zero-padded (a load that must not pass `end`)."""
+    x = np.uint64(0)
+    for j in range(min(end - p, 8)):
+        x |= np.uint64(data[p + j]) << np.uint64(8 * j)
+    return x
+
+
+@numba.njit(inline="always", cache=True)
+def high_bits(m):
+    """Bit 7 of byte j of m -> bit j of the result (8 bits; m has no other bits): the multiplier's terms land on
+    distinct bits, no carries."""
+    return ((m >> np.uint64(7)) * GATHER) >> np.uint64(56)
 
 
 @numba.njit(inline="always", cache=True)

@@ -370,28 +370,20 @@ def word_tokens(arr) -> Tokens:
     off, data = string_buffers(arr)
     k = numba_kernels(work=len(data))
     if k is not None:
-        return span_word_tokens(k, data, off[:-1], off[1:])[0]
+        return span_word_tokens(k, data, off[:-1], off[1:])
     return _word_tokens_numpy(off, data, num_docs)
 
 
-def span_word_tokens(k, data: np.ndarray, starts: np.ndarray, stops: np.ndarray,
-                     chars: bool = False, copy: bool = True, docs: bool = True) -> tuple[Tokens, np.ndarray | None]:
+def span_word_tokens(k, data: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> Tokens:
     """`word_tokens` of the texts data[starts[i]:stops[i]] (UTF-8 bytes; text i is "document" i), with the
-    numba kernels module `k` (`numba_kernels()`), and with `chars` the code points of each word (else None).
-    copy=False returns views of the output buffers (sized for the worst case, half the bytes, but only the pages
-    written are resident): for a caller that drops them soon, it saves copying them. docs=False leaves the
-    Tokens' `doc` empty (the caller needs only `count`)."""
+    numba kernels module `k` (`numba_kernels()`)."""
     num_docs = len(starts)
     cap = (int((stops - starts).sum()) + num_docs) // 2 + 1     # a word takes a byte and a separator (or an end)
     tok = np.empty(cap, np.uint64)
-    doc = np.empty(cap if docs else 0, np.int64)
+    doc = np.empty(cap, np.int64)
     ends = np.empty(num_docs, np.int64)
-    nchars = np.empty(cap if chars else 0, np.int64)
-    nw = k.word_tokens(data, starts, stops, WS_CLASS, _powers(256), POLY, tok, doc, ends, nchars)
-    tok, doc, nchars = tok[:nw], doc[:nw], nchars[:nw]
-    if copy:
-        tok, doc, nchars = tok.copy(), doc.copy(), nchars.copy()
-    return Tokens.of(tok, doc, np.diff(ends, prepend=0)), nchars if chars else None
+    nw = k.word_tokens(data, starts, stops, WS_CLASS, _powers(256), POLY, tok, doc, ends)
+    return Tokens.of(tok[:nw].copy(), doc[:nw].copy(), np.diff(ends, prepend=0))
 
 
 def word_ngram_hashes(arr, n: int) -> NgramHashes:

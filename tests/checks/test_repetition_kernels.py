@@ -75,6 +75,96 @@ def test_words_of_kernel_equals_arrow(monkeypatch):
         assert h[0] == h[3] == h[8] and h[1] == h[7] and h[4] == h[6] and len(set(h)) == 5
 
 
+def _word_hashes(k, data, starts, stops, parent, n_docs):
+    cap = (int((stops - starts).sum()) + len(starts)) // 2 + 1
+    wh, chars, n_words = np.empty(cap, np.uint64), np.empty(cap, np.int32), np.zeros(n_docs, np.int64)
+    nw = k.word_hashes(data, starts, stops, parent, wh, chars, n_words)
+    return wh[:nw], chars[:nw], n_words
+
+
+def _same_partition(hashes, words):
+    """Equal hashes exactly where the words are equal."""
+    assert len(hashes) == len(words)
+    assert len(set(hashes)) == len(set(words)) == len(set(zip(hashes, words)))
+
+
+def test_word_hashes_exact_values():
+    # Unicode spaces split words (U+00A0, U+3000, U+2003, U+0085, \x1c, \v); words longer than 8 bytes, equal in
+    # their first 8 bytes, or in all but the length ("a" / "a\0"), get different hashes; a word ends the buffer
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    texts = ["a  bb\u00a0abcdefghij\u3000abcdefghij", "", "\u3000 \t", "abcdefghik\u2003abcdefgh\x1ca\x0ba\x00",
+             "\u0085训练数据训练数据 x \u2014\u3002\u00a9 é😀", "a"]
+    raw = [t.encode() for t in texts]
+    data = np.frombuffer(b"".join(raw), np.uint8).copy()
+    stops = np.cumsum([len(r) for r in raw]).astype(np.int64)
+    starts = stops - np.array([len(r) for r in raw])
+    wh, chars, n_words = _word_hashes(k, data, starts, stops, np.array([0, 1, 1, 2, 2, 3]), 4)
+    words = [w for t in texts for w in t.split()]
+    assert chars.tolist() == [1, 2, 10, 10, 10, 8, 1, 2, 8, 1, 3, 2, 1] == [len(w) for w in words]
+    assert n_words.tolist() == [4, 0, 8, 1] and n_words.dtype == np.int64
+    h = wh.tolist()
+    assert h[2] == h[3] and h[0] == h[6] == h[12]
+    _same_partition(h, words)
+    # spans that end inside a word or a multi-byte space (U+3000 cut after 2 bytes: no space) end the word there
+    cut = np.array([0, 4, 19]), np.array([4, 19, len(raw[0])])   # "a  b", "b\u00a0abcdefghij\xe3\x80", "\x80abcdefghij"
+    wh, chars, n_words = _word_hashes(k, data[:len(raw[0])].copy(), cut[0], cut[1], np.arange(3), 3)
+    assert chars.tolist() == [1, 1, 1, 11, 10] and n_words.tolist() == [2, 2, 1]
+    assert wh[1] == wh[2] and len(set(wh.tolist())) == 4
+
+
+def test_word_hashes_equal_str_split_and_word_tokens():
+    # random texts (words of 1-30 bytes, ASCII, multi-byte, control bytes; every kind of space) and spans that cut
+    # them anywhere: the words of str.split(), and the boundaries and code points of word_tokens, with equal hashes
+    # exactly for equal words
+    from dataaudit.textops.hashing import POLY, WS_CLASS, _powers
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    tk = numba_kernels()
+    rng = random.Random(3)
+    pieces = ["a", "bb", "x", "é", "训", "😀", "\u2014", "\u3002", "\u00a9", "\u00e0", "\x1b", "\x00", "\x7f", "Z9"]
+    spaces = [" ", " ", "\t", "\n", "\u00a0", "\u3000", "\u2003", "\u2028", "\u205f", "\u1680", "\x1c", "\x1f", "\x0b",
+              "\u0085", "  "]
+    vocab = ["".join(rng.choice(pieces) for _ in range(rng.choice([1, 2, 3, 7, 8, 9, 12, 16, 17, 30])))
+             for _ in range(60)]
+    texts = ["", " ", "\u3000"] + ["".join(rng.choice(spaces) * rng.randint(0, 1) + rng.choice(vocab)
+                                            + rng.choice(spaces) * rng.randint(0, 2) for _ in range(rng.randint(0, 30)))
+                                    for _ in range(400)] + ["end" + "x" * rng.randint(0, 20)]
+    raw = [t.encode() for t in texts]
+    data = np.frombuffer(b"".join(raw), np.uint8).copy()
+    stops = np.cumsum([len(r) for r in raw]).astype(np.int64)
+    starts = stops - np.array([len(r) for r in raw])
+    parent = np.repeat(np.arange(len(texts) // 2 + 1), 2)[:len(texts)]
+    wh, chars, n_words = _word_hashes(k, data, starts, stops, parent, parent[-1] + 1)
+    words = [w for t in texts for w in t.split()]
+    assert chars.tolist() == [len(w) for w in words]
+    assert n_words.tolist() == np.bincount(parent, weights=[len(t.split()) for t in texts]).tolist()
+    _same_partition(wh.tolist(), words)
+    assert len(words) > 4000 and max(map(len, words)) > 8 and wh.dtype == np.uint64
+    # spans of random bounds (through multi-byte characters too): word_tokens' words, bytes compared as bytes
+    a = np.sort(rng.sample(range(len(data) + 1), 1000)).astype(np.int64)
+    a = np.append(a, len(data))
+    starts, stops = a[:-1].copy(), a[1:].copy()
+    wh, chars, n_words = _word_hashes(k, data, starts, stops, np.arange(len(starts)), len(starts))
+    cap = len(data) // 2 + len(starts) + 1
+    tok, ends = np.empty(cap, np.uint64), np.empty(len(starts), np.int64)
+    nw = tk.word_tokens(data, starts, stops, WS_CLASS, _powers(256), POLY, tok, np.empty(cap, np.int64), ends)
+    assert n_words.tolist() == np.diff(ends, prepend=0).tolist()
+    _same_partition(wh.tolist(), tok[:nw].tolist())
+    # code points: the bytes that do not continue a character (a cut character's bytes stay in its word)
+    cut = [w.encode("utf-8", "surrogateescape") for s, e in zip(starts, stops)
+           for w in bytes(data[s:e]).decode("utf-8", "surrogateescape").split()]
+    assert chars.tolist() == [sum((b & 0xC0) != 0x80 for b in w) for w in cut] and len(cut) == nw
+
+
+def test_ngram_kernel_groups_each_document_apart(monkeypatch):
+    # the kernel groups each document's n-grams apart (no document key in its hashes, one table for all): what
+    # document 0 repeats is no repeat in documents 1 and 2; a document of 2 words and one of none
+    texts = ["a b c d e a b c d e", "a b c d e", "x a b y a b", "a b", ""]
+    stats = _assert_twins(monkeypatch, texts, skip_structure=False)
+    assert stats["top_2_gram"].tolist() == [2 * 3 / 19, 0, 2 * 3 / 11, 0, 0]
+    assert stats["dup_5_gram"].tolist() == [5 / 19, 0, 0, 0, 0]
+    assert stats.n_words.tolist() == [10, 5, 6, 2, 0]
+
+
 _PIECES = ["```", "~~~", "def f(", "class A:", "}", "{", ")", "(", "];", ";", "=", "==", ":", "\uff1a", "#", "## ",
            "- ", "\u2022 ", "\u00b7 ", "1. ", "12) ", "a) ", "B. ", "(iv) ", "[x] ", "[ ] ", "|", '"k":', "'x',",
            "0x41:", "[1, 2]", "{a}", "return", "raise ", "import os", "from a import b", "#include <x>", "@dec",
@@ -458,3 +548,16 @@ def test_line_offsets_as_int64_for_a_batch_past_int32(monkeypatch):
         np.testing.assert_array_equal(small[key], large[key], err_msg=key)
     assert [small.repeated_text(i) for i in range(len(texts))] == [large.repeated_text(i) for i in range(len(texts))]
     assert small["sentence_run"][-1] == 2 and small["dup_line_frac"][-1] > 0
+
+
+def test_word_outputs_grow_for_a_batch_of_short_words(monkeypatch):
+    # outputs sized for a word per 4 bytes are redone at the right size when a batch has more (here one per 2
+    # bytes): every word is there, and the statistics equal the twin's
+    from dataaudit.checks.text_repetition import words_of
+    texts = ["a " * 1000, "x yy", ""]
+    wh, chars, n_words = words_of(pa.array(texts, pa.string()), np.arange(3), 3)
+    assert len(wh) == 1002 > len(texts) + sum(len(t) for t in texts) // 4
+    assert n_words.tolist() == [1000, 2, 0] and chars.tolist() == [1] * 1001 + [2]
+    assert len(set(wh[:1000].tolist())) == 1 and len(set(wh[999:].tolist())) == 3
+    stats = _assert_twins(monkeypatch, texts, skip_structure=False)
+    assert stats["top_2_gram"][0] > 0

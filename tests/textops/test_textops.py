@@ -182,21 +182,3 @@ def test_word_tokens_trailing_multibyte_whitespace(numba, monkeypatch):
             assert t.doc.tolist() == [d for d, _ in words] and t.hash.tolist() == [word_hash_of(w) for _, w in words]
             assert t.count.tolist() == [len((x or "").split()) for x in rows]
             assert t.first.tolist() == np.concatenate(([0], np.cumsum(t.count)[:-1])).tolist()
-
-
-def test_span_word_tokens_without_docs_equals_with(monkeypatch):
-    # docs=False (the repetition check's words_of): the same hashes, counts and code points, no per-word text index
-    from dataaudit.textops.arrow import string_buffers
-    from dataaudit.textops.hashing import numba_kernels, span_word_tokens
-    monkeypatch.delenv("DATAAUDIT_NO_NUMBA", raising=False)
-    k = numba_kernels()
-    if k is None:
-        pytest.skip("numba is not installed")
-    texts = ["a  bb\u00a0训练 a", "", "\u3000x\u2003😀é x\u0085", " \t", "bb a", "é\u1680字\xa0a字😀a\u200a\u1680"]
-    off, data = string_buffers(pa.array(texts, pa.string()))
-    with_doc, c1 = span_word_tokens(k, data, off[:-1], off[1:], chars=True)
-    no_doc, c2 = span_word_tokens(k, data, off[:-1], off[1:], chars=True, copy=False, docs=False)
-    assert no_doc.doc.size == 0 and with_doc.doc.tolist() == [0, 0, 0, 0, 2, 2, 2, 4, 4, 5, 5, 5]
-    assert no_doc.hash.tolist() == with_doc.hash.tolist() == [word_hash_of(w) for t in texts for w in t.split()]
-    assert no_doc.count.tolist() == with_doc.count.tolist() == [4, 0, 3, 0, 2, 3]
-    assert c1.tolist() == c2.tolist() == [len(w) for t in texts for w in t.split()]
