@@ -425,22 +425,27 @@ def _word_byte(b):                  # RE2's \w
     return _ascii_letter(b) or 48 <= b <= 57 or b == 95
 
 
-def _keywords(*words: str) -> tuple[np.ndarray, np.ndarray]:
-    """(their bytes one after another, offsets): keyword lists the kernels can loop over."""
+def _keywords(*words: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(their bytes one after another, offsets, which bytes start one): keyword lists the kernels can loop over."""
+    first = np.zeros(256, np.bool_)
+    first[[w.encode()[0] for w in words]] = True
     return (np.frombuffer("".join(words).encode(), np.uint8).copy(),
-            np.concatenate(([0], np.cumsum([len(w) for w in words]))).astype(np.int64))
+            np.concatenate(([0], np.cumsum([len(w) for w in words]))).astype(np.int64), first)
 
 
-_DEFS, _DEFS_AT = _keywords("def", "fn", "func", "function")
-_BLOCKS, _BLOCKS_AT = _keywords("if", "elif", "else", "for", "while", "with", "try", "except", "finally")
-_STOPS, _STOPS_AT = _keywords("return", "raise", "yield", "pass", "break", "continue", "throw")
-_ASYNC, _ASYNC_AT = _keywords("async")
+_DEFS = _keywords("def", "fn", "func", "function")
+_BLOCKS = _keywords("if", "elif", "else", "for", "while", "with", "try", "except", "finally")
+_STOPS = _keywords("return", "raise", "yield", "pass", "break", "continue", "throw")
+_ASYNC = _keywords("async")
 
 
 @numba.njit(inline="always", cache=True)
-def _keyword_at(data, p, j, words, at):
-    """End of the keyword of `words` (`_keywords`) that data[p:j] starts with and that \\w does not continue
-    (RE2's \\b), or -1."""
+def _keyword_at(data, p, j, keywords):
+    """End of the keyword of `keywords` (`_keywords`) that data[p:j] starts with and that \\w does not continue
+    (RE2's \\b), or -1. (A line whose first byte starts none of them is settled by one lookup: most prose.)"""
+    words, at, first = keywords
+    if p >= j or not first[data[p]]:
+        return -1
     for w in range(at.shape[0] - 1):
         n = at[w + 1] - at[w]
         if p + n > j:
@@ -498,12 +503,12 @@ def _sure_code(data, s, j):
             if k < j and data[k] != 61:
                 return True
         r = p                                                                   # definitions
-        e = _keyword_at(data, p, j, _ASYNC, _ASYNC_AT)
+        e = _keyword_at(data, p, j, _ASYNC)
         if e > 0 and e < j and _re2_space(data[e]):
             r = e
             while r < j and _re2_space(data[r]):
                 r += 1
-        e = _keyword_at(data, r, j, _DEFS, _DEFS_AT)
+        e = _keyword_at(data, r, j, _DEFS)
         if e > 0 and e < j and _re2_space(data[e]):                             # (func and function: \\s+ decides)
             k = e
             while k < j and _re2_space(data[k]):
@@ -516,10 +521,10 @@ def _sure_code(data, s, j):
                     k += 1
                 if k < j and (data[k] == 40 or data[k] == 60):
                     return True
-        e = _keyword_at(data, p, j, _BLOCKS, _BLOCKS_AT)                       # block headers ending with ":"
+        e = _keyword_at(data, p, j, _BLOCKS)                # block headers ending with ":"
         if e > 0 and last == 58 and q - 1 >= e:
             return True
-        e = _keyword_at(data, p, j, _STOPS, _STOPS_AT)                         # return ... not ending . ! ?
+        e = _keyword_at(data, p, j, _STOPS)                 # return ... not ending . ! ?
         if e > 0 and (q <= e or not (last == 46 or last == 33 or last == 63)):
             return True
     return False
@@ -600,11 +605,9 @@ def _label(data, s, j):
     return 2 if unknown else 0
 
 
-_LEADS, _LEADS_AT = _keywords("async", "await", "break", "class", "continue", "def", "fn", "func", "function", "for",
-                               "finally", "from", "if", "import", "pass", "package", "return", "raise", "try",
-                               "throw", "using", "yield")
-_DIRECTIVES, _DIRECTIVES_AT = _keywords("include", "define", "undef", "ifdef", "ifndef", "if", "elif", "else",
-                                        "endif", "pragma")
+_LEADS = _keywords("async", "await", "break", "class", "continue", "def", "fn", "func", "function", "for", "finally",
+                   "from", "if", "import", "pass", "package", "return", "raise", "try", "throw", "using", "yield")
+_DIRECTIVES = _keywords("include", "define", "undef", "ifdef", "ifndef", "if", "elif", "else", "endif", "pragma")
 
 
 @numba.njit(inline="always", cache=True)
@@ -613,12 +616,12 @@ def _code_start(data, p, q, f):
     but, for a lowercase letter, one of their keywords (RE2's \\b after it), and for "#" a directive (prose lines
     starting "a", "that", "for" or "#### 18" were most of the lines RE2 found no code in)."""
     if 97 <= f <= 122:
-        return _code_first(f) and _keyword_at(data, p, q, _LEADS, _LEADS_AT) > 0
+        return _code_first(f) and _keyword_at(data, p, q, _LEADS) > 0
     if f == 35:
         k = p + 1
         while k < q and _re2_space(data[k]):
             k += 1
-        return _keyword_at(data, k, q, _DIRECTIVES, _DIRECTIVES_AT) > 0
+        return _keyword_at(data, k, q, _DIRECTIVES) > 0
     return _code_first(f)
 
 
