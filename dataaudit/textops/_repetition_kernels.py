@@ -611,10 +611,13 @@ _DIRECTIVES = _keywords("include", "define", "undef", "ifdef", "ifndef", "if", "
 
 
 @numba.njit(inline="always", cache=True)
-def _code_start(data, p, q, f):
-    """The line data[p:q] (f = data[p]) starts like CODE_RE's alternatives that need a start: a _code_first byte
-    but, for a lowercase letter, one of their keywords (RE2's \\b after it), and for "#" a directive (prose lines
-    starting "a", "that", "for" or "#### 18" were most of the lines RE2 found no code in)."""
+def _code_start(data, p, q, f, last):
+    """The line data[p:q] (f, last: its first and last bytes) may match one of CODE_RE's alternatives that need a
+    start: a _code_first byte, and then what that alternative needs after it: for a lowercase letter one of their
+    keywords (RE2's \\b after it); "#" a directive; a quote the key or literal of a dict or table
+    ("..." then \\s* and ":", "," at the end or before "#", or "#"); "0" a hex key (0x41:); "/" and "*" a
+    comment (// /* */); "[" and "{" the other end (] or } last, or before a last ","). (Prose lines starting
+    "a", "that", a quote, "* " or "#### 18" were most of the lines RE2 found no code in.)"""
     if 97 <= f <= 122:
         return _code_first(f) and _keyword_at(data, p, q, _LEADS) > 0
     if f == 35:
@@ -622,6 +625,45 @@ def _code_start(data, p, q, f):
         while k < q and _re2_space(data[k]):
             k += 1
         return _keyword_at(data, k, q, _DIRECTIVES) > 0
+    if f == 34 or f == 39:                  # "[^"]*" or '[^']*', then \s* and : or , or #
+        k = p + 1
+        while k < q and data[k] != f:
+            k += 1
+        k += 1
+        while k < q and _re2_space(data[k]):
+            k += 1
+        if k >= q:
+            return False
+        if data[k] == 58 or data[k] == 35:
+            return True
+        if data[k] != 44:
+            return False
+        k += 1
+        while k < q and _re2_space(data[k]):
+            k += 1
+        return k >= q or data[k] == 35
+    if f == 48:                             # 0[xX][0-9a-fA-F]+\s*:
+        k = p + 1
+        if k >= q or not (data[k] == 120 or data[k] == 88):
+            return False
+        k += 1
+        m = k
+        while k < q and (48 <= data[k] <= 57 or 97 <= data[k] <= 102 or 65 <= data[k] <= 70):
+            k += 1
+        while k > m and k < q and _re2_space(data[k]):
+            k += 1
+        return k > m and k < q and data[k] == 58
+    if f == 47:                             # // /*
+        return p + 1 < q and (data[p + 1] == 47 or data[p + 1] == 42)
+    if f == 42:                             # */
+        return p + 1 < q and data[p + 1] == 47
+    if f == 91 or f == 123:                 # [ ... ] or { ... }, then an optional ","
+        t = q - 1
+        if last == 44:
+            t -= 1
+            while t > p and _re2_space(data[t]):
+                t -= 1
+        return t > p and (data[t] == 93 or data[t] == 125)
     return _code_first(f)
 
 
@@ -633,7 +675,7 @@ def _code_gate(data, p, q, f, last, has_eq):
     after ")" or a brace (and whitespace, ";" ":" ","), or with ";" and holds an "="; or ends with ":" and starts
     with e or w (else, elif, except, while, with); or is an assignment: a name, then . -> :: [ or an operator or
     "=" after whitespace. Every alternative of CODE_RE needs one of these (tests check it on real text)."""
-    if _code_start(data, p, q, f) or last == 123 or last == 125 or last == 124:
+    if _code_start(data, p, q, f, last) or last == 123 or last == 125 or last == 124:
         return True
     if last == 59 and has_eq:                           # =[^=].*;\s*$
         return True

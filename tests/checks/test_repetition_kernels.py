@@ -271,8 +271,9 @@ def test_kernel_lines_count_the_texts_code_points():
 
 def test_code_candidates_on_lines_not_starting_like_code():
     # the alternatives of CODE_RE that a line starting with an uppercase letter, "(", "e" or "w" can match stay
-    # candidates, and so do lines starting with a keyword or a directive; prose ending with ":" "," ")" or holding
-    # an "=", or starting with a lowercase letter or "#" but no keyword, does not
+    # candidates, and so do lines starting with a keyword, a directive, a dict key or table literal, a hex key, a
+    # comment or a whole bracketed value; prose ending with ":" "," ")" or holding an "=", or starting with a
+    # lowercase letter, "#", a quote, "0", "/", "*", "[" or "{" but not so, does not
     import pyarrow.compute as pc
     from dataaudit.checks.text_lines import KernelLines
     from dataaudit.checks.text_repetition import CODE_RE
@@ -281,12 +282,15 @@ def test_code_candidates_on_lines_not_starting_like_code():
             "Foo.bar(x),", "Foo(a, b):", "Make(x) {", "X = 1", "X.y = 2", "Arr[0] += 1", "Self->n = 3",
             "Ns::v = 4", "N <<= 2", "(void) f(x);", "(a) = b;", "Foo {", "Bar },", "Baz }", "Qux |", "End(x) ;",
             "Obj(a) { ,", "$x = 5", "_y=6", "await foo(x)", "#  define X 1", "#include <x>", "for x in y:",
-            "from a import b", "try:", "yield x", "class A(B):"]
+            "from a import b", "try:", "yield x", "class A(B):", '"key": 1', "'k' : v,", '"lit",', '"lit",  # c',
+            '"lit" # c', "0x41: 'A',", "0XfF :", "// c", "/* c", "*/", "[1, 2],", "{a: 1}", "[x] ,  "]
     # prose that starts with a letter or "#" that code may start with, but not with a keyword or a directive
     prose = ["The value (see above).", "Note: the following,", "The result = good.", "Then (maybe) not:",
              "He said (quietly),", "Einstein wrote:", "Water (H2O)", "A b = c", "(see the notes),", "#### 30",
              "a prediction", "that hath been long", "free programs,", "carbon dioxide", "format the disk",
-             "yielding nothing", "# Notes", "fortune favours"]
+             "yielding nothing", "# Notes", "fortune favours", '"Hello," she said.', "'Tis not so", "0.75 m/h",
+             "* Redistributions in binary", "/ not a comment", "[see above] and more", "{not closed", '"quoted" text',
+             "0x41 is A", '"open quote']
     view = KernelLines(k, pa.array(["\n".join(code + prose)], pa.string()))
     raw = view.raw.take(np.arange(len(view.doc))).to_arrow(k)
     hit = pc.match_substring_regex(raw, pattern=CODE_RE).to_numpy(zero_copy_only=False)
