@@ -76,8 +76,17 @@ class ArrowLines:
     def raw_chars(self) -> np.ndarray:
         return char_lengths(self.raw)
 
-    def fence(self, pattern: str) -> np.ndarray:
-        return _match(self.raw, pattern)
+    def fenced(self, fence_re: str) -> np.ndarray:
+        """The non-blank lines that are a fence (`fence_re`) or inside a fenced block: after an odd number of
+        fences of their text."""
+        nonblank = self.length > 0
+        fence = nonblank & _match(self.raw, fence_re)
+        if not fence.any():
+            return fence
+        first = np.cumsum(self.counts) - self.counts
+        before = np.cumsum(fence, dtype=np.int32) - fence       # (int32: ~5x faster than a bool cumsum's int64)
+        base = np.where(self.counts > 0, before[np.minimum(first, len(fence) - 1)], 0)
+        return nonblank & (fence | ((before - base[self.doc]) & 1).astype(bool))   # odd: & 1 is ~3x faster than % 2
 
     def candidates(self, rows: np.ndarray, gate: str) -> np.ndarray:
         """The lines of `rows` that the regex of `gate` may match (all of them here)."""
@@ -156,8 +165,9 @@ class KernelLines:
             return np.zeros(0, np.int64)
         return np.add.reduceat(self._raw_chars, self._first) + (self.counts - 1)
 
-    def fence(self, pattern: str) -> np.ndarray:
-        return (self.flags & self.k.FENCE) != 0             # the kernel's exact test of FENCE_RE
+    def fenced(self, fence_re: str) -> np.ndarray:
+        """The lines the kernel found to be a fence (its exact test of FENCE_RE) or inside a fenced block."""
+        return (self.flags & self.k.FENCED) != 0
 
     def candidates(self, rows: np.ndarray, gate: str) -> np.ndarray:
         """The lines of `rows` that pass the kernel's gate for that regex (the others cannot match it); for

@@ -304,6 +304,7 @@ def group_ids(keys, gid, first, counts):
 
 FENCE, GATE_CODE, GATE_LABEL, GATE_SYMBOLS, GATE_LIST, SURE_CODE, HAS_EQ, SURE_LABEL = 1, 2, 4, 8, 16, 32, 64, 128
 SURE_SYMBOLS = 256                          # (flags are uint16)
+FENCED = 512                                # a fence, or a line inside a fenced block
 _HASH_MUL = np.uint64(0x9FB21C651E98DF25)
 
 
@@ -806,9 +807,10 @@ def scan_lines(data, off, cls, code_share, min_code_lines, doc, rs, rt, ts, tt, 
     its raw span rs..rt, trimmed span ts..tt, code points raw and trimmed, and `flags`: FENCE (exact: FENCE_RE)
     and GATE_* (the line may match CODE_RE / LABEL_RE / SYMBOLS_RE / LIST_RE; never unset where the regex
     matches, but a SURE_CODE line, which is in no other class, has GATE_CODE only), HAS_EQ, SURE_CODE (it matches
-    CODE_RE: `_sure_code`). Once a text's SURE_CODE lines make it a code file (>= min_code_lines of them and >=
-    code_share of its non-blank lines), its later lines get no flags: the check counts every line of a code file
-    nowhere, whatever its flags say (~40% of the flags of mixed text with code).
+    CODE_RE: `_sure_code`), FENCED (a fence or inside a fenced block: after an odd number of fences of its text).
+    Once a text's SURE_CODE and FENCED lines make it a code file (>= min_code_lines of them and >= code_share of
+    its non-blank lines), its later lines get no flags: the check counts every line of a code file nowhere,
+    whatever its flags say (~40% of the flags of mixed text with code).
     Output capacity: newlines + texts. Returns the number of lines."""
     n = 0
     for d in range(off.shape[0] - 1):
@@ -834,13 +836,18 @@ def scan_lines(data, off, cls, code_share, min_code_lines, doc, rs, rt, ts, tt, 
             s = j + 1
         need = max(float(min_code_lines), code_share * nonblank)
         sure = 0
+        inside = False                          # after an odd number of fences of the text
         for i in range(first, n):               # their flags, until the text is a code file
             if ts[i] == tt[i]:
                 flags[i] = 0
                 continue
             fl = _line_flags(data, rs[i], rt[i], flags[i])
+            fence = (fl & FENCE) != 0
+            if fence or inside:
+                fl |= FENCED
+            inside ^= fence
             flags[i] = fl
-            sure += (fl & SURE_CODE) != 0
+            sure += (fl & (SURE_CODE | FENCED)) != 0
             if sure >= need:
                 flags[i + 1:n] = 0
                 break

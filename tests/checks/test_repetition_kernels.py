@@ -565,3 +565,17 @@ def test_word_outputs_grow_for_a_batch_of_short_words(monkeypatch):
     assert len(set(wh[:1000].tolist())) == 1 and len(set(wh[999:].tolist())) == 3
     stats = _assert_twins(monkeypatch, texts, skip_structure=False)
     assert stats["top_2_gram"][0] > 0
+
+
+def test_fenced_lines_equal_the_twins_parity():
+    # a fence and the non-blank lines after an odd number of fences of the same text are fenced; the count starts
+    # again in each text; the kernel's flag equals the Arrow twin's regex and parity
+    from dataaudit.checks.text_lines import ArrowLines, KernelLines
+    from dataaudit.checks.text_repetition import FENCE_RE
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    texts = ["a\n```\nx = 1\n\ny\n```\nb\n~~~\nc", "```\nunclosed\n", "d\n  ```py\ne", "no fence"] + _random_docs(4, 300)
+    arr = pa.array(texts, pa.string())
+    fast, slow = KernelLines(k, arr).fenced(FENCE_RE), ArrowLines(arr).fenced(FENCE_RE)
+    np.testing.assert_array_equal(fast, slow)
+    assert fast[:16].astype(int).tolist() == [0, 1, 1, 0, 1, 1, 0, 1, 1,   1, 1, 0,   0, 1, 1,   0]
+    assert fast.sum() > 50
