@@ -288,9 +288,9 @@ def line_stats(lines: Lines, doc_key: np.ndarray, n_docs: int) -> tuple[np.ndarr
     dup_lines = np.zeros(n_docs, dtype=np.int64)
     dup_chars = np.zeros(n_docs, dtype=np.float64)
     if keep.any() and isinstance(lines.text, Spans):          # numba: the same, document by document
-        text = lines.text
+        text, rows = lines.text, np.flatnonzero(keep)
         numba_kernels("dataaudit.textops._repetition_kernels").line_repeats(
-            text.data, text.start, text.stop, lines.doc, lines.length, np.flatnonzero(keep), dup_lines, dup_chars)
+            text.data, text.start, text.stop, lines.length, rows, lines.doc[rows], dup_lines, dup_chars)
     elif keep.any():
         rows = np.flatnonzero(keep)                             # (one index for every gather: no mask gathers)
         parents = lines.doc[rows]

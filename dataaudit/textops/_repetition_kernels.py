@@ -388,8 +388,26 @@ def _ascii_space(b):                # RE2's \s and \v: skipping more than \s kee
 
 
 @numba.njit(inline="always", cache=True)
+def _ascii_trimmed(data, p, q):
+    """(p, q) of data[p:q] without its leading and trailing ASCII whitespace (`_ascii_space`)."""
+    while p < q and _ascii_space(data[p]):
+        p += 1
+    while q > p and _ascii_space(data[q - 1]):
+        q -= 1
+    return p, q
+
+
+@numba.njit(inline="always", cache=True)
 def _re2_space(b):                  # RE2's \s
     return b == 32 or b == 9 or b == 10 or b == 12 or b == 13
+
+
+@numba.njit(inline="always", cache=True)
+def _skip_re2_space(data, p, j):
+    """The first position from p on (before j) that is not RE2's \\s."""
+    while p < j and _re2_space(data[p]):
+        p += 1
+    return p
 
 
 @numba.njit(inline="always", cache=True)
@@ -729,12 +747,7 @@ def code_candidates(data, rs, rt, flags, rows, out):
     tighter test on every line in scan_lines cost as much as it saved."""
     for t in range(rows.shape[0]):
         i = rows[t]
-        p = rs[i]
-        q = rt[i]
-        while p < q and _ascii_space(data[p]):
-            p += 1
-        while q > p and _ascii_space(data[q - 1]):
-            q -= 1
+        p, q = _ascii_trimmed(data, rs[i], rt[i])
         out[t] = q > p and _code_gate(data, p, q, data[p], data[q - 1], (flags[i] & HAS_EQ) != 0)
     return 0
 
@@ -743,14 +756,9 @@ def code_candidates(data, rs, rt, flags, rows, out):
 def _line_flags(data, s, j, seen):
     """FENCE and the GATE_* flags of the non-blank raw line data[s:j] (`seen`: _EQ and _COLON, the scan's notes);
     a SURE_CODE line gets no gates but GATE_CODE (and HAS_EQ)."""
-    p = s                                   # first and last bytes that are not ASCII whitespace
-    while p < j and _ascii_space(data[p]):
-        p += 1
-    if p >= j:
+    p, q = _ascii_trimmed(data, s, j)       # first and last bytes that are not ASCII whitespace
+    if p >= q:
         return 0
-    q = j
-    while q > p and _ascii_space(data[q - 1]):
-        q -= 1
     f = data[p]
     last = data[q - 1]
     fl = 0
@@ -939,10 +947,8 @@ def list_items(data, rs, rt, ts, tt, rows, out_start):
     the RE2 whitespace after it; ts when that whitespace was all trailing, as the regex then finds no match)."""
     for t in range(rows.shape[0]):
         i = rows[t]
-        p = rs[i]
         j = rt[i]
-        while p < j and _re2_space(data[p]):
-            p += 1
+        p = _skip_re2_space(data, rs[i], j)
         m = _marker_end(data, p, j)
         if m < 0 or m >= j or not _re2_space(data[m]):
             out_start[t] = -1
@@ -1142,6 +1148,68 @@ def split_sentences(data, starts, stops, cls, sentence_bytes, out_line, out_star
     return k
 
 
+# A hash set per document: a table sized for the largest document, cleared slot by slot after each one.
+
+@numba.njit(inline="always", cache=True)
+def _group_end(group, i):
+    """The end of the run of values equal to group[i] (`group` non-decreasing: a document's items)."""
+    j = i
+    while j < group.shape[0] and group[j] == group[i]:
+        j += 1
+    return j
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _group_table(group):
+    """(keys, used, slots): a table for the largest run of equal values of `group` (`_find_or_add`), its size in
+    the keys."""
+    most = 0
+    i = 0
+    while i < group.shape[0]:
+        j = _group_end(group, i)
+        most = max(most, j - i)
+        i = j
+    size = _table_size(most)
+    return np.empty(size, np.uint64), np.zeros(size, np.bool_), np.empty(max(most, 1), np.int64)
+
+
+@numba.njit(inline="always", cache=True)
+def _table_size(k):
+    """A power of two >= 16 and >= 2k: an open-addressing table for k keys, at most half full."""
+    size = 16
+    while size < 2 * k:
+        size *= 2
+    return size
+
+
+@numba.njit(inline="always", cache=True)
+def _group_at(group, i):
+    """(the end of the group that starts at i, the mask of a table for it: its size - 1, used by `_find_or_add`)."""
+    j = _group_end(group, i)
+    return j, np.uint64(_table_size(j - i) - 1)
+
+
+@numba.njit(inline="always", cache=True)
+def _find_or_add(keys, used, slots, filled, h, mask):
+    """(the slot of key h in the table keys/used (mask: its size - 1), h was new): a new key is added and its slot
+    noted in slots[filled] for `_clear`."""
+    p = np.int64(h & mask)
+    while used[p] and keys[p] != h:
+        p = np.int64((np.uint64(p) + np.uint64(1)) & mask)
+    if used[p]:
+        return p, False
+    used[p] = True
+    keys[p] = h
+    slots[filled] = p
+    return p, True
+
+
+@numba.njit(inline="always", cache=True)
+def _clear(used, slots, filled):
+    for s in range(filled):
+        used[slots[s]] = False
+
+
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def sentence_runs(doc, hashes, chars, min_chars, run_gap, best, at):
     """The longest run of each document (`text_repetition.sentence_runs`, whose numpy twin gives the same) from
@@ -1151,63 +1219,32 @@ def sentence_runs(doc, hashes, chars, min_chars, run_gap, best, at):
     first sentence (the first in the text on ties). One document at a time, its sentences in an open-addressing
     table sized for it."""
     n = doc.shape[0]
-    most = 0
-    i = 0
-    while i < n:
-        j = i
-        while j < n and doc[j] == doc[i]:
-            j += 1
-        most = max(most, j - i)
-        i = j
-    cap = 16
-    while cap < 2 * most:
-        cap *= 2
-    keys = np.empty(cap, np.uint64)
-    used = np.zeros(cap, np.bool_)
-    last = np.empty(cap, np.int64)          # place of the sentence's last occurrence in its document
-    run = np.empty(cap, np.int64)           # length of its current run
-    first = np.empty(cap, np.int64)         # first sentence of its current run
-    slots = np.empty(max(most, 1), np.int64)
+    keys, used, slots = _group_table(doc)
+    last = np.empty(keys.shape[0], np.int64)    # place of the sentence's last occurrence in its document
+    run = np.empty(keys.shape[0], np.int64)     # length of its current run
+    first = np.empty(keys.shape[0], np.int64)   # first sentence of its current run
     i = 0
     while i < n:
         d = doc[i]
-        j = i
-        while j < n and doc[j] == d:
-            j += 1
-        size = 16
-        while size < 2 * (j - i):
-            size *= 2
-        mask = np.uint64(size - 1)
+        j, mask = _group_at(doc, i)
         filled = 0
         top = 0
         top_at = -1
         for t in range(i, j):
             if chars[t] < min_chars:
                 continue
-            h = hashes[t]
-            p = np.int64(h & mask)
-            while used[p] and keys[p] != h:
-                p = np.int64((np.uint64(p) + np.uint64(1)) & mask)
-            if not used[p]:
-                used[p] = True
-                keys[p] = h
-                last[p] = t
+            p, new = _find_or_add(keys, used, slots, filled, hashes[t], mask)
+            filled += new
+            if new or t - last[p] > run_gap:
                 run[p] = 1
                 first[p] = t
-                slots[filled] = p
-                filled += 1
-                continue
-            if t - last[p] <= run_gap:
-                run[p] += 1
             else:
-                run[p] = 1
-                first[p] = t
+                run[p] += 1
             last[p] = t
             if run[p] > top or (run[p] == top and first[p] < top_at):
                 top = run[p]
                 top_at = first[p]
-        for s in range(filled):
-            used[slots[s]] = False
+        _clear(used, slots, filled)
         if top >= 2:
             best[d] = top
             at[d] = top_at
@@ -1216,52 +1253,26 @@ def sentence_runs(doc, hashes, chars, min_chars, run_gap, best, at):
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def line_repeats(data, start, stop, doc, length, rows, dup_lines, dup_chars):
+def line_repeats(data, start, stop, length, rows, doc, dup_lines, dup_chars):
     """The repeated lines of each document (`text_repetition.line_stats`, whose numpy twin gives the same): of the
-    lines `rows` (in document order; text data[start[i]:stop[i]], document doc[i], code points length[i]), every
-    occurrence of a line after its first in the same document adds 1 to dup_lines[doc] and its code points to
-    dup_chars[doc]. One document at a time, its line hashes in an open-addressing table sized for it."""
+    lines `rows` (line i: text data[start[i]:stop[i]], code points length[i]; doc[t]: the document of rows[t],
+    non-decreasing), every occurrence of a line after its first in the same document adds 1 to dup_lines[doc]
+    and its code points to dup_chars[doc]. One document at a time, its line hashes in an open-addressing table
+    sized for it."""
     n = rows.shape[0]
-    most = 0
+    keys, used, slots = _group_table(doc)
     i = 0
     while i < n:
-        j = i
-        while j < n and doc[rows[j]] == doc[rows[i]]:
-            j += 1
-        most = max(most, j - i)
-        i = j
-    cap = 16
-    while cap < 2 * most:
-        cap *= 2
-    keys = np.empty(cap, np.uint64)
-    used = np.zeros(cap, np.bool_)
-    slots = np.empty(max(most, 1), np.int64)
-    i = 0
-    while i < n:
-        d = doc[rows[i]]
-        j = i
-        while j < n and doc[rows[j]] == d:
-            j += 1
-        size = 16
-        while size < 2 * (j - i):
-            size *= 2
-        mask = np.uint64(size - 1)
+        d = doc[i]
+        j, mask = _group_at(doc, i)
         filled = 0
         for t in range(i, j):
             r = rows[t]
-            h = _span_hash(data, start[r], stop[r])[0]
-            p = np.int64(h & mask)
-            while used[p] and keys[p] != h:
-                p = np.int64((np.uint64(p) + np.uint64(1)) & mask)
-            if used[p]:
+            _, new = _find_or_add(keys, used, slots, filled, _span_hash(data, start[r], stop[r])[0], mask)
+            filled += new
+            if not new:
                 dup_lines[d] += 1
                 dup_chars[d] += length[r]
-            else:
-                used[p] = True
-                keys[p] = h
-                slots[filled] = p
-                filled += 1
-        for s in range(filled):
-            used[slots[s]] = False
+        _clear(used, slots, filled)
         i = j
     return 0
