@@ -6,21 +6,18 @@ numpy twins, which give identical results):
 - `ngram_stats`: one document at a time, n = 2..max_n, 64-bit n-gram hashes grouped in an open-addressing table
   (sized by the document) instead of Arrow's hash table over the whole batch.
 - `scan_lines`: one pass over a batch's bytes (eight at a time, `_swar`): every line (split on "\\n") with its raw
-  and trimmed byte span, code points, fence flag and the cheap necessary conditions ("gates") of the structure
+  and trimmed byte span, code points, fence state and the cheap necessary conditions ("gates") of the structure
   regexes, so that RE2 only runs on the lines that could match (LABEL_RE is decided there, `_label`, but for some
-  headings), up to the line that makes a text a code file;
-  `code_candidates` a tighter gate of CODE_RE for the lines bound for RE2.
+  headings), up to the line that makes a text a code file; `code_candidates` a tighter gate of CODE_RE for the
+  lines bound for RE2.
 - `split_sentences`: the sentences of given line spans (`SENTENCE_END_RE` of the check, as Arrow's
   split_pattern_regex cuts them, each trimmed, empty ones dropped) with their code points and content hashes.
-- `sentence_runs`: the longest run of one sentence per document, from the sentences' hashes, one document at a
-  time.
+- `sentence_runs` / `line_repeats`: the longest run of one sentence, and the repeated lines, of each document,
+  from content hashes (`_span_hash`), one document at a time in a small hash set (`_find_or_add`).
 - `count_newlines`: the capacity of scan_lines' output.
-- `line_repeats`: the repeated lines of each document, from the lines' content hashes (`_span_hash`), one
-  document at a time.
 - `gather_spans`: spans copied into Arrow string buffers.
-- `count_words`: RE2's \\S+ words of byte spans.
-- `list_items`: LIST_RE of the check on gated lines, and where each item's text starts without its marker.
-- `group_ids`: equal 64-bit keys numbered in order of first appearance (Arrow's dictionary_encode of them).
+- `list_items`: LIST_RE of the check on gated lines, and where each item's text starts without its marker;
+  `count_words` (RE2's \\S+ words) and `continuation_counts` (code points) of the items' text.
 
 Texts are spans data[start:stop] of one UTF-8 buffer. Whitespace for trimming is `hashing.WS_CLASS`'s (Python's
 and Arrow's utf8_trim_whitespace set); RE2's \\s, which the regexes use, is only \\t \\n \\f \\r and space.
@@ -267,37 +264,6 @@ def ngram_stats(wh, wlen, starts, min_words, max_n, is_top, is_dup, top, dup):
             if k == 0:
                 break
     return 0
-
-
-@numba.njit(cache=True, nogil=True, boundscheck=False)
-def group_ids(keys, gid, first, counts):
-    """Number equal 64-bit `keys` in order of first appearance (as Arrow's dictionary_encode does): gid[i] = the
-    group of keys[i], first[i] = it is the group's first item, counts[g] = the group's size (all of len(keys));
-    returns the number of groups. Open addressing on the keys' low bits (they are hashes)."""
-    n = keys.shape[0]
-    cap = 16
-    while cap < 2 * n:
-        cap *= 2
-    mask = cap - 1
-    table = np.empty(cap, np.uint64)
-    ids = np.full(cap, -1, np.int64)
-    ng = 0
-    for i in range(n):
-        hv = keys[i]
-        p = np.int64(hv & np.uint64(mask))
-        while ids[p] >= 0 and table[p] != hv:
-            p = (p + 1) & mask
-        g = ids[p]
-        if g < 0:
-            g = ng
-            ng += 1
-            table[p] = hv
-            ids[p] = g
-            counts[g] = 0
-        first[i] = counts[g] == 0
-        counts[g] += 1
-        gid[i] = g
-    return ng
 
 
 # ------------------------------------------------------------------------------------------------- lines

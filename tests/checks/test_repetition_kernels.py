@@ -236,27 +236,6 @@ def test_gates_hold_every_match_and_sure_code_only_matches(shared_data):
     np.testing.assert_array_equal((view.flags & k.FENCE) != 0, fence)
 
 
-def test_group_ids_numbers_like_dictionary_encode(monkeypatch):
-    # the kernel of _repeats numbers groups as Arrow's dictionary_encode: in order of first appearance
-    from dataaudit.checks.text_repetition import _repeats
-    k = numba_kernels("dataaudit.textops._repetition_kernels")
-    keys = np.array([7, 3, 7, 2**63 + 5, 3, 3, 0, 2**63 + 5], np.uint64)
-    gid, first, counts = np.empty(8, np.int64), np.empty(8, bool), np.empty(8, np.int64)
-    assert k.group_ids(keys, gid, first, counts) == 4
-    assert gid.tolist() == [0, 1, 0, 2, 1, 1, 3, 2]
-    assert first.tolist() == [True, True, False, True, False, False, True, False]
-    assert counts[:4].tolist() == [2, 3, 2, 1]
-    rng = np.random.default_rng(5)
-    for n, distinct in ((1, 1), (1000, 10), (50_000, 40_000), (200_000, 1_000_000)):
-        keys = rng.integers(0, distinct, n).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-        fast = _repeats(keys)
-        monkeypatch.setenv("DATAAUDIT_NO_NUMBA", "1")
-        slow = _repeats(keys)
-        monkeypatch.delenv("DATAAUDIT_NO_NUMBA")
-        for a, b in zip(fast, slow):
-            np.testing.assert_array_equal(a, b)
-
-
 def test_kernel_lines_count_the_texts_code_points():
     # total_chars from the lines' code points and newlines equals Arrow's utf8_length of each text
     import pyarrow.compute as pc
