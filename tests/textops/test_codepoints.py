@@ -109,3 +109,110 @@ def test_large_string_counts_on_both_paths(monkeypatch):
     fast, slow = _both(monkeypatch, codepoints.count_matching, arr, r"[\p{So}\s]", r"\s")
     for counts, lengths in (fast, slow):
         assert counts.tolist() == [3, 0, 0] and lengths.tolist() == [15, 0, 2]
+
+
+# ---- the eight-bytes-at-a-time ASCII path of the kernels, against the byte-by-byte walk they replaced
+
+def _walk(row: bytes, t: np.ndarray) -> tuple[int, int, int]:
+    """(longest run of entry 0, code points of entry 1, code points) of the UTF-8 bytes `row`, one code point at
+    a time as the kernels' `_decode` reads them (a malformed or cut byte is one U+FFFD)."""
+    i, run, best, marked, n = 0, 0, 0, 0, 0
+    while i < len(row):
+        b, left = row[i], len(row) - i
+        if b < 0x80:
+            cp, w = b, 1
+        elif b >= 0xF0 and left > 3:
+            cp, w = (b & 7) << 18 | (row[i + 1] & 63) << 12 | (row[i + 2] & 63) << 6 | row[i + 3] & 63, 4
+        elif 0xE0 <= b < 0xF0 and left > 2:
+            cp, w = (b & 15) << 12 | (row[i + 1] & 63) << 6 | row[i + 2] & 63, 3
+        elif 0xC0 <= b < 0xE0 and left > 1:
+            cp, w = (b & 31) << 6 | row[i + 1] & 63, 2
+        else:
+            cp, w = 0xFFFD, 1
+        i += w
+        n += 1
+        if t[cp]:
+            marked += 1
+            best, run = max(best, run), 0
+        else:
+            run += 1
+    return max(best, run), marked, n
+
+
+def _raw_array(rows: list[bytes | None]) -> pa.Array:
+    """A string array over exactly these bytes (malformed UTF-8 too; the last row ends the data buffer)."""
+    data = b"".join(r or b"" for r in rows)
+    off = np.concatenate([[0], np.cumsum([len(r or b"") for r in rows])]).astype(np.int32)
+    valid = pa.array([r is not None for r in rows]).buffers()[1]
+    return pa.Array.from_buffers(pa.string(), len(rows), [valid, pa.py_buffer(off), pa.py_buffer(data)])
+
+
+_MARKS = " #Q\x00_1\x7f\x0b\n"
+
+
+def _chunk_rows(seed: int) -> list[bytes | None]:
+    rng = random.Random(seed)
+    rows: list[bytes | None] = [None, b"", b"a", b"abcdefg", b"abcdefgh", b"abcdefghi"]
+    # one or two run ends at every position of rows up to three chunks long: runs that end, start and cross
+    # chunk boundaries at every alignment, rows ending mid-chunk and on a chunk boundary
+    for n in range(25):
+        for p in range(n):
+            for q in range(p, n, 3):
+                row = ["b"] * n
+                row[p], row[q] = _MARKS[(p + n) % len(_MARKS)], _MARKS[q % len(_MARKS)]
+                rows.append("".join(row).encode())
+    # long all-ASCII rows, every ASCII byte
+    rows += [bytes(rng.choice(range(128)) for _ in range(rng.randint(9, 200))) for _ in range(300)]
+    rows += [bytes(rng.choice(b"abc  \n") for _ in range(rng.randint(9, 200))) for _ in range(100)]
+    # chunks that mix ASCII with 2-4 byte characters at every offset, and malformed or cut sequences
+    wide = ["é", "中", "😀", "\u3000", "\u00a0", "\u0085", "\u2500", "\x9f"]
+    for _ in range(400):
+        row = b"".join(rng.choice(_MARKS).encode() if rng.random() < 0.2 else
+                       rng.choice(wide).encode() if rng.random() < 0.1 else b"x"
+                       for _ in range(rng.randint(0, 60)))
+        if rng.random() < 0.2:
+            k = rng.randint(0, len(row))
+            row = row[:k] + rng.choice([b"\xe4\xb8", b"\xf0", b"\x80\x80", b"\xc3", b"\xff"]) + row[k:]
+        rows.append(row)
+    rows += [b"", None, b"z" * 8 * 5, b"y" * 43]            # the buffer ends on a long ASCII row
+    return rows
+
+
+# the checks' tables, and tables marking unusual ASCII bytes: a few ranges (the add-and-mask path), many ranges
+# (the table-lookup paths), none (no ASCII byte marked) and a range from 0
+_PATTERNS = [BREAK, "[#0-3Q\\x7f]", "[aceg#_\\x00\\x7f\\x0b]", "[\\p{Han}]", "[\\x00-\\x20]", "[^a-z]"]
+
+
+@needs_numba
+@pytest.mark.parametrize("pattern", _PATTERNS)
+def test_kernels_equal_the_byte_walk(pattern):
+    rows = _chunk_rows(3)
+    t = codepoints.table(pattern)
+    expected = np.array([_walk(r or b"", t) for r in rows])
+    for start in (0, 1, 5):                 # the same rows at other byte alignments
+        arr = _raw_array(rows[start:])
+        np.testing.assert_array_equal(codepoints.longest_run(arr, pattern), expected[start:, 0])
+        marked, length = codepoints.count_matching(arr, pattern)
+        np.testing.assert_array_equal(marked, expected[start:, 1])
+        np.testing.assert_array_equal(length, expected[start:, 2])
+
+
+@needs_numba
+def test_count_with_minus_equals_the_byte_walk():
+    rows = _chunk_rows(4)
+    t = codepoints.table(_NON_TEXT_RE) & ~codepoints.table(_BOX_RE)
+    expected = np.array([_walk(r or b"", t) for r in rows])
+    marked, length = codepoints.count_matching(_raw_array(rows), _NON_TEXT_RE, _BOX_RE)
+    np.testing.assert_array_equal(marked, expected[:, 1])
+    np.testing.assert_array_equal(length, expected[:, 2])
+
+
+def test_ascii_ranges():
+    t = np.zeros(1 << 21, np.uint8)
+    t[[0, 1, 2, 35, 100, 101, 127, 200]] = 1
+    lo, hi = codepoints.ascii_ranges(t)
+    ones = 0x0101010101010101
+    assert lo.tolist() == [128 * ones, 93 * ones, 28 * ones, 1 * ones]
+    assert hi.tolist() == [125 * ones, 92 * ones, 26 * ones, 0]
+    pairs = codepoints.ascii_pairs(t)
+    assert pairs[0 | 1 << 8] == 2 and pairs[35 | 3 << 8] == 1 and pairs[3 | 3 << 8] == 0
