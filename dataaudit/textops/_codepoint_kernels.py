@@ -18,7 +18,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._swar import HIGH, high_bits, load8, popcount, trailing_zeros
+from ._swar import HIGH, high_bits, load8, popcount
 
 _MAX_RANGES = 4     # more ranges of marked ASCII bytes than this: table lookups per chunk are cheaper
 
