@@ -24,8 +24,9 @@ check is for; the detail names the token, and a stack without those tokens can d
 The real corpora in ../shared/data (GSM8K, ARC, tinyshakespeare, the ShareGPT / SFT chat demos, the WebDataset
 passages) hold none of the default strings.
 
-Matching is exact (case-sensitive) and vectorized: one RE2 alternation of the escaped strings, longest first
-(so `<|end|>` never shadows `<|endoftext|>`), counted with `pc.count_substring_regex` (non-overlapping).
+Matching is exact (case-sensitive) and vectorized: `textops.literals.count_literals` counts the strings as RE2
+counts their alternation, longest first (so `<|end|>` never shadows `<|endoftext|>`), non-overlapping: a numba
+kernel that skips, eight bytes at a time, the bytes no token starts with (RE2 itself without numba).
 value = number of occurrences; detail (flagged rows only) names them: "special token '<|im_end|>' x2, '</s>'".
 """
 from __future__ import annotations
@@ -40,7 +41,8 @@ from pathlib import Path
 import numpy as np
 
 from dataaudit.checks.base import CheckOutput, SettingError, register
-from dataaudit.checks.text_common import as_string_array, clip, count_regex, rows_as_str
+from dataaudit.checks.text_common import as_string_array, clip, rows_as_str
+from dataaudit.textops.literals import count_literals, ordered
 from dataaudit.textops.special_tokens import CHAT_SPECIAL_TOKENS
 
 DETAIL_TOKENS = 5   # tokens named in a detail string (then "+N more")
@@ -94,16 +96,10 @@ def token_list(tokens=CHAT_SPECIAL_TOKENS, extra_tokens=(), tokenizer: str | Non
     return tuple(dict.fromkeys(t for t in found if isinstance(t, str) and t))
 
 
-def _re2_literal(s: str) -> str:
-    """`s` as an RE2 literal: letters, digits and _ as they are, every other character as \\x{HEX}."""
-    return "".join(c if c.isalnum() or c == "_" else f"\\x{{{ord(c):X}}}" for c in s)
-
-
 @lru_cache(maxsize=64)
-def _patterns(tokens: tuple[str, ...]) -> tuple[str, re.Pattern]:
-    """(RE2 alternation, the same in Python `re`), longest string first so a prefix never shadows a longer one."""
-    ordered = sorted(tokens, key=len, reverse=True)
-    return "|".join(map(_re2_literal, ordered)), re.compile("|".join(map(re.escape, ordered)))
+def _python_pattern(tokens: tuple[str, ...]) -> re.Pattern:
+    """The tokens as one Python `re` alternation, tried in `literals.ordered` order (what the count finds)."""
+    return re.compile("|".join(map(re.escape, ordered(tokens))))
 
 
 def _describe(found: list[str]) -> str:
@@ -141,15 +137,14 @@ def special_tokens(arr, tokens=CHAT_SPECIAL_TOKENS, extra_tokens=(), tokenizer: 
     wanted = token_list(tokens, extra_tokens, tokenizer)
     if not wanted:
         return CheckOutput(flagged=np.zeros(len(arr), dtype=bool), value=np.zeros(len(arr)), detail=None)
-    re2, py = _patterns(wanted)
-    count = count_regex(arr, re2)
+    count = count_literals(arr, wanted)
     flagged = count > 0
     detail = None
     rows = np.flatnonzero(flagged)
     if rows.size:
         detail = np.full(len(arr), None, dtype=object)
         for i, s in zip(rows, rows_as_str(arr, rows)):
-            detail[i] = _describe(py.findall(s))
+            detail[i] = _describe(_python_pattern(wanted).findall(s))
     return CheckOutput(flagged=flagged, value=count.astype(np.float64), detail=detail)
 
 
