@@ -31,7 +31,8 @@ sys.path.insert(0, str(_common.REPO))
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
-from dataaudit.images.near import _popcount, near_duplicate_groups  # noqa: E402
+from dataaudit.images.near import near_duplicate_groups  # noqa: E402
+from dataaudit.textops._swar import popcount  # noqa: E402
 
 BLANK = np.uint64(0x8000000000000000)
 
@@ -54,7 +55,7 @@ def brute_force(h, k, parent):
     for i in range(n):
         a = h[i]
         for j in range(i + 1, n):
-            if _popcount(a ^ h[j]) <= k:
+            if popcount(a ^ h[j]) <= k:
                 close += 1
                 _peer_union(parent, i, j)
     return close

@@ -27,22 +27,10 @@ import operator
 import numba
 import numpy as np
 
+from dataaudit.textops._swar import popcount
+
 MAX_DISTANCE = 32
 _MAX_WIDTH = 24          # a band of w bits has a 2**w bucket table (int64): 128 MiB at 24
-
-_M1 = np.uint64(0x5555555555555555)
-_M2 = np.uint64(0x3333333333333333)
-_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
-_H01 = np.uint64(0x0101010101010101)
-
-
-@numba.njit(inline="always", cache=True)
-def _popcount(x):
-    # LLVM turns this bithack into one popcnt instruction
-    x = x - ((x >> np.uint64(1)) & _M1)
-    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
-    x = (x + (x >> np.uint64(4))) & _M4
-    return (x * _H01) >> np.uint64(56)
 
 
 @numba.njit(inline="always", cache=True)
@@ -109,7 +97,7 @@ def band_kernel(keys, hs, ids, starts, flips, k, parent, src, dst, n):
         for x in range(p, end):
             a = hs[x]
             for q in range(x + 1, end):
-                if _popcount(a ^ hs[q]) <= k:
+                if popcount(a ^ hs[q]) <= k:
                     n = _union(ids[x], ids[q], parent, src, dst, n)
         for f in range(flips.shape[0]):
             key = v ^ flips[f]
@@ -120,7 +108,7 @@ def band_kernel(keys, hs, ids, starts, flips, k, parent, src, dst, n):
             for x in range(p, end):
                 a = hs[x]
                 for q in range(lo, hi):
-                    if _popcount(a ^ hs[q]) <= k:
+                    if popcount(a ^ hs[q]) <= k:
                         n = _union(ids[x], ids[q], parent, src, dst, n)
         p = end
     return n
@@ -133,7 +121,7 @@ def all_pairs_kernel(hs, k, parent, src, dst, n):
     for i in range(u):
         a = hs[i]
         for j in range(i + 1, u):
-            if _popcount(a ^ hs[j]) <= k:
+            if popcount(a ^ hs[j]) <= k:
                 n = _union(i, j, parent, src, dst, n)
     return n
 
