@@ -137,16 +137,18 @@ class KernelLines:
     INT32_BYTES = 2**31 - 1                 # a batch of fewer bytes gets int32 offsets and counts
 
     def __init__(self, k, arr: pa.Array, code_share: float = float("inf"), min_code_lines: int = 0):
-        """`code_share`, `min_code_lines`: the check's code-file rule; the lines of a text after its sure code lines
-        make it a code file get no flags (`scan_lines`). By default every line gets its flags."""
+        """`code_share`, `min_code_lines`: the check's code-file rule; a text that its sure code lines make a code file
+        becomes one empty line (`scan_lines`: a code file counts nowhere). By default every text keeps its lines."""
         self.k = k
         off, data = string_buffers(as_string_array(arr))
-        cap = k.count_newlines(data) + len(arr)
+        newlines = np.empty(len(arr), np.int64)
+        cap = k.count_newlines(data, off, newlines) + len(arr)
         # offsets and counts as int32 while the batch allows: half the memory to write and to read back
         index = np.int32 if len(data) < self.INT32_BYTES else np.int64
         doc, rs, rt, ts, tt, raw_chars, chars = (np.empty(cap, index) for _ in range(7))
         flags = np.empty(cap, np.uint16)
-        n = k.scan_lines(data, off, WS_CLASS, code_share, min_code_lines, doc, rs, rt, ts, tt, raw_chars, chars, flags)
+        n = k.scan_lines(data, off, newlines, WS_CLASS, code_share, min_code_lines, doc, rs, rt, ts, tt, raw_chars,
+                         chars, flags)
         self.doc, self.flags, self._raw_chars, self.length = doc[:n], flags[:n], raw_chars[:n], chars[:n]
         # doc is sorted and every text has a line: its bounds by binary search (~7x faster than a bincount)
         bounds = np.searchsorted(self.doc, np.arange(len(arr) + 1))

@@ -224,7 +224,10 @@ def split_lines(arr: pa.Array, total: np.ndarray | None, skip_structure: bool) -
     points (None: the view counts them)."""
     arr = pc.fill_null(arr, "")
     k = numba_kernels("dataaudit.textops._repetition_kernels", work=arr.nbytes)
-    view = KernelLines(k, arr, CODE_SHARE, MIN_CODE_LINES) if k is not None else ArrowLines(arr)
+    if k is None:
+        view = ArrowLines(arr)
+    else:                                                       # (code files only count nowhere with skip_structure)
+        view = KernelLines(k, arr, *((CODE_SHARE, MIN_CODE_LINES) if skip_structure else ()))
     doc, counts, length = view.doc, view.counts, view.length
     if total is None:                                           # the texts' code points
         total = view.total_chars()

@@ -14,7 +14,7 @@ numpy twins, which give identical results):
   split_pattern_regex cuts them, each trimmed, empty ones dropped) with their code points and content hashes.
 - `sentence_runs` / `line_repeats`: the longest run of one sentence, and the repeated lines, of each document,
   from content hashes (`_span_hash`), one document at a time in a small hash set (`_find_or_add`).
-- `count_newlines`: the capacity of scan_lines' output.
+- `count_newlines`: the newlines of each text, for scan_lines' output capacity and code-file bound.
 - `gather_spans`: spans copied into Arrow string buffers.
 - `list_items`: LIST_RE of the check on gated lines, and where each item's text starts without its marker;
   `count_words` (RE2's \\S+ words) and `continuation_counts` (code points) of the items' text.
@@ -32,8 +32,8 @@ import numba
 import numpy as np
 
 from ._kernels import _C1, _GOLD, _mix, _multibyte_ws
-from ._swar import (HIGH, continuation_bytes, count_byte, each_zero_byte, has_byte, high_bits, load8, load_upto,
-                    low_bytes, repeat_byte, trailing_zeros)
+from ._swar import (HIGH, continuation_bytes, count_byte, each_zero_byte, has_byte, high_bits, in_ranges64, load8,
+                    load_upto, low_bytes, repeat_byte, trailing_zeros)
 
 
 # ------------------------------------------------------------------------------------------------- words
@@ -70,6 +70,19 @@ def _word(data, nb, s, e, out_hash, out_chars, nw):
     xor-ed in: a word of up to 8 bytes costs no fold), with its length; code points = bytes - continuation bytes.
     Nothing once the outputs are full (the caller counts on and calls again with room for all)."""
     if nw >= out_hash.shape[0]:
+        return
+    n = e - s
+    if n <= 16 and s + 16 <= nb:            # most words: two loads, no loop, no branch on the length (the same hash)
+        x0 = load8(data, s)
+        x1 = load8(data, s + 8)
+        x0 &= _ALL >> (_U8 * np.uint64(8 - min(n, 8)))
+        n1 = np.uint64(4 * max(n - 8, 0))
+        x1 &= ~((_ALL << n1) << n1)         # (two shifts: one of 64 bits is undefined)
+        f = x0 * _C1
+        f ^= f >> np.uint64(32)
+        h = (f ^ x1) if n > 8 else x0
+        out_hash[nw] = _mix(h + np.uint64(n) * _GOLD)
+        out_chars[nw] = n - np.int64(continuation_bytes(x0) + continuation_bytes(x1))
         return
     h = np.uint64(0)
     cont = 0
@@ -110,13 +123,17 @@ def word_hashes(data, starts, stops, parent, out_hash, out_chars, doc_words):
         start = starts[t]                           # of the word that goes on (into this window)
         base = starts[t]
         while base < end:
-            W = np.uint64(0)                        # bit j: byte base + j is whitespace (or past the end)
-            lead = np.uint64(0)
-            for b in range(min((end - base + 7) >> 3, 8)):
-                p = base + 8 * b
-                x = load8(data, p) if p + 8 <= nb else load_upto(data, p, nb)
-                W |= high_bits(_ascii_ws(x)) << (_U8 * np.uint64(b))
-                lead |= high_bits(_lead_bytes(x)) << (_U8 * np.uint64(b))
+            if base + 64 <= nb:                     # bit j: byte base + j is whitespace (or past the end)
+                W = in_ranges64(data, base, 9, 5, 28, 5)        # \t..\r, \x1c..\x1f and space
+                lead = in_ranges64(data, base, 0xC2, 1, 0xE0, 4)
+            else:                                   # (the buffer's last bytes: no 64-byte load)
+                W = np.uint64(0)
+                lead = np.uint64(0)
+                for b in range(min((end - base + 7) >> 3, 8)):
+                    p = base + 8 * b
+                    x = load8(data, p) if p + 8 <= nb else load_upto(data, p, nb)
+                    W |= high_bits(_ascii_ws(x)) << (_U8 * np.uint64(b))
+                    lead |= high_bits(_lead_bytes(x)) << (_U8 * np.uint64(b))
             W |= carry
             carry = np.uint64(0)
             r = end - base
@@ -776,55 +793,63 @@ def _line_flags(data, s, j, seen):
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
-def scan_lines(data, off, cls, code_share, min_code_lines, doc, rs, rt, ts, tt, raw_chars, chars, flags):
+def scan_lines(data, off, newlines, cls, code_share, min_code_lines, doc, rs, rt, ts, tt, raw_chars, chars, flags):
     """Every line of the texts data[off[d]:off[d + 1]] (split on "\\n"; a text of n newlines has n + 1 lines):
     its raw span rs..rt, trimmed span ts..tt, code points raw and trimmed, and `flags`: FENCE (exact: FENCE_RE)
     and GATE_* (the line may match CODE_RE / LABEL_RE / SYMBOLS_RE / LIST_RE; never unset where the regex
     matches, but a SURE_CODE line, which is in no other class, has GATE_CODE only), HAS_EQ, SURE_CODE (it matches
     CODE_RE: `_sure_code`), FENCED (a fence or inside a fenced block: after an odd number of fences of its text).
-    Once a text's SURE_CODE and FENCED lines make it a code file (>= min_code_lines of them and >= code_share of
-    its non-blank lines), its later lines get no flags: the check counts every line of a code file nowhere,
-    whatever its flags say (~40% of the flags of mixed text with code).
-    Output capacity: newlines + texts. Returns the number of lines."""
+
+    A code file (its SURE_CODE and FENCED lines are >= min_code_lines and >= code_share of its non-blank lines)
+    counts nowhere in the check, whatever its lines are: it becomes one empty line (empty spans at its start, no
+    code points, no flags), so nothing after the scan looks at its lines. Its scan stops as soon as those lines
+    reach code_share of all its lines (`newlines[d]` + 1, a bound of the non-blank ones), else at its end: half
+    the bytes and 60% of the lines of mixed text with code, most of them never scanned.
+    An infinite code_share: no code files. Output capacity: newlines + texts. Returns the number of lines."""
+    ruled = code_share < np.inf
     n = 0
     for d in range(off.shape[0] - 1):
         end = off[d + 1]
         s = off[d]
         first = n
         nonblank = 0
-        while True:                             # the lines: spans and code points (flags: the scan's notes)
+        sure = 0
+        inside = False                          # after an odd number of fences of the text
+        settle = max(float(min_code_lines), code_share * (newlines[d] + 1))
+        code_file = False
+        while True:
             j, nc, seen = _line_end(data, s, end)
+            a, z, cut = _trim(data, s, j, cls)  # trim (Unicode whitespace, as Arrow)
+            fl = 0
+            if z > a:
+                nonblank += 1
+                fl = _line_flags(data, s, j, seen)
+                fence = (fl & FENCE) != 0
+                if fence or inside:
+                    fl |= FENCED
+                inside ^= fence
+                sure += (fl & (SURE_CODE | FENCED)) != 0
+                if sure >= settle:
+                    code_file = True
+                    break
             doc[n] = d
             rs[n] = s
             rt[n] = j
-            raw_chars[n] = nc
-            a, z, cut = _trim(data, s, j, cls)  # trim (Unicode whitespace, as Arrow)
             ts[n] = a
             tt[n] = z
+            raw_chars[n] = nc
             chars[n] = nc - cut
-            flags[n] = seen
-            nonblank += z > a
+            flags[n] = fl
             n += 1
             if j >= end:
                 break
             s = j + 1
-        need = max(float(min_code_lines), code_share * nonblank)
-        sure = 0
-        inside = False                          # after an odd number of fences of the text
-        for i in range(first, n):               # their flags, until the text is a code file
-            if ts[i] == tt[i]:
-                flags[i] = 0
-                continue
-            fl = _line_flags(data, rs[i], rt[i], flags[i])
-            fence = (fl & FENCE) != 0
-            if fence or inside:
-                fl |= FENCED
-            inside ^= fence
-            flags[i] = fl
-            sure += (fl & (SURE_CODE | FENCED)) != 0
-            if sure >= need:
-                flags[i + 1:n] = 0
-                break
+        if code_file or (ruled and sure >= max(float(min_code_lines), code_share * nonblank)):
+            n = first
+            doc[n] = d
+            rs[n] = rt[n] = ts[n] = tt[n] = off[d]
+            raw_chars[n] = chars[n] = flags[n] = 0
+            n += 1
     return n
 
 
@@ -927,9 +952,14 @@ def list_items(data, rs, rt, ts, tt, rows, out_start):
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
-def count_newlines(data):
-    """The "\\n" bytes of `data` (eight at a time: ~4x faster than numpy's count_nonzero(data == 10))."""
-    return count_byte(data, 10)
+def count_newlines(data, off, out):
+    """out[d]: the "\\n" bytes of text data[off[d]:off[d + 1]] (eight at a time: ~4x faster than numpy's
+    count_nonzero(data == 10)); returns their sum."""
+    total = 0
+    for d in range(off.shape[0] - 1):
+        out[d] = count_byte(data, 10, off[d], off[d + 1])
+        total += out[d]
+    return total
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
