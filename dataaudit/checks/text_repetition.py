@@ -299,27 +299,10 @@ def line_stats(lines: Lines, doc_key: np.ndarray, n_docs: int) -> tuple[np.ndarr
     return safe_ratio(dup_lines, n_lines), dup_chars
 
 
-def words_of(texts: pa.Array | Spans, parent: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def words_of(texts: pa.Array, parent: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(hash and characters of every word of `texts`, in order; the number of words of each document) (words split
-    on whitespace runs, Unicode spaces included; `parent`: the document of each text, non-decreasing). Equal words,
-    equal hashes: with numba `word_hashes`' content hashes (one pass over the bytes, 64 at a time; characters as
-    int32), else Arrow's split and dictionary ids, mixed. (`Spans` come from the numba path only.)"""
-    k = numba_kernels("dataaudit.textops._repetition_kernels",
-                      work=None if isinstance(texts, Spans) else texts.nbytes)
-    if k is not None:
-        if not isinstance(texts, Spans):
-            off, data = string_buffers(as_string_array(texts))
-            texts = Spans(data, off[:-1], off[1:])
-        # outputs for a word per 4 bytes and per text, and again at the right size in the rare batch that has more
-        # (as in _sentences: not for the worst case, a word per 2 bytes)
-        cap = len(texts) + int((texts.stop - texts.start).sum()) // 4
-        parent = np.ascontiguousarray(parent, np.int64)
-        while True:
-            wh, chars, n_words = np.empty(cap, np.uint64), np.empty(cap, np.int32), np.zeros(n_docs, np.int64)
-            nw = k.word_hashes(texts.data, texts.start, texts.stop, parent, wh, chars, n_words)
-            if nw <= cap:
-                return wh[:nw], chars[:nw], n_words
-            cap = nw
+    on whitespace runs, Unicode spaces included; `parent`: the document of each text, non-decreasing): Arrow's split
+    and dictionary ids, mixed (equal words, equal hashes). The twin of the kernels' `word_hashes`."""
     words, in_text, _ = flatten_lists(pc.utf8_split_whitespace(texts))
     wlen = char_lengths(words)
     keep = wlen > 0                                             # leading/trailing/repeated whitespace
@@ -328,27 +311,32 @@ def words_of(texts: pa.Array | Spans, parent: np.ndarray, n_docs: int) -> tuple[
     return _mix(_ids(words) + _GOLD), wlen, np.bincount(parent[in_text], minlength=n_docs)
 
 
-def ngram_stats(wh: np.ndarray, wlen: np.ndarray, n_words: np.ndarray, doc_key: np.ndarray, n_docs: int, top_ns,
-                dup_ns, min_words: int):
+def ngram_stats(texts: pa.Array | Spans, parent: np.ndarray, doc_key: np.ndarray, n_docs: int, top_ns, dup_ns,
+                min_words: int):
     """{n: top-n-gram chars} and {n: duplicated-n-gram chars} per document (numerators, float64), and the number
-    of words of each document, from the documents' words in order (`words_of`: per-word hash and characters, and
-    the words of each document)."""
-    N = len(wh)
+    of words of each document, from the words of `texts` (`parent`: the document of each text, non-decreasing).
+    With numba (`Spans` come from the numba path only) the kernel `word_ngrams` does it all one document at a
+    time; else Arrow's words (`words_of`) and numpy rounds over the whole batch."""
     top = {n: np.zeros(n_docs) for n in top_ns}
     dup = {n: np.zeros(n_docs) for n in dup_ns}
     max_n = max(list(top_ns) + list(dup_ns), default=0)
-    if N == 0 or max_n == 0:
-        return top, dup, n_words
-    k = numba_kernels("dataaudit.textops._repetition_kernels", work=wh.nbytes)
-    if k is not None:                                           # the same statistics, document by document
-        bounds = np.zeros(n_docs + 1, np.int64)
-        np.cumsum(n_words, out=bounds[1:])
+    k = numba_kernels("dataaudit.textops._repetition_kernels",
+                      work=None if isinstance(texts, Spans) else texts.nbytes)
+    if k is not None:
+        if not isinstance(texts, Spans):
+            off, data = string_buffers(as_string_array(texts))
+            texts = Spans(data, off[:-1], off[1:])
+        n_words = np.zeros(n_docs, np.int64)
         is_top, is_dup = np.zeros(max_n + 1, np.bool_), np.zeros(max_n + 1, np.bool_)
         is_top[list(top_ns)], is_dup[list(dup_ns)] = True, True
         out_top, out_dup = np.zeros((max_n + 1, n_docs)), np.zeros((max_n + 1, n_docs))
-        k.ngram_stats(np.ascontiguousarray(wh, np.uint64), np.ascontiguousarray(wlen, np.int32), bounds, int(min_words),
-                      max_n, is_top, is_dup, out_top, out_dup)
+        k.word_ngrams(texts.data, texts.start, texts.stop, np.ascontiguousarray(parent, np.int64), int(min_words),
+                      max_n, is_top, is_dup, out_top, out_dup, n_words)
         return {n: out_top[n] for n in top_ns}, {n: out_dup[n] for n in dup_ns}, n_words
+    wh, wlen, n_words = words_of(texts, parent, n_docs)
+    N = len(wh)
+    if N == 0 or max_n == 0:
+        return top, dup, n_words
     doc = np.repeat(np.arange(n_docs, dtype=np.int64), n_words)   # document of each word
     cum = np.concatenate(([0.0], np.cumsum(wlen.astype(np.float64))))
     starts = np.concatenate(([0], np.cumsum(n_words)[:-1]))
@@ -496,10 +484,10 @@ def repetition_stats(arr: pa.Array, *, top_ns=TOP_NS, dup_ns=DUP_NS, lines: bool
         out["dup_line_char_frac"] = safe_ratio(chars, denominator)
     if ngrams:
         if skip_structure:
-            wh, wlen, n_words = words_of(_take_texts(split.text, split.words), split.doc[split.words], n_docs)
+            texts, parent = _take_texts(split.text, split.words), split.doc[split.words]
         else:
-            wh, wlen, n_words = words_of(arr, np.arange(n_docs, dtype=np.int64), n_docs)
-        top, dup, out.n_words = ngram_stats(wh, wlen, n_words, doc_key, n_docs, tuple(top_ns), tuple(dup_ns), min_words)
+            texts, parent = arr, np.arange(n_docs, dtype=np.int64)
+        top, dup, out.n_words = ngram_stats(texts, parent, doc_key, n_docs, tuple(top_ns), tuple(dup_ns), min_words)
         for n in top_ns:
             out[f"top_{n}_gram"] = safe_ratio(top[n], denominator)
         for n in dup_ns:

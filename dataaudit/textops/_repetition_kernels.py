@@ -1,15 +1,15 @@
 """numba kernels of the repetition check (`checks/text_repetition` and `checks/text_lines` hold the Arrow and
 numpy twins, which give identical results):
 
-- `word_hashes`: the words of byte spans (split as `_kernels.word_tokens` splits them: whitespace bits of 64 bytes
-  at a time from 8-byte words), with a hash of their own (equal words, equal hashes) and their code points.
-- `ngram_stats`: one document at a time, n = 2..max_n, 64-bit n-gram hashes grouped in an open-addressing table
-  (sized by the document) instead of Arrow's hash table over the whole batch.
+- `word_ngrams`: one document at a time, its words (`word_hashes`: split as `_kernels.word_tokens` splits them,
+  whitespace bits of 64 bytes at a time (`_swar.in_ranges64`), with a hash of their own and their code points),
+  then for n = 2..max_n its 64-bit n-gram hashes grouped in an open-addressing table sized by the document
+  (`_doc_ngrams`) instead of Arrow's hash table over the whole batch.
 - `scan_lines`: one pass over a batch's bytes (eight at a time, `_swar`): every line (split on "\\n") with its raw
   and trimmed byte span, code points, fence state and the cheap necessary conditions ("gates") of the structure
   regexes, so that RE2 only runs on the lines that could match (LABEL_RE is decided there, `_label`, but for some
-  headings), up to the line that makes a text a code file; `code_candidates` a tighter gate of CODE_RE for the
-  lines bound for RE2.
+  headings); a code file becomes one empty line; `code_candidates` a tighter gate of CODE_RE for the lines bound
+  for RE2.
 - `split_sentences`: the sentences of given line spans (`SENTENCE_END_RE` of the check, as Arrow's
   split_pattern_regex cuts them, each trimmed, empty ones dropped) with their code points and content hashes.
 - `sentence_runs` / `line_repeats`: the longest run of one sentence, and the repeated lines, of each document,
@@ -109,10 +109,11 @@ def word_hashes(data, starts, stops, parent, out_hash, out_chars, doc_words):
     out_chars its code points; doc_words[parent[t]] += the words of text t (zeroed by the caller). Returns the
     number of words; more than the outputs hold when they were too short (they hold the first ones then).
 
-    64 bytes at a time: a whitespace bit per byte from 8-byte words (`_ascii_ws`; a multi-byte space only where a
-    lead byte shows, `_multibyte_ws`), then the words' ends and starts from the bits where whitespace begins or
-    ends. No branch per byte, and the next word's position never waits for the last word's bytes: ~2x faster than
-    `word_tokens`, and than reading word by word 8 bytes at a time."""
+    64 bytes at a time: a whitespace bit per byte from one vector compare (`_swar.in_ranges64`; from 8-byte words,
+    `_ascii_ws`, at the buffer's end; a multi-byte space only where a lead byte shows, `_multibyte_ws`), then the
+    words' ends and starts from the bits where whitespace begins or ends. No branch per byte, and the next word's
+    position never waits for the last word's bytes: ~2x faster than `word_tokens`, and than reading word by word 8
+    bytes at a time (and the vector compare took another ~25% off the 8-byte words')."""
     nb = data.shape[0]
     nw = 0
     for t in range(starts.shape[0]):
@@ -180,107 +181,142 @@ _FILL = 8           # table slots per word of a document (rounded up to a power 
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def ngram_stats(wh, wlen, starts, min_words, max_n, is_top, is_dup, top, dup):
-    """wh: word hashes (flat, by document; well mixed: `word_hashes`' or the twin's); wlen: the words' code points
-    (int32); starts: document d owns words starts[d]..starts[d+1]; is_top/is_dup[n]: compute that statistic;
-    top/dup [max_n + 1, n_docs] float64 numerators, filled in place (the sums are integers, exact in float64 as
-    in the twin).
+def word_ngrams(data, starts, stops, parent, min_words, max_n, is_top, is_dup, top, dup, n_words):
+    """The n-gram statistics of documents made of the texts data[starts[t]:stops[t]] (parent[t]: the document of
+    text t, non-decreasing): one document at a time, its words (`word_hashes`) into a buffer that stays in cache,
+    then its n-grams (`_doc_ngrams`). n_words[d]: the words of document d; is_top/is_dup[n]: compute that
+    statistic; top/dup [max_n + 1, n_docs] float64 numerators, filled in place. A document of fewer than 2 or
+    min_words words gets none. (The words of a whole batch at once meant ~24 MB of fresh memory for an 8 MB batch:
+    its page faults took ~25% of the words' time.)"""
+    n = starts.shape[0]
+    most = 0                                # words of the largest document, at most: a word and a space per 2 bytes
+    i = 0
+    while i < n:
+        j = _group_end(parent, i)
+        bound = 0
+        for t in range(i, j):
+            bound += (stops[t] - starts[t] + 1) // 2
+        most = max(most, bound)
+        i = j
+    wh = np.empty(most + 1, np.uint64)
+    wlen = np.empty(most + 1, np.int32)
+    # _doc_ngrams' work arrays, grown with the documents: the table (slot p: hash at 2p, stamp << 32 | count at
+    # 2p + 1), and per candidate j its n-gram's hash, first word, slot, first occurrence or not; code points before
+    # each word
+    tab = np.zeros(0, np.uint64)
+    hc = np.empty(0, np.uint64)
+    cand = np.empty(0, np.int32)
+    slot = np.empty(0, np.int32)
+    new = np.empty(0, np.bool_)
+    cum = np.zeros(0, np.int64)
+    stamp = np.uint64(0)                    # the last round's (a slot of an older stamp is free)
+    i = 0
+    while i < n:
+        j = _group_end(parent, i)
+        d = parent[i]
+        w = word_hashes(data, starts[i:j], stops[i:j], parent[i:j], wh, wlen, n_words)
+        if w >= 2 and w >= min_words:
+            if w + 1 > hc.shape[0]:
+                size = 16
+                while size < _FILL * w:
+                    size *= 2
+                if 2 * size > tab.shape[0]:
+                    tab = np.zeros(2 * size, np.uint64)
+                    stamp = np.uint64(0)
+                hc, cand, slot = np.empty(w + 1, np.uint64), np.empty(w + 1, np.int32), np.empty(w + 1, np.int32)
+                new, cum = np.empty(w + 1, np.bool_), np.zeros(w + 1, np.int64)
+            stamp = _doc_ngrams(wh, wlen, w, max_n, is_top, is_dup, top, dup, d, tab, hc, cand, slot, new, cum, stamp)
+        i = j
+    return 0
+
+
+_LOW32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+_FILL = 8           # table slots per word of a document (rounded up to a power of two): 8 rather than 2 took ~20%
+                    # less time (fewer probes and mispredicted probe loops); 4 and 16 took longer
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _doc_ngrams(wh, wlen, w, max_n, is_top, is_dup, top, dup, d, tab, hc, cand, slot, new, cum, stamp):
+    """The n-gram statistics of document d from its w words (wh: their hashes, well mixed; wlen: their code points)
+    into top/dup[n, d] (integer sums, exact in float64 as in the twin); the work arrays are `word_ngrams`'. Returns
+    the last round's stamp.
 
     Round n only visits the candidates (an n-gram whose two (n-1)-grams both occur twice or more), kept compact
     with their hashes (a candidate of round n was one of every earlier round, so only its hash needs extending).
-    The n-grams of one document and round are grouped in an open-addressing table of (hash, stamp << 32 | count)
-    slots sized by that document's words, the stamp telling this round's slots from older ones (nothing is
-    cleared). One document at a time, so the document needs no mixing into the hashes. A round is two passes:
-    insert (and the highest count), then the statistics and the next round's candidates."""
-    n_docs = starts.shape[0] - 1
-    maxw = 0
-    for d in range(n_docs):
-        if starts[d + 1] - starts[d] > maxw:
-            maxw = starts[d + 1] - starts[d]
-    cap = 16
-    while cap < _FILL * maxw:
-        cap *= 2
-    tab = np.zeros(2 * cap, np.uint64)      # slot p: hash at 2p, stamp << 32 | count at 2p + 1
-    hc = np.empty(maxw + 1, np.uint64)      # hash of the n-gram at candidate j
-    cand = np.empty(maxw + 1, np.int32)     # candidate j: the n-gram's first word (j itself in round 2)
-    slot = np.empty(maxw + 1, np.int32)
-    new = np.empty(maxw + 1, np.bool_)      # candidate j is its n-gram's first occurrence
-    cum = np.zeros(maxw + 1, np.int64)      # cum[i]: code points of the document's words before word i
-    stamp = np.uint64(0)
-    for d in range(n_docs):
-        s = starts[d]
-        w = starts[d + 1] - s
-        if w < 2 or w < min_words:
-            continue
-        size = 16
-        while size < _FILL * w:
-            size *= 2
-        mask = np.uint64(size - 1)
-        for i in range(w):
-            cum[i + 1] = cum[i] + wlen[s + i]
-        k = w - 1                           # round 2: every position, its 1-gram hash read from wh (no pass to copy it)
-        for n in range(2, max_n + 1):
-            stamp += np.uint64(1)
-            tag = stamp << _S32
-            best = np.uint64(0)
-            for j in range(k):
-                i = j if n == 2 else cand[j]
-                hv = _mix((wh[s + j] if n == 2 else hc[j]) * _GOLD + wh[s + i + n - 1])
-                hc[j] = hv
-                p = hv & mask
+    The n-grams of a round are grouped in an open-addressing table of (hash, stamp << 32 | count) slots sized by
+    the document's words, the stamp telling this round's slots from older ones (nothing is cleared). One document at
+    a time, so the document needs no mixing into the hashes. A round is two passes: insert (and the highest count),
+    then the statistics and the next round's candidates."""
+    size = 16
+    while size < _FILL * w:
+        size *= 2
+    mask = np.uint64(size - 1)
+    for i in range(w):
+        cum[i + 1] = cum[i] + wlen[i]
+    k = w - 1                           # round 2: every position, its 1-gram hash read from wh (no pass to copy it)
+    for n in range(2, max_n + 1):
+        stamp += np.uint64(1)
+        tag = stamp << _S32
+        best = np.uint64(0)
+        for j in range(k):
+            i = j if n == 2 else cand[j]
+            hv = _mix((wh[j] if n == 2 else hc[j]) * _GOLD + wh[i + n - 1])
+            hc[j] = hv
+            p = hv & mask
+            meta = tab[2 * p + 1]
+            # another n-gram's slot: probe on (one test: `a and b` took two branches, the first one taken at
+            # random, ~7% more time)
+            while (((meta ^ tag) >> _S32) | np.uint64(tab[2 * p] == hv)) == 0:
+                p = (p + np.uint64(1)) & mask
                 meta = tab[2 * p + 1]
-                # another n-gram's slot: probe on (one test: `a and b` took two branches, the first one taken at
-                # random, ~7% more time)
-                while (((meta ^ tag) >> _S32) | np.uint64(tab[2 * p] == hv)) == 0:
-                    p = (p + np.uint64(1)) & mask
-                    meta = tab[2 * p + 1]
-                fresh = (meta & ~_LOW32) != tag
-                meta = (tag | np.uint64(1)) if fresh else meta + np.uint64(1)
-                tab[2 * p] = hv
-                tab[2 * p + 1] = meta
-                new[j] = fresh
-                slot[j] = np.int32(p)
-                if meta & _LOW32 > best:
-                    best = meta & _LOW32
-            if best < 2:                    # nothing repeats: no statistic, no candidate
-                break
-            want_top = is_top[n]
-            want_dup = is_dup[n]
-            t = 0.0
-            end = 0
-            total = 0
-            any_rep = False
-            kk = 0
-            prev_i = -2
-            prev_rep = False
-            for j in range(k):
-                i = j if n == 2 else cand[j]
-                c = tab[2 * np.int64(slot[j]) + 1] & _LOW32
-                rep = c >= 2
-                if j:                       # i - 1 and i both repeat: i is a candidate of round n + 1 (no branch:
-                    cand[kk] = prev_i       # it goes either way at random); kk < j, so nothing unread is overwritten
-                    hc[kk] = hc[j - 1]
-                    kk += rep & prev_rep & (prev_i == i - 1)
-                if want_top and c == best and new[j]:
-                    v = np.float64(best) * (cum[i + n] - cum[i] + (n - 1))      # words joined by single spaces
-                    if v > t:
-                        t = v
-                if want_dup and not new[j]:     # words covered by a repeated occurrence: the union of the
-                    any_rep = True              # intervals i..i+n (i increasing)
-                    a = i if i > end else end
-                    if i + n > a:
-                        total += cum[i + n] - cum[a]
-                        end = i + n
-                prev_i = i
-                prev_rep = rep
-            if want_top:
-                top[n, d] = t
-            if any_rep:
-                dup[n, d] = total
-            k = kk
-            if k == 0:
-                break
-    return 0
+            fresh = (meta & ~_LOW32) != tag
+            meta = (tag | np.uint64(1)) if fresh else meta + np.uint64(1)
+            tab[2 * p] = hv
+            tab[2 * p + 1] = meta
+            new[j] = fresh
+            slot[j] = np.int32(p)
+            if meta & _LOW32 > best:
+                best = meta & _LOW32
+        if best < 2:                    # nothing repeats: no statistic, no candidate
+            break
+        want_top = is_top[n]
+        want_dup = is_dup[n]
+        t = 0.0
+        end = 0
+        total = 0
+        any_rep = False
+        kk = 0
+        prev_i = -2
+        prev_rep = False
+        for j in range(k):
+            i = j if n == 2 else cand[j]
+            c = tab[2 * np.int64(slot[j]) + 1] & _LOW32
+            rep = c >= 2
+            if j:                       # i - 1 and i both repeat: i is a candidate of round n + 1 (no branch:
+                cand[kk] = prev_i       # it goes either way at random); kk < j, so nothing unread is overwritten
+                hc[kk] = hc[j - 1]
+                kk += rep & prev_rep & (prev_i == i - 1)
+            if want_top and c == best and new[j]:
+                v = np.float64(best) * (cum[i + n] - cum[i] + (n - 1))      # words joined by single spaces
+                if v > t:
+                    t = v
+            if want_dup and not new[j]:     # words covered by a repeated occurrence: the union of the
+                any_rep = True              # intervals i..i+n (i increasing)
+                a = i if i > end else end
+                if i + n > a:
+                    total += cum[i + n] - cum[a]
+                    end = i + n
+            prev_i = i
+            prev_rep = rep
+        if want_top:
+            top[n, d] = t
+        if any_rep:
+            dup[n, d] = total
+        k = kk
+        if k == 0:
+            break
+    return stamp
 
 
 # ------------------------------------------------------------------------------------------------- lines

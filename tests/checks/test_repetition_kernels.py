@@ -59,14 +59,18 @@ def test_kernel_equals_twin_on_real_text(monkeypatch, shared_data):
         assert (stats["sentence_run"] > 0).sum() > 50 and (stats["dup_line_frac"] > 0).sum() > 50
 
 
-def test_words_of_kernel_equals_arrow(monkeypatch):
-    # the same words (Unicode spaces split them), lengths and words per document; equal words, equal hashes
+def test_word_hashes_equal_arrows_words():
+    # the kernel and its Arrow twin (`words_of`): the same words (Unicode spaces split them), lengths and words per
+    # document; equal words, equal hashes
     from dataaudit.checks.text_repetition import words_of
-    texts = pa.array(["a  bb\u00a0训练 a", "", "\u3000x\u2003😀é x\u0085", " \t", "bb a"], pa.string())
+    texts = ["a  bb\u00a0训练 a", "", "\u3000x\u2003😀é x\u0085", " \t", "bb a"]
     parent = np.array([0, 0, 1, 2, 2])
-    fast = words_of(texts, parent, 4)
-    monkeypatch.setenv("DATAAUDIT_NO_NUMBA", "1")
-    slow = words_of(texts, parent, 4)
+    raw = [t.encode() for t in texts]
+    data = np.frombuffer(b"".join(raw), np.uint8).copy()
+    stops = np.cumsum([len(r) for r in raw]).astype(np.int64)
+    fast = _word_hashes(numba_kernels("dataaudit.textops._repetition_kernels"), data, stops - [len(r) for r in raw],
+                        stops, parent, 4)
+    slow = words_of(pa.array(texts, pa.string()), parent, 4)
     for got in (fast, slow):
         np.testing.assert_array_equal(got[1], [1, 2, 2, 1, 1, 2, 1, 2, 1])
         np.testing.assert_array_equal(got[2], [4, 3, 2, 0])
@@ -559,17 +563,15 @@ def test_line_offsets_as_int64_for_a_batch_past_int32(monkeypatch):
     assert small["sentence_run"][-1] == 2 and small["dup_line_frac"][-1] > 0
 
 
-def test_word_outputs_grow_for_a_batch_of_short_words(monkeypatch):
-    # outputs sized for a word per 4 bytes are redone at the right size when a batch has more (here one per 2
-    # bytes): every word is there, and the statistics equal the twin's
-    from dataaudit.checks.text_repetition import words_of
-    texts = ["a " * 1000, "x yy", ""]
-    wh, chars, n_words = words_of(pa.array(texts, pa.string()), np.arange(3), 3)
-    assert len(wh) == 1002 > len(texts) + sum(len(t) for t in texts) // 4
-    assert n_words.tolist() == [1000, 2, 0] and chars.tolist() == [1] * 1001 + [2]
-    assert len(set(wh[:1000].tolist())) == 1 and len(set(wh[999:].tolist())) == 3
+def test_word_ngrams_buffers_hold_any_document(monkeypatch):
+    # a word per 2 bytes (the most a text holds) and documents larger, then smaller, than the one before (the work
+    # arrays grow; a smaller document after a larger one reuses them): the twin's statistics, exactly
+    texts = ["x yy x yy", "a " * 1000, "b c b c", "a b " * 3000, "q r q r q"]
     stats = _assert_twins(monkeypatch, texts, skip_structure=False)
-    assert stats["top_2_gram"][0] > 0
+    assert stats.n_words.tolist() == [4, 1000, 4, 6000, 5]
+    # "a a": 999 times, 3 characters, of 2000; "a b": 3000 times, of 12000; "q r" twice, of 9
+    assert stats["top_2_gram"].tolist() == [2 * 4 / 9, 999 * 3 / 2000, 2 * 3 / 7, 3000 * 3 / 12000, 2 * 3 / 9]
+    assert stats["dup_5_gram"][1] == 999 / 2000 and stats["dup_5_gram"][2] == 0     # words 1..999 repeat a 5-gram
 
 
 def test_fenced_lines_equal_the_twins_parity():
