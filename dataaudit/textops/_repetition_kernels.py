@@ -33,7 +33,7 @@ import numpy as np
 
 from ._kernels import _C1, _GOLD, _mix, _multibyte_ws
 from ._swar import (HIGH, continuation_bytes, count_byte, each_zero_byte, has_byte, high_bits, in_ranges64, load8,
-                    load_upto, low_bytes, repeat_byte, trailing_zeros)
+                    load_upto, low_bytes, popcount, repeat_byte, trailing_zeros)
 
 
 # ------------------------------------------------------------------------------------------------- words
@@ -897,11 +897,26 @@ def scan_lines(data, off, newlines, cls, code_share, min_code_lines, doc, rs, rt
 @numba.njit(inline="always", cache=True)
 def _line_end(data, s, end):
     """(the end of the line that starts at s: its "\\n" or `end`, its code points, _EQ | _COLON if it holds an "="
-    or a ":"): eight bytes at a time (`_swar`; ~1.8x faster than a byte loop), the last few one by one."""
+    or a ":"): 64 bytes at a time (`_swar.in_ranges64`), eight at a time (`_swar`; ~1.8x faster than a byte loop)
+    in the buffer's last 64 bytes, the last few one by one."""
     j = s
     cont = np.uint64(0)                     # UTF-8 continuation bytes: code points = bytes - cont
     eq = np.uint64(0)
     colon = np.uint64(0)
+    nb = data.shape[0]
+    while j < end and j + 64 <= nb:
+        nl = in_ranges64(data, j, 10, 1, 0, 0)
+        if end - j < 64:                    # the text ends in this block: stop there as at a newline
+            nl |= _ALL << np.uint64(end - j)
+        k = np.int64(trailing_zeros(nl))    # (64: none)
+        keep = (_ONE << np.uint64(k)) - _ONE if k < 64 else _ALL
+        cont += popcount(in_ranges64(data, j, 0x80, 0x40, 0, 0) & keep)
+        eq |= in_ranges64(data, j, 61, 1, 0, 0) & keep
+        colon |= in_ranges64(data, j, 58, 1, 0, 0) & keep
+        if k < 64:
+            j += k
+            return j, (j - s) - np.int64(cont), _seen(eq, colon)
+        j += 64
     while j + 8 <= end:
         x = load8(data, j)
         nl = has_byte(x, _NL8)

@@ -114,6 +114,9 @@ def count_byte(data, b, a=0, z=-1):
     b8 = np.uint64(b) * ONES
     n = np.uint64(0)
     i = a
+    while i + 64 <= z:
+        n += popcount(in_ranges64(data, i, b, 1, 0, 0))
+        i += 64
     while i + 8 <= z:
         n += popcount(each_zero_byte(load8(data, i) ^ b8))
         i += 8

@@ -449,7 +449,7 @@ def test_count_newlines_counts_exactly():
         assert total == out.sum()
         return out.tolist()
 
-    for n in range(0, 40):
+    for n in list(range(0, 40)) + [63, 64, 65, 127, 128, 129, 200]:      # (64 bytes at a time, then 8, then 1)
         data = np.resize(pattern, n)
         assert count(data) == [int((data == 10).sum())]
         for cut in range(n + 1):                                # every split into two texts
