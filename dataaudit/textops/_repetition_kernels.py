@@ -1163,12 +1163,20 @@ def split_sentences(data, starts, stops, cls, sentence_bytes, out_line, out_star
     ASCII whitespace*), trimmed, empty ones dropped. `sentence_bytes`: SENTENCE_BYTES. Returns the number of
     sentences; more than the outputs hold when they were too short (they hold the first ones then)."""
     k = 0
+    nb = data.shape[0]
     for li in range(starts.shape[0]):
         e = stops[li]
         piece = starts[li]
         i = piece
         while i < e:
-            while i + 8 <= e:                   # most bytes: no sentence end can start here; eight at a time
+            while i + 64 <= nb:                 # most bytes: no sentence end can start here; 64 at a time (a byte
+                m = (in_ranges64(data, i, 33, 1, 46, 1)     # of SENTENCE_BYTES: ! . ? E2 E3 EF)
+                     | in_ranges64(data, i, 63, 1, 0xE2, 2) | in_ranges64(data, i, 0xEF, 1, 0, 0))
+                if m or i + 64 >= e:
+                    i = min(i + np.int64(trailing_zeros(m)), e)
+                    break
+                i += 64
+            while i + 8 <= e:                   # (the buffer's last 64 bytes) eight at a time
                 x = load8(data, i)
                 if (x & HIGH) or has_byte(x, _DOT8) or has_byte(x, _BANG8) or has_byte(x, _QUESTION8):
                     break

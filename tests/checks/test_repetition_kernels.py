@@ -375,19 +375,41 @@ def test_swar_helpers_on_known_words():
     assert [int(_swar.low_bytes(k)) for k in (0, 1, 7)] == [0, 0xFF, 2**56 - 1]
 
 
+def test_in_ranges64_marks_exactly_the_bytes_of_its_ranges():
+    # bit j of in_ranges64(data, p, ...) is byte p + j in either range, at any offset; an empty range marks nothing;
+    # a range may end at 0xFF
+    import numba
+    from dataaudit.textops import _swar
+
+    @numba.njit
+    def ranges(data, p, lo1, n1, lo2, n2):      # (the intrinsics only run compiled)
+        return _swar.in_ranges64(data, p, lo1, n1, lo2, n2)
+
+    data = np.random.default_rng(5).integers(0, 256, 300, dtype=np.uint8)
+    data[:20] = [9, 10, 13, 14, 28, 32, 33, 0, 255, 0x80, 0xBF, 0xC0, 0xC2, 0xE0, 0xE3, 0xE4, 61, 58, 10, 0]
+    for lo1, n1, lo2, n2 in ((9, 5, 28, 5), (0xC2, 1, 0xE0, 4), (10, 1, 0, 0), (0x80, 0x40, 0, 0), (0x80, 0x80, 61, 1),
+                             (0, 0, 0, 0)):
+        for p in (0, 1, 7, 63, 100, len(data) - 64):
+            window = data[p:p + 64].astype(int)
+            want = ((window - lo1) % 256 < n1) | ((window - lo2) % 256 < n2)
+            assert int(ranges(data, p, lo1, n1, lo2, n2)) == sum(1 << int(j) for j in np.flatnonzero(want))
+
+
 def test_line_end_at_every_alignment():
     # the line's end, code points and "=" / ":" notes come out the same wherever the line starts and ends in an
-    # 8-byte word, with multi-byte characters across word boundaries and the line's last bytes at the text's end
+    # 8-byte word or a 64-byte block, with multi-byte characters across their boundaries, the line's last bytes at
+    # the text's end, and bytes of the next text (a newline, "=", ":", continuation bytes) after it in the buffer
     k = numba_kernels("dataaudit.textops._repetition_kernels")
     rng = random.Random(3)
     pieces = ["a", "=", ":", "é", "训", "😀", " ", "\t", "xyz", "\u3000"]
-    for _ in range(400):
-        line = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
-        pad = "p" * rng.randint(0, 9)
+    for _ in range(1500):
+        line = "".join(rng.choice(pieces) for _ in range(rng.choice([rng.randint(0, 30), rng.randint(20, 120)])))
+        pad = "p" * rng.randint(0, 70)
         tail = rng.choice(["", "\n", "\nrest=:"])
-        data = np.frombuffer((pad + line + tail).encode(), np.uint8).copy()
+        after = rng.choice(["", "=:\n训" * rng.randint(1, 40)])    # the next text: not this line's
+        data = np.frombuffer((pad + line + tail + after).encode(), np.uint8).copy()
         s = len(pad.encode())
-        j, nc, seen = k._line_end(data, s, len(data))
+        j, nc, seen = k._line_end(data, s, len(data) - len(after.encode()))
         assert j == s + len(line.encode()) and nc == len(line)
         assert seen == (k._EQ if "=" in line else 0) | (k._COLON if ":" in line else 0)
 
