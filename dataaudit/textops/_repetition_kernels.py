@@ -117,58 +117,75 @@ def word_hashes(data, starts, stops, parent, out_hash, out_chars, doc_words):
     nb = data.shape[0]
     nw = 0
     for t in range(starts.shape[0]):
-        end = stops[t]
         first = nw
-        prev = _ONE                                 # the byte before the window is whitespace
-        carry = np.uint64(0)                        # a multi-byte space's bytes past the last window
-        start = starts[t]                           # of the word that goes on (into this window)
-        base = starts[t]
-        while base < end:
-            if base + 64 <= nb:                     # bit j: byte base + j is whitespace (or past the end)
-                W = in_ranges64(data, base, 9, 5, 28, 5)        # \t..\r, \x1c..\x1f and space
-                lead = in_ranges64(data, base, 0xC2, 1, 0xE0, 4)
-            else:                                   # (the buffer's last bytes: no 64-byte load)
-                W = np.uint64(0)
-                lead = np.uint64(0)
-                for b in range(min((end - base + 7) >> 3, 8)):
-                    p = base + 8 * b
-                    x = load8(data, p) if p + 8 <= nb else load_upto(data, p, nb)
-                    W |= high_bits(_ascii_ws(x)) << (_U8 * np.uint64(b))
-                    lead |= high_bits(_lead_bytes(x)) << (_U8 * np.uint64(b))
-            W |= carry
-            carry = np.uint64(0)
-            r = end - base
-            if r < 64:
-                lead &= ~(_ALL << np.uint64(r))
-            while lead:                             # (rare) multi-byte whitespace
-                j = np.int64(trailing_zeros(lead))
-                k = _multibyte_ws(data, base + j, end)
-                if k:
-                    W |= ((_ONE << np.uint64(k)) - _ONE) << np.uint64(j)
-                    if j + k > 64:
-                        carry = ((_ONE << np.uint64(k)) - _ONE) >> np.uint64(64 - j)
-                lead &= lead - _ONE
-            if r < 64:
-                W |= _ALL << np.uint64(r)
-            edge = W ^ ((W << _ONE) | prev)         # whitespace begins (a word ends) or ends (a word starts)
-            prev = W >> np.uint64(63)
-            begin = edge & ~W
-            stop = edge & W
-            while stop:
-                j = np.int64(trailing_zeros(stop))
-                if begin and np.int64(trailing_zeros(begin)) < j:      # (else the word began in an earlier window)
-                    start = base + np.int64(trailing_zeros(begin))
-                    begin &= begin - _ONE
-                _word(data, nb, start, base + j, out_hash, out_chars, nw)
-                nw += 1
-                stop &= stop - _ONE
-            if begin:                               # a word that goes on into the next window
-                start = base + np.int64(trailing_zeros(begin))
-            base += 64
-        if prev == 0:                               # a word up to the end (a multiple of 64 bytes: no padding bit)
-            _word(data, nb, start, end, out_hash, out_chars, nw)
-            nw += 1
+        nw = _text_words(data, nb, starts[t], stops[t], out_hash, out_chars, nw)
         doc_words[parent[t]] += nw - first
+    return nw
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
+def _doc_words(data, starts, stops, i, j, out_hash, out_chars):
+    """`word_hashes` of texts i..j - 1 (one document of `word_ngrams`, which has numba's reference counting: the
+    words' loop over `data` inside it would count references at every step); returns the number of words."""
+    nb = data.shape[0]
+    nw = 0
+    for t in range(i, j):
+        nw = _text_words(data, nb, starts[t], stops[t], out_hash, out_chars, nw)
+    return nw
+
+
+@numba.njit(inline="always", cache=True)
+def _text_words(data, nb, base, end, out_hash, out_chars, nw):
+    """`word_hashes` of the one text data[base:end] (nb: the buffer's length), its words from out_hash[nw]; returns
+    the new count."""
+    prev = _ONE                                 # the byte before the window is whitespace
+    carry = np.uint64(0)                        # a multi-byte space's bytes past the last window
+    start = base                                # of the word that goes on (into this window)
+    while base < end:
+        if base + 64 <= nb:                     # bit j: byte base + j is whitespace (or past the end)
+            W = in_ranges64(data, base, 9, 5, 28, 5)        # \t..\r, \x1c..\x1f and space
+            lead = in_ranges64(data, base, 0xC2, 1, 0xE0, 4)
+        else:                                   # (the buffer's last bytes: no 64-byte load)
+            W = np.uint64(0)
+            lead = np.uint64(0)
+            for b in range(min((end - base + 7) >> 3, 8)):
+                p = base + 8 * b
+                x = load8(data, p) if p + 8 <= nb else load_upto(data, p, nb)
+                W |= high_bits(_ascii_ws(x)) << (_U8 * np.uint64(b))
+                lead |= high_bits(_lead_bytes(x)) << (_U8 * np.uint64(b))
+        W |= carry
+        carry = np.uint64(0)
+        r = end - base
+        if r < 64:
+            lead &= ~(_ALL << np.uint64(r))
+        while lead:                             # (rare) multi-byte whitespace
+            j = np.int64(trailing_zeros(lead))
+            k = _multibyte_ws(data, base + j, end)
+            if k:
+                W |= ((_ONE << np.uint64(k)) - _ONE) << np.uint64(j)
+                if j + k > 64:
+                    carry = ((_ONE << np.uint64(k)) - _ONE) >> np.uint64(64 - j)
+            lead &= lead - _ONE
+        if r < 64:
+            W |= _ALL << np.uint64(r)
+        edge = W ^ ((W << _ONE) | prev)         # whitespace begins (a word ends) or ends (a word starts)
+        prev = W >> np.uint64(63)
+        begin = edge & ~W
+        stop = edge & W
+        while stop:
+            j = np.int64(trailing_zeros(stop))
+            if begin and np.int64(trailing_zeros(begin)) < j:      # (else the word began in an earlier window)
+                start = base + np.int64(trailing_zeros(begin))
+                begin &= begin - _ONE
+            _word(data, nb, start, base + j, out_hash, out_chars, nw)
+            nw += 1
+            stop &= stop - _ONE
+        if begin:                               # a word that goes on into the next window
+            start = base + np.int64(trailing_zeros(begin))
+        base += 64
+    if prev == 0:                               # a word up to the end (a multiple of 64 bytes: no padding bit)
+        _word(data, nb, start, end, out_hash, out_chars, nw)
+        nw += 1
     return nw
 
 
@@ -214,7 +231,8 @@ def word_ngrams(data, starts, stops, parent, min_words, max_n, is_top, is_dup, t
     while i < n:
         j = _group_end(parent, i)
         d = parent[i]
-        w = word_hashes(data, starts[i:j], stops[i:j], parent[i:j], wh, wlen, n_words)
+        w = _doc_words(data, starts, stops, i, j, wh, wlen)
+        n_words[d] = w
         if w >= 2 and w >= min_words:
             if w + 1 > hc.shape[0]:
                 size = 16
@@ -236,7 +254,7 @@ _FILL = 8           # table slots per word of a document (rounded up to a power 
                     # less time (fewer probes and mispredicted probe loops); 4 and 16 took longer
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
 def _doc_ngrams(wh, wlen, w, max_n, is_top, is_dup, top, dup, d, tab, hc, cand, slot, new, cum, stamp):
     """The n-gram statistics of document d from its w words (wh: their hashes, well mixed; wlen: their code points)
     into top/dup[n, d] (integer sums, exact in float64 as in the twin); the work arrays are `word_ngrams`'. Returns
