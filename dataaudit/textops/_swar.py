@@ -1,7 +1,9 @@
 """Eight bytes at a time for the numba kernels ("SIMD within a register"): an unaligned 8-byte load, population
 count and count of trailing zeros (LLVM's own instructions, through numba's documented `intrinsic` extension),
 and the classic has-zero-byte test. A kernel that skips over bytes looking for a few byte values (a newline, an
-"=") tests eight of them with a handful of integer operations instead of eight loads and branches.
+"=") tests eight of them with a handful of integer operations instead of eight loads and branches. And 64 bytes
+at a time where the buffer has them (`in_ranges64`: LLVM vector compares, one bit per byte), the 8-byte tools for
+the buffer's last bytes.
 
 Little-endian: byte i of a load at p is data[p + i], bits 8i..8i+7 (x86-64 and aarch64, the platforms numba
 ships for).
