@@ -169,8 +169,14 @@ def _text_site(texts: BatchTexts, turns: str | None) -> Site:
         return Site(None, texts.prose)
     if turns not in texts.sides:
         assistant = texts.prose.assistant()
-        texts.sides["assistant"] = texts.prose.take(np.flatnonzero(assistant))
-        texts.sides["other"] = texts.prose.take(np.flatnonzero(~assistant))
+        empty = texts.prose.take(np.zeros(0, np.int64))
+        if not assistant.any():                 # no conversation (a flat text column): no copy of every text
+            texts.sides["assistant"], texts.sides["other"] = empty, texts.prose
+        elif assistant.all():
+            texts.sides["assistant"], texts.sides["other"] = texts.prose, empty
+        else:
+            texts.sides["assistant"] = texts.prose.take(np.flatnonzero(assistant))
+            texts.sides["other"] = texts.prose.take(np.flatnonzero(~assistant))
     return Site(None, texts.sides[turns])
 
 
