@@ -126,3 +126,23 @@ def band_kernel(sig, bands, rows, out):
             for t in range(rows):
                 h = _mix(h * _GOLD + np.uint64(sig[d, base + t]))
             out[d, j] = h
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def jaccard_kernel(values, offsets, a, b, out):
+    """out[k] = |A & B| / |A | B| of the sets A = values[offsets[a[k]]:offsets[a[k] + 1]] and B (b[k]), each sorted
+    and unique, by one merge of the two (two empty sets: 0); `clusters.jaccard_pairs` is its numpy twin."""
+    for k in range(a.shape[0]):
+        i, i_end = offsets[a[k]], offsets[a[k] + 1]
+        j, j_end = offsets[b[k]], offsets[b[k] + 1]
+        union = (i_end - i) + (j_end - j)
+        inter = 0
+        while i < i_end and j < j_end:
+            x = values[i]
+            y = values[j]
+            inter += x == y
+            i += x <= y
+            j += y <= x
+        union -= inter
+        out[k] = inter / union if union > 0 else 0.0
+    return 0

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dataaudit.textops.hashing import numba_kernels
+
 from .config import DedupSpec
 from .corpus import Corpus, shingle_sets
 from .signatures import signature_matrix
@@ -43,12 +45,17 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
 def jaccard_pairs(values: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarray,
                   chunk_elems: int = 1 << 22) -> np.ndarray:
     """Exact Jaccard |A & B| / |A | B| for pairs of sets, set k = values[offsets[k]:offsets[k+1]] (each set
-    sorted and unique). Two empty sets -> 0 (empty documents are never duplicates). Vectorized per chunk."""
+    sorted and unique). Two empty sets -> 0 (empty documents are never duplicates). With numba one merge per pair
+    (`_kernels.jaccard_kernel`, ~50x faster); else vectorized per chunk."""
     a = np.asarray(a, np.int64)
     b = np.asarray(b, np.int64)
     lens = np.diff(offsets)
     out = np.zeros(len(a), np.float64)
     if len(a) == 0:
+        return out
+    k = numba_kernels("dataaudit.dedup._kernels", work=int(lens[a].sum() + lens[b].sum()) * values.itemsize)
+    if k is not None:
+        k.jaccard_kernel(values, np.asarray(offsets, np.int64), a, b, out)
         return out
     la, lb = lens[a], lens[b]
     cost = np.cumsum(la + lb)

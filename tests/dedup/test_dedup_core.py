@@ -16,6 +16,7 @@ from dataaudit.dedup import (MAX_HASH, band_hashes, cluster_table, components, e
 from dataaudit.dedup.lsh import all_pair_edges, runs
 from dataaudit.textops import (char_ngram_hash_of, char_ngram_hashes, ngram_hash_of, normalize,
                                word_ngram_hashes)
+from dataaudit.textops.hashing import numba_kernels
 
 DOCS = ["The quick brown fox jumps over the lazy dog and runs far away into the woods",
         "the quick brown fox jumps over the lazy dog and walks far away into the woods",
@@ -159,6 +160,28 @@ def test_jaccard_pairs_exact():
     values = np.concatenate(sets)
     j = jaccard_pairs(values, offsets, np.array([0, 0, 2, 3, 1]), np.array([1, 0, 2, 0, 0]), chunk_elems=4)
     assert j.tolist() == [3 / 6, 1.0, 0.0, 0.0, 3 / 6]
+    k = numba_kernels("dataaudit.dedup._kernels")
+    if k is not None:                           # the kernel (one merge per pair): the same values
+        out = np.empty(5)
+        k.jaccard_kernel(values, offsets.astype(np.int64), np.array([0, 0, 2, 3, 1]), np.array([1, 0, 2, 0, 0]), out)
+        assert out.tolist() == [3 / 6, 1.0, 0.0, 0.0, 3 / 6]
+
+
+def test_jaccard_kernel_equals_twin(monkeypatch):
+    # random sorted sets of 0-300 hashes (the full uint64 range: the merge compares unsigned), random pairs
+    rng = np.random.default_rng(4)
+    pool = rng.integers(0, 2**64, 500, dtype=np.uint64)
+    sets = [np.unique(rng.choice(pool, rng.integers(0, 300))) for _ in range(200)]
+    offsets = np.concatenate(([0], np.cumsum([len(s) for s in sets]))).astype(np.int64)
+    values = np.concatenate(sets)
+    a, b = rng.integers(0, 200, 3000), rng.integers(0, 200, 3000)
+    fast = jaccard_pairs(values, offsets, a, b)
+    monkeypatch.setenv("DATAAUDIT_NO_NUMBA", "1")
+    slow = jaccard_pairs(values, offsets, a, b, chunk_elems=5000)
+    np.testing.assert_array_equal(fast, slow)
+    want = [len(np.intersect1d(sets[i], sets[j])) / max(len(np.union1d(sets[i], sets[j])), 1) for i, j in zip(a, b)]
+    np.testing.assert_array_equal(slow, want)
+    assert 0 < (fast > 0).mean() < 1 and (fast == 1).any()
 
 
 def test_components_and_representatives():
