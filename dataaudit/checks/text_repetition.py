@@ -302,7 +302,7 @@ def line_stats(lines: Lines, doc_key: np.ndarray, n_docs: int) -> tuple[np.ndarr
 def words_of(texts: pa.Array, parent: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(hash and characters of every word of `texts`, in order; the number of words of each document) (words split
     on whitespace runs, Unicode spaces included; `parent`: the document of each text, non-decreasing): Arrow's split
-    and dictionary ids, mixed (equal words, equal hashes). The twin of the kernels' `word_hashes`."""
+    and dictionary ids, mixed (equal words, equal hashes). The twin of the kernels' `doc_words`."""
     words, in_text, _ = flatten_lists(pc.utf8_split_whitespace(texts))
     wlen = char_lengths(words)
     keep = wlen > 0                                             # leading/trailing/repeated whitespace

@@ -1,7 +1,7 @@
 """numba kernels of the repetition check (`checks/text_repetition` and `checks/text_lines` hold the Arrow and
 numpy twins, which give identical results):
 
-- `word_ngrams`: one document at a time, its words (`word_hashes`: split as `_kernels.word_tokens` splits them,
+- `word_ngrams`: one document at a time, its words (`doc_words`: split as `_kernels.word_tokens` splits them,
   whitespace bits of 64 bytes at a time (`_swar.in_ranges64`), with a hash of their own and their code points),
   then for n = 2..max_n its 64-bit n-gram hashes grouped in an open-addressing table sized by the document
   (`_doc_ngrams`) instead of Arrow's hash table over the whole batch.
@@ -102,31 +102,19 @@ def _word(data, nb, s, e, out_hash, out_chars, nw):
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
-def word_hashes(data, starts, stops, parent, out_hash, out_chars, doc_words):
-    """The words of the texts data[starts[t]:stops[t]] (split on runs of WS_CLASS whitespace, as
-    `_kernels.word_tokens` splits them), in order: out_hash (capacity >= the number of words) a 64-bit hash of each
-    word's bytes (equal words, equal hashes; not `word_tokens`' hash: only the repetition check uses these),
-    out_chars its code points; doc_words[parent[t]] += the words of text t (zeroed by the caller). Returns the
-    number of words; more than the outputs hold when they were too short (they hold the first ones then).
+def doc_words(data, starts, stops, i, j, out_hash, out_chars):
+    """The words of the texts data[starts[t]:stops[t]], t = i..j - 1 (one document of `word_ngrams`), split on runs
+    of WS_CLASS whitespace as `_kernels.word_tokens` splits them, in order: out_hash a 64-bit hash of each word's
+    bytes (equal words, equal hashes; not `word_tokens`' hash: only the repetition check uses these), out_chars its
+    code points. Returns the number of words; more than the outputs hold when they were too short (they hold the
+    first ones then). A kernel of its own, without numba's reference counting: inside `word_ngrams`, which has it,
+    the loop over `data` would count references at every step.
 
     64 bytes at a time: a whitespace bit per byte from one vector compare (`_swar.in_ranges64`; from 8-byte words,
     `_ascii_ws`, at the buffer's end; a multi-byte space only where a lead byte shows, `_multibyte_ws`), then the
     words' ends and starts from the bits where whitespace begins or ends. No branch per byte, and the next word's
     position never waits for the last word's bytes: ~2x faster than `word_tokens`, and than reading word by word 8
     bytes at a time (and the vector compare took another ~25% off the 8-byte words')."""
-    nb = data.shape[0]
-    nw = 0
-    for t in range(starts.shape[0]):
-        first = nw
-        nw = _text_words(data, nb, starts[t], stops[t], out_hash, out_chars, nw)
-        doc_words[parent[t]] += nw - first
-    return nw
-
-
-@numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
-def _doc_words(data, starts, stops, i, j, out_hash, out_chars):
-    """`word_hashes` of texts i..j - 1 (one document of `word_ngrams`, which has numba's reference counting: the
-    words' loop over `data` inside it would count references at every step); returns the number of words."""
     nb = data.shape[0]
     nw = 0
     for t in range(i, j):
@@ -136,8 +124,8 @@ def _doc_words(data, starts, stops, i, j, out_hash, out_chars):
 
 @numba.njit(inline="always", cache=True)
 def _text_words(data, nb, base, end, out_hash, out_chars, nw):
-    """`word_hashes` of the one text data[base:end] (nb: the buffer's length), its words from out_hash[nw]; returns
-    the new count."""
+    """`doc_words` of the one text data[base:end] (nb: the buffer's length), its words from out_hash[nw]; returns the
+    new count."""
     prev = _ONE                                 # the byte before the window is whitespace
     carry = np.uint64(0)                        # a multi-byte space's bytes past the last window
     start = base                                # of the word that goes on (into this window)
@@ -200,7 +188,7 @@ _FILL = 8           # table slots per word of a document (rounded up to a power 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def word_ngrams(data, starts, stops, parent, min_words, max_n, is_top, is_dup, top, dup, n_words):
     """The n-gram statistics of documents made of the texts data[starts[t]:stops[t]] (parent[t]: the document of
-    text t, non-decreasing): one document at a time, its words (`word_hashes`) into a buffer that stays in cache,
+    text t, non-decreasing): one document at a time, its words (`doc_words`) into a buffer that stays in cache,
     then its n-grams (`_doc_ngrams`). n_words[d]: the words of document d; is_top/is_dup[n]: compute that
     statistic; top/dup [max_n + 1, n_docs] float64 numerators, filled in place. A document of fewer than 2 or
     min_words words gets none. (The words of a whole batch at once meant ~24 MB of fresh memory for an 8 MB batch:
@@ -231,7 +219,7 @@ def word_ngrams(data, starts, stops, parent, min_words, max_n, is_top, is_dup, t
     while i < n:
         j = _group_end(parent, i)
         d = parent[i]
-        w = _doc_words(data, starts, stops, i, j, wh, wlen)
+        w = doc_words(data, starts, stops, i, j, wh, wlen)
         n_words[d] = w
         if w >= 2 and w >= min_words:
             if w + 1 > hc.shape[0]:

@@ -59,7 +59,7 @@ def test_kernel_equals_twin_on_real_text(monkeypatch, shared_data):
         assert (stats["sentence_run"] > 0).sum() > 50 and (stats["dup_line_frac"] > 0).sum() > 50
 
 
-def test_word_hashes_equal_arrows_words():
+def test_doc_words_equal_arrows_words():
     # the kernel and its Arrow twin (`words_of`): the same words (Unicode spaces split them), lengths and words per
     # document; equal words, equal hashes
     from dataaudit.checks.text_repetition import words_of
@@ -80,9 +80,16 @@ def test_word_hashes_equal_arrows_words():
 
 
 def _word_hashes(k, data, starts, stops, parent, n_docs):
+    """The kernel's words of each document (texts of one `parent`), all in order, and the words per document."""
     cap = (int((stops - starts).sum()) + len(starts)) // 2 + 1
     wh, chars, n_words = np.empty(cap, np.uint64), np.empty(cap, np.int32), np.zeros(n_docs, np.int64)
-    nw = k.word_hashes(data, starts, stops, parent, wh, chars, n_words)
+    parent = np.asarray(parent)
+    bounds = np.flatnonzero(np.r_[True, parent[1:] != parent[:-1], True])
+    nw = 0
+    for i, j in zip(bounds[:-1], bounds[1:]):
+        w = k.doc_words(data, starts, stops, i, j, wh[nw:], chars[nw:])
+        n_words[parent[i]] = w
+        nw += w
     return wh[:nw], chars[:nw], n_words
 
 
@@ -92,7 +99,16 @@ def _same_partition(hashes, words):
     assert len(set(hashes)) == len(set(words)) == len(set(zip(hashes, words)))
 
 
-def test_word_hashes_exact_values():
+def test_doc_words_counts_on_past_full_outputs():
+    # outputs too short: the first words are there, the count is of all of them (nothing written past the end)
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    data = np.frombuffer(b"aa bb cc dd ee", np.uint8).copy()
+    wh, chars = np.zeros(4, np.uint64), np.zeros(4, np.int32)
+    assert k.doc_words(data, np.array([0]), np.array([14]), 0, 1, wh[:2], chars[:2]) == 5
+    assert chars.tolist() == [2, 2, 0, 0] and wh[2:].tolist() == [0, 0] and wh[0] != wh[1]
+
+
+def test_doc_words_exact_values():
     # Unicode spaces split words (U+00A0, U+3000, U+2003, U+0085, \x1c, \v); words longer than 8 bytes, equal in
     # their first 8 bytes, or in all but the length ("a" / "a\0"), get different hashes; a word ends the buffer
     k = numba_kernels("dataaudit.textops._repetition_kernels")
@@ -116,7 +132,7 @@ def test_word_hashes_exact_values():
     assert wh[1] == wh[2] and len(set(wh.tolist())) == 4
 
 
-def test_word_hashes_equal_str_split_and_word_tokens():
+def test_doc_words_equal_str_split_and_word_tokens():
     # random texts (words of 1-30 bytes, ASCII, multi-byte, control bytes; every kind of space) and spans that cut
     # them anywhere: the words of str.split(), and the boundaries and code points of word_tokens, with equal hashes
     # exactly for equal words
