@@ -58,12 +58,13 @@ def write_json(path: Path, obj) -> None:
     write_text(path, json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False) + "\n")
 
 
-def write_parquet(path: Path, tables: Iterable[pa.Table], schema: pa.Schema) -> int:
-    """Stream tables into one Parquet file; returns rows written."""
+def write_parquet(path: Path, tables: Iterable[pa.Table], schema: pa.Schema, **options) -> int:
+    """Stream tables into one Parquet file (`options`: the ParquetWriter's, such as compression); returns rows
+    written."""
     tmp = _temp_beside(path)
     rows = 0
     try:
-        with pq.ParquetWriter(tmp, schema) as writer:
+        with pq.ParquetWriter(tmp, schema, **options) as writer:
             for table in tables:
                 writer.write_table(table.cast(schema))
                 rows += table.num_rows
