@@ -5,11 +5,11 @@ numpy twins, which give identical results):
   whitespace bits of 64 bytes at a time (`_swar.in_ranges64`), with a hash of their own and their code points),
   then for n = 2..max_n its 64-bit n-gram hashes grouped in an open-addressing table sized by the document
   (`_doc_ngrams`) instead of Arrow's hash table over the whole batch.
-- `scan_lines`: one pass over a batch's bytes (eight at a time, `_swar`): every line (split on "\\n") with its raw
-  and trimmed byte span, code points, fence state and the cheap necessary conditions ("gates") of the structure
-  regexes, so that RE2 only runs on the lines that could match (LABEL_RE is decided there, `_label`, but for some
-  headings); a code file becomes one empty line; `code_candidates` a tighter gate of CODE_RE for the lines bound
-  for RE2.
+- `scan_lines`: one pass over a batch's bytes (64 at a time, `_swar.in_ranges64`): every line (split on "\\n")
+  with its raw and trimmed byte span, code points, fence state and the cheap necessary conditions ("gates") of the
+  structure regexes, so that RE2 only runs on the lines that could match (LABEL_RE is decided there, `_label`, but
+  for some headings); a code file becomes one empty line; `code_candidates` a tighter gate of CODE_RE for the
+  lines bound for RE2.
 - `split_sentences`: the sentences of given line spans (`SENTENCE_END_RE` of the check, as Arrow's
   split_pattern_regex cuts them, each trimmed, empty ones dropped) with their code points and content hashes.
 - `sentence_runs` / `line_repeats`: the longest run of one sentence, and the repeated lines, of each document,
@@ -32,8 +32,8 @@ import numba
 import numpy as np
 
 from ._kernels import _C1, _GOLD, _mix, _multibyte_ws
-from ._swar import (HIGH, continuation_bytes, count_byte, each_zero_byte, has_byte, high_bits, in_ranges64, load8,
-                    load_upto, low_bytes, popcount, repeat_byte, trailing_zeros)
+from ._swar import (HIGH, continuation_bytes, count_byte, each_zero_byte, high_bits, in_ranges64, load8, load_upto,
+                    popcount, trailing_zeros)
 
 
 # ------------------------------------------------------------------------------------------------- words
@@ -462,7 +462,6 @@ def _code_last(b):                  # { } ; , : | )
 
 # What the scan notes about a line's bytes on the way (`seen`): an "=" or a ":" in it (eight bytes at a time)
 _EQ, _COLON = 1, 2
-_EQ8, _COLON8, _NL8 = repeat_byte(61), repeat_byte(58), repeat_byte(10)
 # A letter or digit: ASCII ones, and the lead bytes of U+5000..U+8FFF, CJK ideographs (\p{L}) since Unicode 1.1 (a
 # table lookup, no branch: the branches of a letter/digit test ran ~8x slower on mixed text)
 _ALNUM = np.zeros(256, np.bool_)
@@ -903,8 +902,8 @@ def scan_lines(data, off, newlines, cls, code_share, min_code_lines, doc, rs, rt
 @numba.njit(inline="always", cache=True)
 def _line_end(data, s, end):
     """(the end of the line that starts at s: its "\\n" or `end`, its code points, _EQ | _COLON if it holds an "="
-    or a ":"): 64 bytes at a time (`_swar.in_ranges64`), eight at a time (`_swar`; ~1.8x faster than a byte loop)
-    in the buffer's last 64 bytes, the last few one by one."""
+    or a ":"): 64 bytes at a time (`_swar.in_ranges64`; the line scan took ~10% less time than with eight), byte
+    by byte in the buffer's last 64 bytes."""
     j = s
     cont = np.uint64(0)                     # UTF-8 continuation bytes: code points = bytes - cont
     eq = np.uint64(0)
@@ -923,19 +922,6 @@ def _line_end(data, s, end):
             j += k
             return j, (j - s) - np.int64(cont), _seen(eq, colon)
         j += 64
-    while j + 8 <= end:
-        x = load8(data, j)
-        nl = has_byte(x, _NL8)
-        if nl:                              # keep the bytes before the newline
-            k = np.int64(trailing_zeros(nl) >> np.uint64(3))
-            x &= low_bytes(k)               # (a zero byte is neither "=" nor ":" nor a continuation byte)
-            j += k
-            return j, (j - s) - np.int64(cont + continuation_bytes(x)), _seen(eq | has_byte(x, _EQ8),
-                                                                            colon | has_byte(x, _COLON8))
-        cont += continuation_bytes(x)
-        eq |= has_byte(x, _EQ8)
-        colon |= has_byte(x, _COLON8)
-        j += 8
     seen = _seen(eq, colon)
     nc = (j - s) - np.int64(cont)
     while j < end:
@@ -1015,8 +1001,8 @@ def list_items(data, rs, rt, ts, tt, rows, out_start):
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
 def count_newlines(data, off, out):
-    """out[d]: the "\\n" bytes of text data[off[d]:off[d + 1]] (eight at a time: ~4x faster than numpy's
-    count_nonzero(data == 10)); returns their sum."""
+    """out[d]: the "\\n" bytes of text data[off[d]:off[d + 1]] (`_swar.count_byte`: 64, then eight at a time, ~4x
+    faster than numpy's count_nonzero(data == 10) with eight alone); returns their sum."""
     total = 0
     for d in range(off.shape[0] - 1):
         out[d] = count_byte(data, 10, off[d], off[d + 1])
@@ -1067,7 +1053,6 @@ def gather_spans(data, starts, stops, out_off, out_data):
 # --------------------------------------------------------------------------------------------- sentences
 
 # 1: the byte may start [.!?…], 2: it may start [。！？] (E3 80 82, EF BC 81 / 9F)
-_DOT8, _BANG8, _QUESTION8 = repeat_byte(46), repeat_byte(33), repeat_byte(63)
 SENTENCE_BYTES = np.zeros(256, np.uint8)
 SENTENCE_BYTES[[46, 33, 63, 0xE2]] = 1
 SENTENCE_BYTES[[0xE3, 0xEF]] = 2
@@ -1182,11 +1167,6 @@ def split_sentences(data, starts, stops, cls, sentence_bytes, out_line, out_star
                     i = min(i + np.int64(trailing_zeros(m)), e)
                     break
                 i += 64
-            while i + 8 <= e:                   # (the buffer's last 64 bytes) eight at a time
-                x = load8(data, i)
-                if (x & HIGH) or has_byte(x, _DOT8) or has_byte(x, _BANG8) or has_byte(x, _QUESTION8):
-                    break
-                i += 8
             while i < e and sentence_bytes[data[i]] == 0:
                 i += 1                          # (a loop of its own: ~5% faster than a branch of the main loop)
             if i >= e:

@@ -109,10 +109,8 @@ def each_zero_byte(v):
 
 
 @numba.njit(inline="always", cache=True)
-def count_byte(data, b, a=0, z=-1):
-    """How many bytes of data[a:z] (z < 0: to the end) equal b."""
-    if z < 0:
-        z = data.shape[0]
+def count_byte(data, b, a, z):
+    """How many bytes of data[a:z] equal b."""
     b8 = np.uint64(b) * ONES
     n = np.uint64(0)
     i = a
@@ -139,9 +137,3 @@ def has_byte(x, b8):
 def continuation_bytes(x):
     """UTF-8 continuation bytes (10xxxxxx) among the eight bytes of x."""
     return popcount(x & ~(x << np.uint64(1)) & HIGH)
-
-
-@numba.njit(inline="always", cache=True)
-def low_bytes(k):
-    """A mask of the low k bytes of a uint64 (0 <= k < 8)."""
-    return (np.uint64(1) << np.uint64(8 * k)) - np.uint64(1)
