@@ -20,7 +20,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataaudit.textops import codepoints
-from dataaudit.textops.arrow import string_buffers
 
 from .base import CheckOutput, register
 from .text_common import (as_string_array, beyond, char_lengths, clip, count_regex, flatten_lists, null_mask,
@@ -158,18 +157,7 @@ _PY_MOJIBAKE = re.compile(_mojibake_regex(_py_cls))
 def _may_hold_mojibake(arr: pa.Array) -> np.ndarray:
     """bool per row: the row's UTF-8 holds byte 0xC3 or U+FFFD (EF BF BD). Every match of _MOJIBAKE_RE starts with
     a lead U+00C2-U+00F4 (encoded C3 xx) or is U+FFFD, so only these rows can match: found at memory speed."""
-    off, data = string_buffers(arr)
-    n = len(off) - 1
-    if not data.size:
-        return np.zeros(n, bool)
-    pos = np.flatnonzero(data == 0xC3)
-    ef = np.flatnonzero(data[:-2] == 0xEF)
-    ef = ef[(data[ef + 1] == 0xBF) & (data[ef + 2] == 0xBD)]
-    out = np.zeros(n, bool)
-    for p in (pos, ef):
-        if p.size:
-            out[np.searchsorted(off, p, side="right") - 1] = True
-    return out
+    return codepoints.holds_c3_or_fffd(arr)
 
 
 def _repair(seq: str) -> str:

@@ -78,6 +78,14 @@ def _with_provenance(batch: pa.RecordBatch, start: int, schema: pa.Schema) -> pa
 
 
 @functools.cache
+def _decode_pool() -> pa.MemoryPool:
+    try:
+        return pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        return pa.default_memory_pool()
+
+
+@functools.cache
 def _parquet_format():
     # pyarrow.dataset imports pandas when it is installed (~0.2 s): only a Parquet read pays for it
     import pyarrow.dataset as ds
@@ -102,7 +110,7 @@ def iter_parquet(path: str, columns: list[str] | None = None, batch_rows: int = 
         keep = None if decoded == names else [decoded.index(n) for n in names]   # of each decoded batch
         batch_size = max(batch_rows, _READ_ROWS)
         batches = fragment.to_batches(columns=decoded, batch_size=batch_size, batch_readahead=1,
-                                      fragment_readahead=0)
+                                      fragment_readahead=0, memory_pool=_decode_pool())
     except _ARROW_ERRORS as e:
         raise _error(e) from e
     row = 0

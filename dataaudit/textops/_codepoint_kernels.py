@@ -3,6 +3,8 @@ builds the tables and holds the pure-pyarrow twins, which give identical results
 
 - `longest_run`: per row, the most code points in a row whose table entry is 0 (entry 1 ends a run).
 - `count_marked`: per row, the code points whose table entry is 1, and all code points.
+- `holds_c3_or_fffd`: per row, whether its bytes hold 0xC3 or U+FFFD (EF BF BD): the rows where mojibake can
+  start (checks.text), 64 bytes at a time (`_swar.in_ranges64`).
 
 Both read a row eight bytes at a time (`_swar.load8`): a chunk with no high bit is eight ASCII code points,
 handled without a branch per byte. Its marked bytes come from the ranges of marked ASCII bytes (`lo`/`hi`: two
@@ -18,7 +20,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._swar import HIGH, high_bits, load8, popcount
+from ._swar import HIGH, high_bits, in_ranges64, load8, popcount, trailing_zeros
 
 _MAX_RANGES = 4     # more ranges of marked ASCII bytes than this: table lookups per chunk are cheaper
 
@@ -157,3 +159,32 @@ def count_marked(off, data, table, lo, hi, pairs, marked, length):
                 n += 1
         marked[r] = m
         length[r] = n
+
+
+@numba.njit(inline="always")
+def _c3_or_fffd(data, j):
+    """data[j] is 0xC3, or starts EF BF BD within the buffer (the bytes after a row's last one are the next row's:
+    valid UTF-8 never ends a row on a lead byte)."""
+    if data[j] == 0xC3:
+        return True
+    return data[j] == 0xEF and j + 2 < data.shape[0] and data[j + 1] == 0xBF and data[j + 2] == 0xBD
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
+def holds_c3_or_fffd(off, data, out):
+    for r in range(off.shape[0] - 1):
+        i = off[r]
+        end = off[r + 1]
+        found = False
+        while i + 64 <= end and not found:
+            m = in_ranges64(data, i, 0xC3, 1, 0xEF, 1)
+            while m != 0:
+                if _c3_or_fffd(data, i + np.int64(trailing_zeros(m))):
+                    found = True
+                    break
+                m &= m - np.uint64(1)
+            i += 64
+        while i < end and not found:
+            found = _c3_or_fffd(data, i)
+            i += 1
+        out[r] = found

@@ -1,8 +1,9 @@
 """Per-code-point tables of a one-character RE2 pattern (a class such as "[\\s\\p{Han}]", or an alternation
 of classes), and two row statistics over them: the longest run of code points the pattern does not match, and
-the number of code points it matches. The numba kernels
-(`_codepoint_kernels.py`) read the Arrow string buffers directly; without numba the same results come from
-Arrow's RE2 kernels (the reference implementation, tested equal). A table is built once per class by matching
+the number of code points it matches. The numba kernels (`_codepoint_kernels.py`) read the Arrow string buffers
+directly; without numba the same results come from Arrow's RE2 kernels (the reference implementation, tested
+equal). Also here: the rows whose bytes hold 0xC3 or U+FFFD (`holds_c3_or_fffd`, numpy twin), where mojibake
+can start. A table is built once per class by matching
 the class against every code point with the same RE2, so both paths agree on every character, including
 Unicode script and category properties. The kernels also get the table's ASCII part as ranges and as a table
 of byte pairs (`ascii_ranges`, `ascii_pairs`: their eight-bytes-at-a-time path), kept per pattern.
@@ -162,3 +163,22 @@ def count_matching(arr: pa.Array, pattern: str, minus: str | None = None) -> tup
     length = np.zeros(len(off) - 1, np.int64)
     k.count_marked(off, data, *_kernel_tables(pattern, minus), marked, length)
     return marked, length
+
+
+def holds_c3_or_fffd(arr: pa.Array) -> np.ndarray:
+    """bool per row: its UTF-8 bytes hold 0xC3 or U+FFFD (EF BF BD)."""
+    off, data = _buffers(arr)
+    out = np.zeros(len(off) - 1, bool)
+    if not data.size:
+        return out
+    k = numba_kernels(_KERNELS, work=data.size)
+    if k is not None:
+        k.holds_c3_or_fffd(off, data, out)
+        return out
+    pos = np.flatnonzero(data == 0xC3)
+    ef = np.flatnonzero(data[:-2] == 0xEF)
+    ef = ef[(data[ef + 1] == 0xBF) & (data[ef + 2] == 0xBD)]
+    for p in (pos, ef):
+        if p.size:
+            out[np.searchsorted(off, p, side="right") - 1] = True
+    return out

@@ -216,3 +216,33 @@ def test_ascii_ranges():
     assert hi.tolist() == [125 * ones, 92 * ones, 26 * ones, 0]
     pairs = codepoints.ascii_pairs(t)
     assert pairs[0 | 1 << 8] == 2 and pairs[35 | 3 << 8] == 1 and pairs[3 | 3 << 8] == 0
+
+
+# ---- the rows where mojibake can start (checks.text: mojibake runs its regex on those rows only)
+
+def test_holds_c3_or_fffd_exact_rows():
+    rows = ["plain", None, "naïve", "训练，好", "bad \ufffd", "x" * 70 + "é", "x" * 70 + "\ufffd" + "y" * 64, "",
+            "x" * 64 + "中" * 30]
+    assert np.flatnonzero(codepoints.holds_c3_or_fffd(pa.array(rows))).tolist() == [2, 4, 5, 6]
+
+
+@needs_numba
+def test_holds_c3_or_fffd_kernel_equals_twin_on_random_bytes(monkeypatch):
+    """Rows of random lengths (across the kernel's 64-byte blocks) sprinkled with the bytes C3, EF, BF, BD: the
+    kernel and the numpy twin mark the same rows, on whole and sliced arrays."""
+    rng = np.random.default_rng(0)
+    sprinkle = np.array([0xC3, 0xEF, 0xBF, 0xBD, 0x0A, 0xE4, 0x20], np.uint8)
+    marked = 0
+    for _ in range(200):
+        n = int(rng.integers(1, 40))
+        lens = rng.integers(0, 200, n)
+        size = int(lens.sum())
+        data = np.where(rng.random(size) < 0.02, rng.choice(sprinkle, size), 0x61).astype(np.uint8)
+        off = np.zeros(n + 1, np.int32)
+        np.cumsum(lens, out=off[1:])
+        arr = pa.StringArray.from_buffers(n, pa.py_buffer(off), pa.py_buffer(data.tobytes()))
+        for a in (arr, arr.slice(n // 3)):
+            fast, slow = _both(monkeypatch, codepoints.holds_c3_or_fffd, a)
+            np.testing.assert_array_equal(fast, slow)
+            marked += int(fast.sum())
+    assert marked > 500          # the inputs do hold both kinds of row
