@@ -2,7 +2,8 @@
 
 - `count_literals`: per row, the non-overlapping occurrences of a few literal byte strings, as RE2 counts their
   alternation (leftmost; at one place the first literal of the list that matches, the list longest first). The
-  bytes that start no literal are skipped eight at a time (`_swar.has_byte`) when at most four bytes start one,
+  bytes that start no literal are skipped 64 at a time (`_swar.in_ranges64`) when the first bytes form at most two
+  ranges (the chat tokens: `<` and `[`), eight at a time (`_swar.has_byte`) when at most four bytes start one,
   else one by one through a table.
 """
 from __future__ import annotations
@@ -10,24 +11,32 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._swar import has_byte, load8, trailing_zeros
+from ._swar import has_byte, in_ranges64, load8, trailing_zeros
 
 MAX_SWAR_FIRST = 4      # more distinct first bytes than this: a table lookup per byte is cheaper than the tests
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
-def count_literals(off, data, words, at, first, first8, out):
+def count_literals(off, data, words, at, first, first8, ranges, out):
     """out[r]: the occurrences in row r (bytes data[off[r]:off[r + 1]]) of the literals words[at[w]:at[w + 1]]
     (in the order to try them: longest first). first[b]: a literal starts with byte b; first8: those bytes
-    repeated in all eight lanes (`_swar.repeat_byte`) when at most MAX_SWAR_FIRST of them, else empty."""
+    repeated in all eight lanes (`_swar.repeat_byte`) when at most MAX_SWAR_FIRST of them, else empty; ranges:
+    (lo1, n1, lo2, n2), the first bytes as at most two ranges lo..lo + n - 1, else empty."""
     n_words = at.shape[0] - 1
     swar = first8.shape[0] > 0
+    wide = ranges.shape[0] == 4
     for r in range(off.shape[0] - 1):
         i = off[r]
         end = off[r + 1]
         count = 0
         while i < end:
-            if swar and i + 8 <= end:           # skip eight bytes that start no literal
+            if wide and i + 64 <= end:          # skip the bytes before the next that starts a literal
+                m = in_ranges64(data, i, ranges[0], ranges[1], ranges[2], ranges[3])
+                if m == 0:
+                    i += 64
+                    continue
+                i += np.int64(trailing_zeros(m))
+            elif swar and i + 8 <= end:         # skip eight bytes that start no literal
                 x = load8(data, i)
                 m = np.uint64(0)
                 for k in range(first8.shape[0]):

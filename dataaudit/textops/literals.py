@@ -36,7 +36,8 @@ def alternation(literals) -> str:
 
 @lru_cache(maxsize=64)
 def _kernel_words(literals: tuple[str, ...]):
-    """(bytes one after another, offsets, first-byte table, first bytes in eight lanes or empty) for the kernel."""
+    """(bytes one after another, offsets, first-byte table, first bytes in eight lanes or empty, first bytes as at
+    most two ranges (lo, n, lo, n) or empty) for the kernel."""
     from ._literal_kernels import MAX_SWAR_FIRST
     from ._swar import repeat_byte
 
@@ -47,7 +48,16 @@ def _kernel_words(literals: tuple[str, ...]):
     first = np.zeros(256, np.bool_)
     first[starts] = True
     first8 = np.array([repeat_byte(b) for b in starts] if len(starts) <= MAX_SWAR_FIRST else [], np.uint64)
-    return words, at, first, first8
+    ranges = []                                          # runs of consecutive first bytes, as [lo, n]
+    for b in starts:
+        if ranges and ranges[-1][0] + ranges[-1][1] == b:
+            ranges[-1][1] += 1
+        else:
+            ranges.append([b, 1])
+    if len(ranges) == 1:
+        ranges.append([0, 0])                            # n = 0: an empty range
+    wide = np.array([x for r in ranges for x in r] if len(ranges) == 2 else [], np.int64)
+    return words, at, first, first8, wide
 
 
 def count_literals(arr: pa.Array, literals: tuple[str, ...]) -> np.ndarray:

@@ -1,6 +1,7 @@
 """`textops.literals.count_literals`: the numba kernel counts what RE2 counts for the literals' alternation
-(non-overlapping, leftmost, the longest literal at a place), through its eight-bytes-at-a-time skip (at most four
-first bytes) and its table (more), at every alignment and at row ends."""
+(non-overlapping, leftmost, the longest literal at a place), through its 64-bytes-at-a-time skip (first bytes in
+at most two ranges), its eight-bytes-at-a-time skip (at most four first bytes) and its table (more), at every
+alignment and at row ends."""
 from __future__ import annotations
 
 import random
@@ -37,7 +38,7 @@ def test_known_counts(monkeypatch):
 
 
 @pytest.mark.parametrize("literals", [CHAT_SPECIAL_TOKENS, ("<a>", "[b]", "{c}", "(d)", "|e|", "#f", "é!"),
-                                      ("ab", "b", "bab", "<<", "<")])
+                                      ("ab", "b", "bab", "<<", "<"), ("ab", "bc", "cd", "zz")])
 def test_random_rows_equal_re2_at_every_alignment(monkeypatch, literals):
     # literals, their prefixes and their first bytes everywhere, next to ASCII and multi-byte text, rows of
     # every length up to 40 bytes (so literals straddle the 8-byte steps and the row ends)
@@ -45,6 +46,9 @@ def test_random_rows_equal_re2_at_every_alignment(monkeypatch, literals):
     pieces = list(literals) + [w[:-1] for w in literals if len(w) > 1] + ["x", " ", "é", "训", "<", "[", "|", "aa"]
     rows = [""] + ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 12))) for _ in range(3000)]
     rows += ["q" * pad + literals[0] + "z" * tail for pad in range(17) for tail in range(3)]
+    # and rows past the 64-byte blocks: literals straddle them, and the last 64 bytes go the other ways
+    rows += ["".join(rng.choice(pieces + ["x" * 30]) for _ in range(rng.randint(10, 60))) for _ in range(500)]
+    rows += ["q" * pad + literals[0] + "z" * tail for pad in range(56, 72) for tail in (0, 1, 70)]
     fast = _both(monkeypatch, rows, tuple(literals))
     assert (fast > 0).sum() > 1000 and fast.max() >= 4
 
