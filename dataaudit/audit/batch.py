@@ -18,6 +18,7 @@ from dataaudit.audit.plan import FieldPlan
 from dataaudit.fields import DTYPE_SUFFIX, SHAPE_SUFFIX
 from dataaudit.checks.base import CheckSpec, FieldDetail, Target, TextAndTokens
 from dataaudit.checks import REGISTRY, CheckOutput
+from dataaudit.checks.text_common import char_lengths
 from dataaudit.config import AuditConfig
 from dataaudit.images.batch import ImageBatch, Limits
 from dataaudit.images.pairs import Pairs
@@ -310,7 +311,7 @@ def _lengths(batch, plan: FieldPlan, texts: BatchTexts, usable: np.ndarray, toke
     out = {}
     tokenizer = None if tokenizer is None else as_length_tokenizer(tokenizer)
     segs = texts.prose
-    seg_chars = _to_numpy(pc.fill_null(pc.utf8_length(segs.values), 0)) if len(segs) else np.zeros(0, np.int64)
+    seg_chars = char_lengths(segs.values) if len(segs) else np.zeros(0, np.int64)   # measured once (empty_text)
     has_value = _to_numpy(pc.is_valid(segs.values)).astype(bool) if len(segs) else np.zeros(0, bool)
     for f, col in enumerate(plan.text):
         mine = (segs.field == f) & has_value

@@ -617,3 +617,18 @@ def test_details_show_a_statistic_beyond_its_threshold_with_enough_decimals():
 
     assert [beyond(0.1612, 0.16), beyond(0.16004, 0.16), beyond(0.77, 0.2), beyond(0.5, 0.35)] == \
         ["0.161", "0.16004", "0.77", "0.50"]
+
+
+def test_char_lengths_are_measured_once_per_array():
+    """A batch's texts are measured once for empty_text, empty_reply and the length statistics: the same array
+    object gives the same read-only lengths, others are measured on their own."""
+    import pyarrow as pa
+
+    from dataaudit.checks.text_common import char_lengths
+    texts, assistant = pa.array(["ab", None, "中文x", ""]), pa.array([], pa.string())
+    first = char_lengths(texts)
+    assert first.tolist() == [2, 0, 3, 0] and char_lengths(assistant).tolist() == []
+    assert char_lengths(texts) is first and not first.flags.writeable
+    same_values = pa.array(["ab", None, "中文x", ""])
+    assert char_lengths(same_values) is not first and char_lengths(same_values).tolist() == [2, 0, 3, 0]
+    assert char_lengths(texts.slice(2)).tolist() == [3, 0]
