@@ -31,14 +31,14 @@ import pyarrow as pa
 from dataaudit.dedup.buckets import map_shard, map_units, partition_count
 from dataaudit.dedup.clusters import find_clusters, validation_overlap
 from dataaudit.dedup.config import DedupSpec
-from dataaudit.dedup.corpus import Corpus
+from dataaudit.dedup.corpus import Corpus, shingles_file
 from dataaudit.dedup.examples import examples
 from dataaudit.dedup.outputs import write_clusters, write_keep, write_overlap
 from dataaudit.dedup.reduce import merge_partitions, reduce_partition
 from dataaudit.dedup.report import dedup_report
 from dataaudit.dedup.signatures import sign_shard, warm_kernels
 from dataaudit.handlers import report_unreadable
-from dataaudit.report.atomic import remove_stale_temps, write_json
+from dataaudit.report.atomic import remove_stale_temps, write_arrow, write_json
 from dataaudit.pipelines.engine import choose_engine
 from dataaudit.pipelines.parts import PartStore
 from dataaudit.pipelines.run_record import run_record
@@ -49,7 +49,10 @@ from dataaudit.pipelines.tasks import run_tasks
 class SignatureStore(PartStore):
     """OUT/parts/{train,val}-NNNNN-<path digest>.sig.parquet + .json: one store over the train shards then the
     validation shards (shard index = position in train + validation), so one runner call signs both sides.
-    Parts signed without shingle sets are not reused when verification needs them."""
+    The shingle sets (with verification) go beside, to an Arrow IPC file (`corpus.shingles_file`): the
+    clusters read a few documents' sets from it memory-mapped, with no decode (100k documents: 0.07 s to
+    write and 0.09 s to read as a Parquet list column, 0.02 s and 0.01 s so). Parts signed without shingle sets
+    are not reused when verification needs them."""
 
     def __init__(self, out_dir: Path, fingerprint: dict, train_shards: int, need_shingles: bool = False):
         super().__init__(out_dir, fingerprint, suffix=".sig.parquet")
@@ -64,8 +67,21 @@ class SignatureStore(PartStore):
     def accepts(self, marker: dict) -> bool:
         return bool(marker.get("shingles")) or not self.need_shingles
 
+    def load(self, index: int, path: str) -> dict | None:
+        summary = super().load(index, path)
+        if summary is not None and self.need_shingles and \
+                not Path(shingles_file(str(self.table_path(index, path)))).exists():
+            return None
+        return summary
+
     def marker(self, table: pa.Table) -> dict:
         return {"shingles": "shingles" in table.column_names}
+
+    def write_table(self, index: int, path: str, table: pa.Table) -> None:
+        if "shingles" in table.column_names:
+            write_arrow(Path(shingles_file(str(self.table_path(index, path)))), table.select(["shingles"]))
+            table = table.drop_columns(["shingles"])
+        super().write_table(index, path, table)
 
 
 def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: Path, against: Sequence[str] = (),

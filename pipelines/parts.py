@@ -59,12 +59,16 @@ class PartStore:
         return done["summary"]
 
     def save(self, index: int, path: str, summary: dict, table: pa.Table) -> None:
+        self.write_table(index, path, table)
+        write_json(self._stem(index, path).with_suffix(".json"),
+                   {"job": self.digest, **self.marker(table), "summary": summary})
+
+    def write_table(self, index: int, path: str, table: pa.Table) -> None:
+        """The shard's table (a subclass may keep some columns elsewhere)."""
         # work files, mostly hashes and signatures: no compression or dictionary to try on them (on dedup's parts of
         # 100k documents, 122 MB either way, they took ~35% of the write and half the read)
         write_parquet(self.table_path(index, path), [table], self.schema or table.schema, compression="none",
                       use_dictionary=False)
-        write_json(self._stem(index, path).with_suffix(".json"),
-                   {"job": self.digest, **self.marker(table), "summary": summary})
 
     def read(self, index: int, path: str, columns: list[str] | None = None) -> pa.Table:
         return pq.read_table(self.table_path(index, path), columns=columns, schema=self.schema, memory_map=True)

@@ -2,13 +2,19 @@
 
 A document is known by its global index (gid): train shards in the order given, rows in shard order, then
 the validation shards. `Corpus` maps gids back to (shard, row) and reads any column of the shards' signature
-parts (row, key, shingles, ...) for a set of gids, one read per shard involved.
+parts (row, key, ...) for a set of gids, one read per shard involved; the shingle sets (with verification) are
+in an Arrow IPC file beside each part (`shingles_file`), read memory-mapped.
 """
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+
+def shingles_file(part: str) -> str:
+    """The Arrow IPC file of a signature part's shingle sets (one `shingles` column, rows as in the part)."""
+    return part.removesuffix(".sig.parquet") + ".shingles.arrow"
 
 
 class Corpus:
@@ -71,8 +77,10 @@ def shingle_sets(gids: np.ndarray, corpora: list[Corpus]) -> tuple[np.ndarray, n
             continue
         sh = c.shard_of(mine)
         for s in np.unique(sh):
-            col = c.read(int(s), ["shingles"]).column("shingles").combine_chunks()
-            lists = col.take(pa.array(mine[sh == s] - c.base[s]))
+            with pa.memory_map(shingles_file(c.parts[s])) as source:     # only the pages of these documents
+                col = pa.ipc.open_file(source).read_all().column("shingles")
+                lists = (col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()).take(
+                    pa.array(mine[sh == s] - c.base[s]))               # a copy: outlives the map
             lens.append(np.diff(lists.offsets.to_numpy()))
             values.append(lists.flatten().to_numpy(zero_copy_only=False))
     offsets = np.zeros(len(gids) + 1, np.int64)

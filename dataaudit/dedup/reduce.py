@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from .clusters import unique_edges
-from .lsh import all_pair_edges, runs, star_edges
+from .lsh import all_pair_edges, key_order, runs, star_edges
 
 VERIFY_ALL_PAIRS = 32            # with verification, runs up to this size give every pair (else a star)
 MAX_MATCHES = 20                 # train matches listed per validation sample (all are counted)
@@ -74,7 +74,7 @@ def reduce_partition(p: int, band_files: list[str], exact_files: list[str], n_tr
     del e, hi, lo, gid, order
 
     b = _read_partition(band_files, p, ["key", "gid"])
-    order = np.argsort(b["key"], kind="stable")                    # stable: gid order inside a run
+    order = key_order(b["key"])                                    # gid order inside a run
     key, gid = b["key"][order], b["gid"][order]
     del b, order
     bounds = runs(key)

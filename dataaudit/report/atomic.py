@@ -72,3 +72,14 @@ def write_parquet(path: Path, tables: Iterable[pa.Table], schema: pa.Schema, **o
     finally:
         tmp.unlink(missing_ok=True)
     return rows
+
+
+def write_arrow(path: Path, table: pa.Table) -> None:
+    """Write `table` as one Arrow IPC file (readable memory-mapped, without a decode)."""
+    tmp = _temp_beside(path)
+    try:
+        with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -56,3 +56,17 @@ def test_unique_edges_beyond_2_to_31_and_sorted_unique():
     assert list(zip(s.tolist(), d.tolist())) == [(5, 7), (5, big)]
     assert sorted_unique(np.array([3, 1, 3, 2, 1])).tolist() == [1, 2, 3]
     assert sorted_unique(np.zeros(0, np.int64)).tolist() == []
+
+
+def test_key_order_is_the_stable_argsort():
+    """The reduce stage's sort of band keys: equal keys in index order, as np.argsort(kind="stable") gives, on
+    inputs with no, few and mostly equal keys."""
+    from dataaudit.dedup.lsh import key_order
+
+    rng = np.random.default_rng(3)
+    assert key_order(np.array([7, 3, 7, 3, 9, 7], np.uint64)).tolist() == [1, 3, 0, 2, 5, 4]
+    for n, high in ((0, 5), (1, 5), (2, 1), (3, 1), (1000, 3), (1000, 50), (50_000, 2**63)):
+        keys = rng.integers(0, high, n, dtype=np.uint64)
+        if n > 100 and high > 50:
+            keys[rng.integers(0, n, n // 10)] = keys[rng.integers(0, n, n // 10)]     # some runs among hashes
+        np.testing.assert_array_equal(key_order(keys), np.argsort(keys, kind="stable"))

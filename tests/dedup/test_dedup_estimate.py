@@ -74,3 +74,30 @@ def test_cli_flag(shards, tmp_path):
     report = json.loads((tmp_path / "o" / "dedup.json").read_text())
     assert report["params"]["estimate"] is True and report["duplicates"] == 86
     assert "estimated Jaccard" in (tmp_path / "o" / "dedup.html").read_text()
+
+
+def test_verified_run_keeps_shingle_sets_beside_the_parts_and_reuses_them(shards, tmp_path):
+    """--verify: each part's shingle sets go to an Arrow IPC file beside it (the Parquet part has no list column);
+    a rerun reuses the parts with their sets, a part whose sets are missing is signed again, and a part signed
+    without sets is not reused for verification."""
+    d, _ = shards
+    shard = [str(d / "train.parquet")]
+    spec = DedupSpec(threshold=0.8, estimate=True, verify=True)
+    first = run_dedup(shard, spec, tmp_path / "o", engine="local")
+    (part,) = (tmp_path / "o" / "parts").glob("*.sig.parquet")
+    sets = part.with_name(part.name.replace(".sig.parquet", ".shingles.arrow"))
+    assert "shingles" not in pq.read_schema(part).names
+    with pa.memory_map(str(sets)) as source:
+        table = pa.ipc.open_file(source).read_all()
+        assert table.column_names == ["shingles"] and table.num_rows == 800
+    v = first["near"]["verification"]
+    assert v["by"] == "exact Jaccard" and v["candidate_pairs"] == v["confirmed_pairs"] + v["rejected_pairs"] > 0
+    again = run_dedup(shard, spec, tmp_path / "o", engine="local")
+    assert again["run"]["resumed_shards"] == 1 and again["near"] == first["near"]
+    sets.unlink()
+    signed = run_dedup(shard, spec, tmp_path / "o", engine="local")
+    assert signed["run"]["resumed_shards"] == 0 and signed["near"] == first["near"] and sets.exists()
+    plain = run_dedup(shard, DedupSpec(threshold=0.8, estimate=True), tmp_path / "p", engine="local")
+    assert plain["run"]["resumed_shards"] == 0 and not list((tmp_path / "p" / "parts").glob("*.arrow"))
+    verified = run_dedup(shard, spec, tmp_path / "p", engine="local")
+    assert verified["run"]["resumed_shards"] == 0 and verified["near"] == first["near"]
