@@ -107,7 +107,8 @@ def word_minhash(data, off, cls, pows, poly, n, a, b, out, count, sets, set_ends
         count[d] = c - width + 1 if c else 0
         _sign_into(gram, 0, count[d], a, b, row, out, d)
         if keep_sets:
-            g = np.sort(gram[:count[d]])
+            g = gram[:count[d]]                         # scratch, already signed: sorted in place
+            g.sort()
             for j in range(g.shape[0]):
                 if j == 0 or g[j] != g[j - 1]:
                     sets[s] = g[j]
