@@ -7,12 +7,12 @@ command function, so `dataaudit --help` loads none of them (tests/core/test_star
 """
 from __future__ import annotations
 
-import gc
 import os
 
 import click
 
 from dataaudit.cli.audit import audit
+from dataaudit.cli.common import collect_less_often
 from dataaudit.cli.clean import clean
 from dataaudit.cli.contamination import contamination
 from dataaudit.cli.dedup import dedup
@@ -25,11 +25,7 @@ from dataaudit.cli.tokenizer_drift import tokenizer_drift
 @click.version_option(package_name="dataaudit")
 def main() -> None:
     """Find the bad data that wrecks training runs."""
-    # A command imports pyarrow, numba (its first call: scipy, numpy's submodules) and its checks, a few hundred
-    # thousand objects, and then makes few reference cycles: collecting every 700 new objects (Python's default)
-    # walked them ~0.1 s per run. The threshold is this process's own; dataaudit imported as a library (the
-    # training guard) leaves the collector as the host program has it.
-    gc.set_threshold(5_000, 10, 10)
+    collect_less_often()
     if os.environ.get("DATAAUDIT_NUMBA_MIN_WORK"):       # a bad value is a usage error before any work
         from dataaudit.cli.common import InputError
         from dataaudit.textops.hashing import numba_min_work

@@ -123,6 +123,15 @@ def engine_options(ray_unit: str, in_flight: str = "shards", local_workers: bool
 _FROZEN_AT_EXIT = []
 
 
+def collect_less_often() -> None:
+    """Called as a command starts, before its imports: they make a few hundred thousand objects (pyarrow's, and
+    numba's on its first call, with scipy and numpy's submodules) and the run then makes few reference cycles, so
+    the first collection threshold goes from 700 new objects to 5,000 (measured: ~0.05-0.1 s less per audit of
+    200 MB). The process is the command's own: dataaudit imported as a library (the training guard) leaves the
+    collector as the host program has it."""
+    gc.set_threshold(5_000, 10, 10)
+
+
 def freeze_imports() -> None:
     """Called by a command once its pipeline is imported. A command is a one-shot process: the objects of the
     modules it imported (numba's, pandas', pyarrow's) live until it exits, so the garbage collector need not walk
