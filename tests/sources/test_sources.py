@@ -90,6 +90,23 @@ def test_parquet_projection_and_row_numbers_across_row_groups(tmp_path):
     assert t.schema.names == PROV and t.column(ROW).to_pylist() == list(range(10))
 
 
+def test_parquet_batches_are_decoded_into_the_jemalloc_pool(tmp_path):
+    """The reader decodes into Arrow's jemalloc pool where pyarrow has one (the default pool stays as it is)."""
+    try:
+        pool = pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        pytest.skip("this pyarrow is built without jemalloc")
+    p = tmp_path / "s.parquet"
+    pq.write_table(pa.table({"text": ["x" * 1000] * 2000}), p)
+    default = pa.default_memory_pool().backend_name
+    before = pool.bytes_allocated()
+    batches = list(iter_shard(str(p), columns=["text"], batch_rows=500))
+    assert pool.bytes_allocated() - before >= 2_000_000          # the 2 MB of text, held by the batches
+    assert sum(b.num_rows for b in batches) == 2000 and pa.default_memory_pool().backend_name == default
+    del batches
+    assert pool.bytes_allocated() - before < 2_000_000
+
+
 def test_parquet_schema_is_cheap_and_reported(tmp_path):
     p = tmp_path / "s.parquet"
     pq.write_table(pa.table({"x": [1.5], "y": ["a"]}), p)
