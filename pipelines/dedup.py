@@ -1,9 +1,9 @@
 """The dedup job: which shards, which stage of `dataaudit.dedup` runs where, how the results merge.
 
 1. sign    one unit per shard, through the shard runner (`run_units`: in-process or one Ray task per shard,
-           resumed from parts): OUT/parts/{train,val}-NNNNN-<digest>.sig.parquet (+ a .json marker written
-           last). A rerun with the same signature settings skips finished shards, whatever the threshold or
-           verification setting.
+           resumed from parts): OUT/parts/{train,val}-NNNNN-<digest>.sig.parquet (+ .shingles.arrow with
+           verification, and a .json marker written last). A rerun with the same signature settings skips
+           finished shards, whatever the threshold (verification signs again a part that has no shingle sets).
 2. map     one unit per shard (`run_tasks`, the runner's local/Ray loop; recomputed every run, no parts): band
            and exact hashes hash-partitioned into P partitions, OUT/work/{bands,exact}-<side>-NNNNN.arrow.
 3. reduce  one unit per partition, the same way: exact edges, near (band) edges, validation->train matches.

@@ -8,7 +8,8 @@ Arrow table per shard, one row per record, in record order:
     exact_hi uint64, exact_lo uint64 (XXH3-128 of the normalized text),
     sig fixed_size_binary[4 * num_perm] (the num_perm uint32 values, little-endian: `signature_matrix` reads
     them back; one Parquet value per row, no list levels: ~6x faster to write and read than a list column)
-    [+ shingles large_list<uint64>: the sorted unique shingle hashes, only when candidates are verified]
+    [+ shingles large_list<uint64>: the sorted unique shingle hashes, only when candidates are verified; the
+    part store keeps them in an Arrow IPC file beside the Parquet part (pipelines/dedup.py)]
 """
 from __future__ import annotations
 
