@@ -12,7 +12,7 @@ import os
 import click
 
 from dataaudit.cli.audit import audit
-from dataaudit.cli.common import collect_less_often
+from dataaudit.cli.common import InputError, collect_less_often
 from dataaudit.cli.clean import clean
 from dataaudit.cli.contamination import contamination
 from dataaudit.cli.dedup import dedup
@@ -27,7 +27,6 @@ def main() -> None:
     """Find the bad data that wrecks training runs."""
     collect_less_often()
     if os.environ.get("DATAAUDIT_NUMBA_MIN_WORK"):       # a bad value is a usage error before any work
-        from dataaudit.cli.common import InputError
         from dataaudit.textops.hashing import numba_min_work
 
         try:

@@ -6,8 +6,8 @@ builds the tables and holds the pure-pyarrow twins, which give identical results
 - `holds_c3_or_fffd`: per row, whether its bytes hold 0xC3 or U+FFFD (EF BF BD): the rows where mojibake can
   start (checks.text), 64 bytes at a time (`_swar.in_ranges64`).
 
-Both read a row eight bytes at a time (`_swar.load8`): a chunk with no high bit is eight ASCII code points,
-handled without a branch per byte. Its marked bytes come from the ranges of marked ASCII bytes (`lo`/`hi`: two
+`longest_run` and `count_marked` read a row eight bytes at a time (`_swar.load8`): a chunk with no high bit
+is eight ASCII code points, handled without a branch per byte. Its marked bytes come from the ranges of marked ASCII bytes (`lo`/`hi`: two
 additions per range, when there are at most `_MAX_RANGES`), else from table lookups (`count_marked`: one per two
 bytes, `pairs`). `longest_run` turns the chunk's 8-bit mask of run breaks into its runs with one lookup
 (`_CHUNK_RUNS`), `count_marked` counts the mask's bits. A chunk holding a non-ASCII byte, and a row's last
