@@ -6,7 +6,7 @@ TORCH_SPEC ?= torch==2.13.0
 PY := $(VENV)/bin/python
 DEMO_OUT ?= out/demo
 
-.PHONY: setup demo test bench clean
+.PHONY: setup kernels demo test bench clean
 
 # Every extra (see README, Install). pipelines/ installs as dataaudit.pipelines (pyproject's package-dir), for which
 # setuptools' editable mode prints an informational "Editable installation" notice as a warning: filtered here.
@@ -19,9 +19,14 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
+# The audit's text kernels compiled ahead of time (README, Performance): each command starts ~0.45 s faster. A no-op
+# when built for these sources; where it cannot build (no C compiler), the commands use numba's JIT kernels.
+kernels: setup
+	-$(VENV)/bin/dataaudit build-kernels
+
 # Generate the fixtures (planted defects + manifest) and audit them. Exit 1 from the audit means
 # "bad samples found", which is the point of the demo; only 2 (usage/I/O error) fails the target.
-demo: setup
+demo: kernels
 	$(PY) -m fixtures.generate fixtures/data
 	$(VENV)/bin/dataaudit audit fixtures/data fixtures/chat/jsonl fixtures/images/webdataset --config fixtures/audit.toml --out $(DEMO_OUT); \
 	  rc=$$?; [ $$rc -le 1 ] || exit $$rc
@@ -30,7 +35,7 @@ demo: setup
 test: setup
 	$(PY) -m pytest -q
 
-bench: setup
+bench: kernels
 	bash benchmarks/run_all.sh
 
 clean:

@@ -9,7 +9,8 @@ English prose, Chinese), against `pq.read_table` of the same shards in the same 
     (start-up, read, every default check, stats, reports): wall time, median of --repeats runs, after an untimed
     run on the first shard (numba's on-disk cache warm) and with the package's bytecode compiled (as an installed
     package has it: without, Python compiles every module from source on each start when
-    PYTHONDONTWRITEBYTECODE is set).
+    PYTHONDONTWRITEBYTECODE is set). With the text kernels compiled ahead of time (`dataaudit build-kernels`, run
+    here when they are not built), and again with numba's JIT kernels (DATAAUDIT_NO_AOT) for the difference.
 (d) `--engine local --workers N` (default 2: worker processes, one thread each) vs (c).
 (e) with --ray: `--engine ray` (a local Ray on every core) vs (c) (the ratio; target >= 1.6x on 2 cores).
 
@@ -60,6 +61,24 @@ def _audit(files: list[Path], engine: str, env: dict, *more: str) -> float:
     return wall
 
 
+def _compiled_kernels() -> bool:
+    """Build the text kernels ahead of time unless built (`dataaudit build-kernels`); whether the audits get them."""
+    if os.environ.get("DATAAUDIT_NO_AOT"):
+        print("kernels: numba's JIT (DATAAUDIT_NO_AOT is set)")
+        return False
+    from dataaudit.textops.compiled import build
+
+    t0 = time.perf_counter()
+    try:
+        folder, built = build()
+    except RuntimeError as exc:
+        print(f"kernels: numba's JIT (not compiled ahead of time: {exc})")
+        return False
+    when = f"built now in {time.perf_counter() - t0:.0f} s" if built else "built before"
+    print(f"kernels: compiled ahead of time ({when}: {folder})")
+    return True
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mb", type=float, default=100.0)
@@ -99,11 +118,19 @@ def main(argv=None) -> int:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     for package in ("dataaudit", "pipelines"):
         compileall.compile_dir(str(REPO / package), quiet=1)
+    compiled = _compiled_kernels()
     _audit(files[:1], "local", env)                                  # numba's cache: loaded, or compiled once
     runs = [_audit(files, "local", env) for _ in range(args.repeats)]
     local = statistics.median(runs)
-    print(f"audit --engine local (1 thread): {local:.2f} s = {mb / local:.1f} MB/s/core (median of {len(runs)}: "
-          f"{min(runs):.2f}-{max(runs):.2f} s); pq.read_table is {local / read_s:.0f}x faster")
+    print(f"audit --engine local (1 thread{', compiled kernels' if compiled else ''}): {local:.2f} s = "
+          f"{mb / local:.1f} MB/s/core (median of {len(runs)}: {min(runs):.2f}-{max(runs):.2f} s); pq.read_table is "
+          f"{local / read_s:.0f}x faster")
+    if compiled:
+        jit_env = {**env, "DATAAUDIT_NO_AOT": "1"}
+        _audit(files[:1], "local", jit_env)
+        jit = statistics.median(_audit(files, "local", jit_env) for _ in range(args.repeats))
+        print(f"audit --engine local (1 thread, numba's JIT kernels from its disk cache): {jit:.2f} s = "
+              f"{mb / jit:.1f} MB/s/core; the compiled kernels save {jit - local:.2f} s")
     if args.workers > 1:
         pooled = _audit(files, "local", env, "--workers", str(args.workers))
         print(f"audit --engine local --workers {args.workers} (1 thread each): {pooled:.1f} s = {mb / pooled:.1f} "

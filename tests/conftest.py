@@ -19,6 +19,9 @@ from tests.paths import REPO, SHARED_DATA, SHARED_MISSING  # noqa: E402,F401  (R
 # The twin tests compare numba with numpy on small inputs, which by default take the numpy twin on both sides:
 # here numba serves every size unless a test says otherwise (tests/textops/test_numba_small_inputs.py).
 os.environ.setdefault("DATAAUDIT_NUMBA_MIN_WORK", "0")
+# The suite compares numba's kernels with the twins whatever a `make` left in the user's cache folder; the kernels
+# compiled ahead of time are compared with numba's in tests/textops/test_compiled_kernels.py, from a build of its own.
+os.environ.setdefault("DATAAUDIT_NO_AOT", "1")
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dataaudit.textops import repetition_flags as line_flags
 from dataaudit.textops.arrow import as_string_array, string_buffers
 from dataaudit.textops.hashing import WS_CLASS
 
@@ -169,12 +170,12 @@ class KernelLines:
 
     def fenced(self, fence_re: str) -> np.ndarray:
         """The lines the kernel found to be a fence (its exact test of FENCE_RE) or inside a fenced block."""
-        return (self.flags & self.k.FENCED) != 0
+        return (self.flags & line_flags.FENCED) != 0
 
     def candidates(self, rows: np.ndarray, gate: str) -> np.ndarray:
         """The lines of `rows` that pass the kernel's gate for that regex (the others cannot match it); for
         CODE_RE, those that also pass the kernel's tighter `code_candidates`."""
-        out = rows & ((self.flags & getattr(self.k, gate)) != 0)
+        out = rows & ((self.flags & getattr(line_flags, gate)) != 0)
         if gate == "GATE_CODE":
             idx = np.flatnonzero(out)
             keep = np.empty(len(idx), dtype=bool)
@@ -184,20 +185,20 @@ class KernelLines:
 
     def sure_code(self) -> np.ndarray:
         """Lines that match one of the kernel's exact parts of CODE_RE."""
-        return (self.flags & self.k.SURE_CODE) != 0
+        return (self.flags & line_flags.SURE_CODE) != 0
 
     def labels(self, rows: np.ndarray, label_re: str, heading_re: str) -> np.ndarray:
         """Does LABEL_RE (`label_re`) match the raw line, for the lines where `rows` holds: the kernel decided it
         (SURE_LABEL) but for a few headings whose other alternatives do not match, where RE2 runs its heading
         alternative `heading_re` alone (it compiles ~4x faster than the whole)."""
-        sure = rows & ((self.flags & self.k.SURE_LABEL) != 0)
-        return sure | self.match(heading_re, rows & ~sure & ((self.flags & self.k.GATE_LABEL) != 0))
+        sure = rows & ((self.flags & line_flags.SURE_LABEL) != 0)
+        return sure | self.match(heading_re, rows & ~sure & ((self.flags & line_flags.GATE_LABEL) != 0))
 
     def symbols(self, rows: np.ndarray, symbols_re: str) -> np.ndarray:
         """Does SYMBOLS_RE (`symbols_re`) match the raw line, for the lines where `rows` holds: the kernel decided
         it on ASCII lines (SURE_SYMBOLS); RE2 runs on the others that pass its gate."""
-        sure = rows & ((self.flags & self.k.SURE_SYMBOLS) != 0)
-        return sure | self.match(symbols_re, rows & ~sure & ((self.flags & self.k.GATE_SYMBOLS) != 0))
+        sure = rows & ((self.flags & line_flags.SURE_SYMBOLS) != 0)
+        return sure | self.match(symbols_re, rows & ~sure & ((self.flags & line_flags.GATE_SYMBOLS) != 0))
 
     def match(self, pattern: str, rows: np.ndarray) -> np.ndarray:
         out = np.zeros(len(rows), dtype=bool)

@@ -92,6 +92,7 @@ from dataaudit.textops.arrow import as_string_array, string_buffers
 from dataaudit.textops.hashing import GOLD as _GOLD
 from dataaudit.textops.hashing import mix as _mix  # splitmix64, shared with dedup/contamination
 from dataaudit.textops.hashing import WS_CLASS, numba_kernels
+from dataaudit.textops.repetition_flags import SENTENCE_BYTES
 
 from .text_common import char_lengths, flatten_lists, safe_ratio
 from .text_lines import ArrowLines, KernelLines, Spans, text_of
@@ -388,7 +389,7 @@ def _sentences(texts: pa.Array | Spans):
         while True:
             line, start, stop, chars = (np.empty(cap, np.int64) for _ in range(4))
             hashes = np.empty(cap, np.uint64)
-            m = k.split_sentences(texts.data, texts.start, texts.stop, WS_CLASS, k.SENTENCE_BYTES, line, start, stop,
+            m = k.split_sentences(texts.data, texts.start, texts.stop, WS_CLASS, SENTENCE_BYTES, line, start, stop,
                                   chars, hashes)
             if m <= cap:
                 return Spans(texts.data, start[:m], stop[:m]), line[:m], chars[:m], hashes[:m]

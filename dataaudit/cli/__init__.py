@@ -12,6 +12,7 @@ import os
 import click
 
 from dataaudit.cli.audit import audit
+from dataaudit.cli.build_kernels import build_kernels
 from dataaudit.cli.common import InputError, collect_less_often
 from dataaudit.cli.clean import clean
 from dataaudit.cli.contamination import contamination
@@ -43,3 +44,4 @@ main.add_command(dedup)
 main.add_command(dedup_images)
 main.add_command(clean)
 main.add_command(replay)
+main.add_command(build_kernels)

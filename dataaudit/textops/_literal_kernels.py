@@ -13,14 +13,13 @@ import numpy as np
 
 from ._swar import has_byte, in_ranges64, load8, trailing_zeros
 
-MAX_SWAR_FIRST = 4      # more distinct first bytes than this: a table lookup per byte is cheaper than the tests
-
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
 def count_literals(off, data, words, at, first, first8, ranges, out):
     """out[r]: the occurrences in row r (bytes data[off[r]:off[r + 1]]) of the literals words[at[w]:at[w + 1]]
     (in the order to try them: longest first). first[b]: a literal starts with byte b; first8: those bytes
-    repeated in all eight lanes (`_swar.repeat_byte`) when at most MAX_SWAR_FIRST of them, else empty; ranges:
+    repeated in all eight lanes (`_swar.repeat_byte`) when at most `literals.MAX_SWAR_FIRST` of them, else
+    empty; ranges:
     (lo1, n1, lo2, n2), the first bytes as at most two ranges lo..lo + n - 1, else empty."""
     n_words = at.shape[0] - 1
     swar = first8.shape[0] > 0

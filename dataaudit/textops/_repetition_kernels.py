@@ -32,6 +32,8 @@ import numba
 import numpy as np
 
 from ._kernels import _C1, _GOLD, _mix, _multibyte_ws
+from .repetition_flags import (FENCE, FENCED, GATE_CODE, GATE_LABEL, GATE_LIST, GATE_SYMBOLS, HAS_EQ, SURE_CODE,
+                               SURE_LABEL, SURE_SYMBOLS)
 from ._swar import (HIGH, continuation_bytes, count_byte, each_zero_byte, high_bits, in_ranges64, load8, load_upto,
                     popcount, trailing_zeros)
 
@@ -332,9 +334,6 @@ def _doc_ngrams(wh, wlen, w, max_n, is_top, is_dup, top, dup, d, tab, hc, cand, 
 
 # ------------------------------------------------------------------------------------------------- lines
 
-FENCE, GATE_CODE, GATE_LABEL, GATE_SYMBOLS, GATE_LIST, SURE_CODE, HAS_EQ, SURE_LABEL = 1, 2, 4, 8, 16, 32, 64, 128
-SURE_SYMBOLS = 256                          # (flags are uint16)
-FENCED = 512                                # a fence, or a line inside a fenced block
 _HASH_MUL = np.uint64(0x9FB21C651E98DF25)
 
 
@@ -1051,12 +1050,6 @@ def gather_spans(data, starts, stops, out_off, out_data):
 
 
 # --------------------------------------------------------------------------------------------- sentences
-
-# 1: the byte may start [.!?…], 2: it may start [。！？] (E3 80 82, EF BC 81 / 9F)
-SENTENCE_BYTES = np.zeros(256, np.uint8)
-SENTENCE_BYTES[[46, 33, 63, 0xE2]] = 1
-SENTENCE_BYTES[[0xE3, 0xEF]] = 2
-
 
 @numba.njit(inline="always", cache=True)
 def _latin_end(data, i, end):       # . ! ? … (E2 80 A6)

@@ -20,6 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dataaudit.cache import cache_folder
+
 from .arrow import flatten_lists, string_buffers, to_int64
 from .hashing import numba_kernels
 
@@ -57,14 +59,6 @@ def table(pattern: str) -> np.ndarray:
     except OSError:
         pass   # a read-only home: build the table each run
     return out
-
-
-def cache_folder() -> Path:
-    """$DATAAUDIT_CACHE_DIR, else $XDG_CACHE_HOME/dataaudit, else ~/.cache/dataaudit."""
-    given = os.environ.get("DATAAUDIT_CACHE_DIR")
-    if given:
-        return Path(given)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dataaudit"
 
 
 def _cache_file(pattern: str) -> Path:

@@ -303,12 +303,19 @@ def _import_kernels(module: str):
 
 def numba_kernels(module: str = "dataaudit.textops._kernels", work: int | None = None):
     """The numba kernels module `module` (textops' by default; dedup and contamination name theirs), or None: the
-    caller then runs its numpy twin. None when numba is missing, the DATAAUDIT_NO_NUMBA environment variable is
-    set, or the call is small: `work` (the input's size in bytes; a MinHash counts its hash bytes times the
-    permutations) below `numba_min_work()` while `module` is not loaded yet. Without `work`, numba whatever the
-    size. A large input after small ones still gets numba; once loaded, the kernels serve every size."""
+    caller then runs its numpy twin. The module's kernels compiled ahead of time when there is a build for these
+    sources (`compiled.compiled_kernels`: the audit's text kernels, loaded without numba). None when numba is
+    missing, the DATAAUDIT_NO_NUMBA environment variable is set, or the call is small: `work` (the input's size
+    in bytes; a MinHash counts its hash bytes times the permutations) below `numba_min_work()` while `module` is
+    not loaded yet. Without `work`, numba whatever the size. A large input after small ones still gets numba;
+    once loaded, the kernels serve every size."""
     if os.environ.get("DATAAUDIT_NO_NUMBA"):
         return None
+    from .compiled import compiled_kernels
+
+    compiled = compiled_kernels(module)          # built ahead of time: no numba to import, whatever the size
+    if compiled is not None:
+        return compiled
     if work is not None and module not in _LOADED and module not in sys.modules and work < numba_min_work():
         return None
     return _import_kernels(module)

@@ -17,6 +17,7 @@ from .arrow import as_string_array, string_buffers
 from .hashing import numba_kernels
 
 _KERNELS = "dataaudit.textops._literal_kernels"
+MAX_SWAR_FIRST = 4      # more distinct first bytes than this: a table lookup per byte is cheaper than the tests
 
 
 def _re2_literal(s: str) -> str:
@@ -38,16 +39,14 @@ def alternation(literals) -> str:
 def _kernel_words(literals: tuple[str, ...]):
     """(bytes one after another, offsets, first-byte table, first bytes in eight lanes or empty, first bytes as at
     most two ranges (lo, n, lo, n) or empty) for the kernel."""
-    from ._literal_kernels import MAX_SWAR_FIRST
-    from ._swar import repeat_byte
-
     raw = [w.encode() for w in ordered(literals)]
     words = np.frombuffer(b"".join(raw), np.uint8).copy()
     at = np.concatenate(([0], np.cumsum([len(w) for w in raw]))).astype(np.int64)
     starts = sorted({w[0] for w in raw})
     first = np.zeros(256, np.bool_)
     first[starts] = True
-    first8 = np.array([repeat_byte(b) for b in starts] if len(starts) <= MAX_SWAR_FIRST else [], np.uint64)
+    # each first byte in all eight lanes (as `_swar.repeat_byte`, which would import numba here)
+    first8 = np.array(starts if len(starts) <= MAX_SWAR_FIRST else [], np.uint64) * np.uint64(0x0101010101010101)
     ranges = []                                          # runs of consecutive first bytes, as [lo, n]
     for b in starts:
         if ranges and ranges[-1][0] + ranges[-1][1] == b:

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 
 from dataaudit.checks.text_repetition import DUP_NS, TOP_NS, repetition_stats
+from dataaudit.textops import repetition_flags as line_flags
 from dataaudit.textops.hashing import numba_kernels
 from tests.checks.repetition_cases import DEGENERATE, STRUCTURED, real_corpora
 from tests.checks.test_text_checks import load_webdataset
@@ -248,23 +249,23 @@ def test_gates_hold_every_match_and_sure_code_only_matches(shared_data):
     view = KernelLines(k, pa.array(texts, pa.string()))
     raw = view.raw.take(np.arange(len(view.doc))).to_arrow(k)
     nonblank = view.length > 0
-    not_sure = nonblank & ((view.flags & k.SURE_CODE) == 0)
-    for pattern, gate in ((CODE_RE, k.GATE_CODE), (LABEL_RE, k.GATE_LABEL), (SYMBOLS_RE, k.GATE_SYMBOLS),
-                          (LIST_RE, k.GATE_LIST)):
-        lines = nonblank if gate == k.GATE_CODE else not_sure
+    not_sure = nonblank & ((view.flags & line_flags.SURE_CODE) == 0)
+    for pattern, gate in ((CODE_RE, line_flags.GATE_CODE), (LABEL_RE, line_flags.GATE_LABEL),
+                          (SYMBOLS_RE, line_flags.GATE_SYMBOLS), (LIST_RE, line_flags.GATE_LIST)):
+        lines = nonblank if gate == line_flags.GATE_CODE else not_sure
         hit = lines & pc.match_substring_regex(raw, pattern=pattern).to_numpy(zero_copy_only=False)
         gated = (view.flags & gate) != 0
         assert not (hit & ~gated).any(), [raw[i].as_py() for i in np.flatnonzero(hit & ~gated)[:5]]
         assert hit.sum() > 1000 and gated.sum() < 0.8 * nonblank.sum()    # the gate lets fewer lines through
-        if gate == k.GATE_CODE:
+        if gate == line_flags.GATE_CODE:
             cand = view.candidates(nonblank, "GATE_CODE")        # with the tighter code_candidates
             assert not (hit & ~cand).any(), [raw[i].as_py() for i in np.flatnonzero(hit & ~cand)[:5]]
             assert cand.sum() < 0.5 * gated.sum()
-            sure = (view.flags & k.SURE_CODE) != 0
+            sure = (view.flags & line_flags.SURE_CODE) != 0
             assert not (sure & ~hit).any(), [raw[i].as_py() for i in np.flatnonzero(sure & ~hit)[:5]]
             assert sure.sum() > 0.5 * hit.sum()
     fence = nonblank & pc.match_substring_regex(raw, pattern=FENCE_RE).to_numpy(zero_copy_only=False)
-    np.testing.assert_array_equal((view.flags & k.FENCE) != 0, fence)
+    np.testing.assert_array_equal((view.flags & line_flags.FENCE) != 0, fence)
 
 
 def test_kernel_lines_count_the_texts_code_points():
@@ -322,12 +323,12 @@ def test_kernel_labels_equal_label_re(shared_data):
     texts = tricky + _random_docs(9, 800) + [t for docs in real_corpora(shared_data).values() for t in docs]
     view = KernelLines(k, pa.array(texts, pa.string()))
     raw = view.raw.take(np.arange(len(view.doc))).to_arrow(k)
-    nonblank = (view.length > 0) & ((view.flags & k.SURE_CODE) == 0)      # (the check asks on lines not code)
+    nonblank = (view.length > 0) & ((view.flags & line_flags.SURE_CODE) == 0)      # (the check asks on lines not code)
     hit = nonblank & pc.match_substring_regex(raw, pattern=LABEL_RE).to_numpy(zero_copy_only=False)
     got = view.labels(nonblank, LABEL_RE, HEADING_RE)
     assert not (hit != got).any(), [raw[i].as_py() for i in np.flatnonzero(hit != got)[:5]]
     assert hit.sum() > 1000
-    sure = nonblank & ((view.flags & k.SURE_LABEL) != 0)
+    sure = nonblank & ((view.flags & line_flags.SURE_LABEL) != 0)
     assert sure.sum() > 0.9 * hit.sum()                         # RE2 runs on a few lines only
     assert got[:len(tricky)].tolist() == pc.match_substring_regex(pa.array(tricky), pattern=LABEL_RE).to_pylist()
     assert nonblank[:len(tricky)].all()                                 # (no tricky line is sure code)
@@ -356,8 +357,8 @@ def test_symbols_and_list_gates_skip_chinese_lines():
     lines = ["训练数据。", "——", "。。。", "一", "\u2022 item", "\u00b7 item", "\u2013 item", "\u25e6 x", "文本 - x", "——训"]
     view = KernelLines(k, pa.array(["\n".join(lines)], pa.string()))
     raw = view.raw.take(np.arange(len(view.doc))).to_arrow(k)
-    for pattern, gate, gated in ((SYMBOLS_RE, k.GATE_SYMBOLS, [0, 1, 1, 1, 0, 0, 0, 0, 0, 0]),
-                                 (LIST_RE, k.GATE_LIST, [0, 1, 0, 0, 1, 1, 1, 1, 0, 1])):
+    for pattern, gate, gated in ((SYMBOLS_RE, line_flags.GATE_SYMBOLS, [0, 1, 1, 1, 0, 0, 0, 0, 0, 0]),
+                                 (LIST_RE, line_flags.GATE_LIST, [0, 1, 0, 0, 1, 1, 1, 1, 0, 1])):
         hit = pc.match_substring_regex(raw, pattern=pattern).to_numpy(zero_copy_only=False)
         assert ((view.flags & gate) != 0).tolist() == [bool(g) for g in gated]
         assert not (hit & ((view.flags & gate) == 0)).any()
@@ -443,7 +444,7 @@ def test_a_code_file_becomes_one_empty_line():
     every = KernelLines(k, arr)
     ruled = KernelLines(k, arr, CODE_SHARE, MIN_CODE_LINES)
     assert every.counts.tolist() == [8, 34, 35]
-    assert np.flatnonzero((every.flags[:8] & k.SURE_CODE) != 0).tolist() == [0, 2, 4, 6]
+    assert np.flatnonzero((every.flags[:8] & line_flags.SURE_CODE) != 0).tolist() == [0, 2, 4, 6]
     assert ruled.counts.tolist() == [1, 34, 1]
     first = [0, 35]                                             # the code files' one line each
     assert ruled.doc[first].tolist() == [0, 2]
@@ -504,8 +505,8 @@ def test_ascii_symbol_lines_are_decided_without_re2():
     lines = ["----", "  ***  ", "—— ——", "a--", "Роман", "== 1 ==", "=== ===", "…", "\t.\t"]
     view = KernelLines(k, pa.array(["\n".join(lines)], pa.string()))
     raw = view.raw.take(np.arange(len(view.doc))).to_arrow(k)
-    assert ((view.flags & k.SURE_SYMBOLS) != 0).astype(int).tolist() == [1, 1, 0, 0, 0, 0, 1, 0, 1]
-    assert ((view.flags & k.GATE_SYMBOLS) != 0).astype(int).tolist() == [1, 1, 1, 0, 1, 0, 1, 1, 1]
+    assert ((view.flags & line_flags.SURE_SYMBOLS) != 0).astype(int).tolist() == [1, 1, 0, 0, 0, 0, 1, 0, 1]
+    assert ((view.flags & line_flags.GATE_SYMBOLS) != 0).astype(int).tolist() == [1, 1, 1, 0, 1, 0, 1, 1, 1]
     hit = pc.match_substring_regex(raw, pattern=SYMBOLS_RE).to_pylist()
     assert hit == [True, True, True, False, False, False, True, True, True]
     assert view.symbols(np.ones(len(lines), bool), SYMBOLS_RE).tolist() == hit

@@ -1,0 +1,168 @@
+"""The text kernels compiled ahead of time (dataaudit/textops/compiled.py): one build per session into a temporary
+cache folder (~30 s), then the same audit as numba's JIT kernels give, without importing numba; arguments other
+than the exported types go to numba's kernel; a build for other sources is never loaded."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.checks.repetition_cases import DEGENERATE, STRUCTURED
+from tests.paths import REPO
+
+pytest.importorskip("numba")
+from dataaudit.textops import compiled  # noqa: E402
+
+STALE = "0" * 24                                  # a build for other sources, there before the session's build
+REPETITION = "dataaudit.textops._repetition_kernels"
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("cache")
+    (folder / "kernels" / STALE).mkdir(parents=True)
+    proc = subprocess.run([sys.executable, "-m", "dataaudit.cli", "build-kernels"], capture_output=True, text=True,
+                          env=_env(folder), cwd=REPO, timeout=600)
+    if proc.returncode == 2 and "compil" in proc.stderr:
+        pytest.skip(f"no ahead-of-time build on this machine: {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("compiled the text kernels into "), proc.stdout
+    return folder
+
+
+@pytest.fixture
+def aot(cache_dir, monkeypatch):
+    """compiled_kernels in this process, from the session's build."""
+    monkeypatch.setenv("DATAAUDIT_CACHE_DIR", str(cache_dir))
+    monkeypatch.delenv(compiled.NO_AOT_ENV, raising=False)
+    monkeypatch.setattr(compiled, "_LOADED", {})
+    return compiled
+
+
+def _env(cache: Path, **extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in (compiled.NO_AOT_ENV, "DATAAUDIT_NO_NUMBA")}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    return {**env, "DATAAUDIT_CACHE_DIR": str(cache), **extra}
+
+
+def _texts() -> list[str]:
+    """Every kind of line the text checks tell apart, and a defect for each check."""
+    prose = ("The committee met on Tuesday to review the budget. Several members asked why the figures differ "
+             "from last year's report, and the chair promised an answer by Friday.")
+    chinese = "训练数据的质量决定了模型的上限。我们需要检查每一条样本！这是否合理？"
+    texts = list(STRUCTURED.values()) + list(DEGENERATE.values()) + [
+        prose, chinese * 3, prose + "\n" + chinese, "", "   ", "tab\there\x07bell\x00nul",
+        "CafÃ© au lait, naÃ¯ve rÃ©sumÃ© \ufffd", "<|im_start|>user\nhi<|im_end|> [INST] x [/INST]",
+        "x" * 3000, "aGVsbG8gd29ybGQ=" * 200, "- item one\n- item two\n- item one\n1) first\n(iv) roman",
+        "ROMEO:\nBut soft!\nJULIET:\nAy me.\n# Heading\nkey: value\n| a | b |\n{\"k\": 1}", "\u00a0\u3000 wide space",
+        "$$$ ^^^ ~~~ +++ === <<< >>> " * 20 + "\U0001F600" * 40,
+    ]
+    return texts * 20
+
+
+@pytest.fixture(scope="session")
+def shard(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("text") / "text.parquet"
+    pq.write_table(pa.table({"text": _texts()}), path, row_group_size=300)
+    return path
+
+
+def _audit(shard: Path, out: Path, cache: Path, **env) -> dict:
+    """Audit `shard` in a child process; what it imported of numba, its report (without `run`) and flags."""
+    child = ("import sys\nfrom dataaudit.cli import main\n"
+             "try:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n    code = exc.code\n"
+             "print('NUMBA', 'numba' in sys.modules, code)\n")
+    proc = subprocess.run([sys.executable, "-c", child, "audit", str(shard), "--out", str(out), "--engine", "local"],
+                          capture_output=True, text=True, env=_env(cache, **env), cwd=REPO, timeout=600)
+    last = proc.stdout.strip().splitlines()[-1].split()
+    assert last[0] == "NUMBA" and last[2] in ("0", "1"), proc.stdout + proc.stderr
+    report = json.loads((out / "report.json").read_text())
+    report.pop("run")
+    return {"numba": last[1] == "True", "report": report, "flags": pq.read_table(out / "flags.parquet")}
+
+
+def test_an_audit_with_the_compiled_kernels_imports_no_numba_and_equals_numbas(cache_dir, shard, tmp_path):
+    fast = _audit(shard, tmp_path / "compiled", cache_dir)
+    jit = _audit(shard, tmp_path / "jit", cache_dir, DATAAUDIT_NO_AOT="1")
+    assert fast["numba"] is False
+    assert jit["numba"] is True
+    assert fast["report"] == jit["report"]
+    assert fast["flags"].equals(jit["flags"])
+    checks = fast["report"]["checks"]
+    for name in ("control_chars", "mojibake", "long_unbroken_run", "repetition", "non_text_ratio", "special_tokens",
+                 "empty_text"):
+        assert checks[name]["flagged"] > 0, name                       # every kernel path met a defect
+
+
+def test_each_kernel_runs_compiled_only_for_the_exported_argument_types(aot, monkeypatch):
+    k = aot.compiled_kernels("dataaudit.textops._codepoint_kernels")
+    assert k is not None
+    import dataaudit.textops._codepoint_kernels as jit
+
+    data = np.frombuffer("abc Ã© x\ufffd y".encode(), np.uint8).copy()
+    off = np.array([0, 4, 9, data.size], np.int64)
+    expected = np.zeros(3, bool)
+    jit.holds_c3_or_fffd(off, data, expected)
+    assert expected.tolist() == [False, True, True]
+    calls = []
+    real = jit.holds_c3_or_fffd
+    monkeypatch.setattr(jit, "holds_c3_or_fffd", lambda *a: calls.append(1) or real(*a))
+    for fits, args in ((True, (off, data)),
+                       (False, (off.astype(np.int32), data)),                          # another dtype
+                       (False, (np.repeat(off, 2)[::2], data)),                        # not contiguous
+                       (False, (off, np.frombuffer(data.tobytes(), np.uint8)))):      # read-only
+        out = np.zeros(3, bool)
+        k.holds_c3_or_fffd(*args, out)
+        assert out.tolist() == expected.tolist()
+        assert len(calls) == (0 if fits else 1)
+        calls.clear()
+    int64, float64 = compiled._parse("i8 f8")
+    assert compiled._fits(int64, 3) and compiled._fits(int64, np.int64(3)) and not compiled._fits(int64, True)
+    assert compiled._fits(float64, 0.5) and not compiled._fits(float64, 1)
+
+
+def test_a_build_for_other_sources_is_never_loaded_and_a_new_build_removes_it(aot, cache_dir, monkeypatch):
+    assert [p.name for p in (cache_dir / "kernels").iterdir()] == [aot.key()]      # the stale build went
+    assert aot.compiled_kernels("dataaudit.textops._kernels") is None                # not exported
+    monkeypatch.setattr(compiled, "key", lambda: STALE)
+    assert aot.compiled_kernels(REPETITION) is None                                   # no build for these sources
+
+
+def test_dataaudit_no_aot_switches_them_off(aot, monkeypatch):
+    monkeypatch.setenv(compiled.NO_AOT_ENV, "1")
+    assert aot.compiled_kernels(REPETITION) is None
+    monkeypatch.delenv(compiled.NO_AOT_ENV)
+    assert aot.compiled_kernels(REPETITION) is not None
+
+
+def test_the_key_covers_every_module_the_kernels_import():
+    code = ("import json, sys\nimport " + ", ".join(compiled.EXPORTS) + "\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('dataaudit.'))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=240,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    imported = json.loads(proc.stdout)
+    assert set(compiled.EXPORTS) <= set(imported)
+    outside = [m for m in imported if m.split(".")[1] != "textops" and m != "dataaudit.pipelines"]   # (the root's)
+    assert outside == []
+
+
+def test_build_kernels_says_when_it_is_up_to_date_and_fails_in_one_line(cache_dir, tmp_path):
+    again = subprocess.run([sys.executable, "-m", "dataaudit.cli", "build-kernels"], capture_output=True, text=True,
+                           env=_env(cache_dir), cwd=REPO, timeout=240)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == f"the text kernels are compiled already: {cache_dir / 'kernels' / compiled.key()}"
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    proc = subprocess.run([sys.executable, "-m", "dataaudit.cli", "build-kernels"], capture_output=True, text=True,
+                          env=_env(blocked), cwd=REPO, timeout=240)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith(f"Error: kernels not compiled (cannot write {blocked / 'kernels'}: ")
+    assert proc.stderr.strip().endswith("the commands use numba's JIT kernels")
+    assert len(proc.stderr.strip().splitlines()) == 1
