@@ -107,6 +107,27 @@ def test_parquet_batches_are_decoded_into_the_jemalloc_pool(tmp_path):
     assert pool.bytes_allocated() - before < 2_000_000
 
 
+def test_parquet_read_ahead_only_with_two_arrow_threads_and_the_same_batches(tmp_path):
+    """One batch of read-ahead where two row groups can decode at once; with one Arrow thread none (it only
+    delayed the first batch). The batches are the same either way."""
+    from dataaudit.sources import parquet
+
+    p = tmp_path / "s.parquet"
+    pq.write_table(pa.table({"text": [f"row {i}" for i in range(3000)], "n": list(range(3000))}), p, row_group_size=700)
+    threads = pa.cpu_count()
+    got = {}
+    try:
+        for n in (1, 2):
+            pa.set_cpu_count(n)
+            got[n] = (parquet._readahead(), pa.Table.from_batches(list(iter_shard(str(p), columns=["text"],
+                                                                                  batch_rows=500))))
+    finally:
+        pa.set_cpu_count(threads)
+    assert got[1][0] == 0 and got[2][0] == 1
+    assert got[1][1].equals(got[2][1]) and got[1][1].num_rows == 3000
+    assert got[1][1].column("__row__").to_pylist() == list(range(3000))
+
+
 def test_parquet_schema_is_cheap_and_reported(tmp_path):
     p = tmp_path / "s.parquet"
     pq.write_table(pa.table({"x": [1.5], "y": ["a"]}), p)
