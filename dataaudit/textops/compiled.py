@@ -146,14 +146,41 @@ def build() -> tuple[Path, bool]:
     return dest, True
 
 
+def _pycc():
+    """numba.pycc's CC made to compile as numba's JIT does, for this CPU's model and the instructions the CPU
+    reports: pycc's "host" takes the model's name with every instruction of the model, which a virtual machine
+    may not pass through, and its baseline ("") gave code up to 17% slower than the JIT's. (CC, numba's types,
+    from_dtype)."""
+    from numba.core import types
+    from numba.core.codegen import AOTCPUCodegen
+    from numba.core.registry import cpu_target
+    from numba.np.numpy_support import from_dtype
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                  # pycc is pending deprecation; it is all that builds this
+        from numba.pycc import CC
+        from numba.pycc.compiler import ModuleCompiler
+
+    class HostCodegen(AOTCPUCodegen):
+        def _customize_tm_features(self):
+            return self._get_host_cpu_features()         # the JIT's features (NUMBA_CPU_FEATURES included)
+
+    class HostCC(CC):
+        def _compile_object_files(self, build_dir):      # pycc's, with HostCodegen
+            compiler = ModuleCompiler(self._export_entries, self._basename, self._use_nrt, cpu_name="host")
+            compiler.context = cpu_target.target_context.subtarget(
+                _internal_codegen=HostCodegen(self._basename, cpu_name="host"), aot_mode=True)
+            compiler.external_init_function = self._init_function
+            obj = os.path.join(build_dir, os.path.splitext(self._output_file)[0] + ".o")
+            compiler.write_native_object(obj, wrap=True)
+            return [obj], compiler.dll_exports
+
+    return HostCC, types, from_dtype
+
+
 def _compile(out: Path) -> dict[str, list[str]]:
     """Both extensions into `out`; {module: [kernel, ...]} of what they hold."""
     try:
-        from numba.core import types
-        from numba.np.numpy_support import from_dtype
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")              # pycc is pending deprecation; it is all that builds this
-            from numba.pycc import CC
+        CC, types, from_dtype = _pycc()
     except ImportError as exc:
         raise RuntimeError(f"numba's ahead-of-time compiler is not available: {exc}") from None
     ccs = {}
@@ -162,8 +189,6 @@ def _compile(out: Path) -> dict[str, list[str]]:
         ccs[nrt].output_dir = str(out)
         ccs[nrt].use_nrt = nrt
         ccs[nrt].verbose = False
-        if platform.machine() in ("x86_64", "AMD64", "aarch64", "arm64"):
-            ccs[nrt].target_cpu = "host"                 # as numba's JIT compiles: for this CPU (the key has it)
     exported: dict[str, list[str]] = {}
     for module, kernels in EXPORTS.items():
         mod = importlib.import_module(module)
