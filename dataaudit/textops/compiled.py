@@ -140,10 +140,18 @@ def build() -> tuple[Path, bool]:
                 raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    for old in dest.parent.iterdir():     # builds for other sources: never loaded again
-        if old != dest and not old.name.startswith(".build-"):
+    for old in dest.parent.iterdir():     # builds for other sources (never loaded again), and killed builds
+        if old != dest and not _building(old):
             shutil.rmtree(old, ignore_errors=True)
     return dest, True
+
+
+def _building(folder: Path) -> bool:
+    """A build folder that may still be in use by another process's build (a killed one is left a day old)."""
+    try:
+        return folder.name.startswith(".build-") and time.time() - folder.stat().st_mtime < 86400
+    except OSError:
+        return False
 
 
 def _pycc():

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,9 @@ REPETITION = "dataaudit.textops._repetition_kernels"
 def cache_dir(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("cache")
     (folder / "kernels" / STALE).mkdir(parents=True)
+    for name, age in ((".build-killed", 2 * 86400), (".build-running", 60)):     # a killed build, one going on
+        (folder / "kernels" / name).mkdir()
+        os.utime(folder / "kernels" / name, (time.time() - age, time.time() - age))
     proc = subprocess.run([sys.executable, "-m", "dataaudit.cli", "build-kernels"], capture_output=True, text=True,
                           env=_env(folder), cwd=REPO, timeout=600)
     if proc.returncode == 2 and "compil" in proc.stderr:
@@ -128,8 +132,8 @@ def test_each_kernel_runs_compiled_only_for_the_exported_argument_types(aot, mon
     assert compiled._fits(float64, 0.5) and not compiled._fits(float64, 1)
 
 
-def test_a_build_for_other_sources_is_never_loaded_and_a_new_build_removes_it(aot, cache_dir, monkeypatch):
-    assert [p.name for p in (cache_dir / "kernels").iterdir()] == [aot.key()]      # the stale build went
+def test_a_build_for_other_sources_is_never_loaded_and_a_new_build_removes_it_and_killed_builds(aot, cache_dir, monkeypatch):
+    assert sorted(p.name for p in (cache_dir / "kernels").iterdir()) == [".build-running", aot.key()]
     assert aot.compiled_kernels("dataaudit.textops._kernels") is None                # not exported
     monkeypatch.setattr(compiled, "key", lambda: STALE)
     assert aot.compiled_kernels(REPETITION) is None                                   # no build for these sources
