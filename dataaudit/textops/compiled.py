@@ -5,7 +5,8 @@ registries, the BLAS probe that imports scipy.linalg), a fifth of the audit of 1
 - `build()` (`dataaudit build-kernels`; `make` runs it) compiles the EXPORTS with `numba.pycc` into two extension
   modules, one with numba's reference counting for the kernels that allocate and one without for those compiled
   without it (`_nrt=False`), in `cache_folder()/kernels/<key>/`. The key hashes this folder's sources (every kernel
-  and what it inlines), Python, NumPy and the CPU (the code is built for this CPU's instructions).
+  and what it inlines), Python, NumPy and the CPU (the code is built for this CPU's instructions). A build keeps
+  the newest builds of other keys (other environments may share the cache folder) up to KEEP_BUILDS.
 - `compiled_kernels(module)` gives `hashing.numba_kernels` the module's kernels from the build whose key matches
   the sources now, or None (not built, stale, `DATAAUDIT_NO_AOT` set, no such module exported): numba's JIT then.
 
@@ -65,6 +66,7 @@ EXPORTS: dict[str, dict[str, str]] = {
 }
 _EXTENSIONS = {False: "_dataaudit_kernels", True: "_dataaudit_kernels_nrt"}   # with numba's reference counting?
 _DONE = "build.json"                     # written last into the build folder, which is then renamed into place
+KEEP_BUILDS = 4                          # this build and the newest others; a build is ~1.5 MB
 
 
 def _parse(kinds: str) -> tuple[tuple[np.dtype, int], ...]:
@@ -140,18 +142,24 @@ def build() -> tuple[Path, bool]:
                 raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    for old in dest.parent.iterdir():     # builds for other sources (never loaded again), and killed builds
-        if old != dest and not _building(old):
-            shutil.rmtree(old, ignore_errors=True)
+    _prune(dest)
     return dest, True
 
 
-def _building(folder: Path) -> bool:
-    """A build folder that may still be in use by another process's build (a killed one is left a day old)."""
+def _age(folder: Path) -> float:
     try:
-        return folder.name.startswith(".build-") and time.time() - folder.stat().st_mtime < 86400
+        return time.time() - folder.stat().st_mtime
     except OSError:
-        return False
+        return 0.0
+
+
+def _prune(dest: Path) -> None:
+    """Keep the KEEP_BUILDS - 1 newest other builds (other environments sharing the cache folder: another NumPy,
+    another checkout) and remove the older ones, and the folders of builds killed over a day ago."""
+    others = sorted((p for p in dest.parent.iterdir() if p != dest and not p.name.startswith(".build-")), key=_age)
+    killed = [p for p in dest.parent.glob(".build-*") if _age(p) > 86400]
+    for old in others[KEEP_BUILDS - 1:] + killed:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _pycc():

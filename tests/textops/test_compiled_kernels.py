@@ -21,15 +21,18 @@ from tests.paths import REPO
 pytest.importorskip("numba")
 from dataaudit.textops import compiled  # noqa: E402
 
-STALE = "0" * 24                                  # a build for other sources, there before the session's build
+STALE = "0123"                # builds for other sources ("000...", "111...", ...), there before the session's build
 REPETITION = "dataaudit.textops._repetition_kernels"
 
 
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("cache")
-    (folder / "kernels" / STALE).mkdir(parents=True)
-    for name, age in ((".build-killed", 2 * 86400), (".build-running", 60)):     # a killed build, one going on
+    # builds for other keys (4 days old: the oldest goes), a killed build and one going on
+    for name, age in ((s * 24, (4 - i) * 86400) for i, s in enumerate(STALE)):
+        (folder / "kernels" / name).mkdir(parents=True)
+        os.utime(folder / "kernels" / name, (time.time() - age, time.time() - age))
+    for name, age in ((".build-killed", 2 * 86400), (".build-running", 60)):
         (folder / "kernels" / name).mkdir()
         os.utime(folder / "kernels" / name, (time.time() - age, time.time() - age))
     proc = subprocess.run([sys.executable, "-m", "dataaudit.cli", "build-kernels"], capture_output=True, text=True,
@@ -132,10 +135,11 @@ def test_each_kernel_runs_compiled_only_for_the_exported_argument_types(aot, mon
     assert compiled._fits(float64, 0.5) and not compiled._fits(float64, 1)
 
 
-def test_a_build_for_other_sources_is_never_loaded_and_a_new_build_removes_it_and_killed_builds(aot, cache_dir, monkeypatch):
-    assert sorted(p.name for p in (cache_dir / "kernels").iterdir()) == [".build-running", aot.key()]
+def test_a_build_for_other_sources_is_never_loaded_and_a_new_build_keeps_the_newest_others(aot, cache_dir, monkeypatch):
+    kept = sorted(p.name for p in (cache_dir / "kernels").iterdir())
+    assert kept == sorted([".build-running", aot.key(), "1" * 24, "2" * 24, "3" * 24])    # the newest 3 others
     assert aot.compiled_kernels("dataaudit.textops._kernels") is None                # not exported
-    monkeypatch.setattr(compiled, "key", lambda: STALE)
+    monkeypatch.setattr(compiled, "key", lambda: "3" * 24)
     assert aot.compiled_kernels(REPETITION) is None                                   # no build for these sources
 
 
