@@ -19,8 +19,7 @@ def count_literals(off, data, words, at, first, first8, ranges, out):
     """out[r]: the occurrences in row r (bytes data[off[r]:off[r + 1]]) of the literals words[at[w]:at[w + 1]]
     (in the order to try them: longest first). first[b]: a literal starts with byte b; first8: those bytes
     repeated in all eight lanes (`_swar.repeat_byte`) when at most `literals.MAX_SWAR_FIRST` of them, else
-    empty; ranges:
-    (lo1, n1, lo2, n2), the first bytes as at most two ranges lo..lo + n - 1, else empty."""
+    empty; ranges: (lo1, n1, lo2, n2), the first bytes as at most two ranges lo..lo + n - 1, else empty."""
     n_words = at.shape[0] - 1
     swar = first8.shape[0] > 0
     wide = ranges.shape[0] == 4
