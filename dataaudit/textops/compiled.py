@@ -235,11 +235,10 @@ class CompiledKernels:
     """A kernel module's exported kernels from the extensions, each falling back to numba's kernel for other
     arguments; any other name from numba's module."""
 
-    def __init__(self, module: str, extensions: dict[bool, object]):
+    def __init__(self, module: str, kernels: dict[str, object]):
         self._module = module
         for name, kinds in EXPORTS[module].items():
-            ext = next(e for e in extensions.values() if hasattr(e, name))
-            setattr(self, name, _guarded(getattr(ext, name), module, name, _parse(kinds)))
+            setattr(self, name, _guarded(kernels[name], module, name, _parse(kinds)))
 
     def __getattr__(self, name: str):
         return getattr(importlib.import_module(self._module), name)
@@ -280,8 +279,7 @@ def compiled_kernels(module: str) -> CompiledKernels | None:
     if module not in EXPORTS or os.environ.get(NO_AOT_ENV):
         return None
     if module not in _LOADED:
-        extensions = _extensions()
-        _LOADED[module] = None
-        if extensions is not None and all(any(hasattr(e, n) for e in extensions.values()) for n in EXPORTS[module]):
-            _LOADED[module] = CompiledKernels(module, extensions)
+        found = {name: getattr(ext, name) for ext in (_extensions() or {}).values() for name in EXPORTS[module]
+                 if hasattr(ext, name)}
+        _LOADED[module] = CompiledKernels(module, found) if len(found) == len(EXPORTS[module]) else None
     return _LOADED[module]
