@@ -5,16 +5,17 @@ name or a parameter is one clear error naming the file, never a silently ignored
 """
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from dataaudit.errors import DataAuditError
 from dataaudit.extras import available, missing_message
 from dataaudit.fields import ROLES
+from dataaudit.tomlfile import read_toml
 
 
-class ConfigError(ValueError):
+class ConfigError(DataAuditError, ValueError):
     """A config that cannot be used; the message names the file and the setting."""
 
 
@@ -216,12 +217,7 @@ def load_config(path: str | Path | None, data: dict[str, Any] | None = None) -> 
         raw, source = {}, "<defaults>"
     else:
         path = Path(path)
-        try:
-            raw = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"{path}: config file not found") from None
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        raw = read_toml(path, ConfigError)
         source = str(path)
     if data:
         raw = {**raw, "data": {**raw.get("data", {}), **data}}

@@ -60,3 +60,17 @@ class LazyModule:
         module = require(self._name)
         self._namespace[self._alias] = module
         return getattr(module, attr)
+
+
+def lazy_exports(package: str, exports: dict[str, tuple[str, ...]]):
+    """A package's `__getattr__` (PEP 562) that imports each re-exported name from its module on first use, so
+    importing the package (for its declarations, such as FILES) loads none of its heavy modules.
+    `exports`: relative module name -> the names it provides."""
+    where = {name: module for module, names in exports.items() for name in names}
+
+    def __getattr__(name: str):
+        if name not in where:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(where[name], package), name)
+
+    return __getattr__

@@ -12,7 +12,8 @@ from typing import Any, Callable, Iterator
 import pyarrow as pa
 
 from dataaudit.handlers import READ_ERRORS, report_unreadable
-from dataaudit.sources import ShardReadError, iter_shard, read_schema
+from dataaudit.formats import iter_shard, read_schema
+from dataaudit.sources import ShardReadError
 
 
 class ShardStage:

@@ -19,15 +19,14 @@ exchange the partition files through it).
 from __future__ import annotations
 
 import os
-import shutil
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Callable, Sequence
 
 import pyarrow as pa
 
+from dataaudit.atomic import write_arrow, write_json
+from dataaudit.dedup import FILES
 from dataaudit.dedup.buckets import map_shard, map_units, partition_count
 from dataaudit.dedup.clusters import find_clusters, validation_overlap
 from dataaudit.dedup.config import DedupSpec
@@ -37,13 +36,11 @@ from dataaudit.dedup.outputs import write_clusters, write_keep, write_overlap
 from dataaudit.dedup.reduce import merge_partitions, reduce_partition
 from dataaudit.dedup.report import dedup_report
 from dataaudit.dedup.signatures import sign_shard, warm_kernels
-from dataaudit.handlers import report_unreadable
-from dataaudit.report.atomic import remove_stale_temps, write_arrow, write_json
-from dataaudit.pipelines.engine import choose_engine
+from dataaudit.io import exists, makedirs, remove_tree
+from dataaudit.outputs import WORK
+from dataaudit.pipelines.engine import EngineOptions
+from dataaudit.pipelines.job import JobRun, Progress
 from dataaudit.pipelines.parts import PartStore
-from dataaudit.pipelines.run_record import run_record
-from dataaudit.pipelines.runner import run_units
-from dataaudit.pipelines.tasks import run_tasks
 
 
 class SignatureStore(PartStore):
@@ -54,8 +51,8 @@ class SignatureStore(PartStore):
     write and 0.09 s to read as a Parquet list column, 0.02 s and 0.01 s so). Parts signed without shingle sets
     are not reused when verification needs them."""
 
-    def __init__(self, out_dir: Path, fingerprint: dict, train_shards: int, need_shingles: bool = False):
-        super().__init__(out_dir, fingerprint, suffix=".sig.parquet")
+    def __init__(self, out_dir: str | os.PathLike, fingerprint: dict, train_shards: int, need_shingles: bool = False):
+        super().__init__(out_dir, fingerprint, suffix=".sig.parquet", folder=FILES.parts)
         self.train_shards = train_shards
         self.need_shingles = need_shingles
 
@@ -69,8 +66,7 @@ class SignatureStore(PartStore):
 
     def load(self, index: int, path: str) -> dict | None:
         summary = super().load(index, path)
-        if summary is not None and self.need_shingles and \
-                not Path(shingles_file(str(self.table_path(index, path)))).exists():
+        if summary is not None and self.need_shingles and not exists(shingles_file(self.table_path(index, path))):
             return None
         return summary
 
@@ -79,87 +75,68 @@ class SignatureStore(PartStore):
 
     def write_table(self, index: int, path: str, table: pa.Table) -> None:
         if "shingles" in table.column_names:
-            write_arrow(Path(shingles_file(str(self.table_path(index, path)))), table.select(["shingles"]))
+            write_arrow(shingles_file(self.table_path(index, path)), table.select(["shingles"]))
             table = table.drop_columns(["shingles"])
         super().write_table(index, path, table)
 
 
-def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: Path, against: Sequence[str] = (),
-              engine: str = "auto", ray_address: str | None = None, partitions: int | str = "auto",
-              on_progress: Callable[[str, int, int, int], None] | None = None, html: bool = True,
-              workers: int | None = None,
-              handler: Callable[[BaseException, str], str] = report_unreadable) -> dict:
+def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: str | os.PathLike, against: Sequence[str] = (),
+              options: EngineOptions = EngineOptions(), on_progress: Callable[[Progress], None] | None = None, *,
+              partitions: int | str = "auto", html: bool = True) -> dict:
     """Deduplicate `paths` (and compare `against` validation shards with them) into `out_dir`:
     dedup.json, clusters.parquet, keep.parquet, dedup.html (+ overlap.parquet with `against`).
-    Returns dedup.json's content. `on_progress(stage, done, total, samples)` reports the signature stage per
-    batch (local) or per shard (Ray), then the later stages per unit. `workers` caps the units in flight on
-    Ray; `handler` is the policy for a shard that cannot be read (default: reported unreadable)."""
-    out_dir = Path(out_dir)
-    remove_stale_temps(out_dir)   # a killed run's half-written files; finished parts are reused
-    started = time.time()
+    Returns dedup.json's content. Progress: the signature stage per batch (local) or per shard (Ray), then the
+    later stages per unit. `options.workers` caps the units in flight on Ray."""
     paths, against = list(paths), list(against)
     shards = paths + against
-    engine = choose_engine(shards, engine, ray_address)
-    where = {"engine": engine, "ray_address": ray_address, "workers": workers}
-
-    def tell(stage: str, done: int, total: int, samples: int) -> None:
-        if on_progress:
-            on_progress(stage, done, total, samples)
+    run = JobRun(out_dir, shards, options, on_progress)
 
     # 1. signatures of both sides in one runner call
-    store = SignatureStore(out_dir, spec.signature_fingerprint(), len(paths), spec.verify)
-    threads = sign_threads() if engine == "local" else 1      # a Ray task has one CPU
-    if engine == "local":   # numba loads the cached kernels while this thread opens the first shard
-        threading.Thread(target=warm_kernels, args=(spec, spec.verify), daemon=True).start()
-    summaries, resumed = run_units(shards, store, sign_shard, (spec, spec.verify, threads), count="samples",
-                                   handler=handler,
-                                   on_progress=lambda done, n: tell("sign", done, len(shards), n), **where)
-    t_sign = time.time() - started
-    parts = [str(store.table_path(i, p)) for i, p in enumerate(shards)]
-    train = Corpus(paths, parts[:len(paths)], summaries[:len(paths)], 0)
-    val = Corpus(against, parts[len(paths):], summaries[len(paths):], train.total)
-    samples = train.total + val.total
+    with run.timed("sign"):
+        store = SignatureStore(out_dir, spec.signature_fingerprint(), len(paths), spec.verify)
+        threads = sign_threads() if run.engine == "local" else 1      # a Ray task has one CPU
+        if run.engine == "local":   # numba loads the cached kernels while this thread opens the first shard
+            threading.Thread(target=warm_kernels, args=(spec, spec.verify), daemon=True).start()
+        summaries = run.units("sign", shards, store, sign_shard, (spec, spec.verify, threads))
+        parts = [store.table_path(i, p) for i, p in enumerate(shards)]
+        train = Corpus(paths, parts[:len(paths)], summaries[:len(paths)], 0)
+        val = Corpus(against, parts[len(paths):], summaries[len(paths):], train.total)
+        records = train.total + val.total
 
     # 2 + 3. partitioned band hashes -> edges
-    t0 = time.time()
-    bands, rows = spec.bands()
-    n_parts = partition_count(sum(s["samples"] - s["empty"] for s in summaries), bands, partitions)
-    work = out_dir / "work"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    units = map_units({"train": train, "val": val}, work)
-    _run_stage("map", units, map_shard, (bands, rows, n_parts), tell, samples, where)
-    results = _run_stage("reduce", list(range(n_parts)), reduce_partition,
-                         ([u.band_file for u in units], [u.exact_file for u in units], train.total,
-                          spec.verify or spec.estimate),
-                         tell, samples, where)
-    shutil.rmtree(work, ignore_errors=True)
-    edges = merge_partitions(results)
-    t_lsh = time.time() - t0
+    with run.timed("lsh"):
+        bands, rows = spec.bands()
+        n_parts = partition_count(sum(s["records"] - s["empty"] for s in summaries), bands, partitions)
+        work = run.out(WORK)
+        remove_tree(work)
+        makedirs(work)
+        units = map_units({"train": train, "val": val}, work)
+        run.tasks("map", units, map_shard, (bands, rows, n_parts), records)
+        results = run.tasks("reduce", list(range(n_parts)), reduce_partition,
+                            ([u.band_file for u in units], [u.exact_file for u in units], train.total,
+                             spec.verify or spec.estimate), records)
+        remove_tree(work)
+        edges = merge_partitions(results)
 
     # 4. verification and clusters
-    t0 = time.time()
-    clusters = find_clusters(edges, train, spec)
-    overlap = validation_overlap(edges, train, val, spec) if against else None
-    t_cluster = time.time() - t0
+    with run.timed("cluster"):
+        clusters = find_clusters(edges, train, spec)
+        overlap = validation_overlap(edges, train, val, spec) if against else None
 
     # outputs
-    t0 = time.time()
-    against_json, val_examples = write_overlap(out_dir, train, val, overlap) if overlap is not None else (None, [])
-    with ThreadPoolExecutor(1) as pool:      # the examples' texts are read while the tables are written
-        found = pool.submit(examples, clusters, train, val, val_examples, spec.text_field)
-        write_clusters(out_dir, clusters, train)
-        kept = write_keep(out_dir, clusters, train)
-        report = dedup_report(spec, n_parts, train, val, clusters, kept, against_json)
-        report["examples"] = found.result()
-    report["run"] = run_record(engine, resumed, started, {
-        "sign": round(t_sign, 3), "lsh": round(t_lsh, 3), "cluster": round(t_cluster, 3),
-        "outputs": round(time.time() - t0, 3), "total": round(time.time() - started, 3),
-        "shards": [s.get("seconds") for s in summaries]})
-    write_json(out_dir / "dedup.json", report)
+    with run.timed("outputs"):
+        against_json, val_examples = write_overlap(out_dir, train, val, overlap) if overlap is not None else (None, [])
+        with ThreadPoolExecutor(1) as pool:      # the examples' texts are read while the tables are written
+            found = pool.submit(examples, clusters, train, val, val_examples, spec.text_field)
+            write_clusters(out_dir, clusters, train)
+            kept = write_keep(out_dir, clusters, train)
+            report = dedup_report(spec, n_parts, train, val, clusters, kept, against_json)
+            report["examples"] = found.result()
+    report["run"] = run.record(shards=[s.get("seconds") for s in summaries])
+    write_json(run.out(FILES.record), report)
     if html:
         from dataaudit.report.pages import write_dedup_html
-        write_dedup_html(out_dir / "dedup.html", report)
+        write_dedup_html(run.out(FILES.page), report)
     return report
 
 
@@ -169,16 +146,3 @@ def sign_threads() -> int:
     if env.isdigit() and int(env) > 0:
         return int(env)
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-def _run_stage(stage: str, items: list, task: Callable, args: tuple, tell: Callable, samples: int,
-               where: dict) -> list:
-    """`task(item, *args)` for every item, where the shards ran (in-process or Ray); results in item order."""
-    results: dict[int, object] = {}
-
-    def on_done(index, item, result):
-        results[index] = result
-        tell(stage, len(results), len(items), samples)
-
-    run_tasks(list(enumerate(items)), task, args, on_done, **where)
-    return [results[i] for i in range(len(items))]

@@ -1,22 +1,49 @@
-"""Which engine runs a job's shards: in this process, or Ray."""
+"""Where a job's units run: the options every job takes (EngineOptions) and the engine they choose for an input."""
 from __future__ import annotations
 
-import os
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Callable, Sequence
 
 from dataaudit.extras import available
+from dataaudit.handlers import report_unreadable
+from dataaudit.io import stat
 
 LOCAL_MAX_BYTES = 512 * 2**20   # auto engine: below this much input, starting Ray costs more than it saves
+ENGINES = ("auto", "local", "ray")
 
 
-def choose_engine(paths: Sequence[str], engine: str, ray_address: str | None) -> str:
+@dataclass(frozen=True)
+class EngineOptions:
+    """engine: "local" (this process, and worker processes with `workers` > 1 where the job allows), "ray" (one
+    task per unit) or "auto". address: a running Ray cluster to join (default: start a local one). workers: the
+    units in flight (Ray: default as many as it has CPUs for; local: default 1). handler: the policy for a shard
+    that cannot be read (`dataaudit.handlers`; default: reported unreadable, the job goes on)."""
+
+    engine: str = "auto"
+    address: str | None = None
+    workers: int | None = None
+    handler: Callable[[BaseException, str], str] = report_unreadable
+
+    def __post_init__(self):
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+
+
+def _size(path: str) -> int:
+    try:
+        return stat(path).size
+    except OSError:
+        return 0
+
+
+def choose_engine(paths: Sequence[str], options: EngineOptions) -> str:
     """"local" or "ray": as asked, else Ray when an address is given or the input is large and in several shards
     (and Ray is installed: `pip install 'dataaudit[ray]'`)."""
-    if engine != "auto":
-        return engine
+    if options.engine != "auto":
+        return options.engine
     if not available("ray"):
         return "local"
-    if ray_address:
+    if options.address:
         return "ray"
-    total = sum(os.path.getsize(p) for p in paths if os.path.exists(p))
+    total = sum(_size(p) for p in paths)
     return "local" if total < LOCAL_MAX_BYTES or len(paths) < 2 else "ray"

@@ -3,30 +3,37 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
+import os
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from dataaudit.report.atomic import write_json, write_parquet
+from dataaudit.atomic import write_json, write_parquet
+from dataaudit.io import exists, join, read_parquet, read_text
+from dataaudit.outputs import PARTS
+
+# Bumped when what a part holds changes shape (2: summaries count their records as `records`): parts written
+# before are then redone, never misread.
+PART_VERSION = 2
 
 
 def fingerprint_digest(fingerprint: dict) -> str:
     """A short digest of a job's settings: parts written under other settings are not reused."""
-    return hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    text = json.dumps({"parts": PART_VERSION, **fingerprint}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 class PartStore:
     """`OUT/<folder>/<name>-<path digest>.json` + the shard's table beside it (`<suffix>`, e.g. `.flags.parquet`).
 
     The table is written first and the JSON marker (job digest + summary) last, both atomically: a shard is
-    finished exactly when its marker exists, names this job and its table is there. `schema` (optional) is
-    the table's schema for writing and reading back; by default each table's own.
+    finished exactly when its marker exists, names this job and its table is there. `folder` is the job's
+    (`JobFiles.parts`); `schema` (optional) is the table's schema for writing and reading back; by default each
+    table's own.
     """
 
-    def __init__(self, out_dir: Path, job_fingerprint: dict, *, suffix: str, folder: str = "parts",
+    def __init__(self, out_dir: str | os.PathLike, job_fingerprint: dict, *, suffix: str, folder: str = PARTS,
                  schema: pa.Schema | None = None):
-        self.dir = Path(out_dir) / folder
+        self.dir = join(out_dir, folder)
         self.digest = fingerprint_digest(job_fingerprint)
         self.suffix = suffix
         self.schema = schema
@@ -43,25 +50,24 @@ class PartStore:
         """Fields recorded in the JSON marker next to the job digest and the summary."""
         return {}
 
-    def _stem(self, index: int, path: str) -> Path:
-        return self.dir / f"{self.name(index)}-{hashlib.sha1(path.encode()).hexdigest()[:12]}"
+    def _stem(self, index: int, path: str) -> str:
+        return join(self.dir, f"{self.name(index)}-{hashlib.sha1(path.encode()).hexdigest()[:12]}")
 
-    def table_path(self, index: int, path: str) -> Path:
-        return self._stem(index, path).with_suffix(self.suffix)
+    def table_path(self, index: int, path: str) -> str:
+        return self._stem(index, path) + self.suffix
 
     def load(self, index: int, path: str) -> dict | None:
         try:
-            done = json.loads(self._stem(index, path).with_suffix(".json").read_text(encoding="utf-8"))
+            done = json.loads(read_text(self._stem(index, path) + ".json"))
         except (FileNotFoundError, json.JSONDecodeError):
             return None
-        if done.get("job") != self.digest or not self.accepts(done) or not self.table_path(index, path).exists():
+        if done.get("job") != self.digest or not self.accepts(done) or not exists(self.table_path(index, path)):
             return None
         return done["summary"]
 
     def save(self, index: int, path: str, summary: dict, table: pa.Table) -> None:
         self.write_table(index, path, table)
-        write_json(self._stem(index, path).with_suffix(".json"),
-                   {"job": self.digest, **self.marker(table), "summary": summary})
+        write_json(self._stem(index, path) + ".json", {"job": self.digest, **self.marker(table), "summary": summary})
 
     def write_table(self, index: int, path: str, table: pa.Table) -> None:
         """The shard's table (a subclass may keep some columns elsewhere)."""
@@ -71,4 +77,4 @@ class PartStore:
                       use_dictionary=False)
 
     def read(self, index: int, path: str, columns: list[str] | None = None) -> pa.Table:
-        return pq.read_table(self.table_path(index, path), columns=columns, schema=self.schema, memory_map=True)
+        return read_parquet(self.table_path(index, path), columns, self.schema)

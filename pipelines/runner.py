@@ -1,30 +1,29 @@
 """The shard runner of every job: each shard not finished in the part store goes through the job's stage (in
 this process or on Ray), its result is saved as soon as it finishes, progress is told as work goes.
 
-A stage is `stage(path, *args, on_batch=None, handler=...) -> (summary dict, table)`; `handler` is the job's
-error policy for a shard that cannot be read (`dataaudit.handlers`), passed on to the stage's shard loop.
+A stage is `stage(path, *args, on_batch=None, handler=...) -> (summary dict, table)`; the summary counts the
+shard's records in `records`. `handler` is the job's error policy for a shard that cannot be read
+(`dataaudit.handlers`), passed on to the stage's shard loop.
 """
 from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from dataaudit.handlers import report_unreadable
+from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.tasks import run_tasks
 
 
-def run_units(paths: Sequence[str], store, stage: Callable, args: tuple, *, engine: str, count: str,
-              ray_address: str | None = None, workers: int | None = None,
-              on_progress: Callable[[int, int], None] | None = None,
-              handler: Callable[[BaseException, str], str] = report_unreadable,
+def run_units(paths: Sequence[str], store, stage: Callable, args: tuple, *, engine: str,
+              options: EngineOptions = EngineOptions(), on_progress: Callable[[int, int], None] | None = None,
               processes: bool = False) -> tuple[list, int]:
-    """Run `stage(path, *args, handler=handler)` on every shard not finished in `store`.
+    """Run `stage(path, *args, handler=options.handler)` on every shard not finished in `store`.
 
     `store.load(index, path)` gives a finished shard's summary (None if unfinished) and `store.save(index, path,
-    summary, table)` records one: reruns skip finished shards. `on_progress(shards_done, done)` is told as work
-    finishes, `done` summing the summaries' `count` field (per batch in-process, per shard on Ray). `workers`
+    summary, table)` records one: reruns skip finished shards. `on_progress(shards_done, records)` is told as work
+    finishes, `records` summing the summaries' `records` (per batch in-process, per shard on Ray). `options.workers`
     caps the shards in flight on Ray; with `processes` (a stage and args that pickle) it is also how many shards the
-    local engine runs at once, in worker processes. Returns the summaries in shard order and how many shards were resumed
-    from `store`.
+    local engine runs at once, in worker processes. Returns the summaries in shard order and how many shards were
+    resumed from `store`.
     """
     summaries: dict[int, dict] = {}
     pending = []
@@ -35,7 +34,7 @@ def run_units(paths: Sequence[str], store, stage: Callable, args: tuple, *, engi
         else:
             summaries[index] = done
     # Finished shards, plus what the shard under way has counted batch by batch (in-process engine).
-    counted = {"finished": sum(s[count] for s in summaries.values()), "current": 0}
+    counted = {"finished": sum(s["records"] for s in summaries.values()), "current": 0}
 
     def tell():
         if on_progress:
@@ -49,11 +48,11 @@ def run_units(paths: Sequence[str], store, stage: Callable, args: tuple, *, engi
         summary, table = result
         store.save(index, path, summary, table)
         summaries[index] = summary
-        counted["finished"] += summary[count]
+        counted["finished"] += summary["records"]
         counted["current"] = 0
         tell()
 
     tell()
-    run_tasks(pending, stage, args, on_done, engine=engine, ray_address=ray_address, workers=workers,
-              on_batch=on_rows, handler=handler, processes=processes)
+    run_tasks(pending, stage, args, on_done, engine=engine, options=options, on_batch=on_rows,
+              handler=options.handler, processes=processes)
     return [summaries[i] for i in range(len(paths))], len(paths) - len(pending)

@@ -11,22 +11,23 @@ from collections import deque
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Sequence
 
+from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.ray_session import ray_init
 
 
 def run_tasks(pending: Sequence[tuple[int, Any]], task: Callable, args: tuple,
-              on_done: Callable[[int, Any, Any], None], *, engine: str, ray_address: str | None = None,
-              workers: int | None = None, on_batch: Callable[[int], None] | None = None, processes: bool = False,
-              **kwargs) -> None:
+              on_done: Callable[[int, Any, Any], None], *, engine: str, options: EngineOptions = EngineOptions(),
+              on_batch: Callable[[int], None] | None = None, processes: bool = False, **kwargs) -> None:
     """`task(item, *args, **kwargs)` for every pending item, in this process (`engine="local"`, told
-    `on_batch=on_batch` as well when given) or one Ray task each (`engine="ray"`; `workers` caps the tasks in
-    flight, default all). With `processes` and `workers` > 1 the local engine runs `workers` items at once, in this
-    process and workers - 1 worker processes (task and args must pickle; progress then comes per item, as on
-    Ray)."""
+    `on_batch=on_batch` as well when given) or one Ray task each (`engine="ray"`, on the cluster at
+    `options.address`; `options.workers` caps the tasks in flight, default all). With `processes` and `workers` > 1
+    the local engine runs `workers` items at once, in this process and workers - 1 worker processes (task and args
+    must pickle; progress then comes per item, as on Ray)."""
     if not pending:
         return
+    workers = options.workers
     if engine == "ray":
-        _run_on_ray(pending, task, args, kwargs, on_done, ray_address, workers)
+        _run_on_ray(pending, task, args, kwargs, on_done, options.address, workers)
         return
     if processes and workers and workers > 1 and len(pending) > 1:
         _run_in_processes(pending, task, args, kwargs, on_done, workers)

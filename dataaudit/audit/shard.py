@@ -29,7 +29,7 @@ from dataaudit.stats.conversation_lengths import ConversationTokens, load_length
 @dataclass
 class ShardResult:
     path: str
-    samples: int = 0
+    records: int = 0
     flagged: int = 0
     status: str = "ok"
     error: str | None = None
@@ -49,7 +49,7 @@ class ShardResult:
 
     def summary(self) -> dict:
         return {
-            "path": self.path, "samples": self.samples, "flagged": self.flagged, "status": self.status,
+            "path": self.path, "records": self.records, "flagged": self.flagged, "status": self.status,
             "error": self.error, "checks": dict(sorted(self.checks.items())),
             "lengths": {k: v.state() for k, v in sorted(self.lengths.items())},
             "examples": self.examples, "fields": self.fields, "skipped": dict(sorted(self.skipped.items())),
@@ -141,7 +141,7 @@ class AuditShard(ShardStage):
             _note_plan(result, plan)
         out = audit_batch(batch, plan, cfg, result.path, work.tokenizer, self.device, self.examples_per_check,
                           result.states)
-        result.samples += batch.num_rows
+        result.records += batch.num_rows
         result.flagged += int(np.count_nonzero(out.flagged_rows))
         if out.flags.num_rows:
             work.flags.append(out.flags)

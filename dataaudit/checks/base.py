@@ -35,7 +35,7 @@ from typing import Any, Callable, Mapping
 
 SEVERITIES = ("info", "warning", "error")
 # Keys of a shard summary and of report.json: a stateful check's name must not be one of them.
-SUMMARY_KEYS = frozenset(("path", "samples", "flagged", "status", "error", "checks", "lengths", "examples", "fields",
+SUMMARY_KEYS = frozenset(("path", "records", "flagged", "status", "error", "checks", "lengths", "examples", "fields",
                           "skipped", "problems", "schema_version", "totals", "shards", "notes", "config", "run",
                           "images", "formats", "unchecked", "fingerprint"))
 TARGET_KINDS = ("text", "json", "conversation", "ids", "image", "pairs", "numeric", "label", "tokens", "token_ids",

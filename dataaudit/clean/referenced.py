@@ -8,16 +8,15 @@ temporary name and renamed (never hard-linked: editing a cleaned image must not 
 from __future__ import annotations
 
 import os
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from dataaudit.fields import FieldSpec, resolve_schema
+from dataaudit.formats import iter_shard
 from dataaudit.images.batch import flat_images, resolve_inside
-from dataaudit.report.atomic import _temp_beside
-from dataaudit.sources import ROW, iter_shard
+from dataaudit.io import copy_file, is_file, join, stat
+from dataaudit.sources import ROW
 
 
 def _kept_paths(src: str, drop: np.ndarray, image_field: tuple[str, ...] | None) -> set[str]:
@@ -37,24 +36,20 @@ def _kept_paths(src: str, drop: np.ndarray, image_field: tuple[str, ...] | None)
     return wanted
 
 
-def copy_referenced(src: str, dst: Path, drop: np.ndarray, image_field: tuple[str, ...] | None = None) -> dict:
+def copy_referenced(src: str, dst: str | os.PathLike, drop: np.ndarray,
+                    image_field: tuple[str, ...] | None = None) -> dict:
     """Copy the files the kept records of `src` reference into the folder of `dst`; returns
     {"referenced_files": copied or already there, "referenced_missing": missing or outside the folder}."""
     src_root = os.path.realpath(os.path.dirname(os.path.abspath(src)))
-    dst_root = Path(dst).parent
+    dst_root = os.path.dirname(os.fspath(dst))
     present = missing = 0
     for ref in sorted(_kept_paths(src, drop, image_field)):
         full, _ = resolve_inside(src_root, ref) if "://" not in ref else (None, "a URL")
-        if full is None or not os.path.isfile(full):
+        if full is None or not is_file(full):
             missing += 1
             continue
-        target = dst_root / os.path.relpath(full, src_root)
-        if not (target.is_file() and target.stat().st_size == os.path.getsize(full)):
-            tmp = _temp_beside(target)
-            try:
-                shutil.copyfile(full, tmp)
-                os.replace(tmp, target)
-            finally:
-                tmp.unlink(missing_ok=True)
+        target = join(dst_root, os.path.relpath(full, src_root))
+        if not (is_file(target) and stat(target).size == stat(full).size):
+            copy_file(full, target)
         present += 1
     return {"referenced_files": present, "referenced_missing": missing}

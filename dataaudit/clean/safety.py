@@ -11,14 +11,16 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from dataaudit.clean import FILES
+from dataaudit.errors import DataAuditError
+from dataaudit.outputs import PARTS
 from dataaudit.sources.fingerprint import changed
 
-OWN_FILES = ("clean.json", "dropped.parquet")
-PARTS = "parts"
 
-
-class CleanRefused(Exception):
+class CleanRefused(DataAuditError):
     """A reason not to clean; the message is one line naming the file."""
+
+    prefix = "refused: "
 
 
 def _real(p) -> str:
@@ -98,15 +100,16 @@ def check_outputs(paths: list[str], args: list[str], out: Path, outputs: list[Pa
             if o in (os.path.abspath(f), _real(f)):
                 raise CleanRefused(f"{out}: --out is the findings folder {f}")
     inputs = {_real(p) for p in paths}
-    own = {_real(Path(out) / f) for f in OWN_FILES}
+    own = {_real(Path(out) / f) for f in (FILES.record, *FILES.tables)}
     parts = _real(Path(out) / PARTS)
     for p, o in zip(paths, outputs):
         r = _real(o)
         if r in inputs:
             raise CleanRefused(f"{o}: this output would overwrite an input")
         if r in own or _inside(r, parts):
-            raise CleanRefused(f"{p}: its output {o} would be one of clean's own files (clean.json, "
-                               "dropped.parquet, parts/): move the shard or clean it separately")
+            raise CleanRefused(f"{p}: its output {o} would be one of clean's own files "
+                               f"({', '.join((FILES.record, *FILES.tables))}, {PARTS}/): move the shard or clean it "
+                               "separately")
     seen: dict[str, str] = {}
     for p, o in zip(paths, outputs):
         if _real(o) in seen:

@@ -1,7 +1,8 @@
 """The `dataaudit` command: the click group `main`, with one module per subcommand.
 
 Exit codes (each command's module says what counts as an error): 0 no error found, 1 an error found (or a
-shard that could not be read to the end), 2 usage or I/O error (one line naming the file). A command's module
+shard that could not be read to the end), 2 usage or I/O error (one line naming the file). The group is the one
+place that turns the user's errors (`dataaudit.errors.DataAuditError`) into that line and exit 2. A command's module
 imports click and light helpers only: its pipeline, the readers, the checks and rich are imported inside the
 command function, so `dataaudit --help` loads none of them (tests/core/test_startup_imports.py).
 """
@@ -20,9 +21,24 @@ from dataaudit.cli.dedup import dedup
 from dataaudit.cli.dedup_images import dedup_images
 from dataaudit.cli.replay import replay
 from dataaudit.cli.tokenizer_drift import tokenizer_drift
+from dataaudit.errors import DataAuditError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class DataAuditGroup(click.Group):
+    """Runs a command; an error of the user's input or config (DataAuditError), or a file that cannot be written
+    (OSError: a full disk, no permission), becomes one line naming it and exit 2."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except DataAuditError as exc:
+            raise InputError(f"{exc.prefix}{exc}") from None
+        except OSError as exc:
+            where = exc.filename or ctx.invoked_subcommand
+            raise InputError(f"{where}: {exc.strerror or exc}") from None
+
+
+@click.group(cls=DataAuditGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="dataaudit")
 def main() -> None:
     """Find the bad data that wrecks training runs."""

@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dataaudit.cli.common import (InputError, engine_options, freeze_imports, make_out_dir, plural,
-                                  print_resumed, shard_progress)
-from dataaudit.cli.paths import InputPathError, expand_shards
+from dataaudit.audit import FILES, FLAGS
+from dataaudit.cli.common import (engine_options, freeze_imports, job_progress, make_out_dir, plural, print_resumed,
+                                  print_wrote)
+from dataaudit.cli.paths import expand_shards
 from dataaudit.cli.fields import fields_line, require_fields
-from dataaudit.config import READ_MODES, ConfigError, load_config
+from dataaudit.config import READ_MODES, load_config
 from dataaudit.fields import FieldSpec
 
 if TYPE_CHECKING:   # rich loads when a command prints, not for `--help`
@@ -24,7 +25,7 @@ if TYPE_CHECKING:   # rich loads when a command prints, not for `--help`
 def _print_summary(console: Console, report: dict, out: Path) -> None:
     from rich.table import Table
 
-    from dataaudit.report.model import not_decoded_columns
+    from dataaudit.audit.report import not_decoded_columns
 
     t = report["totals"]
     table = Table(title=f"dataaudit audit: {plural(t['samples'], 'sample')} in {plural(t['shards'], 'shard')}")
@@ -53,8 +54,7 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     for note in report["notes"]:
         console.print(f"note: {note}", highlight=False, soft_wrap=True, markup=False)
     print_resumed(console, report, out)
-    console.print(f"wrote {out / 'report.json'}, {out / 'flags.parquet'}, {out / 'report.html'}", highlight=False,
-                  soft_wrap=True)
+    print_wrote(console, out, [FILES.record, FLAGS, FILES.page])
 
 
 def _skipped_by_reason(checks: dict) -> dict[str, list[str]]:
@@ -86,27 +86,23 @@ def _skipped_by_reason(checks: dict) -> dict[str, list[str]]:
                    "only the columns the checks read (faster on shards with wide unchecked columns; a note names "
                    "the columns not decoded). Other formats always read whole records.")
 @engine_options("one task per shard", local_workers=True)
-def audit(shards, out, config_path, tokenizer, context_length, strict, read, engine, ray_address, workers):
+def audit(shards, out, config_path, tokenizer, context_length, strict, read, options):
     """Scan SHARD_OR_GLOB... (Parquet, WebDataset .tar/.tar.gz, JSONL, JSON arrays) and report every bad sample."""
     from rich.console import Console
 
     given = {"tokenizer": str(tokenizer.resolve()) if tokenizer else None, "context_length": context_length}
-    try:
-        paths = expand_shards(list(shards))
-        config = load_config(config_path, {k: v for k, v in given.items() if v is not None})
-        require_fields(paths, FieldSpec.from_config(config.fields, config.data), f"{config.source}: [fields]")
-    except (InputPathError, ConfigError) as exc:
-        raise InputError(str(exc)) from None
+    paths = expand_shards(list(shards))
+    config = load_config(config_path, {k: v for k, v in given.items() if v is not None})
+    require_fields(paths, FieldSpec.from_config(config.fields, config.data), f"{config.source}: [fields]")
     make_out_dir(out)
 
     from dataaudit.pipelines.audit import run_audit   # imported late: keeps `--help` fast
     freeze_imports()
-    from dataaudit.report.model import has_errors
+    from dataaudit.audit.report import has_errors
 
     console = Console(stderr=False)
-    with shard_progress(console, "auditing", len(paths)) as on_progress:
-        report = run_audit(paths, config, out, engine=engine, ray_address=ray_address, on_progress=on_progress,
-                           workers=workers, read=read)
+    with job_progress(console, len(paths), {"audit": ("auditing", "shards")}) as on_progress:
+        report = run_audit(paths, config, out, options, on_progress, read=read)
     _print_summary(console, report, out)
     raise SystemExit(1 if has_errors(report) or (strict and report["totals"]["field_warnings"]) else 0)
 

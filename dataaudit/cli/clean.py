@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dataaudit.cli.common import (InputError, engine_options, freeze_imports, make_out_dir, plural,
-                                  print_resumed, progress_bar)
-from dataaudit.cli.paths import InputPathError, expand_shards
+from dataaudit.clean import DROPPED, FILES
+from dataaudit.cli.common import (InputError, engine_options, freeze_imports, job_progress, make_out_dir, plural,
+                                  print_resumed, print_wrote)
+from dataaudit.cli.paths import expand_shards
 
 if TYPE_CHECKING:   # rich loads when a command prints, not for `--help`
     from rich.console import Console
@@ -48,8 +49,7 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
     for s in r["skipped"]:
         console.print(f"skipped {s['path']}: {s['reason']}", highlight=False, markup=False)
     print_resumed(console, r, out)
-    console.print(f"wrote {plural(t['shards'], 'shard')}, {out / 'clean.json'}, {out / 'dropped.parquet'}",
-                  highlight=False, soft_wrap=True)
+    print_wrote(console, out, [FILES.record, DROPPED], first=[plural(t["shards"], "shard")])
 
 
 @click.command("clean")
@@ -76,39 +76,25 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
               help="Parquet: rows per row group of the output (default: the input's).")
 @engine_options("one task per shard", "shards")
 def clean(shards, audit_dir, dedup_dirs, contamination_dir, out, severity, checks, skip_unreadable, row_group_rows,
-          engine, ray_address, workers):
+          options):
     """Write SHARD_OR_GLOB... without the records the findings name, in their own format and layout."""
     from rich.console import Console
 
-    from dataaudit.clean.safety import CleanRefused
-    from dataaudit.clean.output import ShardMismatch
     from dataaudit.clean.selection import Selection
 
     names = _check_names(checks)
-    try:
-        paths = expand_shards(list(shards))
-    except InputPathError as exc:
-        raise InputError(str(exc)) from None
+    paths = expand_shards(list(shards))
     selection = Selection(severity=None if severity == "none" else severity, checks=names,
                           dedup=bool(dedup_dirs), contamination=contamination_dir is not None)
 
-    from dataaudit.pipelines.clean import plan_clean, run_clean   # imported late: keeps `--help` fast
+    from dataaudit.clean.plan import plan_clean
+    from dataaudit.pipelines.clean import run_clean   # imported late: keeps `--help` fast
     freeze_imports()
 
-    try:
-        job = plan_clean(paths, list(shards), out, selection, audit_dir, dedup_dirs, contamination_dir,
-                         skip_unreadable=skip_unreadable, row_group_rows=row_group_rows)
-    except CleanRefused as exc:
-        raise InputError(f"refused: {exc}") from None
+    job = plan_clean(paths, list(shards), out, selection, audit_dir, dedup_dirs, contamination_dir,
+                     skip_unreadable=skip_unreadable, row_group_rows=row_group_rows)
     make_out_dir(out)
     console = Console(stderr=False)
-    try:
-        with progress_bar(console, "cleaning", "shards") as progress:
-            task = progress.add_task("clean", total=len(job.shards), samples=0)
-            report = run_clean(job, out, engine=engine, ray_address=ray_address, workers=workers,
-                               on_progress=lambda done, n: progress.update(task, completed=done, samples=n))
-    except ShardMismatch as exc:
-        raise InputError(f"refused: {exc}") from None
-    except OSError as exc:
-        raise InputError(f"{getattr(exc, 'filename', None) or out}: {exc.strerror or exc}") from None
+    with job_progress(console, len(job.shards), {"clean": ("cleaning", "shards")}) as on_progress:
+        report = run_clean(job, out, options, on_progress)
     _print_summary(console, report, out)

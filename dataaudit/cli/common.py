@@ -1,7 +1,9 @@
-"""What every `dataaudit` command shares: the usage-error type (exit 2), the --out folder and the progress bars."""
+"""What every `dataaudit` command shares: the usage-error type (exit 2), the --out folder, the engine options and
+the progress bars."""
 from __future__ import annotations
 
 import atexit
+import functools
 import gc
 from contextlib import contextmanager
 from pathlib import Path
@@ -53,10 +55,18 @@ class MultiValueCommand(click.Command):
 
 def print_resumed(console: Console, report: dict, out: Path) -> None:
     """Say when a rerun reused shards finished by an earlier run (their parts in OUT/parts)."""
+    from dataaudit.outputs import PARTS
+
     n = report.get("run", {}).get("resumed_shards", 0)
     if n:
-        console.print(f"reused {plural(n, 'finished shard')} of an earlier run ({out / 'parts'}); "
+        console.print(f"reused {plural(n, 'finished shard')} of an earlier run ({out / PARTS}); "
                       "the others were read now", highlight=False, soft_wrap=True)
+
+
+def print_wrote(console: Console, out: Path, names, first: list[str] = (), more: list[str] = ()) -> None:
+    """The closing line: what a command wrote: `first` as it is, the files `names` in --out, then `more`."""
+    console.print("wrote " + ", ".join([*first, *(str(out / n) for n in names if n), *more]), highlight=False,
+                  soft_wrap=True)
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
@@ -65,28 +75,39 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 
 
 def progress_bar(console: Console, verb: str, unit: str) -> Progress:
-    """A transient bar `VERB [====] N/M UNIT  K samples  0:00:12`; update with completed= and samples=."""
+    """A transient bar `VERB [====] N/M UNIT  K records  0:00:12`; update with completed= and records=."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     return Progress(TextColumn(verb), BarColumn(), MofNCompleteColumn(), TextColumn(unit),
-                    TextColumn("{task.fields[samples]} samples"), TimeElapsedColumn(),
+                    TextColumn("{task.fields[records]} records"), TimeElapsedColumn(),
                     console=console, transient=True)
 
 
 def make_out_dir(out: Path) -> None:
     """Create the --out folder, or fail with one line naming it (exit 2)."""
+    from dataaudit.io import makedirs
+
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        makedirs(out)
     except OSError as exc:
         raise InputError(f"{out}: cannot create output folder: {exc.strerror}") from None
 
 
 @contextmanager
-def shard_progress(console: Console, verb: str, total: int):
-    """A progress bar over `total` shards; yields `on_progress(shards_done, samples_done)` for the pipelines."""
-    with progress_bar(console, verb, "shards") as progress:
-        task = progress.add_task(verb, total=total, samples=0)
-        yield lambda shards_done, samples_done: progress.update(task, completed=shards_done, samples=samples_done)
+def job_progress(console: Console, total: int, stages: dict[str, tuple[str, str]]):
+    """A progress bar over a job's units; yields the job's `on_progress(Progress)`. `stages`: each stage's verb and
+    unit as the bar says them ({"sign": ("signing", "shards"), ...}); the first is shown before any progress."""
+    verb, unit = next(iter(stages.values()))
+    with progress_bar(console, verb, unit) as bar:
+        task = bar.add_task(verb, total=total, records=0)
+
+        def on_progress(p) -> None:
+            verb, unit = stages.get(p.stage, (p.stage, ""))
+            bar.columns[0].text_format = verb
+            bar.columns[3].text_format = unit
+            bar.update(task, completed=p.done, total=p.total, records=p.records)
+
+        yield on_progress
 
 
 def _ray_installed(ctx, param, value):
@@ -99,10 +120,17 @@ def _ray_installed(ctx, param, value):
 
 
 def engine_options(ray_unit: str, in_flight: str = "shards", local_workers: bool = False):
-    """--engine, --ray-address and --workers: the same three options on every command that runs a job over shards
-    (`ray_unit` says what one Ray task does, `in_flight` what --workers counts; `local_workers`: the job's local
-    engine runs --workers shards at once, in this process and worker processes)."""
+    """--engine, --ray-address and --workers: the same three options on every command that runs a job over shards,
+    handed to the command as one `options` (`dataaudit.pipelines.engine.EngineOptions`). `ray_unit` says what one
+    Ray task does, `in_flight` what --workers counts; `local_workers`: the job's local engine runs --workers shards
+    at once, in this process and worker processes."""
     def wrap(command):
+        @functools.wraps(command)
+        def with_options(*args, engine, ray_address, workers, **kwargs):
+            from dataaudit.pipelines.engine import EngineOptions   # loaded when the command runs, not for --help
+
+            return command(*args, options=EngineOptions(engine, ray_address, workers), **kwargs)
+
         for option in reversed((
             click.option("--engine", type=click.Choice(["auto", "local", "ray"]), default="auto", show_default=True,
                          callback=_ray_installed,
@@ -115,8 +143,8 @@ def engine_options(ray_unit: str, in_flight: str = "shards", local_workers: bool
                                               "N-1 worker processes (default 1: in this process)."
                                               if local_workers else "")),
         )):
-            command = option(command)
-        return command
+            with_options = option(with_options)
+        return with_options
     return wrap
 
 

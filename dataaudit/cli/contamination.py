@@ -10,15 +10,17 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dataaudit.cli.common import (InputError, MultiValueCommand, engine_options, freeze_imports, make_out_dir, plural,
-                                  print_resumed, shard_progress)
+from dataaudit.cli.common import (InputError, MultiValueCommand, engine_options, freeze_imports, job_progress,
+                                  make_out_dir, plural, print_resumed, print_wrote)
+from dataaudit.contamination import FILES
+from dataaudit.outputs import PARTS
 from dataaudit.cli.fields import fields_line, require_fields
 from dataaudit.fields import FieldSpec
 
 if TYPE_CHECKING:   # rich loads when a command prints, not for `--help`
     from rich.console import Console
 
-RESERVED_NAMES = {"parts"}
+RESERVED_NAMES = {PARTS}   # names of the folders a job keeps in --out
 
 
 def _print_summary(console: Console, report: dict, out: Path) -> None:
@@ -55,11 +57,10 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     for note in report["notes"]:
         console.print(f"note: {note}", highlight=False, markup=False)   # notes hold data: "[x]" is no markup
     print_resumed(console, report, out)
-    files = [str(out / "contamination.json"), str(out / "contamination.html")]
-    files += [str(out / f) for b in report["benchmarks"].values() for f in b["files"]]
-    if report["decontaminate"]:
-        files.append(f"{out / report['decontaminate']['file']} ({plural(report['decontaminate']['records'], 'record')})")
-    console.print("wrote " + ", ".join(files), highlight=False, soft_wrap=True)
+    files = [FILES.record, FILES.page] + [f for b in report["benchmarks"].values() for f in b["files"]]
+    decon = report["decontaminate"]
+    print_wrote(console, out, files,
+                more=[f"{out / decon['file']} ({plural(decon['records'], 'record')})"] if decon else [])
 
 
 @click.command(cls=MultiValueCommand, multi_value=("--train",))
@@ -79,45 +80,41 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
               help="contamination.toml: methods and thresholds, training text field, per-benchmark fields.")
 @engine_options("one task per training shard")
-def contamination(train, benchmarks, out, ngram, decontaminate_train, config_path, engine,
-                  ray_address, workers):
+def contamination(train, benchmarks, out, ngram, decontaminate_train, config_path, options):
     """Report which benchmark items the training shards already contain, per benchmark and per item, and write
     a clean subset of every benchmark. Exit 0: none contaminated; 1: some; 2: usage or I/O error."""
     from rich.console import Console
 
-    from dataaudit.cli.paths import InputPathError, expand_shards
-    from dataaudit.contamination.config import ContaminationConfigError, load_contamination_config
-    from dataaudit.contamination.load import BenchmarkError, load_benchmark, parse_benchmark_arg
+    from dataaudit.cli.paths import expand_shards
+    from dataaudit.contamination.config import load_contamination_config
+    from dataaudit.contamination.load import load_benchmark, parse_benchmark_arg
 
-    try:
-        paths = expand_shards(list(train))
-        config = load_contamination_config(config_path).with_overrides(ngram=ngram)
-        specs = [parse_benchmark_arg(b) for b in benchmarks]
-        names = [s[0] for s in specs]
-        dup = next((n for n in names if names.count(n) > 1), None)
-        if dup is not None:
-            raise InputError(f"--benchmark: the name {dup!r} is given twice (names must be unique: each names an "
-                             "output folder)")
-        bad = next((n for n in names if n.lower() in RESERVED_NAMES), None)
-        if bad is not None:
-            raise InputError(f"--benchmark: the name {bad!r} is reserved (the output folder holds {bad}/)")
-        unknown = sorted(set(config.benchmarks) - set(names))
-        if unknown:
-            raise InputError(f"{config.source}: [benchmarks.{unknown[0]}] names no --benchmark "
-                             f"(given: {', '.join(names)})")
-        loaded = [load_benchmark(n, p, f, config.benchmarks.get(n)) for n, p, f in specs]
-        require_fields(paths, FieldSpec(text=config.text_field), f"{config.source}: [train] text_field")
-    except (InputPathError, ContaminationConfigError, BenchmarkError) as exc:
-        raise InputError(str(exc)) from None
+    paths = expand_shards(list(train))
+    config = load_contamination_config(config_path).with_overrides(ngram=ngram)
+    specs = [parse_benchmark_arg(b) for b in benchmarks]
+    names = [s[0] for s in specs]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup is not None:
+        raise InputError(f"--benchmark: the name {dup!r} is given twice (names must be unique: each names an "
+                         "output folder)")
+    bad = next((n for n in names if n.lower() in RESERVED_NAMES), None)
+    if bad is not None:
+        raise InputError(f"--benchmark: the name {bad!r} is reserved (the output folder holds {bad}/)")
+    unknown = sorted(set(config.benchmarks) - set(names))
+    if unknown:
+        raise InputError(f"{config.source}: [benchmarks.{unknown[0]}] names no --benchmark "
+                         f"(given: {', '.join(names)})")
+    loaded = [load_benchmark(n, p, f, config.benchmarks.get(n)) for n, p, f in specs]
+    require_fields(paths, FieldSpec(text=config.text_field), f"{config.source}: [train] text_field")
     make_out_dir(out)
 
-    from dataaudit.pipelines.contamination import has_errors, run_contamination   # late: keeps `--help` fast
+    from dataaudit.contamination.report import has_errors
+    from dataaudit.pipelines.contamination import run_contamination   # late: keeps `--help` fast
     freeze_imports()
 
     console = Console(stderr=False)
-    with shard_progress(console, "scanning", len(paths)) as on_progress:
-        report = run_contamination(paths, loaded, config, out, engine=engine, ray_address=ray_address,
-                                   decontaminate_train=decontaminate_train, on_progress=on_progress,
-                                   workers=workers)
+    with job_progress(console, len(paths), {"scan": ("scanning", "shards")}) as on_progress:
+        report = run_contamination(paths, loaded, config, out, options, on_progress,
+                                   decontaminate_train=decontaminate_train)
     _print_summary(console, report, out)
     raise SystemExit(1 if has_errors(report) else 0)

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dataaudit.cli.common import (InputError, MultiValueCommand, engine_options, freeze_imports, make_out_dir, plural,
-                                  print_resumed, progress_bar)
+from dataaudit.cli.common import (InputError, MultiValueCommand, engine_options, freeze_imports, job_progress,
+                                  make_out_dir, plural, print_resumed, print_wrote)
 from dataaudit.cli.fields import fields_line, require_fields, text_fields
-from dataaudit.cli.paths import InputPathError, expand_shards
+from dataaudit.cli.paths import expand_shards
+from dataaudit.dedup import CLUSTERS, FILES, KEEP, OVERLAP
 from dataaudit.fields import FieldSpec
 
 if TYPE_CHECKING:   # rich loads when a command prints, not for `--help`
@@ -62,8 +63,7 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
         if s["status"] != "ok":
             console.print(f"[red]unreadable[/] {s['path']}: {s['error']}", markup=True, highlight=False)
     print_resumed(console, r, out)
-    files = ["dedup.json", "clusters.parquet", "keep.parquet", "dedup.html"] + (["overlap.parquet"] if r["against"] else [])
-    console.print("wrote " + ", ".join(str(out / f) for f in files), highlight=False, soft_wrap=True)
+    print_wrote(console, out, [FILES.record, CLUSTERS, KEEP, FILES.page, OVERLAP if r["against"] else None])
 
 
 @click.command(cls=MultiValueCommand, multi_value=("--against",))
@@ -99,17 +99,14 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
 @click.option("--partitions", default="auto", show_default=True,
               help="Band-hash partitions (reduce units); auto: about 64 MB of entries each.")
 def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed, verify, estimate, nfc,
-          lowercase, strip_punct, collapse_ws, text_field, engine, ray_address, workers, partitions):
+          lowercase, strip_punct, collapse_ws, text_field, options, partitions):
     """Find exact and near-duplicate documents in SHARD_OR_GLOB... (and validation samples copied in train)."""
     from rich.console import Console
 
     from dataaudit.dedup.config import DedupSpec
 
-    try:
-        paths = expand_shards(list(shards))
-        val_paths = expand_shards(list(against)) if against else []
-    except InputPathError as exc:
-        raise InputError(str(exc)) from None
+    paths = expand_shards(list(shards))
+    val_paths = expand_shards(list(against)) if against else []
     both = set(paths) & set(val_paths)
     if both:
         raise InputError(f"{sorted(both)[0]}: given both as a training shard and in --against")
@@ -133,17 +130,8 @@ def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed,
     freeze_imports()
 
     console = Console(stderr=False)
-    with progress_bar(console, "signing", "shards") as progress:
-        task = progress.add_task("dedup", total=len(paths) + len(val_paths), samples=0)
-
-        def on_progress(stage: str, done: int, total: int, samples: int) -> None:
-            verb, unit = _STAGES.get(stage, (stage, ""))
-            progress.columns[0].text_format = verb
-            progress.columns[3].text_format = unit
-            progress.update(task, completed=done, total=total, samples=samples)
-
-        report = run_dedup(paths, spec, out, against=val_paths, engine=engine, ray_address=ray_address,
-                           partitions=partitions, on_progress=on_progress, workers=workers)
+    with job_progress(console, len(paths) + len(val_paths), _STAGES) as on_progress:
+        report = run_dedup(paths, spec, out, val_paths, options, on_progress, partitions=partitions)
     _print_summary(console, report, out)
     leak = bool(report["against"] and report["against"]["overlapping"])
     raise SystemExit(1 if leak or report["unreadable_shards"] else 0)

@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dataaudit.cli.common import (InputError, engine_options, freeze_imports, make_out_dir, plural,
-                                  print_resumed, progress_bar)
-from dataaudit.extras import available, missing_message
+from dataaudit.cli.common import (InputError, engine_options, freeze_imports, job_progress, make_out_dir, plural,
+                                  print_resumed, print_wrote)
 from dataaudit.cli.dedup import clusters_table
 from dataaudit.cli.fields import fields_line, require_fields, text_fields
+from dataaudit.cli.paths import expand_shards
+from dataaudit.dedup import CLUSTERS, FILES, KEEP
+from dataaudit.extras import available, missing_message
 from dataaudit.fields import FieldSpec
-from dataaudit.cli.paths import InputPathError, expand_shards
 
 if TYPE_CHECKING:   # rich loads when a command prints, not for `--help`
     from rich.console import Console
@@ -37,8 +38,7 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
     for note in r["notes"]:
         console.print(f"note: {note}", highlight=False, markup=False)
     print_resumed(console, r, out)
-    console.print("wrote " + ", ".join(str(out / f) for f in ("dedup.json", "clusters.parquet", "keep.parquet")),
-                  highlight=False, soft_wrap=True)
+    print_wrote(console, out, [FILES.record, CLUSTERS, KEEP])
 
 
 @click.command("dedup-images")
@@ -53,7 +53,7 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
 @click.option("--max-image-pixels", type=click.IntRange(1), default=None,
               help="Never decode an image declaring more pixels (default: Pillow's 89,478,485).")
 @engine_options("one task per shard", "shards")
-def dedup_images(shards, out, max_distance, image_field, max_image_pixels, engine, ray_address, workers):
+def dedup_images(shards, out, max_distance, image_field, max_image_pixels, options):
     """Find exact and near-duplicate images in SHARD_OR_GLOB... and write a keep-list."""
     from rich.console import Console
 
@@ -62,10 +62,7 @@ def dedup_images(shards, out, max_distance, image_field, max_image_pixels, engin
 
     if not available("PIL"):
         raise InputError(missing_message("PIL", "dedup-images"))
-    try:
-        paths = expand_shards(list(shards))
-    except InputPathError as exc:
-        raise InputError(str(exc)) from None
+    paths = expand_shards(list(shards))
     fields = text_fields(image_field)
     limits = Limits() if max_image_pixels is None else Limits(max_pixels=max_image_pixels)
     spec = ImageDedupSpec(image_field=fields, max_distance=max_distance, limits=limits)
@@ -76,13 +73,7 @@ def dedup_images(shards, out, max_distance, image_field, max_image_pixels, engin
     freeze_imports()
 
     console = Console(stderr=False)
-    with progress_bar(console, "hashing", "shards") as progress:
-        task = progress.add_task("dedup-images", total=len(paths), samples=0)
-
-        def on_progress(stage: str, done: int, total: int, samples: int) -> None:
-            progress.update(task, completed=done, total=total, samples=samples)
-
-        report = run_image_dedup(paths, spec, out, engine=engine, ray_address=ray_address, workers=workers,
-                                 on_progress=on_progress)
+    with job_progress(console, len(paths), {"hash": ("hashing", "shards")}) as on_progress:
+        report = run_image_dedup(paths, spec, out, options, on_progress)
     _print_summary(console, report, out)
     raise SystemExit(1 if report["unreadable_shards"] else 0)

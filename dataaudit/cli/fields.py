@@ -18,7 +18,7 @@ def require_fields(paths: Sequence[str], spec: FieldSpec, where: str) -> None:
     if not spec.configured():
         return
     from dataaudit.fields import arrow_columns, missing_fields
-    from dataaudit.sources import peek_schema
+    from dataaudit.formats import peek_schema
 
     schemas = [s for s in (peek_schema(p, PEEK_ROWS) for p in paths) if s is not None]
     missing = missing_fields(spec, (arrow_columns(s) for s in schemas)) if schemas else []

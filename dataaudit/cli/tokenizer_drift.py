@@ -74,45 +74,33 @@ def tokenizer_drift(train_tokenizer, infer_tokenizer, more_samples, out, samples
     from rich.console import Console
 
     from dataaudit.tokenization.compare import compare_bundles
-    from dataaudit.tokenization.loading import TokenizerLoadError, load_bundle
-    from dataaudit.report.tokenizer_drift import write_outputs
+    from dataaudit.tokenization.loading import load_bundle
+    from dataaudit.tokenization.report import has_errors, write_outputs
 
     if not available("tokenizers"):
         raise InputError(missing_message("tokenizers", "tokenizer-drift"))
     if more_samples and not samples:
         raise click.UsageError(f"unexpected extra argument {more_samples[0]!r} (sample shards go after --sample)")
     sample_args = list(samples) + list(more_samples)
-    try:
-        train = load_bundle(train_tokenizer)
-        infer = load_bundle(infer_tokenizer)
-    except TokenizerLoadError as exc:
-        raise InputError(str(exc)) from None
+    train = load_bundle(train_tokenizer)
+    infer = load_bundle(infer_tokenizer)
     console = Console(stderr=False)
     sample = None
     if sample_args:
-        from dataaudit.cli.paths import InputPathError, expand_shards
-        from dataaudit.tokenization.sample import SampleError, read_sample
+        from dataaudit.cli.paths import expand_shards
+        from dataaudit.tokenization.sample import read_sample
 
-        try:
-            paths = expand_shards(sample_args)
-        except InputPathError as exc:
-            raise InputError(str(exc)) from None
+        paths = expand_shards(sample_args)
         with progress_bar(console, "reading samples", "shards") as progress:
-            task = progress.add_task("sample", total=len(paths), samples=0)
-            try:
-                sample = read_sample(paths, max_texts, text_fields(text_field),
-                                     on_shard=lambda done, n: progress.update(task, completed=done, samples=n))
-            except SampleError as exc:
-                raise InputError(str(exc)) from None
+            task = progress.add_task("sample", total=len(paths), records=0)
+            sample = read_sample(paths, max_texts, text_fields(text_field),
+                                 on_shard=lambda done, n: progress.update(task, completed=done, records=n))
         console.print(fields_line({"text": f.split(", ")} for f in sample.text_fields.values()), highlight=False)
     make_out_dir(out)
     with progress_bar(console, "encoding", "texts") as progress:
-        task = progress.add_task("encode", total=None, samples=0)
+        task = progress.add_task("encode", total=None, records=0)
         result = compare_bundles(train, infer, sample, examples=examples,
-                                 on_chunk=lambda done: progress.update(task, samples=done))
-    try:
-        json_path, html_path = write_outputs(result, out)
-    except OSError as exc:
-        raise InputError(f"{out}: cannot write outputs: {exc.strerror}") from None
+                                 on_chunk=lambda done: progress.update(task, records=done))
+    json_path, html_path = write_outputs(result, out)
     _print_summary(console, result, json_path, html_path)
-    raise SystemExit(1 if result["verdict"] == "breaking" else 0)
+    raise SystemExit(1 if has_errors(result) else 0)

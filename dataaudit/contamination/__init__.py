@@ -3,17 +3,27 @@
     from dataaudit.contamination import load_benchmark, build_index, scan_shard, load_contamination_config
     from dataaudit.pipelines.contamination import run_contamination   # many shards, local or Ray, writes the outputs
 
-Benchmark loading (`load`), field presets (`presets`), the n-gram index (`index`), per-batch matching (`scan`),
-the per-shard stage (`shard`), the MinHash method (`minhash`), merging and outputs (`results`), clean subsets.
+Benchmark loading (`load`, through the format table's readers), field presets (`presets`), the n-gram index
+(`index`), per-batch matching (`scan`), the per-shard stage (`shard`), the MinHash method (`minhash`), merging
+(`results`), the report and its exit rule (`report`). The names below load on first use: importing the package
+for FILES loads none of them.
 """
-from .config import ContaminationConfig, ContaminationConfigError, build_contamination_config, load_contamination_config
-from .index import ContaminationIndex, build_index
-from .load import Benchmark, BenchmarkError, load_benchmark, parse_benchmark_arg, resolve_field, write_clean
-from .presets import PRESETS, find_preset
-from .scan import MATCH_SCHEMA, match_texts
-from .shard import scan_shard
+from dataaudit.extras import lazy_exports
+from dataaudit.outputs import PARTS, JobFiles
 
-__all__ = ["ContaminationConfig", "ContaminationConfigError", "build_contamination_config",
-           "load_contamination_config", "ContaminationIndex", "build_index", "Benchmark", "BenchmarkError",
-           "load_benchmark", "parse_benchmark_arg", "resolve_field", "write_clean", "PRESETS", "find_preset",
-           "MATCH_SCHEMA", "match_texts", "scan_shard"]
+# What `contamination` writes in --out; each benchmark's folder holds its items table and its clean subset.
+DECONTAMINATE = "decontaminate.parquet"   # the training records to drop (--decontaminate-train)
+ITEMS = "items.parquet"                   # <benchmark>/items.parquet: every item, its verdict and matches
+FILES = JobFiles("contamination.json", (DECONTAMINATE,), "contamination.html", parts=f"{PARTS}/contamination",
+                 nested=(ITEMS,))
+CLEAN_SUBSET = "clean"   # <benchmark>/clean.jsonl, and clean.<ext> in the benchmark's own format
+
+__getattr__ = lazy_exports(__name__, {
+    ".config": ("ContaminationConfig", "ContaminationConfigError", "build_contamination_config",
+                "load_contamination_config"),
+    ".index": ("ContaminationIndex", "build_index"),
+    ".load": ("Benchmark", "BenchmarkError", "load_benchmark", "parse_benchmark_arg", "resolve_field", "write_clean"),
+    ".presets": ("PRESETS", "find_preset"),
+    ".scan": ("MATCH_SCHEMA", "match_texts"),
+    ".shard": ("scan_shard",),
+})

@@ -35,13 +35,15 @@ setting.
 """
 from __future__ import annotations
 
-import tomllib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from dataaudit.errors import DataAuditError
+from dataaudit.tomlfile import read_toml
 
-class ContaminationConfigError(ValueError):
+
+class ContaminationConfigError(DataAuditError, ValueError):
     """A config that cannot be used; the message names the file and the setting."""
 
 
@@ -229,13 +231,5 @@ def load_contamination_config(path: str | Path | None) -> ContaminationConfig:
     if path is None:
         return ContaminationConfig()
     path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ContaminationConfigError(f"{path}: config file not found") from None
-    except IsADirectoryError:
-        raise ContaminationConfigError(f"{path}: is a folder, not a config file") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ContaminationConfigError(f"{path}: not valid TOML: {exc}") from None
-    return build_contamination_config(raw, str(path))
+    return build_contamination_config(read_toml(path, ContaminationConfigError), str(path))
 

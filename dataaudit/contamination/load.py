@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dataaudit.report.atomic import write_bytes
+from dataaudit.atomic import write_bytes, write_parquet
+from dataaudit.errors import DataAuditError
+from dataaudit.io import join
 
 from .config import BenchmarkSettings
 from .presets import Preset, find_preset, preset_by_name
@@ -36,7 +38,7 @@ _FORMATS = ((".jsonl", "jsonl"), (".ndjson", "jsonl"), (".json", "json"), (".csv
             (".parquet", "parquet"), (".pq", "parquet"))
 
 
-class BenchmarkError(ValueError):
+class BenchmarkError(DataAuditError, ValueError):
     """A benchmark argument or file that cannot be used; one line naming the file, line and field."""
 
 
@@ -533,27 +535,25 @@ def clean_lines(bench: Benchmark, keep) -> list[bytes]:
             for i in range(len(bench)) if keep[i]]
 
 
-def write_clean(bench: Benchmark, keep, folder: Path) -> list[str]:
-    """Write the uncontaminated items' original records; returns the file names written.
+def write_clean(bench: Benchmark, keep, folder: str, stem: str) -> list[str]:
+    """Write the uncontaminated items' original records as `<stem>.jsonl` and more; returns the file names written.
 
-    Always `clean.jsonl`; CSV inputs also get `clean.csv` (header and rows byte for byte) and Parquet inputs
-    `clean.parquet` (the same schema), so the subset can be evaluated with the same loader as the original."""
-    folder = Path(folder)
-    write_bytes(folder / "clean.jsonl", clean_lines(bench, keep))
-    files = ["clean.jsonl"]
+    Always `<stem>.jsonl`; CSV inputs also get `<stem>.csv` (header and rows byte for byte) and Parquet inputs
+    `<stem>.parquet` (the same schema), so the subset can be evaluated with the same loader as the original."""
+    write_bytes(join(folder, f"{stem}.jsonl"), clean_lines(bench, keep))
+    files = [f"{stem}.jsonl"]
     if bench.format in ("csv", "tsv"):
         ext = "csv" if bench.format == "csv" else "tsv"
         rows = [bench.raw[i] for i in range(len(bench)) if keep[i]]
         if rows and not rows[-1].endswith(b"\n"):
             rows[-1] = rows[-1] + b"\n"
-        write_bytes(folder / f"clean.{ext}", ([bench.csv_header] if bench.csv_header else []) + rows)
-        files.append(f"clean.{ext}")
+        write_bytes(join(folder, f"{stem}.{ext}"), ([bench.csv_header] if bench.csv_header else []) + rows)
+        files.append(f"{stem}.{ext}")
     elif bench.format == "parquet" and bench.table is not None:
         import pyarrow as pa
-        from dataaudit.report.atomic import write_parquet
         t = bench.table.filter(pa.array([bool(k) for k in keep]))
-        write_parquet(folder / "clean.parquet", [t], t.schema)
-        files.append("clean.parquet")
+        write_parquet(join(folder, f"{stem}.parquet"), [t], t.schema)
+        files.append(f"{stem}.parquet")
     return files
 
 

@@ -15,7 +15,8 @@ import pyarrow.compute as pc
 
 from dataaudit.texts import DocumentText
 from dataaudit.handlers import report_unreadable
-from dataaudit.sources import ERROR, KEY, LINE, ROW, ShardReadError, read_schema, shard_format
+from dataaudit.formats import format_of
+from dataaudit.sources import ERROR, KEY, LINE, ROW, ShardReadError
 from dataaudit.stage import ShardStage
 
 from .config import ContaminationConfig
@@ -51,8 +52,9 @@ class ScanStage(ShardStage):
                            "text_field": None, "words": 0, "matches": 0}, DocumentText(self.config.text_field))
 
     def schema(self, state: _ScanState, path: str) -> pa.Schema | None:
-        # Parquet's footer names the text columns before reading.
-        return read_schema(path) if shard_format(path) == "parquet" else None
+        # Parquet's footer names the text columns before reading; for the other formats the reader alone opens the
+        # shard, so its error is the one reported.
+        return format_of(path).schema_peek(path)
 
     def columns(self, state: _ScanState, schema: pa.Schema | None) -> list[str] | None:
         cols = state.text.columns(schema)

@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+
+from dataaudit.io import atomic_path, join, read_parquet
 
 from .corpus import Corpus
 from .lsh import band_hashes
@@ -41,10 +41,10 @@ def partition_count(nonempty_docs: int, bands: int, partitions: int | str) -> in
     return parts
 
 
-def map_units(corpora: dict[str, Corpus], work: Path) -> list[MapUnit]:
+def map_units(corpora: dict[str, Corpus], work: str | os.PathLike) -> list[MapUnit]:
     """The map units of every shard of every side ({"train": ..., "val": ...}), in gid order."""
-    return [MapUnit(c.parts[i], int(c.base[i]), str(work / f"bands-{side}-{i:05d}.arrow"),
-                    str(work / f"exact-{side}-{i:05d}.arrow"))
+    return [MapUnit(c.parts[i], int(c.base[i]), join(work, f"bands-{side}-{i:05d}.arrow"),
+                    join(work, f"exact-{side}-{i:05d}.arrow"))
             for side, c in corpora.items() for i in range(len(c.paths))]
 
 
@@ -54,7 +54,7 @@ def _partition_of(keys: np.ndarray, parts: int) -> np.ndarray:
     return (keys % np.uint64(parts)).astype(kind) if parts > 1 else np.zeros(len(keys), kind)
 
 
-def _write_partitioned(path: Path, columns: dict[str, np.ndarray], part: np.ndarray, parts: int) -> None:
+def _write_partitioned(path: str, columns: dict[str, np.ndarray], part: np.ndarray, parts: int) -> None:
     if parts > 1:
         order = np.argsort(part, kind="stable")
         bounds = np.searchsorted(part[order], np.arange(parts + 1))
@@ -62,18 +62,16 @@ def _write_partitioned(path: Path, columns: dict[str, np.ndarray], part: np.ndar
     else:                                   # one partition: already in order
         bounds = np.array([0, len(part)])
     table = pa.table({k: pa.array(v) for k, v in columns.items()})
-    tmp = path.with_name("." + path.name + ".tmp")
-    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+    with atomic_path(path) as tmp, pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         for p in range(parts):
             writer.write_batch(table.slice(bounds[p], bounds[p + 1] - bounds[p]).to_batches(max_chunksize=None)[0]
                                if bounds[p + 1] > bounds[p] else pa.RecordBatch.from_pylist([], table.schema))
-    os.replace(tmp, path)
 
 
 def map_shard(unit: MapUnit, bands: int, rows: int, parts: int) -> int:
     """Partitioned (band hash, gid) and (exact hash, gid) entries of one shard's non-empty documents.
     Returns the number of documents entered."""
-    table = pq.read_table(unit.signatures, columns=["count", "exact_hi", "exact_lo", "sig"], memory_map=True)
+    table = read_parquet(unit.signatures, ["count", "exact_hi", "exact_lo", "sig"])
     count = table.column("count").to_numpy()
     keep = np.flatnonzero(count > 0)
     gid = (unit.base + keep).astype(np.int64)
@@ -83,6 +81,6 @@ def map_shard(unit: MapUnit, bands: int, rows: int, parts: int) -> int:
     bh = band_hashes(sig, bands, rows)                              # (n, bands)
     keys = bh.reshape(-1)
     bgid = np.repeat(gid, bands)
-    _write_partitioned(Path(unit.band_file), {"key": keys, "gid": bgid}, _partition_of(keys, parts), parts)
-    _write_partitioned(Path(unit.exact_file), {"hi": hi, "lo": lo, "gid": gid}, _partition_of(hi, parts), parts)
+    _write_partitioned(unit.band_file, {"key": keys, "gid": bgid}, _partition_of(keys, parts), parts)
+    _write_partitioned(unit.exact_file, {"hi": hi, "lo": lo, "gid": gid}, _partition_of(hi, parts), parts)
     return len(keep)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+
+from dataaudit.io import open_arrow, read_parquet
 
 
 def shingles_file(part: str) -> str:
@@ -24,7 +25,7 @@ class Corpus:
         self.paths = paths
         self.parts = parts            # the signature part (Parquet) of each shard
         self.summaries = summaries
-        counts = np.array([s["samples"] for s in summaries], np.int64)
+        counts = np.array([s["records"] for s in summaries], np.int64)
         self.base = base0 + np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64) if len(counts) \
             else np.zeros(0, np.int64)
         self.total = int(counts.sum())
@@ -32,7 +33,7 @@ class Corpus:
 
     def read(self, shard: int, columns: list[str]) -> pa.Table:
         """Columns of one shard's signature part (memory-mapped)."""
-        return pq.read_table(self.parts[shard], columns=columns, memory_map=True)
+        return read_parquet(self.parts[shard], columns)
 
     def shard_of(self, gid: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.base, gid, side="right") - 1
@@ -77,7 +78,7 @@ def shingle_sets(gids: np.ndarray, corpora: list[Corpus]) -> tuple[np.ndarray, n
             continue
         sh = c.shard_of(mine)
         for s in np.unique(sh):
-            with pa.memory_map(shingles_file(c.parts[s])) as source:     # only the pages of these documents
+            with open_arrow(shingles_file(c.parts[s])) as source:     # only the pages of these documents
                 col = pa.ipc.open_file(source).read_all().column("shingles")
                 lists = (col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()).take(
                     pa.array(mine[sh == s] - c.base[s]))               # a copy: outlives the map

@@ -9,7 +9,8 @@ import numpy as np
 import pyarrow as pa
 
 from dataaudit.handlers import READ_ERRORS
-from dataaudit.sources import ROW, iter_shard, read_schema
+from dataaudit.formats import iter_shard, read_schema
+from dataaudit.sources import ROW
 from dataaudit.texts import DocumentText
 
 from .clusters import Clusters

@@ -93,7 +93,7 @@ class ImageHashStage(ShardStage):
         self.batch_rows = spec.batch_rows
 
     def start(self, path: str) -> _HashState:
-        return _HashState({"path": path, "samples": 0, "images": 0, "no_image": 0, "undecodable": 0,
+        return _HashState({"path": path, "records": 0, "images": 0, "no_image": 0, "undecodable": 0,
                            "status": "ok", "error": None, "image_field": None}, time.time())
 
     def add(self, state: _HashState, batch: pa.RecordBatch) -> None:
@@ -101,7 +101,7 @@ class ImageHashStage(ShardStage):
         has = table.column("has_image").to_numpy(zero_copy_only=False)
         decoded = table.column("decoded").to_numpy(zero_copy_only=False)
         s = state.summary
-        s["samples"] += batch.num_rows
+        s["records"] += batch.num_rows
         s["images"] += int(has.sum())
         s["no_image"] += int((~has).sum())
         s["undecodable"] += int((has & ~decoded).sum())
@@ -113,7 +113,7 @@ class ImageHashStage(ShardStage):
         if error is not None:
             s["status"], s["error"] = "unreadable", error
         s["image_field"] = ", ".join(state.fields) or None
-        if s["status"] == "ok" and s["samples"] and not state.fields:
+        if s["status"] == "ok" and s["records"] and not state.fields:
             s["error"] = "no image field in this shard"
         s["seconds"] = round(time.time() - state.started, 3)
         return s, pa.concat_tables(state.tables) if state.tables else PART_SCHEMA.empty_table()

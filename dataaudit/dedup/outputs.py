@@ -2,13 +2,15 @@
 signature parts (keys and rows) and stage 4's clusters; written atomically."""
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 import numpy as np
 import pyarrow as pa
 
-from dataaudit.report.atomic import write_parquet
+from dataaudit.atomic import write_parquet
+from dataaudit.io import join
 
+from . import CLUSTERS, KEEP, OVERLAP
 from .clusters import Clusters
 from .corpus import Corpus
 from .reduce import MAX_MATCHES
@@ -34,8 +36,8 @@ def _repeat(value: str, n: int) -> pa.Array:
     return pa.repeat(pa.scalar(value, pa.string()), n)
 
 
-def write_clusters(out_dir: Path, clusters: Clusters, train: Corpus) -> None:
-    """clusters.parquet: one row per clustered document, in corpus order."""
+def write_clusters(out_dir: str | os.PathLike, clusters: Clusters, train: Corpus) -> None:
+    """The clusters table: one row per clustered document, in corpus order."""
     ct = clusters.table
     order = np.argsort(ct["gid"], kind="stable")
     c_shard = train.shard_of(ct["gid"][order])
@@ -52,11 +54,11 @@ def write_clusters(out_dir: Path, clusters: Clusters, train: Corpus) -> None:
                             "kind": pa.array(clusters.kind[sel]), "cluster_size": pa.array(ct["size"][sel]),
                             "exact_group": pa.array(clusters.exact_group[sel])}, schema=CLUSTER_SCHEMA)
 
-    write_parquet(out_dir / "clusters.parquet", tables(), CLUSTER_SCHEMA)
+    write_parquet(join(out_dir, CLUSTERS), tables(), CLUSTER_SCHEMA)
 
 
-def write_keep(out_dir: Path, clusters: Clusters, train: Corpus) -> int:
-    """keep.parquet: every training record but the non-representative cluster members; returns how many."""
+def write_keep(out_dir: str | os.PathLike, clusters: Clusters, train: Corpus) -> int:
+    """The keep-list: every training record but the non-representative cluster members; returns how many."""
     drop_sorted = np.sort(clusters.dropped)
 
     def tables():
@@ -69,11 +71,11 @@ def write_keep(out_dir: Path, clusters: Clusters, train: Corpus) -> int:
             yield pa.table({"shard": _repeat(p, t.num_rows), "key": t.column("key"),
                             "row": t.column("row"), "line": t.column("line")}, schema=KEEP_SCHEMA)
 
-    return write_parquet(out_dir / "keep.parquet", tables(), KEEP_SCHEMA)
+    return write_parquet(join(out_dir, KEEP), tables(), KEEP_SCHEMA)
 
 
-def write_overlap(out_dir: Path, train: Corpus, val: Corpus, overlap: dict) -> tuple[dict, list]:
-    """overlap.parquet: one row per validation sample with its match status and (up to MAX_MATCHES) train
+def write_overlap(out_dir: str | os.PathLike, train: Corpus, val: Corpus, overlap: dict) -> tuple[dict, list]:
+    """The overlap table: one row per validation sample with its match status and (up to MAX_MATCHES) train
     samples, exact matches first; built with array operations (no loop over samples). Returns dedup.json's
     `against` section and the first few overlapping samples (for the examples)."""
     pe, pn = overlap["exact"], overlap["near"]
@@ -111,7 +113,7 @@ def write_overlap(out_dir: Path, train: Corpus, val: Corpus, overlap: dict) -> t
                             "train_matches": pa.array(n_matches[lo:hi]), "train": lists.slice(lo, hi - lo)},
                            schema=OVERLAP_SCHEMA)
 
-    write_parquet(out_dir / "overlap.parquet", tables(), OVERLAP_SCHEMA)
+    write_parquet(join(out_dir, OVERLAP), tables(), OVERLAP_SCHEMA)
     exact_n, near_n = int((status == "exact").sum()), int((status == "near").sum())
     examples = []
     for v in np.flatnonzero(n_matches > 0)[:EXAMPLE_OVERLAPS].tolist():

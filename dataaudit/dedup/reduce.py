@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from dataaudit.io import open_arrow
+
 from .clusters import unique_edges
 from .lsh import all_pair_edges, key_order, runs, star_edges
 
@@ -20,7 +22,7 @@ EDGE_KINDS = ("exact", "near", "val_exact", "val_near")
 def _read_partition(files: list[str], p: int, names: list[str]) -> dict[str, np.ndarray]:
     cols: dict[str, list[np.ndarray]] = {n: [] for n in names}
     for f in files:
-        with pa.memory_map(f) as source:
+        with open_arrow(f) as source:
             batch = pa.ipc.open_file(source).get_batch(p)
             for n in names:
                 cols[n].append(batch.column(batch.schema.get_field_index(n)).to_numpy(zero_copy_only=False).copy())

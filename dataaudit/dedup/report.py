@@ -11,7 +11,8 @@ from .corpus import Corpus
 SCHEMA_VERSION = 1
 
 
-def _histogram(sizes: np.ndarray) -> dict[str, int]:
+def size_histogram(sizes: np.ndarray) -> dict[str, int]:
+    """How many clusters have 2, 3, 4, 5-9, 10-99, 100-999 and 1000+ members."""
     bins = [(2, 2), (3, 3), (4, 4), (5, 9), (10, 99), (100, 999), (1000, None)]
     out = {}
     for lo, hi in bins:
@@ -35,9 +36,10 @@ def _notes(summaries: list[dict], spec: DedupSpec) -> list[str]:
     return notes
 
 
-def _without_seconds(summaries: list[dict]) -> list[dict]:
-    # Timings belong to `run`: everything else must be identical between two runs on the same input.
-    return [{k: v for k, v in s.items() if k != "seconds"} for s in summaries]
+def shard_entries(summaries: list[dict]) -> list[dict]:
+    """The shards as dedup.json lists them: each summary without its timing (timings belong to `run`: everything
+    else must be identical between two runs on the same input), its records counted as `samples`."""
+    return [{"samples" if k == "records" else k: v for k, v in s.items() if k != "seconds"} for s in summaries]
 
 
 def dedup_report(spec: DedupSpec, partitions: int, train: Corpus, val: Corpus, clusters: Clusters, kept: int,
@@ -61,13 +63,13 @@ def dedup_report(spec: DedupSpec, partitions: int, train: Corpus, val: Corpus, c
         "near": {"clusters": near_clusters, "documents": near_docs, "duplicates": removed - (exact_docs - exact_groups),
                  "candidate_pairs": clusters.candidates, "verification": clusters.verification},
         "clusters": {"count": int(ct["is_representative"].sum()), "documents": int(len(ct["gid"])),
-                     "size_histogram": _histogram(sizes), "largest": int(sizes.max()) if len(sizes) else 0},
+                     "size_histogram": size_histogram(sizes), "largest": int(sizes.max()) if len(sizes) else 0},
         "duplicates": removed,
         "duplicate_rate": round(removed / samples, 6) if samples else 0.0,
         "kept": kept,
         "against": against,
         "params": {**spec.as_dict(), "partitions": partitions, "minhash_scheme": "datasketch legacy (mod 2^61-1)"},
-        "shards": _without_seconds(train.summaries),
-        "validation_shards": _without_seconds(val.summaries),
+        "shards": shard_entries(train.summaries),
+        "validation_shards": shard_entries(val.summaries),
         "notes": _notes(train.summaries + val.summaries, spec),
     }

@@ -23,7 +23,8 @@ import numpy as np
 import pyarrow as pa
 
 from dataaudit.handlers import report_unreadable
-from dataaudit.sources import ERROR, KEY, LINE, ROW, read_schema
+from dataaudit.formats import read_schema
+from dataaudit.sources import ERROR, KEY, LINE, ROW
 from dataaudit.stage import ShardStage
 from dataaudit.texts import DocumentText
 from dataaudit.textops import char_ngram_hashes, normalize, word_ngram_hashes
@@ -133,7 +134,7 @@ class SignStage(ShardStage):
 
     def start(self, path: str) -> _SignState:
         pool = ThreadPoolExecutor(self.threads, thread_name_prefix="dedup-sign") if self.threads > 1 else None
-        return _SignState({"path": path, "samples": 0, "empty": 0, "unreadable_records": 0, "shingles": 0,
+        return _SignState({"path": path, "records": 0, "empty": 0, "unreadable_records": 0, "shingles": 0,
                            "status": "ok", "error": None, "text_field": None}, time.time(),
                           DocumentText(self.spec.text_field), pool)
 
@@ -163,7 +164,7 @@ class SignStage(ShardStage):
             cols = cols.result()
         count = cols["count"].to_numpy()
         summary = state.summary
-        summary["samples"] += len(row)
+        summary["records"] += len(row)
         summary["empty"] += int((count == 0).sum())
         summary["unreadable_records"] += len(errors) - errors.null_count
         summary["shingles"] += int(count.sum())
@@ -185,7 +186,7 @@ class SignStage(ShardStage):
             summary["status"] = "unreadable"
             summary["error"] = error
         summary["text_field"] = state.text.label
-        if summary["status"] == "ok" and summary["samples"] and state.text.label is None:
+        if summary["status"] == "ok" and summary["records"] and state.text.label is None:
             summary["error"] = "no text field in this shard"
         summary["seconds"] = round(time.time() - state.started, 3)
         table = pa.concat_tables(state.tables) if state.tables else self.table_schema.empty_table()

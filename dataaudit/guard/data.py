@@ -20,7 +20,7 @@ import torch
 
 class ShardSamples(torch.utils.data.Dataset):
     def __init__(self, paths: Sequence[str], columns: Sequence[str] | None = None, *, name_root: str | None = None):
-        from dataaudit.sources import iter_shard  # lazy: pyarrow
+        from dataaudit.formats import iter_shard  # lazy: pyarrow
 
         self.samples: list[dict] = []
         for path in paths:

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from dataaudit.fields import Column
+from dataaudit.io import read_bytes, stat
 
 from .probe import (BOMB, DEFAULT_MAX_BYTES, DEFAULT_MAX_PIXELS, HASH_SIDE, MISSING, OK, OUTSIDE, TOO_BIG, Probe,
                     probe, quiet, thumbnail_png)
@@ -77,11 +78,10 @@ def _read_file(folder: str, path: str, limit: int) -> tuple[bytes | None, Probe 
     if full is None:
         return None, Probe(OUTSIDE, why)
     try:
-        size = os.path.getsize(full)
+        size = stat(full).size
         if size > limit:
             return None, Probe(TOO_BIG, f"file of {size} bytes > max_image_bytes {limit} (not read)")
-        with open(full, "rb") as f:
-            return f.read(limit + 1), None
+        return read_bytes(full, limit), None
     except FileNotFoundError:
         return None, Probe(MISSING, f"no such file: {path!r}")
     except OSError as e:

@@ -1,7 +1,6 @@
-"""The pages of the audit, dedup and contamination pipelines: which template each renders and the context it gets.
-
-All rendering goes through render.py; tokenizer_drift.html is written by report/tokenizer_drift.py with
-the same write_page. Only the audit page draws charts (plain SVG), so only it loads the chart code.
+"""The pages of the audit, dedup, contamination and tokenizer-drift jobs: which template each renders and the context
+it gets. All rendering goes through render.py. Only the audit page draws charts (plain SVG), so only it loads the
+chart code.
 """
 from __future__ import annotations
 
@@ -12,17 +11,22 @@ from dataaudit.report.render import write_page
 
 
 def write_report_html(path: Path, report: dict) -> None:
-    """report.html of `dataaudit audit`, with a length histogram per length statistic."""
+    """The page of `dataaudit audit`, with a length histogram per length statistic."""
     from dataaudit.report.charts import length_charts   # only the audit page draws charts
 
-    write_page(path, "report.html", report=report, charts=length_charts(report))
+    write_page(path, report=report, charts=length_charts(report))
 
 
 def write_dedup_html(path: Path, report: dict) -> None:
-    """dedup.html of `dataaudit dedup`; adds the word-diff `segments` to the report's examples."""
-    write_page(path, "dedup.html", report=report, examples=examples_with_segments(report))
+    """The page of `dataaudit dedup`; adds the word-diff `segments` to the report's examples."""
+    write_page(path, report=report, examples=examples_with_segments(report))
 
 
 def write_contamination_html(path: Path, report: dict) -> None:
-    """contamination.html of `dataaudit contamination`."""
-    write_page(path, "contamination.html", report=report)
+    """The page of `dataaudit contamination`."""
+    write_page(path, report=report)
+
+
+def write_tokenizer_drift_html(path: Path, result: dict) -> None:
+    """The page of `dataaudit tokenizer-drift`."""
+    write_page(path, r=result)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
-from pathlib import Path
 
 from jinja2 import Environment, FileSystemBytecodeCache, PackageLoader
 
 from dataaudit.cache import cache_folder
-from dataaudit.report.atomic import write_text
+from dataaudit.atomic import write_text
 
 _INVISIBLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\ufeff]")
 
@@ -86,6 +86,7 @@ def render(template_name: str, **context) -> str:
     return _environment().get_template(template_name).render(**context)
 
 
-def write_page(path: Path, template_name: str, **context) -> None:
-    """Render a page and write it atomically (a reader never sees half a page)."""
-    write_text(Path(path), render(template_name, **context))
+def write_page(path: str | os.PathLike, **context) -> None:
+    """Render a page and write it atomically (a reader never sees half a page). A page's template has the page's
+    own file name (report.html renders templates/report.html), so the name is spelled once, by the job."""
+    write_text(path, render(os.path.basename(os.fspath(path)), **context))

@@ -5,32 +5,32 @@ refuse a shard that changed since: the rows the findings name would no longer be
 """
 from __future__ import annotations
 
-import os
-
 import xxhash
+
+from dataaudit.io import open_input, stat
 
 CHUNK = 8 << 20
 
 
 def shard_fingerprint(path: str) -> dict:
     """{"size", "mtime_ns", "xxh3_128"} of a file (the hash streams the file in 8 MiB chunks, ~GB/s)."""
-    st = os.stat(path)
+    st = stat(path)
     h = xxhash.xxh3_128()
-    with open(path, "rb") as f:
+    with open_input(path) as f:
         while chunk := f.read(CHUNK):
             h.update(chunk)
-    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "xxh3_128": h.hexdigest()}
+    return {"size": st.size, "mtime_ns": st.mtime_ns, "xxh3_128": h.hexdigest()}
 
 
 def changed(path: str, recorded: dict) -> str | None:
     """Why `path` is not the file `recorded` describes (None: the same size, time and bytes)."""
     try:
-        st = os.stat(path)
+        st = stat(path)
     except OSError as e:
         return f"cannot read it: {e.strerror or e}"
-    if st.st_size != recorded.get("size"):
-        return f"its size changed ({recorded.get('size')} -> {st.st_size} bytes)"
-    if st.st_mtime_ns != recorded.get("mtime_ns"):
+    if st.size != recorded.get("size"):
+        return f"its size changed ({recorded.get('size')} -> {st.size} bytes)"
+    if st.mtime_ns != recorded.get("mtime_ns"):
         return "its modification time changed"
     if shard_fingerprint(path)["xxh3_128"] != recorded.get("xxh3_128"):
         return "its content changed"

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import codecs
 import json
-import os
 import re
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
 
+from dataaudit.io import open_input
+
+from .base import ShardReadError
 from .batch import flatten_object, one_line
-from .record_stream import STREAM_ERRORS, open_stream, record_batches
+from .record_stream import STREAM_ERRORS, Record, open_stream, read_records, record_batches
 from .jsonl import MAX_LINE_BYTES, where
 
 MAX_RECORD_BYTES = MAX_LINE_BYTES   # one element is held in memory; a broken file must not pull in the rest
@@ -272,20 +275,52 @@ class _Records:
             warnings = []
 
 
+class _Offsets(_Records):
+    """The parser, remembering where each element starts (byte and line) and how long it is."""
+
+    def __init__(self, win, limit):
+        super().__init__(win, limit)
+        self.spans: list[tuple[int, int, int]] = []
+
+    def _value(self):
+        obj, line, start, size, bad = super()._value()
+        self.spans.append((start, size, line))
+        return obj, line, start, size, bad
+
+
+def element_spans(stream, max_record_bytes: int = MAX_RECORD_BYTES) -> np.ndarray:
+    """(start, size, line) of every element of the decompressed byte `stream`, shape (n, 3): its offset and size in
+    bytes, and the 1-based line where it starts, as this reader numbers the records (so a writer can copy each one's
+    exact bytes). ShardReadError when the file cannot be read to its end."""
+    parser = _Offsets(_Window(stream, CHUNK_BYTES), max_record_bytes)
+    try:
+        for _ in parser:
+            pass
+    except (_Fatal, *STREAM_ERRORS) as e:
+        raise ShardReadError(f"json: {one_line(e) or type(e).__name__}") from None
+    return np.array(parser.spans, np.int64).reshape(-1, 3)
+
+
 def holds_json_array(path: str, probe_bytes: int = 1 << 16) -> bool:
     """Whether a .json file starts with '[' (after a BOM and whitespace): how a folder walk tells record arrays
     from the metadata objects that sit beside shards (manifest.json, dataset_info.json). An unreadable file
     counts as an array, so the audit reports it instead of skipping it silently."""
     try:
-        with open(os.fspath(path), "rb") as raw:
+        with open_input(path) as raw:
             head = open_stream(raw).read(probe_bytes)
     except STREAM_ERRORS:
         return True
     return head.removeprefix(codecs.BOM_UTF8).lstrip(b" \t\n\r")[:1] == b"["
 
 
+def json_records(path: str, max_record_bytes: int = MAX_RECORD_BYTES, *, chunk_bytes: int = CHUNK_BYTES
+                 ) -> Iterator[Record]:
+    """The records of a JSON file (an array, or objects one after another), parsed (`record_stream.Record`)."""
+    return read_records(path, "json", lambda stream: _Records(_Window(stream, chunk_bytes), max_record_bytes),
+                        stop=(_Fatal,))
+
+
 def iter_json_array(path: str, columns: list[str] | None = None, batch_rows: int = 4096,
                     max_record_bytes: int = MAX_RECORD_BYTES, *, chunk_bytes: int = CHUNK_BYTES
                     ) -> Iterator[pa.RecordBatch]:
-    return record_batches(path, "json", lambda stream: _Records(_Window(stream, chunk_bytes), max_record_bytes),
-                          columns, batch_rows, stop=(_Fatal,))
+    return record_batches(json_records(path, max_record_bytes, chunk_bytes=chunk_bytes), columns, batch_rows)

@@ -12,7 +12,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from .batch import flatten_object, one_line
-from .record_stream import Record, record_batches
+from .record_stream import Record, read_records, record_batches
 
 MAX_LINE_BYTES = 256 << 20  # one line is held in memory; a missing newline must not pull in the whole file
 
@@ -65,6 +65,11 @@ def _lines(stream, max_line_bytes: int) -> Iterator[Record]:
             row += 1
 
 
+def jsonl_records(path: str, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Record]:
+    """The records of a JSONL file, parsed (`record_stream.Record`)."""
+    return read_records(path, "jsonl", lambda stream: _lines(stream, max_line_bytes))
+
+
 def iter_jsonl(path: str, columns: list[str] | None = None, batch_rows: int = 4096,
                max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[pa.RecordBatch]:
-    return record_batches(path, "jsonl", lambda stream: _lines(stream, max_line_bytes), columns, batch_rows)
+    return record_batches(jsonl_records(path, max_line_bytes), columns, batch_rows)

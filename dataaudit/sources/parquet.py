@@ -19,15 +19,15 @@ counted, and the broken row group's columns are decoded one by one to name the o
 from __future__ import annotations
 
 import functools
-import os
 import threading
 from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+
+from dataaudit.io import arrow_filesystem, arrow_source
 
 from .base import ERROR, KEY, LINE, PROVENANCE_COLUMNS, ROW, WARNING, ShardReadError
 from .batch import one_line
@@ -37,7 +37,6 @@ from .batch import one_line
 _ARROW_ERRORS = (pa.ArrowException, OSError)
 
 _READ_ROWS = 65536  # pyarrow has a fixed cost per batch: decode big batches, slice them (zero-copy) to batch_rows
-_LOCAL = pafs.LocalFileSystem()
 _PROVENANCE_FIELDS = [pa.field(KEY, pa.string()), pa.field(ROW, pa.int64()), pa.field(LINE, pa.int64()),
                       pa.field(ERROR, pa.string()), pa.field(WARNING, pa.string())]
 
@@ -68,7 +67,8 @@ def _error(e: BaseException) -> ShardReadError:
 def read_parquet_schema(path: str) -> pa.Schema:
     """The Arrow schema from the footer only; no data pages are read."""
     try:
-        return pq.read_schema(os.fspath(path))
+        fs, where = arrow_source(path)
+        return pq.read_schema(where, filesystem=fs)
     except _ARROW_ERRORS as e:
         raise _error(e) from e
 
@@ -111,7 +111,8 @@ def iter_parquet(path: str, columns: list[str] | None = None, batch_rows: int = 
     """Batches of `columns` (None: every column) plus the provenance columns. `decode_all`: decode every column
     of the file all the same (a column that cannot be decoded fails the shard, naming it), yield only `columns`."""
     try:
-        fragment = _parquet_format().make_fragment(os.path.abspath(os.fspath(path)), _LOCAL)
+        fs, where = arrow_filesystem(path)
+        fragment = _parquet_format().make_fragment(where, fs)
         file_schema = fragment.physical_schema  # reads the footer: a bad file fails here
         declared = fragment.metadata.num_rows
         # Data columns named like provenance columns would be ambiguous: the synthesized ones win.

@@ -13,7 +13,6 @@ import io
 import json
 import lzma
 import math
-import os
 import re
 import tarfile
 import zlib
@@ -22,9 +21,10 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from .base import ShardReadError
 from dataaudit.fields import IMAGE_EXTENSIONS
+from dataaudit.io import open_input
 
+from .base import ShardReadError
 from .batch import (BatchBuilder, BYTES, INT, INT64_MAX, INT64_MIN, LIST_EMPTY, LIST_FLOAT, LIST_INT, STR,
                     flatten_object, json_value, one_line)
 
@@ -203,7 +203,7 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
         builder.add(r.key, r.values, "; ".join(r.errors) or None, r.warnings)
 
     try:
-        f = open(os.fspath(path), "rb")
+        f = open_input(path)
     except OSError as e:
         raise ShardReadError(f"tar: {one_line(e)}") from e
     with f:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dataaudit.errors import DataAuditError
+
 TOKENIZER_FILE = "tokenizer.json"
 CONFIG_FILE = "tokenizer_config.json"
 SPECIAL_MAP_FILE = "special_tokens_map.json"
@@ -25,7 +27,7 @@ SPECIAL_ROLES = ("bos", "eos", "pad", "unk")
 _BYTE_TOKEN = re.compile(r"^<0x[0-9A-Fa-f]{2}>$")
 
 
-class TokenizerLoadError(ValueError):
+class TokenizerLoadError(DataAuditError, ValueError):
     """A tokenizer that cannot be used; the message is one line naming the file."""
 
 

@@ -8,11 +8,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataaudit.texts import DocumentText
-from dataaudit.sources import ERROR, KEY, ShardReadError, iter_shard, read_schema
+from dataaudit.errors import DataAuditError
+from dataaudit.formats import iter_shard, read_schema
+from dataaudit.sources import ERROR, KEY, ShardReadError
 from dataaudit.tokenization.behaviour import TextSet
 
 
-class SampleError(ValueError):
+class SampleError(DataAuditError, ValueError):
     """A sample shard that cannot be used; the message is one line naming the file."""
 
 

@@ -5,19 +5,21 @@ an overlong line too. Blank lines are no records and are copied as they are.
 """
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 import numpy as np
 
+from dataaudit.io import open_input
 from dataaudit.sources.jsonl import MAX_LINE_BYTES
 from dataaudit.sources.record_stream import open_stream
 
-from .output import COPY_CHUNK, atomic_stream, check_rows, is_gzip
+from .base import COPY_CHUNK, WriteOptions, atomic_stream, check_rows, compressed
 
 
-def rewrite_jsonl(src: str, dst: Path, drop: np.ndarray, expected: int, max_line_bytes: int = MAX_LINE_BYTES) -> dict:
+def rewrite_jsonl(src: str, dst: str | os.PathLike, drop: np.ndarray, expected: int,
+                  options: WriteOptions = WriteOptions(), max_line_bytes: int = MAX_LINE_BYTES) -> dict:
     """Write `src` without the records whose row is in `drop` (sorted) to `dst`; `expected`: the records the
-    audit read (else ShardMismatch, nothing written). Returns {"rows", "kept", "dropped_lines"} (the line where
+    audit read (else ShardMismatch, nothing written). Returns {"records", "kept", "dropped_lines"} (the line where
     each dropped record is, 1-based, as the reader's __line__)."""
     dropped = np.zeros(0, bool)
     if len(drop):
@@ -26,7 +28,7 @@ def rewrite_jsonl(src: str, dst: Path, drop: np.ndarray, expected: int, max_line
     n_drop = len(dropped)
     row = kept = lineno = 0
     dropped_lines = []
-    with open(src, "rb", buffering=COPY_CHUNK) as raw, atomic_stream(dst, is_gzip(src)) as out:
+    with open_input(src, COPY_CHUNK) as raw, atomic_stream(dst, compressed(src, options)) as out:
         stream = open_stream(raw)
         readline, write = stream.readline, out.write
         while True:
@@ -57,4 +59,4 @@ def rewrite_jsonl(src: str, dst: Path, drop: np.ndarray, expected: int, max_line
                 dropped_lines.append(lineno)
             row += 1
         check_rows(src, row, expected)
-    return {"rows": row, "kept": kept, "dropped_lines": dropped_lines}
+    return {"records": row, "kept": kept, "dropped_lines": dropped_lines}

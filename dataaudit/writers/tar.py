@@ -14,14 +14,15 @@ belong to no sample and are copied as they are. A pax global header is part of t
 from __future__ import annotations
 
 import gzip
+import os
 import tarfile
-from pathlib import Path
 
 import numpy as np
 
+from dataaudit.io import open_input
 from dataaudit.sources.webdataset_tar import split_member
 
-from .output import COPY_CHUNK, ShardMismatch, atomic_stream, check_rows, is_gzip
+from .base import COPY_CHUNK, ShardMismatch, WriteOptions, atomic_stream, check_rows, compressed, is_gzip
 
 RECORD = tarfile.RECORDSIZE      # 10240: tarfile pads an archive to a whole record
 
@@ -71,16 +72,17 @@ class _Headers:
         self.offset = 0
 
 
-def rewrite_tar(src: str, dst: Path, drop: np.ndarray, expected: int) -> dict:
+def rewrite_tar(src: str, dst: str | os.PathLike, drop: np.ndarray, expected: int,
+                options: WriteOptions = WriteOptions()) -> dict:
     """Write `src` without the samples whose row is in `drop` (sorted) to `dst`; `expected`: the samples the audit
-    read (else ShardMismatch, nothing written). Returns {"rows", "kept", "dropped_keys"} (keys in row order)."""
+    read (else ShardMismatch, nothing written). Returns {"records", "kept", "dropped_keys"} (keys in row order)."""
     dropped = np.zeros(int(drop[-1]) + 1 if len(drop) else 0, bool)
     dropped[drop] = True
     n_drop = len(dropped)
     dropped_keys: list[str] = []
     row, key, kept, written = -1, None, 0, 0
     gz = is_gzip(src)
-    with open(src, "rb", buffering=COPY_CHUNK) as raw, atomic_stream(dst, gz) as out:
+    with open_input(src, COPY_CHUNK) as raw, atomic_stream(dst, compressed(src, options)) as out:
         stream = _Stream(raw, gz)
         headers = _Headers(stream)
         try:
@@ -112,4 +114,4 @@ def rewrite_tar(src: str, dst: Path, drop: np.ndarray, expected: int) -> dict:
         trailer = 2 * tarfile.BLOCKSIZE
         out.write(b"\0" * (trailer + (-(written + trailer) % RECORD)))
         check_rows(src, row + 1, expected)
-    return {"rows": row + 1, "kept": kept, "dropped_keys": dropped_keys}
+    return {"records": row + 1, "kept": kept, "dropped_keys": dropped_keys}

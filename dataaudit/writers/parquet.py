@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from .output import ShardMismatch, atomic_path, check_rows
+from dataaudit.io import arrow_filesystem, arrow_source, atomic_path
+
+from .base import ShardMismatch, WriteOptions, check_rows
 
 _READ_ROWS = 65536
 _FORMAT = ds.ParquetFileFormat()
-_LOCAL = pafs.LocalFileSystem()
 _CODECS = {"UNCOMPRESSED": "NONE", "LZ4_RAW": "LZ4", "LZ4_HADOOP": "LZ4"}
 DEFAULT_ROW_GROUP = 1 << 20       # an input with no row group at all (no rows): pyarrow's default
 
@@ -59,16 +58,19 @@ def _writer_kwargs(lay: dict) -> dict:
     return kw
 
 
-def rewrite_parquet(src: str, dst: Path, drop: np.ndarray, expected: int, row_group_rows: int | None = None) -> dict:
+def rewrite_parquet(src: str, dst: str | os.PathLike, drop: np.ndarray, expected: int,
+                    options: WriteOptions = WriteOptions()) -> dict:
     """Write `src` without the rows in `drop` (sorted) to `dst`; `expected`: the rows the audit read (else
-    ShardMismatch, nothing written). Returns {"rows", "kept", "row_group_rows"}."""
+    ShardMismatch, nothing written). Returns {"records", "kept", "row_group_rows"}."""
     try:
-        pf = pq.ParquetFile(src)
+        fs, where = arrow_source(src)
+        pf = pq.ParquetFile(where, filesystem=fs)
         md = pf.metadata
         schema = pf.schema_arrow
         lay = layout(md)
-        group = row_group_rows or lay["row_group_rows"] or DEFAULT_ROW_GROUP
-        fragment = _FORMAT.make_fragment(os.path.abspath(src), _LOCAL)
+        group = options.row_group_rows or lay["row_group_rows"] or DEFAULT_ROW_GROUP
+        fs, path = arrow_filesystem(src)
+        fragment = _FORMAT.make_fragment(path, fs)
         batches = fragment.to_batches(batch_size=_READ_ROWS, batch_readahead=2, fragment_readahead=0)
     except (pa.ArrowException, OSError) as e:
         raise ShardMismatch(f"{src}: parquet: {e}") from None
@@ -77,7 +79,7 @@ def rewrite_parquet(src: str, dst: Path, drop: np.ndarray, expected: int, row_gr
         raise ShardMismatch(f"{src}: row {int(drop[-1])} is past the file's {md.num_rows} rows")
     keep[drop] = False
     rows = kept = 0
-    with atomic_path(Path(dst)) as tmp, ThreadPoolExecutor(1) as pool:
+    with atomic_path(dst) as tmp, ThreadPoolExecutor(1) as pool:
         with pq.ParquetWriter(tmp, schema, **_writer_kwargs(lay)) as writer:
             # One row group is encoded (GIL released) while the next is decoded and filtered.
             writing = None
@@ -112,4 +114,4 @@ def rewrite_parquet(src: str, dst: Path, drop: np.ndarray, expected: int, row_gr
             if writing is not None:
                 writing.result()
         check_rows(src, rows, expected)
-    return {"rows": rows, "kept": kept, "row_group_rows": group}
+    return {"records": rows, "kept": kept, "row_group_rows": group}

@@ -82,10 +82,10 @@ def _field_notes(summaries: list[dict], config: AuditConfig) -> list[str]:
     notes = []
     configured = config.fields.get("text")
     for s in summaries:
-        if not s["samples"] and s["status"] == "ok":
+        if not s["records"] and s["status"] == "ok":
             notes.append(f"{s['path']}: warning: no records in it (nothing was checked; in a tar, members without "
                          "an extension belong to no sample, as for webdataset)")
-        if s["samples"] and not s["fields"].get("text"):
+        if s["records"] and not s["fields"].get("text"):
             why = (f"none of the configured text fields ({', '.join(configured)}) is in it" if configured else
                    "no string, list of strings or conversation column")
             notes.append(f"{s['path']}: warning: no text field ({why}): the text checks did not run")
@@ -133,14 +133,14 @@ def _sections(summaries: list[dict], config: AuditConfig) -> dict[str, dict]:
 
 
 def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
-    samples = sum(s["samples"] for s in summaries)
+    samples = sum(s["records"] for s in summaries)
     flagged = sum(s["flagged"] for s in summaries)
     totals = {"samples": samples, "flagged": flagged, "passed": samples - flagged, "shards": len(summaries),
               "unreadable_shards": sum(s["status"] == "unreadable" for s in summaries)}
     checks = {}
     for name, spec in REGISTRY.items():
         settings = config.check(name)
-        ran_somewhere = any(name not in s["skipped"] for s in summaries if s["status"] == "ok" or s["samples"])
+        ran_somewhere = any(name not in s["skipped"] for s in summaries if s["status"] == "ok" or s["records"])
         reasons = sorted({s["skipped"][name] for s in summaries if name in s["skipped"]})
         checks[name] = {
             "severity": settings.severity,
@@ -167,7 +167,7 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
         "schema_version": SCHEMA_VERSION,
         "totals": totals,
         "checks": checks,
-        "shards": [{"path": s["path"], "samples": s["samples"], "flagged": s["flagged"], "status": s["status"],
+        "shards": [{"path": s["path"], "samples": s["records"], "flagged": s["flagged"], "status": s["status"],
                     "error": s["error"], "checks": s["checks"], "fields": s["fields"], "formats": s["formats"],
                     "unchecked": s["unchecked"], "problems": s["problems"], "fingerprint": s.get("fingerprint"),
                     "not_decoded": s.get("not_decoded") or []}

@@ -9,40 +9,24 @@ element ("\n]\n"). An unchanged file comes out byte-identical. Objects one after
 """
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 import numpy as np
 
-from dataaudit.sources.json_array import MAX_RECORD_BYTES, _Fatal, _Records, _Window, CHUNK_BYTES
-from dataaudit.sources.record_stream import STREAM_ERRORS, open_stream
+from dataaudit.io import open_input
+from dataaudit.sources.base import ShardReadError
+from dataaudit.sources.json_array import element_spans
+from dataaudit.sources.record_stream import open_stream
 
-from .output import COPY_CHUNK, ShardMismatch, atomic_stream, check_rows, is_gzip
-
-
-class _Offsets(_Records):
-    """The reader's parser, remembering where each element starts (byte and line) and how long it is."""
-
-    def __init__(self, win, limit):
-        super().__init__(win, limit)
-        self.spans: list[tuple[int, int, int]] = []
-
-    def _value(self):
-        obj, line, start, size, bad = super()._value()
-        self.spans.append((start, size, line))
-        return obj, line, start, size, bad
+from .base import COPY_CHUNK, ShardMismatch, WriteOptions, atomic_stream, check_rows, compressed
 
 
-def element_spans(src: str, limit: int = MAX_RECORD_BYTES) -> np.ndarray:
-    """(start, size, line) of every element, shape (n, 3): its offset and size in the decompressed bytes, and the
-    1-based line where it starts."""
-    with open(src, "rb") as raw:
-        parser = _Offsets(_Window(open_stream(raw), CHUNK_BYTES), limit)
+def _spans(src: str) -> np.ndarray:
+    with open_input(src) as raw:
         try:
-            for _ in parser:
-                pass
-        except (_Fatal, *STREAM_ERRORS) as e:
-            raise ShardMismatch(f"{src}: json: {e}") from None
-    return np.array(parser.spans, np.int64).reshape(-1, 3)
+            return element_spans(open_stream(raw))
+        except ShardReadError as e:
+            raise ShardMismatch(f"{src}: {e}") from None
 
 
 def _copy(stream, out, n: int) -> None:
@@ -55,20 +39,21 @@ def _copy(stream, out, n: int) -> None:
         n -= len(chunk)
 
 
-def rewrite_json_array(src: str, dst: Path, drop: np.ndarray, expected: int) -> dict:
+def rewrite_json_array(src: str, dst: str | os.PathLike, drop: np.ndarray, expected: int,
+                       options: WriteOptions = WriteOptions()) -> dict:
     """Write `src` without the elements whose index is in `drop` (sorted) to `dst`; `expected`: the records the
-    audit read (else ShardMismatch, nothing written). Returns {"rows", "kept", "dropped_lines"}."""
-    spans = element_spans(src)
+    audit read (else ShardMismatch, nothing written). Returns {"records", "kept", "dropped_lines"}."""
+    spans = _spans(src)
     n = len(spans)
     keep = np.ones(n, bool)
     keep[drop[drop < n]] = False
-    with open(src, "rb", buffering=COPY_CHUNK) as raw, atomic_stream(dst, is_gzip(src)) as out:
+    with open_input(src, COPY_CHUNK) as raw, atomic_stream(dst, compressed(src, options)) as out:
         check_rows(src, n, expected)
         stream = open_stream(raw)
         if n == 0:
             while chunk := stream.read(COPY_CHUNK):
                 out.write(chunk)
-            return {"rows": 0, "kept": 0, "dropped_lines": []}
+            return {"records": 0, "kept": 0, "dropped_lines": []}
         ends = spans[:, 0] + spans[:, 1]
         head = stream.read(int(spans[0, 0]))
         out.write(head)
@@ -94,4 +79,4 @@ def rewrite_json_array(src: str, dst: Path, drop: np.ndarray, expected: int) -> 
                 pos = int(spans[1, 0])
         while chunk := stream.read(COPY_CHUNK):   # "\n]\n": what follows the last element
             out.write(chunk)
-    return {"rows": n, "kept": written, "dropped_lines": spans[~keep, 2].tolist()}
+    return {"records": n, "kept": written, "dropped_lines": spans[~keep, 2].tolist()}

@@ -1,0 +1,141 @@
+"""Everything `clean` decides before a byte is written: the findings are read (the audit's report and flags, a
+dedup keep-list, a contamination drop-list), every shard is checked against them (`safety`: refused when it changed
+since the audit, ...), and the rows to drop are joined per shard (`selection`). Any reason not to clean is a
+CleanRefused naming the file, and nothing is written."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from dataaudit import audit, contamination, dedup
+from dataaudit.formats import format_of
+from dataaudit.io import join, read_parquet, read_text
+
+from .safety import CleanRefused, audited, check_outputs, covered, output_paths
+from .selection import DROPPED_SCHEMA, Selection, flag_drops, group, keep_drops, list_drops, reason_names
+
+WRITER_VERSION = 1     # bump when a writer's output bytes change: older parts are then redone
+
+
+@dataclass
+class ShardPlan:
+    path: str
+    output: str                # absolute output path
+    relative: str              # the output's path inside OUT
+    format: str
+    rows: int                  # records the audit read
+    drop: np.ndarray           # sorted rows to drop
+    offsets: np.ndarray        # reasons of drop[i]: codes[offsets[i]:offsets[i+1]]
+    codes: np.ndarray
+    digest: str                # of the drops and of the input's fingerprint
+
+
+@dataclass
+class CleanJob:
+    shards: dict[str, ShardPlan]
+    reasons: list[str]
+    selection: Selection
+    findings: dict
+    skipped: list[dict] = field(default_factory=list)
+    row_group_rows: int | None = None
+
+    def fingerprint(self) -> dict:
+        return {"writer": WRITER_VERSION, "selection": self.selection.to_json(), "reasons": self.reasons,
+                "row_group_rows": self.row_group_rows, "dropped": DROPPED_SCHEMA.names}
+
+
+def _read_json(path: str, what: str) -> dict:
+    try:
+        return json.loads(read_text(path))
+    except FileNotFoundError:
+        raise CleanRefused(f"{path}: not found: is {os.path.dirname(path)} a {what} output folder?") from None
+    except (OSError, ValueError) as e:
+        raise CleanRefused(f"{path}: cannot read it: {e}") from None
+
+
+def _read_table(path: str, columns: list[str]) -> pa.Table:
+    try:
+        return read_parquet(path, columns)
+    except FileNotFoundError:
+        raise CleanRefused(f"{path}: not found") from None
+    except (pa.ArrowException, OSError) as e:
+        raise CleanRefused(f"{path}: cannot read it: {e}") from None
+
+
+def _dedup_drops(dirs: list[Path], paths: list[str], counts: list[int], code: int) -> list[tuple]:
+    """(shard, row, code) of the records each dedup folder's keep-list leaves out, for the shards it covers (a
+    text and an image dedup may cover the same shards: both apply). Refuses a shard no folder covers."""
+    parts, seen = [], set()
+    for d in dirs:
+        report = _read_json(join(d, dedup.FILES.record), "dedup")
+        entries = {os.path.realpath(s["path"]) for s in report.get("shards", [])}
+        idx = [i for i, p in enumerate(paths) if os.path.realpath(p) in entries]
+        sub = [paths[i] for i in idx]
+        covered(sub, report.get("shards", []), [counts[i] for i in idx], f"dedup ({d})", "samples")
+        keep = _read_table(join(d, dedup.KEEP), ["shard", "row"])
+        shard, rows, codes = keep_drops(keep, {os.path.realpath(p): j for j, p in enumerate(sub)},
+                                        [counts[i] for i in idx], code)
+        parts.append((np.asarray(idx, np.int64)[shard] if len(idx) else shard, rows, codes))
+        seen.update(idx)
+    missing = [p for i, p in enumerate(paths) if dirs and i not in seen]
+    if missing:
+        raise CleanRefused(f"{missing[0]}: not among the shards of any --dedup folder: no findings cover it")
+    return parts
+
+
+def _contamination_drops(folder: Path, paths: list[str], counts: list[int], index_of: dict[str, int],
+                         code: int) -> tuple:
+    """(shard, row, code) of the training records a contamination drop-list names."""
+    con = _read_json(join(folder, contamination.FILES.record), "contamination")
+    if not con.get("decontaminate"):
+        raise CleanRefused(f"{folder}: holds no {contamination.DECONTAMINATE}: run `dataaudit contamination` "
+                           "with --decontaminate-train")
+    covered(paths, con.get("train", {}).get("shards", []), counts, "contamination", "records")
+    decon = _read_table(join(folder, con["decontaminate"]["file"]), ["shard", "row"])
+    return list_drops(decon, index_of, code)
+
+
+def plan_clean(paths: Sequence[str], args: Sequence[str], out: Path, selection: Selection, audit_dir: Path,
+               dedup_dirs: Sequence[Path] = (), contamination_dir: Path | None = None, *,
+               skip_unreadable: bool = False, row_group_rows: int | None = None) -> CleanJob:
+    """Everything decided before a byte is written; CleanRefused (one line) for any reason not to clean."""
+    report = _read_json(join(audit_dir, audit.FILES.record), "audit")
+    paths, skipped = audited(list(paths), report, skip_unreadable)
+    if not paths:
+        raise CleanRefused("no shard left to clean")
+    outputs = output_paths(paths, out)
+    dedup_dirs = [Path(d) for d in dedup_dirs]
+    findings_dirs = [Path(d) for d in (audit_dir, *dedup_dirs, contamination_dir) if d is not None]
+    check_outputs(paths, list(args), out, outputs, findings_dirs)
+    samples = {os.path.realpath(s["path"]): s["samples"] for s in report["shards"]}
+    counts = [int(samples[os.path.realpath(p)]) for p in paths]
+    index_of = {os.path.realpath(p): i for i, p in enumerate(paths)}
+
+    flags = _read_table(join(audit_dir, audit.FLAGS), ["shard", "row", "check", "severity"])
+    flagged_checks = [c for c in flags.column("check").unique().to_pylist() if c is not None]
+    names = reason_names(flagged_checks)
+    parts = [flag_drops(flags, selection, index_of, names)]
+    parts += _dedup_drops(dedup_dirs, paths, counts, names.index("dedup"))
+    if contamination_dir is not None:
+        parts.append(_contamination_drops(contamination_dir, paths, counts, index_of, names.index("contamination")))
+    try:
+        drops = group(parts, counts, names)
+    except ValueError as e:
+        raise CleanRefused(f"the findings do not describe these shards: {e}") from None
+
+    entries = {os.path.realpath(s["path"]): s for s in report["shards"]}
+    shards = {}
+    for i, p in enumerate(paths):
+        d = drops.shards[i]
+        fp = entries[os.path.realpath(p)]["fingerprint"]
+        shards[p] = ShardPlan(p, str(outputs[i]), str(outputs[i].relative_to(out)), format_of(p).name, counts[i],
+                              d.rows, d.offsets, d.codes, f"{d.digest()}-{fp['xxh3_128']}")
+    findings = {"audit": str(audit_dir), "dedup": [str(d) for d in dedup_dirs],
+                "contamination": None if contamination_dir is None else str(contamination_dir)}
+    return CleanJob(shards, names, selection, findings, skipped, row_group_rows)

@@ -1,0 +1,55 @@
+"""clean.json: what was kept and dropped, per shard and in all, with reasons, after checking that every count
+balances (records in = kept + dropped); and the exit rule."""
+from __future__ import annotations
+
+from dataaudit.clean import DROPPED
+
+from .plan import CleanJob
+
+SCHEMA_VERSION = 1
+
+
+class CleanAccountingError(RuntimeError):
+    """An accounting invariant broke (a bug, never the data): nothing is written to the record. Not an assert: it
+    holds under python -O too."""
+
+
+def must(ok: bool, what: str) -> None:
+    if not ok:
+        raise CleanAccountingError(f"clean: {what}: nothing written to clean.json")
+
+
+def shard_entry(summary: dict) -> dict:
+    """A shard as clean.json lists it: its records counted as `rows`, without the drops digest (parts only)."""
+    return {"rows" if k == "records" else k: v for k, v in summary.items() if k != "drops"}
+
+
+def _totals(shards: list[dict], reasons: list[str]) -> dict:
+    by: dict[str, int] = {}
+    for s in shards:
+        must(s["rows"] == s["kept"] + s["dropped"], f"{s['path']}: rows in != kept + dropped")
+        for r, c in s["dropped_by"].items():
+            by[r] = by.get(r, 0) + c
+    totals = {"shards": len(shards), "rows": sum(s["rows"] for s in shards),
+              "kept": sum(s["kept"] for s in shards), "dropped": sum(s["dropped"] for s in shards),
+              "dropped_by": {r: by[r] for r in reasons if r in by}}
+    must(totals["rows"] == totals["kept"] + totals["dropped"], "total rows in != kept + dropped")
+    return totals
+
+
+def clean_report(job: CleanJob, summaries: list[dict], dropped_rows: int, run: dict) -> dict:
+    """clean.json's content; `dropped_rows`: the rows written to the dropped table (they must be every drop)."""
+    shards = [shard_entry(s) for s in summaries]
+    totals = _totals(shards, job.reasons)
+    must(dropped_rows == totals["dropped"],
+         f"{DROPPED} has {dropped_rows} rows, the shards dropped {totals['dropped']}")
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "selection": job.selection.to_json(),
+        "findings": job.findings,
+        "totals": {**totals, "skipped_shards": len(job.skipped)},
+        "shards": shards,
+        "skipped": job.skipped,
+        "files": {"dropped": DROPPED},
+        "run": run,
+    }

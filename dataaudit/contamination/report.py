@@ -1,0 +1,101 @@
+"""contamination.json: totals, each method's settings and rule, every benchmark's summary, the training shards,
+notes; each benchmark's own folder (its items table and clean subset); the exit rule."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from dataaudit.atomic import write_parquet
+from dataaudit.io import join
+
+from . import CLEAN_SUBSET, ITEMS
+from .config import ContaminationConfig
+from .grams import NORMALIZE
+from .index import ContaminationIndex
+from .load import Benchmark, write_clean
+from .results import ITEMS_SCHEMA, SCHEMA_VERSION, benchmark_summary, items_table
+
+RULES = {
+    "ngram": "at least `threshold` of the item's distinct word n-grams occur in the training data (an item "
+             "shorter than n words: its whole text occurs)",
+    "exact": "the whole normalized item occurs inside one training record",
+    "minhash": "a training record's estimated Jaccard similarity (word shingles) with the item is at least "
+               "`threshold`",
+}
+SHARD_KEYS = ("path", "status", "error", "records", "unreadable_records", "text_field", "words", "matches")
+
+
+def write_benchmark_folders(out_dir: str | os.PathLike, benchmarks: list[Benchmark], index: ContaminationIndex,
+                            v: dict, matches, config: ContaminationConfig) -> dict[str, dict]:
+    """Each benchmark's folder: its items table and its clean subset; returns each benchmark's summary."""
+    reports = {}
+    for b, bench in enumerate(benchmarks):
+        folder = join(out_dir, bench.name)
+        write_parquet(join(folder, ITEMS), [items_table(b, bench, index, v, matches)], ITEMS_SCHEMA)
+        lo, hi = int(index.offsets[b]), int(index.offsets[b + 1])
+        files = [ITEMS] + write_clean(bench, ~v["contaminated"][lo:hi], folder, CLEAN_SUBSET)
+        reports[bench.name] = benchmark_summary(b, bench, index, v, config, matches, files)
+    return reports
+
+
+def _methods(config: ContaminationConfig, index: ContaminationIndex, v: dict) -> dict:
+    out = {}
+    for name, settings in config.methods().items():
+        entry = dict(settings)
+        entry["contaminated"] = int(v[name].sum()) if settings["enabled"] else None
+        entry["rule"] = RULES[name]
+        if name == "minhash" and index.minhash is not None:
+            entry["lsh"] = {"bands": index.minhash.bands, "rows": index.minhash.rows}
+        out[name] = entry
+    return out
+
+
+def _item_notes(index: ContaminationIndex, v: dict) -> list[str]:
+    notes = []
+    short = int(((index.words > 0) & (index.words < index.n)).sum())
+    if short:
+        notes.append(f"{short} item(s) have fewer than {index.n} words: each is matched on its whole "
+                     "normalized text")
+    tiny = int(((index.words > 0) & (index.words < 4)).sum())
+    if tiny:
+        notes.append(f"{tiny} item(s) have fewer than 4 words: their matches may be coincidental")
+    empty = int(v["empty"].sum())
+    if empty:
+        notes.append(f"{empty} empty item(s) (no words after normalization): reported, never matched")
+    return notes
+
+
+def contamination_report(benchmarks: list[Benchmark], index: ContaminationIndex, config: ContaminationConfig,
+                         v: dict, bench_reports: dict, summaries: list[dict], decontaminate: dict | None,
+                         notes: list[str], run: dict) -> dict:
+    """contamination.json's content."""
+    shards = [{k: s[k] for k in SHARD_KEYS} for s in summaries]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "totals": {"benchmarks": len(benchmarks), "items": index.num_items,
+                   "contaminated": int(v["contaminated"].sum()), "empty_items": int(v["empty"].sum()),
+                   "train_shards": len(shards), "train_records": sum(s["records"] for s in shards),
+                   "unreadable_shards": sum(s["status"] != "ok" for s in shards),
+                   "unreadable_records": sum(s["unreadable_records"] for s in shards)},
+        "methods": _methods(config, index, v),
+        "normalization": NORMALIZE,
+        "benchmarks": bench_reports,
+        "train": {"text_field": config.text_field, "shards": shards},
+        "decontaminate": decontaminate,
+        "notes": list(notes) + _item_notes(index, v),
+        "config": {"source": config.source, "methods": config.methods(), "text_field": config.text_field,
+                   "batch_rows": config.batch_rows, "max_matches": config.max_matches},
+        "run": run,
+    }
+
+
+def decontaminate_labels(benchmarks: list[Benchmark]) -> np.ndarray:
+    """`<benchmark>/<item id>` of every item, in index order (what a drop-list row names)."""
+    return np.array([f"{bench.name}/{i}" for bench in benchmarks for i in bench.ids], dtype=object)
+
+
+def has_errors(report: dict) -> bool:
+    """Exit 1: some benchmark item is contaminated, or a training shard could not be read to the end."""
+    t = report["totals"]
+    return bool(t["contaminated"] or t["unreadable_shards"])

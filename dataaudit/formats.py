@@ -1,0 +1,194 @@
+"""The one format table: every shard format dataaudit reads and writes is one row of FORMATS, and every command
+finds a file's reader, schema and writer here (the audit's batches, `clean`'s rewrite, benchmark loading, the
+messages that list what is supported).
+
+A format is one class (the shape of litdata's serializers): its name, its file suffixes, `read` (the shard as
+Arrow batches with the provenance columns, `dataaudit.sources`), `schema_peek` (what is known before reading: a
+Parquet footer; None elsewhere), `records` (for formats with one parsed object per record: the reader's records before they
+become Arrow, what benchmark loading takes) and `write` (the shard without some records, byte for byte in its own
+layout, `dataaudit.writers`). A new format is one reader, one writer, one class and one row.
+"""
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from dataaudit.io import is_file
+from dataaudit.sources.base import READ_ERRORS, ShardReadError
+from dataaudit.sources.json_array import holds_json_array, iter_json_array, json_records
+from dataaudit.sources.jsonl import iter_jsonl, jsonl_records
+from dataaudit.sources.parquet import iter_parquet, read_parquet_schema
+from dataaudit.sources.record_stream import Record
+from dataaudit.sources.webdataset_tar import MAX_MEMBER_BYTES, iter_webdataset
+from dataaudit.writers.base import WriteOptions
+from dataaudit.writers.json_array import rewrite_json_array
+from dataaudit.writers.jsonl import rewrite_jsonl
+from dataaudit.writers.parquet import rewrite_parquet
+from dataaudit.writers.tar import rewrite_tar
+
+
+class Format:
+    """One shard format. `read` takes the record size limit as `limit` (bytes one record may hold: a tar
+    member, a JSON line or element) and `decode_all` (Parquet: decode every column, yield only `columns`)."""
+
+    name = ""
+    title = ""                 # what a message calls it
+    suffixes: tuple[str, ...] = ()
+    shown = ""                 # the suffixes as a message lists them
+    embeds_media = False       # media inside the shard (tar members), not referenced by path beside it
+
+    def read(self, path: str, columns: list[str] | None, batch_rows: int, limit: int,
+             decode_all: bool) -> Iterator[pa.RecordBatch]:
+        raise NotImplementedError
+
+    def schema_peek(self, path: str) -> pa.Schema | None:
+        """The Arrow schema known before reading (ShardReadError when it cannot be read); None for formats whose
+        records carry their own fields."""
+        return None
+
+    def records(self, path: str, limit: int) -> Iterator[Record] | None:
+        """The parsed records before they become Arrow, for formats that parse one object per record (None for
+        the others: their Arrow batches are what they hold)."""
+        return None
+
+    def write(self, src: str, dst: str, drop: np.ndarray, expected: int, options: WriteOptions) -> dict:
+        raise NotImplementedError
+
+    def walked(self, path: str) -> bool:
+        """Whether a folder walk takes this file as a shard of this format."""
+        return True
+
+
+class Parquet(Format):
+    name, title, suffixes, shown = "parquet", "Parquet", (".parquet", ".pq"), ".parquet/.pq"
+
+    def read(self, path, columns, batch_rows, limit, decode_all):
+        return iter_parquet(path, columns, batch_rows, decode_all=decode_all)
+
+    def schema_peek(self, path):
+        return read_parquet_schema(path)
+
+    def write(self, src, dst, drop, expected, options):
+        return rewrite_parquet(src, dst, drop, expected, options)
+
+
+class WebDataset(Format):
+    name, title, suffixes, shown = "webdataset", "WebDataset", (".tar", ".tar.gz", ".tgz"), ".tar/.tar.gz/.tgz"
+    embeds_media = True
+
+    def read(self, path, columns, batch_rows, limit, decode_all):
+        return iter_webdataset(path, columns, batch_rows, max_member_bytes=limit)
+
+    def write(self, src, dst, drop, expected, options):
+        return rewrite_tar(src, dst, drop, expected, options)
+
+
+class Jsonl(Format):
+    name, title = "jsonl", "JSONL"
+    suffixes, shown = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz"), ".jsonl/.jsonl.gz/.ndjson"
+
+    def read(self, path, columns, batch_rows, limit, decode_all):
+        return iter_jsonl(path, columns, batch_rows, max_line_bytes=limit)
+
+    def records(self, path, limit):
+        return jsonl_records(path, limit)
+
+    def write(self, src, dst, drop, expected, options):
+        return rewrite_jsonl(src, dst, drop, expected, options)
+
+
+class JsonArray(Format):
+    name, title, suffixes, shown = "json", "JSON-array", (".json", ".json.gz"), ".json/.json.gz"
+
+    def read(self, path, columns, batch_rows, limit, decode_all):
+        return iter_json_array(path, columns, batch_rows, max_record_bytes=limit)
+
+    def records(self, path, limit):
+        return json_records(path, limit)
+
+    def write(self, src, dst, drop, expected, options):
+        return rewrite_json_array(src, dst, drop, expected, options)
+
+    def walked(self, path):
+        # the metadata objects beside shards (manifest.json, dataset_info.json) are no data; named, any is read
+        return holds_json_array(path)
+
+
+FORMATS: tuple[Format, ...] = (Parquet(), WebDataset(), Jsonl(), JsonArray())
+BY_NAME = {f.name: f for f in FORMATS}
+MAX_RECORD = MAX_MEMBER_BYTES      # the default limit of one record (tar member, JSON line or element)
+
+
+def _listed(words: list[str]) -> str:
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def supported() -> str:
+    """The suffixes every format takes, as a message lists them."""
+    return _listed([f.shown for f in FORMATS])
+
+
+def titles() -> str:
+    """Every format's name, as a message lists them ("Parquet, WebDataset, ... or JSON-array")."""
+    return _listed([f.title for f in FORMATS])
+
+
+def format_of(path: str | os.PathLike) -> Format:
+    """The format of a shard, from its file name; ValueError for anything else."""
+    name = os.fspath(path).lower()
+    for fmt in FORMATS:
+        if name.endswith(fmt.suffixes):
+            return fmt
+    hint = ""
+    if name.endswith((".txt", ".txt.gz", ".md", ".text")):
+        # plain text has no records: where one record ends is the user's choice (a line, a paragraph, the file)
+        hint = ("; plain text has no records: write one JSON object per record, e.g. "
+                "python -c 'import json,sys; [print(json.dumps({\"text\": l.rstrip(\"\\n\")})) for l in sys.stdin]' "
+                "< corpus.txt > corpus.jsonl")
+    raise ValueError(f"{os.fspath(path)}: unsupported shard format (expected {supported()}){hint}")
+
+
+def read_schema(path: str) -> pa.Schema | None:
+    """The schema known before reading (Parquet's footer); None for formats that have none. ShardReadError when
+    the shard cannot be read or is not there."""
+    schema = format_of(path).schema_peek(path)
+    if schema is None and not is_file(path):
+        raise ShardReadError(f"{os.fspath(path)}: no such file")
+    return schema
+
+
+def peek_schema(path: str, rows: int = 256) -> pa.Schema | None:
+    """The shard's columns without reading it all: Parquet's footer, else the schema of its first `rows` records
+    (JSONL, JSON and tar records carry their own fields). None when the shard cannot be read (the job reports it)."""
+    try:
+        schema = read_schema(path)
+        if schema is not None:
+            return schema
+        batches = iter(iter_shard(path, batch_rows=rows))
+        try:
+            first = next(batches, None)
+        finally:
+            getattr(batches, "close", lambda: None)()   # release the file now, not at garbage collection
+    except READ_ERRORS:
+        return None
+    return None if first is None else first.schema
+
+
+def iter_shard(path: str, columns: list[str] | None = None, batch_rows: int = 4096, *,
+               max_member_bytes: int = MAX_RECORD, decode_all: bool = False) -> Iterator[pa.RecordBatch]:
+    """Record batches of one shard: data columns plus __key__, __row__, __line__, __error__, __warning__.
+
+    `max_member_bytes`: the most one record may hold (a tar member, a JSON line or element). `decode_all`: Parquet
+    decodes every column of every row group even when `columns` names fewer (a column that cannot be decoded breaks
+    the shard, naming it), and yields `columns`. The other formats always read every field of every record (a
+    record is parsed whole), so it changes nothing for them.
+
+    Raises ValueError at once for an unsupported file name; ShardReadError while iterating when the shard as
+    a whole cannot be read further (batches already yielded stay valid).
+    """
+    if batch_rows < 1:
+        raise ValueError(f"batch_rows must be >= 1, got {batch_rows}")
+    return format_of(path).read(path, columns, batch_rows, max_member_bytes, decode_all)

@@ -1,0 +1,269 @@
+"""The one door for files: every shard, referenced file and output is opened, listed, measured and committed here.
+
+A location is a local path or a URI (`file://`, `s3://`, `gs://`, `hdfs://`: whatever `pyarrow.fs` resolves).
+Local paths use Python's own file objects and `os`, exactly as a program that knows only local files would (the
+errors a user sees name the file the way the operating system does); a URI goes through its `pyarrow.fs`
+filesystem, and the same calls work on it. What opens, lists or writes a file anywhere in dataaudit calls one of
+these functions, so a new kind of storage is one more branch here.
+
+Outputs are committed atomically: written to a temporary file beside the final name and renamed into place
+(locally), or uploaded whole once complete (an object store makes an object visible only when its upload ends).
+A reader never sees half a file, even when the job is killed mid-write; `remove_stale_temps` clears what a killed
+run left. Nothing heavy is imported here: pyarrow.fs loads on the first URI.
+"""
+from __future__ import annotations
+
+import io
+import os
+import re
+import secrets
+import shutil
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Iterator
+
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+TEMP_SUFFIX = ".tmp"          # temporary outputs are `.<name>.<random>.tmp` beside their final name
+COPY_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class FileStat:
+    size: int
+    mtime_ns: int
+
+
+def is_uri(location: str | os.PathLike) -> bool:
+    """Whether `location` is a URI (scheme://...) rather than a local path."""
+    return isinstance(location, str) and bool(_URI.match(location))
+
+
+def _remote(location: str):
+    """(pyarrow filesystem, path inside it) of a URI; a scheme pyarrow does not know is the user's error."""
+    import pyarrow.fs as pafs
+
+    from dataaudit.errors import DataAuditError
+
+    try:
+        return pafs.FileSystem.from_uri(location)
+    except (ValueError, OSError) as exc:   # pyarrow.lib.ArrowInvalid is a ValueError
+        raise DataAuditError(f"{location}: cannot open this location: {' '.join(str(exc).split())}") from None
+
+
+def arrow_filesystem(location: str | os.PathLike):
+    """(pyarrow filesystem, path) for pyarrow APIs that need both (datasets, fragments): local paths made
+    absolute on the local filesystem."""
+    if is_uri(location):
+        return _remote(location)
+    import pyarrow.fs as pafs
+
+    return pafs.LocalFileSystem(), os.path.abspath(os.fspath(location))
+
+
+def arrow_source(location: str | os.PathLike):
+    """(filesystem or None, path) for pyarrow functions taking `(path, filesystem=...)`: a local path is passed as
+    given (pyarrow's messages then name it as the user wrote it)."""
+    if is_uri(location):
+        return _remote(location)
+    return None, os.fspath(location)
+
+
+def open_input(location: str | os.PathLike, buffering: int = -1) -> IO[bytes]:
+    """A buffered, seekable binary file to read (`peek` works on it). OSError when it cannot be opened."""
+    if is_uri(location):
+        fs, path = _remote(location)
+        return io.BufferedReader(fs.open_input_file(path), buffer_size=buffering if buffering > 0 else COPY_CHUNK)
+    return open(os.fspath(location), "rb", buffering=buffering)
+
+
+def open_arrow(location: str | os.PathLike):
+    """A pyarrow random-access file to read Arrow IPC or Parquet from: memory-mapped when local (only the pages
+    read are loaded), the filesystem's file otherwise."""
+    import pyarrow as pa
+
+    if is_uri(location):
+        fs, path = _remote(location)
+        return fs.open_input_file(path)
+    return pa.memory_map(os.fspath(location))
+
+
+def read_parquet(location: str | os.PathLike, columns: list[str] | None = None, schema=None):
+    """A Parquet file (one of a job's own tables or parts) as an Arrow table, memory-mapped when local."""
+    import pyarrow.parquet as pq
+
+    fs, path = arrow_source(location)
+    return pq.read_table(path, columns=columns, schema=schema, memory_map=fs is None, filesystem=fs)
+
+
+def read_bytes(location: str | os.PathLike, limit: int | None = None) -> bytes:
+    """The file's bytes (at most `limit` + 1 when `limit` is given, so a caller can tell "too large")."""
+    with open_input(location) as f:
+        return f.read() if limit is None else f.read(limit + 1)
+
+
+def read_text(location: str | os.PathLike) -> str:
+    """The file as UTF-8 text (UnicodeDecodeError when it is not)."""
+    return read_bytes(location).decode("utf-8")
+
+
+def stat(location: str | os.PathLike) -> FileStat:
+    """Size and modification time of a file (FileNotFoundError when there is none)."""
+    if is_uri(location):
+        import pyarrow.fs as pafs
+
+        fs, path = _remote(location)
+        info = fs.get_file_info(path)
+        if info.type == pafs.FileType.NotFound:
+            raise FileNotFoundError(2, "No such file or directory", location)
+        return FileStat(int(info.size or 0), int(info.mtime_ns or 0))
+    st = os.stat(os.fspath(location))
+    return FileStat(st.st_size, st.st_mtime_ns)
+
+
+def _kind(location: str | os.PathLike) -> str | None:
+    """"file", "dir" or None (nothing there)."""
+    if is_uri(location):
+        import pyarrow.fs as pafs
+
+        fs, path = _remote(location)
+        kind = fs.get_file_info(path).type
+        return {pafs.FileType.File: "file", pafs.FileType.Directory: "dir"}.get(kind)
+    p = os.fspath(location)
+    return "file" if os.path.isfile(p) else "dir" if os.path.isdir(p) else None
+
+
+def is_file(location: str | os.PathLike) -> bool:
+    return _kind(location) == "file"
+
+
+def is_dir(location: str | os.PathLike) -> bool:
+    return _kind(location) == "dir"
+
+
+def exists(location: str | os.PathLike) -> bool:
+    return _kind(location) is not None
+
+
+def join(folder: str | os.PathLike, *names: str) -> str:
+    """A location inside `folder` (URIs joined with '/')."""
+    if is_uri(folder):
+        return "/".join([os.fspath(folder).rstrip("/"), *names])
+    return os.path.join(os.fspath(folder), *names)
+
+
+def walk(folder: str | os.PathLike) -> Iterator[tuple[str, list[str], list[str]]]:
+    """(folder, subfolders, files) top-down, like os.walk; a caller may prune the subfolders list in place."""
+    if not is_uri(folder):
+        yield from os.walk(os.fspath(folder))
+        return
+    import pyarrow.fs as pafs
+
+    fs, root = _remote(folder)
+    scheme = os.fspath(folder)[: os.fspath(folder).index("://") + 3]
+    infos = fs.get_file_info(pafs.FileSelector(root, recursive=True))
+    dirs: dict[str, list[str]] = {}
+    files: dict[str, list[str]] = {}
+    for info in infos:
+        parent, _, name = info.path.rstrip("/").rpartition("/")
+        (dirs if info.type == pafs.FileType.Directory else files).setdefault(parent, []).append(name)
+
+    def visit(path: str):
+        subs = sorted(dirs.get(path, []))
+        yield scheme + path, subs, sorted(files.get(path, []))
+        for sub in subs:                  # pruned by the caller as os.walk allows
+            yield from visit(f"{path}/{sub}")
+
+    yield from visit(root.rstrip("/"))
+
+
+def glob(pattern: str) -> list[str]:
+    """The files a local glob pattern matches (`**` included), sorted."""
+    import glob as globbing
+
+    return sorted(m for m in globbing.glob(pattern, recursive=True) if os.path.isfile(m))
+
+
+def makedirs(folder: str | os.PathLike) -> None:
+    """Create `folder` and its parents (nothing to do on an object store: prefixes need no creation)."""
+    if is_uri(folder):
+        fs, path = _remote(folder)
+        fs.create_dir(path, recursive=True)
+        return
+    os.makedirs(os.fspath(folder), exist_ok=True)
+
+
+def remove_tree(folder: str | os.PathLike) -> None:
+    """Delete a work folder and everything in it (nothing when it is not there)."""
+    if is_uri(folder):
+        fs, path = _remote(folder)
+        if is_dir(folder):
+            fs.delete_dir(path)
+        return
+    shutil.rmtree(os.fspath(folder), ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------------------- atomic commit
+
+def temp_beside(path: str | os.PathLike) -> Path:
+    """A new empty local file next to `path`, created with mode 0o666 less the umask, like any file the user
+    makes (tempfile.mkstemp's 0o600 would leave outputs unreadable to teammates on shared storage)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return tmp
+        except FileExistsError:
+            continue
+
+
+@contextmanager
+def atomic_path(dst: str | os.PathLike) -> Iterator[Path]:
+    """A local temporary path to write `dst` to (for writers that take a path); committed to `dst` when the block
+    ends without error, removed otherwise."""
+    if is_uri(dst):
+        fd, name = tempfile.mkstemp(suffix=TEMP_SUFFIX)
+        os.close(fd)
+        tmp = Path(name)
+        try:
+            yield tmp
+            fs, path = _remote(os.fspath(dst))
+            with open(tmp, "rb") as src, fs.open_output_stream(path) as out:   # visible once the upload ends
+                shutil.copyfileobj(src, out, COPY_CHUNK)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return
+    tmp = temp_beside(dst)
+    try:
+        yield tmp
+        os.replace(tmp, dst)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def atomic_output(dst: str | os.PathLike, buffering: int = -1) -> Iterator[IO[bytes]]:
+    """A binary file to write `dst` through, committed when the block ends without error."""
+    with atomic_path(dst) as tmp:
+        with open(tmp, "wb", buffering=buffering) as f:
+            yield f
+
+
+def copy_file(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """Copy `src` to `dst`, committed atomically (never a hard link: editing the copy must not edit the original)."""
+    with open_input(src) as f, atomic_output(dst) as out:
+        shutil.copyfileobj(f, out, COPY_CHUNK)
+
+
+def remove_stale_temps(folder: str | os.PathLike) -> int:
+    """Delete the temporary files a killed run left in `folder` (and its subfolders); returns how many. An object
+    store holds none (uploads are staged locally)."""
+    if is_uri(folder) or not os.path.isdir(os.fspath(folder)):
+        return 0
+    stale = [p for p in Path(folder).rglob(f".*{TEMP_SUFFIX}") if p.is_file()]
+    for p in stale:
+        p.unlink(missing_ok=True)
+    return len(stale)
