@@ -18,12 +18,14 @@ import pyarrow as pa
 
 from dataaudit.io import is_file
 from dataaudit.sources.base import READ_ERRORS, ShardReadError
+from dataaudit.sources.delimited import delimited_records, iter_delimited
 from dataaudit.sources.json_array import holds_json_array, iter_json_array, json_records
 from dataaudit.sources.jsonl import iter_jsonl, jsonl_records
 from dataaudit.sources.parquet import iter_parquet, read_parquet_schema
 from dataaudit.sources.record_stream import Record
 from dataaudit.sources.webdataset_tar import MAX_MEMBER_BYTES, iter_webdataset
 from dataaudit.writers.base import WriteOptions
+from dataaudit.writers.delimited import rewrite_delimited
 from dataaudit.writers.json_array import rewrite_json_array
 from dataaudit.writers.jsonl import rewrite_jsonl
 from dataaudit.writers.parquet import rewrite_parquet
@@ -117,7 +119,27 @@ class JsonArray(Format):
         return holds_json_array(path)
 
 
-FORMATS: tuple[Format, ...] = (Parquet(), WebDataset(), Jsonl(), JsonArray())
+class Csv(Format):
+    name, title, suffixes, shown = "csv", "CSV", (".csv", ".csv.gz"), ".csv/.csv.gz"
+    delimiter = ","
+
+    def read(self, path, columns, batch_rows, limit, decode_all):
+        return iter_delimited(path, self.delimiter, columns, batch_rows, max_line_bytes=limit)
+
+    def records(self, path, limit):
+        # by position, the first row included: a benchmark file may or may not have a header row
+        return delimited_records(path, self.delimiter, header=False, max_line_bytes=limit)
+
+    def write(self, src, dst, drop, expected, options):
+        return rewrite_delimited(src, dst, drop, expected, self.delimiter, options)
+
+
+class Tsv(Csv):
+    name, title, suffixes, shown = "tsv", "TSV", (".tsv", ".tsv.gz"), ".tsv/.tsv.gz"
+    delimiter = "\t"
+
+
+FORMATS: tuple[Format, ...] = (Parquet(), WebDataset(), Jsonl(), JsonArray(), Csv(), Tsv())
 BY_NAME = {f.name: f for f in FORMATS}
 MAX_RECORD = MAX_MEMBER_BYTES      # the default limit of one record (tar member, JSON line or element)
 

@@ -10,14 +10,13 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from dataaudit.atomic import write_json, write_parquet
+from dataaudit.atomic import write_parquet
 from dataaudit.audit import FILES, FLAGS
 from dataaudit.audit.batch import FLAG_SCHEMA
-from dataaudit.audit.report import build_report
+from dataaudit.audit.report import build_report, write_report
 from dataaudit.audit.shard import audit_shard
 from dataaudit.config import AuditConfig
 from dataaudit.handlers import report_unreadable
-from dataaudit.report.pages import write_report_html
 from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.job import JobRun, Progress
 from dataaudit.pipelines.parts import PartStore
@@ -57,6 +56,5 @@ def run_audit(paths: Sequence[str], config: AuditConfig, out_dir: str | os.PathL
     summaries = run.units("audit", paths, store, _Summarized(stage), (config,), processes=True)
     write_parquet(run.out(FLAGS), (store.read(i, p) for i, p in enumerate(paths)), FLAG_SCHEMA)
     report = build_report(summaries, config, run.record())
-    write_json(run.out(FILES.record), report)
-    write_report_html(run.out(FILES.page), report)
+    write_report(out_dir, report)
     return report

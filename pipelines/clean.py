@@ -15,10 +15,10 @@ import os
 from dataclasses import replace
 from typing import Callable
 
-from dataaudit.atomic import write_json, write_parquet
+from dataaudit.atomic import write_parquet
 from dataaudit.clean import DROPPED, FILES
 from dataaudit.clean.plan import CleanJob
-from dataaudit.clean.report import clean_report
+from dataaudit.clean.report import clean_report, write_report
 from dataaudit.clean.selection import DROPPED_SCHEMA
 from dataaudit.clean.shard import clean_shard, output_intact
 from dataaudit.handlers import reraise
@@ -50,5 +50,5 @@ def run_clean(job: CleanJob, out_dir: str | os.PathLike, options: EngineOptions 
     summaries = run.units("clean", paths, store, clean_shard, (job,), options=replace(options, handler=reraise))
     rows = write_parquet(run.out(DROPPED), (store.read(i, p) for i, p in enumerate(paths)), DROPPED_SCHEMA)
     report = clean_report(job, summaries, rows, run.record())
-    write_json(run.out(FILES.record), report)
+    write_report(out_dir, report)
     return report

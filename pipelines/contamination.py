@@ -10,17 +10,17 @@ from __future__ import annotations
 import os
 from typing import Callable, Sequence
 
-from dataaudit.atomic import write_json, write_parquet
+from dataaudit.atomic import write_parquet
 from dataaudit.contamination import DECONTAMINATE, FILES
 from dataaudit.contamination.config import ContaminationConfig
 from dataaudit.contamination.index import build_index
 from dataaudit.contamination.load import Benchmark
-from dataaudit.contamination.report import contamination_report, decontaminate_labels, write_benchmark_folders
+from dataaudit.contamination.report import (contamination_report, decontaminate_labels, write_benchmark_folders,
+                                            write_report)
 from dataaudit.contamination.results import DECON_SCHEMA, Accumulator, decontaminate_tables, matches_by_item
 from dataaudit.contamination.scan import MATCH_SCHEMA
 from dataaudit.contamination.shard import scan_shard
 from dataaudit.handlers import report_unreadable
-from dataaudit.report.pages import write_contamination_html
 from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.job import JobRun, Progress
 from dataaudit.pipelines.parts import PartStore
@@ -65,6 +65,5 @@ def run_contamination(train_paths: Sequence[str], benchmarks: list[Benchmark], c
         decon = {"file": DECONTAMINATE, "records": n}
     report = contamination_report(benchmarks, index, config, v, bench_reports, summaries, decon, notes or [],
                                   run.record())
-    write_json(run.out(FILES.record), report)
-    write_contamination_html(run.out(FILES.page), report)
+    write_report(out_dir, report)
     return report

@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 
 import pyarrow as pa
 
-from dataaudit.atomic import write_arrow, write_json
+from dataaudit.atomic import write_arrow
 from dataaudit.dedup import FILES
 from dataaudit.dedup.buckets import map_shard, map_units, partition_count
 from dataaudit.dedup.clusters import find_clusters, validation_overlap
@@ -34,7 +34,7 @@ from dataaudit.dedup.corpus import Corpus, shingles_file
 from dataaudit.dedup.examples import examples
 from dataaudit.dedup.outputs import write_clusters, write_keep, write_overlap
 from dataaudit.dedup.reduce import merge_partitions, reduce_partition
-from dataaudit.dedup.report import dedup_report
+from dataaudit.dedup.report import dedup_report, write_report
 from dataaudit.dedup.signatures import sign_shard, warm_kernels
 from dataaudit.io import exists, makedirs, remove_tree
 from dataaudit.outputs import WORK
@@ -133,10 +133,7 @@ def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: str | os.PathLike,
             report = dedup_report(spec, n_parts, train, val, clusters, kept, against_json)
             report["examples"] = found.result()
     report["run"] = run.record(shards=[s.get("seconds") for s in summaries])
-    write_json(run.out(FILES.record), report)
-    if html:
-        from dataaudit.report.pages import write_dedup_html
-        write_dedup_html(run.out(FILES.page), report)
+    write_report(out_dir, report, page=html)
     return report
 
 

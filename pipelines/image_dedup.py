@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 from typing import Callable, Sequence
 
-from dataaudit.atomic import write_json
 from dataaudit.dedup import FILES
 from dataaudit.dedup.corpus import Corpus
 from dataaudit.dedup.image_hashes import PART_SCHEMA, ImageDedupSpec, hash_shard
 from dataaudit.dedup.images import image_clusters, image_report
 from dataaudit.dedup.outputs import write_clusters, write_keep
+from dataaudit.dedup.report import write_report
 from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.job import JobRun, Progress
 from dataaudit.pipelines.parts import PartStore
@@ -46,5 +46,5 @@ def run_image_dedup(paths: Sequence[str], spec: ImageDedupSpec, out_dir: str | o
     kept = write_keep(out_dir, clusters, corpus)
     report = image_report(spec, corpus, clusters, kept, stats)
     report["run"] = run.record(near_search=stats["near_seconds"], shards=[s.get("seconds") for s in summaries])
-    write_json(run.out(FILES.record), report)
+    write_report(out_dir, report, page=False)
     return report

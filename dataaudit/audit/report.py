@@ -5,8 +5,13 @@ same report whatever the engine or worker count.
 """
 from __future__ import annotations
 
+import os
+
+from dataaudit.atomic import write_json
+from dataaudit.audit import FILES
 from dataaudit.checks import REGISTRY
 from dataaudit.config import AuditConfig
+from dataaudit.io import join
 from dataaudit.stats.images import merge_states
 from dataaudit.stats.lengths import LengthStats
 
@@ -181,6 +186,14 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
     }
     report.update(sections)
     return report
+
+
+def write_report(out_dir: str | os.PathLike, report: dict) -> None:
+    """The record and its page."""
+    from dataaudit.report.pages import write_report_html   # rendering loads Jinja2
+
+    write_json(join(out_dir, FILES.record), report)
+    write_report_html(join(out_dir, FILES.page), report)
 
 
 def has_errors(report: dict) -> bool:

@@ -2,7 +2,11 @@
 balances (records in = kept + dropped); and the exit rule."""
 from __future__ import annotations
 
-from dataaudit.clean import DROPPED
+import os
+
+from dataaudit.atomic import write_json
+from dataaudit.clean import DROPPED, FILES
+from dataaudit.io import join
 
 from .plan import CleanJob
 
@@ -53,3 +57,7 @@ def clean_report(job: CleanJob, summaries: list[dict], dropped_rows: int, run: d
         "files": {"dropped": DROPPED},
         "run": run,
     }
+
+
+def write_report(out_dir: str | os.PathLike, report: dict) -> None:
+    write_json(join(out_dir, FILES.record), report)

@@ -1,41 +1,45 @@
 """Benchmark files -> items (id, text to match, the original record) for contamination checks.
 
-Formats: JSONL, JSON (an array of objects, or an object holding one such array), CSV/TSV (with or without a
-header row, UTF-8 byte order mark tolerated) and Parquet; any of them gzipped (detected by magic bytes).
-The text of an item is the value of one or more fields (`question`, `question.stem`, `question.choices.text`:
-dots walk into objects and over lists; list values are joined), joined with newlines.
+A benchmark is read through the format table (`dataaudit.formats`): the same readers as the training shards, with
+the same gzip detection, limits and record numbering. JSONL, JSON (an array of objects, objects one after another,
+or an object holding one such array), CSV/TSV (with or without a header row, UTF-8 byte order mark tolerated),
+Parquet and any other format of the table. The text of an item is the value of one or more fields (`question`,
+`question.stem`, `question.choices.text`: dots walk into objects and over lists; list values are joined), joined
+with newlines. The clean subset is written by the format's own writer, byte for byte as the original.
 
-Benchmarks are small (thousands to tens of thousands of items), so they are read whole; any problem is one
-`BenchmarkError` naming the file, the line (or row: 0-based record index) and the field.
+Benchmarks are small (thousands to tens of thousands of items), so their records are held whole; any problem is
+one `BenchmarkError` naming the file, the line (or row: 0-based record index) and the field.
 """
 from __future__ import annotations
 
 import csv
 import datetime
 import decimal
-import gzip
 import json
 import os
 import re
-import zlib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from dataaudit.atomic import write_bytes, write_parquet
+import numpy as np
+
+from dataaudit.atomic import write_bytes
 from dataaudit.errors import DataAuditError
-from dataaudit.io import join
+from dataaudit.formats import BY_NAME, MAX_RECORD, Format, format_of, supported
+from dataaudit.io import join, open_input, stat
+from dataaudit.sources.base import ERROR, LINE, PROVENANCE_COLUMNS, READ_ERRORS
+from dataaudit.sources.json_array import holds_json_array
+from dataaudit.sources.record_stream import open_stream
+from dataaudit.writers.base import WriteOptions, is_gzip
 
 from .config import BenchmarkSettings
 from .presets import Preset, find_preset, preset_by_name
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-BOM = b"\xef\xbb\xbf"
 MAX_BENCHMARK_BYTES = 2 << 30
 GENERIC_TEXT_FIELDS = ("text", "content")
 GENERIC_ID_FIELDS = ("id",)
-_FORMATS = ((".jsonl", "jsonl"), (".ndjson", "jsonl"), (".json", "json"), (".csv", "csv"), (".tsv", "tsv"),
-            (".parquet", "parquet"), (".pq", "parquet"))
+SNIFF_BYTES = 65536    # CSV without a header setting or preset: the header is guessed from this much text
 
 
 class BenchmarkError(DataAuditError, ValueError):
@@ -47,7 +51,7 @@ class Benchmark:
     """One benchmark file, read whole. Lists are parallel, one entry per item, in file order."""
     name: str
     path: str
-    format: str                      # jsonl | json | csv | tsv | parquet
+    format: str                      # a format's name in the format table: jsonl | json | csv | tsv | parquet ...
     compressed: bool
     preset: str | None
     fields: tuple[str, ...]
@@ -56,10 +60,9 @@ class Benchmark:
     lines: list[int | None]          # 1-based line where the item starts (JSONL, CSV, JSON array); None otherwise
     texts: list[str]
     records: list[dict]              # parsed records (JSON objects, CSV rows as dicts, Parquet rows)
-    raw: list[bytes] | None = None   # JSONL: each original line; CSV: each original row (with its line ends)
-    csv_header: bytes | None = None  # CSV: the original header row, if the file has one
+    csv_header: bool | None = None   # CSV/TSV: whether the first row names the columns
     csv_columns: tuple[str, ...] | None = None
-    table: Any = None                # Parquet: the pyarrow Table, for clean.parquet
+    nested_in: str | None = None     # JSON: the field of the one object whose array holds the items
     warnings: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
@@ -67,8 +70,8 @@ class Benchmark:
 
     def describe(self) -> dict:
         return {"path": self.path, "format": self.format, "compressed": self.compressed, "preset": self.preset,
-                "fields": list(self.fields), "id_field": self.id_field, "header": self.csv_header is not None
-                if self.format in ("csv", "tsv") else None}
+                "fields": list(self.fields), "id_field": self.id_field,
+                "header": self.csv_header if self.format in ("csv", "tsv") else None}
 
 
 # ------------------------------------------------------------------------------------------- arguments
@@ -93,16 +96,12 @@ def parse_benchmark_arg(arg: str) -> tuple[str, str, tuple[str, ...] | None]:
     return name, path, fields
 
 
-def detect_format(path: str) -> tuple[str, bool]:
-    name = os.fspath(path).lower()
-    gz = name.endswith(".gz")
-    if gz:
-        name = name[:-3]
-    for suffix, fmt in _FORMATS:
-        if name.endswith(suffix):
-            return fmt, gz
-    raise BenchmarkError(f"{path}: unsupported benchmark format (expected .jsonl, .ndjson, .json, .csv, .tsv, "
-                         ".parquet or .pq, optionally .gz)")
+def detect_format(path: str) -> Format:
+    """The benchmark file's format, from the format table."""
+    try:
+        return format_of(path)
+    except ValueError:
+        raise BenchmarkError(f"{path}: unsupported benchmark format (expected {supported()})") from None
 
 
 # ------------------------------------------------------------------------------------------- fields
@@ -188,181 +187,62 @@ class _Rec:
     number: int          # the id when there is no id field: the line (JSONL, CSV) or the row (JSON, Parquet)
     where: str           # "line 12" or "row 11", for messages
     obj: dict
-    raw: bytes | None = None
     line: int | None = None   # 1-based line where the record starts, when the format has lines
 
 
-def _read_bytes(path: str) -> tuple[bytes, bool]:
+def _records(path: str, fmt: Format) -> list[tuple[dict, int | None]]:
+    """(record, line) of every record the format's reader finds; a record it cannot decode is the file's error."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_BENCHMARK_BYTES + 1)
+        if stat(path).size > MAX_BENCHMARK_BYTES:
+            raise BenchmarkError(f"{path}: larger than {MAX_BENCHMARK_BYTES >> 20} MiB; a benchmark is expected to "
+                                 "be small")
+        parsed = fmt.records(path, MAX_RECORD)
+        if parsed is not None:
+            out = []
+            for values, error, _warnings, _size, line in parsed:
+                if error is not None:
+                    raise BenchmarkError(f"{path}: {error}")
+                out.append(({k: v for k, (_kind, v) in values.items()}, line))
+            return out
+        out = []
+        for batch in fmt.read(path, None, 4096, MAX_RECORD, True):
+            errors = batch.column(batch.schema.get_field_index(ERROR))
+            if errors.null_count < len(errors):
+                raise BenchmarkError(f"{path}: {next(e for e in errors.to_pylist() if e is not None)}")
+            lines = batch.column(batch.schema.get_field_index(LINE)).to_pylist()
+            data = batch.drop_columns([c for c in PROVENANCE_COLUMNS if c in batch.schema.names])
+            out += zip(data.to_pylist(), lines)
+        return out
     except FileNotFoundError:
         raise BenchmarkError(f"{path}: file not found") from None
     except IsADirectoryError:
         raise BenchmarkError(f"{path}: is a folder, not a benchmark file") from None
-    except OSError as exc:
-        raise BenchmarkError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    compressed = data[:2] == b"\x1f\x8b"
-    if compressed:
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise BenchmarkError(f"{path}: not a valid gzip file: {exc}") from None
-    if len(data) > MAX_BENCHMARK_BYTES:
-        raise BenchmarkError(f"{path}: larger than {MAX_BENCHMARK_BYTES >> 20} MiB; a benchmark is expected to "
-                             "be small")
-    return data, compressed
+    except READ_ERRORS as exc:
+        raise BenchmarkError(f"{path}: cannot read it: {exc}") from None
 
 
-def _split_lines(data: bytes) -> list[bytes]:
-    """Lines with their terminators (\\n or \\r\\n); only \\n ends a line."""
-    lines = data.split(b"\n")
-    out = [ln + b"\n" for ln in lines[:-1]]
-    if lines[-1]:
-        out.append(lines[-1])
-    return out
-
-
-def _read_jsonl(path: str, data: bytes) -> list[_Rec]:
-    recs = []
-    for lineno, line in enumerate(_split_lines(data), 1):
-        if lineno == 1 and line.startswith(BOM):
-            line = line[len(BOM):]
-        body = line.rstrip(b"\r\n")
-        if not body.strip():
-            continue
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise BenchmarkError(f"{path}: line {lineno}: invalid UTF-8 at byte {exc.start + 1}") from None
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise BenchmarkError(f"{path}: line {lineno}: not valid JSON: {exc.msg} at column {exc.colno}") from None
-        except (ValueError, RecursionError) as exc:
-            raise BenchmarkError(f"{path}: line {lineno}: not valid JSON: {exc}") from None
-        if not isinstance(obj, dict):
-            raise BenchmarkError(f"{path}: line {lineno}: expected a JSON object, got {_kind(obj)}")
-        recs.append(_Rec(lineno, f"line {lineno}", obj, line if line.endswith(b"\n") else line + b"\n", lineno))
-    return recs
-
-
-def _decode(path: str, data: bytes) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[:exc.start].count(b"\n") + 1
-        raise BenchmarkError(f"{path}: line {line}: invalid UTF-8") from None
-
-
-def _skip_ws(text: str, i: int) -> int:
-    while i < len(text) and text[i] in " \t\r\n":
-        i += 1
-    return i
-
-
-def _read_json(path: str, data: bytes) -> list[_Rec]:
-    text = _decode(path, data)
-    start = _skip_ws(text, 0)
-    if start == len(text):
-        return []
-    start_line = text.count("\n", 0, start) + 1
-    dec = json.JSONDecoder()
-
-    def fail(exc: json.JSONDecodeError):
-        raise BenchmarkError(f"{path}: line {exc.lineno}: not valid JSON: {exc.msg} at column {exc.colno}") \
-            from None
-
-    if text[start] == "[":                       # an array: parse element by element to know each one's line
-        recs: list[_Rec] = []
-        i = _skip_ws(text, start + 1)
-        line, last = 1, 0
-        if i < len(text) and text[i] == "]":
-            return recs
-        while True:
-            line += text.count("\n", last, i)
-            last = i
-            try:
-                obj, end = dec.raw_decode(text, i)
-            except json.JSONDecodeError as exc:
-                fail(exc)
-            except RecursionError:
-                raise BenchmarkError(f"{path}: line {line}: JSON nested too deeply") from None
-            if not isinstance(obj, dict):
-                raise BenchmarkError(f"{path}: line {line}: expected a JSON object in the array, got {_kind(obj)}")
-            recs.append(_Rec(len(recs), f"line {line}", obj, line=line))
-            i = _skip_ws(text, end)
-            if i < len(text) and text[i] == ",":
-                i = _skip_ws(text, i + 1)
-                continue
-            if i < len(text) and text[i] == "]":
-                if _skip_ws(text, i + 1) != len(text):
-                    line += text.count("\n", last, i + 1)
-                    raise BenchmarkError(f"{path}: line {line}: extra data after the JSON array")
-                return recs
-            line += text.count("\n", last, i)
-            raise BenchmarkError(f"{path}: line {line}: not valid JSON: expected ',' or ']' in the array")
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        if exc.msg == "Extra data":              # one object per line in a .json file: it is JSONL
-            return _read_jsonl(path, data)
-        fail(exc)
-    except RecursionError:
-        raise BenchmarkError(f"{path}: JSON nested too deeply") from None
-    if isinstance(obj, dict):
+def _json_recs(path: str, records: list[tuple[dict, int | None]]) -> tuple[list[_Rec], str | None]:
+    """A JSON file's items: its records, or the elements of the one array of objects a single top-level object
+    holds ({"version": 1, "data": [...]}); and that array's field."""
+    if len(records) == 1 and not holds_json_array(path):
+        obj, line = records[0]
         lists = [k for k, v in obj.items() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)]
         if len(lists) == 1:
-            return [_Rec(i, f"row {i} of {lists[0]!r}", o) for i, o in enumerate(obj[lists[0]])]
-        if not any(isinstance(v, (list, dict)) for v in obj.values()):
-            return [_Rec(0, "row 0", obj, line=start_line)]    # a single flat record
-        raise BenchmarkError(f"{path}: expected a JSON array of objects, or an object holding exactly one such "
-                             f"array (found {len(lists)})")
-    raise BenchmarkError(f"{path}: expected a JSON array of objects, got {_kind(obj)}")
+            return [_Rec(i, f"row {i} of {lists[0]!r}", o) for i, o in enumerate(obj[lists[0]])], lists[0]
+        if any(isinstance(v, (list, dict)) for v in obj.values()):
+            raise BenchmarkError(f"{path}: expected a JSON array of objects, or an object holding exactly one such "
+                                 f"array (found {len(lists)})")
+    return [_Rec(i, f"line {line}", obj, line) for i, (obj, line) in enumerate(records)], None
 
 
-class _LineFeed:
-    """Feeds csv.reader one line at a time and remembers how many lines it took, so every row's original text
-    (which can span lines inside quotes) is known."""
-
-    def __init__(self, lines: list[str]):
-        self.lines = lines
-        self.i = 0
-
-    def __iter__(self):
-        return self
-
-    def __next__(self) -> str:
-        if self.i >= len(self.lines):
-            raise StopIteration
-        self.i += 1
-        return self.lines[self.i - 1]
+def _sample_text(path: str) -> str:
+    """The start of the file as text (decompressed), for csv.Sniffer."""
+    with open_input(path) as raw:
+        return open_stream(raw).read(SNIFF_BYTES).decode("utf-8", "replace").removeprefix("\ufeff")
 
 
-def _csv_rows(path: str, data: bytes, delimiter: str) -> list[tuple[int, list[str], str]]:
-    """(start line, cells, original text) of every non-blank row."""
-    text = _decode(path, data)
-    pieces = text.split("\n")
-    lines = [p + "\n" for p in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
-    feed = _LineFeed(lines)
-    reader = csv.reader(feed, delimiter=delimiter, strict=True)
-    rows, prev = [], 0
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            raise BenchmarkError(f"{path}: line {prev + 1}: not valid CSV: {exc}") from None
-        start, prev = prev + 1, feed.i
-        if not row or (len(row) == 1 and not row[0].strip()):
-            continue
-        rows.append((start, row, "".join(lines[start - 1:prev])))
-    return rows
-
-
-def _csv_header(path: str, rows, fields, settings: BenchmarkSettings, preset: Preset | None,
-                sample: bytes) -> tuple[bool, tuple[str, ...] | None]:
+def _csv_header(path: str, rows: list[tuple[int, list[str]]], fields, settings: BenchmarkSettings,
+                preset: Preset | None) -> tuple[bool, tuple[str, ...] | None]:
     """(first row is a header, column names for a headerless file)."""
     first = rows[0][1]
     if settings.header is not None:
@@ -384,7 +264,7 @@ def _csv_header(path: str, rows, fields, settings: BenchmarkSettings, preset: Pr
         header = False
     else:
         try:
-            header = csv.Sniffer().has_header(sample.decode("utf-8", "replace")[:65536])
+            header = csv.Sniffer().has_header(_sample_text(path))
         except csv.Error:
             header = False
     if header:
@@ -394,39 +274,27 @@ def _csv_header(path: str, rows, fields, settings: BenchmarkSettings, preset: Pr
     return False, tuple(str(i) for i in range(len(first)))
 
 
-def _read_csv(path: str, data: bytes, fmt: str, fields, settings: BenchmarkSettings,
-              preset: Preset | None) -> tuple[list[_Rec], bytes | None, tuple[str, ...]]:
-    rows = _csv_rows(path, data, "\t" if fmt == "tsv" else ",")
+def _csv_recs(path: str, records: list[tuple[dict, int | None]], fields, settings: BenchmarkSettings,
+              preset: Preset | None) -> tuple[list[_Rec], bool, tuple[str, ...]]:
+    """A CSV/TSV file's items, from its rows by position: (records, has a header, column names)."""
+    rows = [(line, [obj[str(i)] for i in range(len(obj))]) for obj, line in records]
     if not rows:
-        return [], None, ()
-    header, names = _csv_header(path, rows, fields, settings, preset, data)
-    header_raw = None
+        return [], False, ()
+    header, names = _csv_header(path, rows, fields, settings, preset)
     if header:
-        start, cells, raw = rows[0]
+        start, cells = rows[0]
         if len(set(cells)) != len(cells):
             dup = next(c for c in cells if cells.count(c) > 1)
             raise BenchmarkError(f"{path}: line {start}: the header names column {dup!r} twice")
         names = tuple(cells)
-        header_raw = raw.lstrip("\ufeff").encode("utf-8")
         rows = rows[1:]
     recs = []
-    for start, cells, raw in rows:
+    for start, cells in rows:
         if len(cells) != len(names):
             raise BenchmarkError(f"{path}: line {start}: {len(cells)} columns, expected {len(names)}"
                                  + (" (as in the header)" if header else " (as in the first row)"))
-        recs.append(_Rec(start, f"line {start}", dict(zip(names, cells)), raw.encode("utf-8"), start))
-    return recs, header_raw, names
-
-
-def _read_parquet(path: str, data: bytes):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    try:
-        table = pq.read_table(pa.BufferReader(data))
-    except Exception as exc:  # pyarrow raises several unrelated types for a corrupt file
-        raise BenchmarkError(f"{path}: not a readable Parquet file: {' '.join(str(exc).split())}") from None
-    recs = [_Rec(i, f"row {i}", r) for i, r in enumerate(table.to_pylist())]
-    return recs, table
+        recs.append(_Rec(start, f"line {start}", dict(zip(names, cells)), start))
+    return recs, header, names
 
 
 # ------------------------------------------------------------------------------------------- loading
@@ -459,18 +327,17 @@ def load_benchmark(name: str, path: str, fields: tuple[str, ...] | None = None,
     preset implied by `name` (or named in the config)."""
     settings = settings or BenchmarkSettings()
     path = os.fspath(path)
-    fmt, gz_name = detect_format(path)
+    fmt = detect_format(path)
     preset = preset_by_name(settings.preset) if settings.preset else find_preset(name)
-    data, compressed = _read_bytes(path)
-    header_raw, columns, table = None, None, None
-    if fmt == "jsonl":
-        recs = _read_jsonl(path, data)
-    elif fmt == "json":
-        recs = _read_json(path, data)
-    elif fmt in ("csv", "tsv"):
-        recs, header_raw, columns = _read_csv(path, data, fmt, fields or settings.fields, settings, preset)
-    else:
-        recs, table = _read_parquet(path, data)
+    records = _records(path, fmt)
+    header, columns, nested_in = None, None, None
+    if fmt.name in ("csv", "tsv"):
+        recs, header, columns = _csv_recs(path, records, fields or settings.fields, settings, preset)
+    elif fmt.name == "json":
+        recs, nested_in = _json_recs(path, records)
+    else:   # line-based formats number items by line; the others by row
+        recs = [_Rec(line if line is not None else i, f"line {line}" if line is not None else f"row {i}", obj, line)
+                for i, (obj, line) in enumerate(records)]
     if not recs:
         raise BenchmarkError(f"{path}: holds no records")
     chosen, _origin = _choose_fields(name, path, recs[0], fields, settings, preset)
@@ -495,13 +362,10 @@ def load_benchmark(name: str, path: str, fields: tuple[str, ...] | None = None,
                 what = "empty" if v == "" else _kind(v)
                 raise BenchmarkError(f"{path}: {rec.where}: id field {id_field!r} is {what}")
             ids.append(value_text(v, id_field))
-    bench = Benchmark(name=name, path=path, format=fmt, compressed=compressed or gz_name,
+    bench = Benchmark(name=name, path=path, format=fmt.name, compressed=_compressed(path),
                       preset=preset.name if preset is not None and _origin.startswith("preset") else None,
                       fields=chosen, id_field=id_field, ids=ids, lines=[r.line for r in recs], texts=texts,
-                      records=[r.obj for r in recs],
-                      raw=[r.raw for r in recs] if fmt in ("jsonl", "csv", "tsv") or recs[0].raw is not None
-                      else None,
-                      csv_header=header_raw, csv_columns=columns, table=table)
+                      records=[r.obj for r in recs], csv_header=header, csv_columns=columns, nested_in=nested_in)
     seen: dict[str, int] = {}
     for i in ids:
         seen[i] = seen.get(i, 0) + 1
@@ -510,6 +374,10 @@ def load_benchmark(name: str, path: str, fields: tuple[str, ...] | None = None,
         bench.warnings.append(f"{len(dups)} item ids occur more than once (first: {dups[0]!r}); items are told "
                               "apart by their index")
     return bench
+
+
+def _compressed(path: str) -> bool:
+    return path.lower().endswith(".gz") or is_gzip(path)
 
 
 # ------------------------------------------------------------------------------------------- clean subset
@@ -527,33 +395,29 @@ def _json_default(v: Any):
 
 
 def clean_lines(bench: Benchmark, keep) -> list[bytes]:
-    """The clean.jsonl lines: JSONL inputs' original lines byte for byte; other formats' records as one JSON
-    object per line (CSV: column -> cell text)."""
-    if bench.format in ("jsonl", "json") and bench.raw is not None:
-        return [bench.raw[i] for i in range(len(bench)) if keep[i]]
+    """The kept items' records as JSON lines (CSV: column -> cell text)."""
     return [(json.dumps(bench.records[i], ensure_ascii=False, default=_json_default) + "\n").encode("utf-8")
             for i in range(len(bench)) if keep[i]]
 
 
 def write_clean(bench: Benchmark, keep, folder: str, stem: str) -> list[str]:
-    """Write the uncontaminated items' original records as `<stem>.jsonl` and more; returns the file names written.
+    """Write the uncontaminated items' original records; returns the file names written.
 
-    Always `<stem>.jsonl`; CSV inputs also get `<stem>.csv` (header and rows byte for byte) and Parquet inputs
-    `<stem>.parquet` (the same schema), so the subset can be evaluated with the same loader as the original."""
-    write_bytes(join(folder, f"{stem}.jsonl"), clean_lines(bench, keep))
-    files = [f"{stem}.jsonl"]
-    if bench.format in ("csv", "tsv"):
-        ext = "csv" if bench.format == "csv" else "tsv"
-        rows = [bench.raw[i] for i in range(len(bench)) if keep[i]]
-        if rows and not rows[-1].endswith(b"\n"):
-            rows[-1] = rows[-1] + b"\n"
-        write_bytes(join(folder, f"{stem}.{ext}"), ([bench.csv_header] if bench.csv_header else []) + rows)
-        files.append(f"{stem}.{ext}")
-    elif bench.format == "parquet" and bench.table is not None:
-        import pyarrow as pa
-        t = bench.table.filter(pa.array([bool(k) for k in keep]))
-        write_parquet(join(folder, f"{stem}.parquet"), [t], t.schema)
-        files.append(f"{stem}.parquet")
+    `<stem>` plus the format's own suffix (`clean.jsonl`, `clean.csv`, `clean.parquet`, ...), written by the
+    format's writer: the kept records byte for byte as in the original (plain, not gzipped), so the subset loads
+    with the same loader; and, for formats other than JSONL, `<stem>.jsonl` with the records as JSON lines. Items
+    nested in one object's array ({"data": [...]}) get the JSON lines only."""
+    fmt = BY_NAME[bench.format]
+    keep = np.asarray(keep, bool)
+    files = []
+    if fmt.name != "jsonl":
+        write_bytes(join(folder, f"{stem}.jsonl"), clean_lines(bench, keep))
+        files.append(f"{stem}.jsonl")
+    if bench.nested_in is None:
+        own = f"{stem}{fmt.suffixes[0]}"
+        fmt.write(bench.path, join(folder, own), np.flatnonzero(~keep), len(bench),
+                  WriteOptions(compress=False, header=bench.csv_header))
+        files.append(own)
     return files
 
 

@@ -6,10 +6,10 @@ import os
 
 import numpy as np
 
-from dataaudit.atomic import write_parquet
+from dataaudit.atomic import write_json, write_parquet
 from dataaudit.io import join
 
-from . import CLEAN_SUBSET, ITEMS
+from . import CLEAN_SUBSET, FILES, ITEMS
 from .config import ContaminationConfig
 from .grams import NORMALIZE
 from .index import ContaminationIndex
@@ -93,6 +93,14 @@ def contamination_report(benchmarks: list[Benchmark], index: ContaminationIndex,
 def decontaminate_labels(benchmarks: list[Benchmark]) -> np.ndarray:
     """`<benchmark>/<item id>` of every item, in index order (what a drop-list row names)."""
     return np.array([f"{bench.name}/{i}" for bench in benchmarks for i in bench.ids], dtype=object)
+
+
+def write_report(out_dir: str | os.PathLike, report: dict) -> None:
+    """The record and its page."""
+    from dataaudit.report.pages import write_contamination_html   # rendering loads Jinja2
+
+    write_json(join(out_dir, FILES.record), report)
+    write_contamination_html(join(out_dir, FILES.page), report)
 
 
 def has_errors(report: dict) -> bool:

@@ -2,8 +2,14 @@
 summaries and notes (the examples and the `run` section are added by the job)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
+from dataaudit.atomic import write_json
+from dataaudit.io import join
+
+from . import FILES
 from .clusters import Clusters
 from .config import DedupSpec
 from .corpus import Corpus
@@ -73,3 +79,12 @@ def dedup_report(spec: DedupSpec, partitions: int, train: Corpus, val: Corpus, c
         "validation_shards": shard_entries(val.summaries),
         "notes": _notes(train.summaries + val.summaries, spec),
     }
+
+
+def write_report(out_dir: str | os.PathLike, report: dict, page: bool = True) -> None:
+    """The record, and its page when `page` (dedup-images has none)."""
+    write_json(join(out_dir, FILES.record), report)
+    if page:
+        from dataaudit.report.pages import write_dedup_html   # rendering loads Jinja2
+
+        write_dedup_html(join(out_dir, FILES.page), report)

@@ -67,7 +67,11 @@ def test_jsonl_nested_and_list_fields_ids_and_line_numbers(tmp_path, gz):
     assert b.preset == "arc" and b.fields == ("question.stem", "question.choices.text") and b.id_field == "id"
     assert b.ids == ["Q1", "Q2"] and b.lines == [1, 4] and b.compressed is gz
     assert b.texts == ["Which gas do plants take in?\noxygen\ncarbon dioxide", "What melts ice?\nheat"]
-    assert b.raw == [lines[0].encode() + b"\r\n", lines[1].encode() + b"\n"]
+    # the clean subset comes from the JSONL writer: every byte as it was (BOM, CRLF, blank lines), never gzipped
+    assert write_clean(b, np.array([True, True]), str(tmp_path / "all"), "clean") == ["clean.jsonl"]
+    assert (tmp_path / "all" / "clean.jsonl").read_bytes() == raw
+    write_clean(b, np.array([False, True]), str(tmp_path / "second"), "clean")
+    assert (tmp_path / "second" / "clean.jsonl").read_bytes() == b"\n  \n" + lines[1].encode()
 
 
 def test_field_spec_overrides_preset_and_indexes_lists(tmp_path):
@@ -88,9 +92,10 @@ def test_json_array_object_holding_array_and_jsonl_in_json(tmp_path):
     wrapped = _write(tmp_path / "w.json.gz", json.dumps({"version": 1, "data": recs}).encode(), gz=True)
     b = load_benchmark("gsm8k", wrapped)
     assert b.texts == ["one two", "three"] and b.ids == ["0", "1"] and b.lines == [None, None]
+    assert b.nested_in == "data"
     lines = _write(tmp_path / "l.json", "".join(json.dumps(r) + "\n" for r in recs).encode())
     b = load_benchmark("gsm8k", lines)
-    assert b.texts == ["one two", "three"] and b.raw is not None
+    assert b.texts == ["one two", "three"] and b.lines == [1, 2] and b.nested_in is None
 
 
 def test_csv_with_header_bom_and_quoted_newlines(tmp_path):
@@ -99,8 +104,9 @@ def test_csv_with_header_bom_and_quoted_newlines(tmp_path):
     b = load_benchmark("truthfulqa", path)
     assert b.fields == ("question",) and b.id_field == "id"
     assert b.ids == ["7", "9"] and b.lines == [2, 4] and b.texts == ["What is\nup?", "plain"]
-    assert b.csv_header == b"id,question,answer\r\n"
-    assert b.raw == ['7,"What is\nup?",x\r\n'.encode(), b'9,plain,"y, z"\r\n']
+    assert b.csv_header is True
+    assert write_clean(b, np.array([False, True]), str(tmp_path / "out"), "clean") == ["clean.jsonl", "clean.csv"]
+    assert (tmp_path / "out" / "clean.csv").read_bytes() == '\ufeffid,question,answer\r\n9,plain,"y, z"\r\n'.encode()
 
 
 def test_headerless_mmlu_csv_and_numbered_columns(tmp_path):
@@ -108,7 +114,7 @@ def test_headerless_mmlu_csv_and_numbered_columns(tmp_path):
     path = _write(tmp_path / "anatomy_test.csv.gz", raw, gz=True)
     b = load_benchmark("mmlu_anatomy", path)
     assert b.preset == "mmlu" and b.csv_columns == ("question", "A", "B", "C", "D", "answer")
-    assert b.csv_header is None and b.ids == ["1", "2"]
+    assert b.csv_header is False and b.ids == ["1", "2"]
     assert b.texts == ["What is 2+2?\n3\n4\n5\n6", "Capital of France?\nRome\nParis\nOslo\nBern"]
     b = load_benchmark("x", path, ("0", "5"))
     assert b.texts == ["What is 2+2?\nB", "Capital of France?\nB"]
@@ -154,17 +160,19 @@ def test_no_preset_uses_text_field_else_asks_for_fields(tmp_path):
 # ------------------------------------------------------------------------------------------ errors
 
 @pytest.mark.parametrize("name, content, fields, msg", [
-    ("b.jsonl", b'{"question": "a"}\n[1, 2]\n', None, r"b\.jsonl: line 2: expected a JSON object, got a list"),
-    ("b.jsonl", b'{"question": "a"}\n{"question": \xff}\n', None, r"line 2: invalid UTF-8"),
+    ("b.jsonl", b'{"question": "a"}\n[1, 2]\n', None, r"b\.jsonl: row 1 \(line 2\): not a JSON object \(list\)$"),
+    ("b.jsonl", b'{"question": "a"}\n{"question": \xff}\n', None, r"row 1 \(line 2\): invalid UTF-8 at byte 13$"),
     ("b.jsonl", b'{"question": {"x": 1}}\n', None, r"line 1: field 'question' is an object"),
     ("b.jsonl", b'{"question": "a"}\n', ("question.stem",), r"line 1: field 'question.stem': question is text"),
-    ("b.json", b'[{"question": "a"},\n {"question": 1,}]', None, r"b\.json: line 2: not valid JSON"),
+    ("b.json", b'[{"question": "a"},\n {"question": 1,}]', None,
+     r"b\.json: cannot read it: json: Expecting property name enclosed in double quotes at line 2, byte 36 \(row 1\)"),
     ("b.json", b'[{"question": "a"},\n {"nope": 1}\n]', None, r"b\.json: line 2: field 'question' not found"),
     ("b.csv", b'question,answer\na,b\nc\n', None, r"b\.csv: line 3: 1 columns, expected 2"),
     ("b.csv", b'question,answer\na,b\n', ("stem",), r"b\.csv: line 1: field 'stem' not found in the header"),
     ("b.csv", b'q,q\na,b\n', ("q",), r"line 1: the header names column 'q' twice"),
-    ("b.parquet", b"PAR1 not really", None, r"b\.parquet: not a readable Parquet file"),
-    ("b.jsonl.gz", b"\x1f\x8bgarbage", None, r"not a valid gzip file"),
+    ("b.parquet", b"PAR1 not really", None, r"b\.parquet: cannot read it: parquet: .*Parquet magic bytes not found"),
+    ("b.jsonl.gz", b"\x1f\x8bgarbage", None,
+     r"b\.jsonl\.gz: cannot read it: jsonl: Compressed file ended before the end-of-stream marker was reached"),
     ("b.jsonl", b"\n\n", None, r"b\.jsonl: holds no records"),
     ("b.jsonl", b'{"question": "a", "id": 1}\n{"question": "b"}\n', None, r"line 2: id field 'id' not found"),
 ])
@@ -180,22 +188,32 @@ def test_clean_subsets_keep_original_bytes(tmp_path):
     lines = [b'{"question": "caf\\u00e9  one", "x": [1, 2]}\r\n', b'{"question":"two"}\n',
              '{"question": "tr\u00e8s three"}\n'.encode(), b'{"question": "four"}']
     b = load_benchmark("gsm8k", _write(tmp_path / "b.jsonl", b"".join(lines)))
-    write_clean(b, np.array([True, False, True, True]), tmp_path / "out")
-    assert (tmp_path / "out" / "clean.jsonl").read_bytes() == lines[0] + lines[2] + lines[3] + b"\n"
+    assert write_clean(b, np.array([True, False, True, True]), str(tmp_path / "out"), "clean") == ["clean.jsonl"]
+    assert (tmp_path / "out" / "clean.jsonl").read_bytes() == lines[0] + lines[2] + lines[3]   # as it was: no final \n
 
     csv = b'question,answer\r\n"multi\nline",1\r\nplain,2\r\nlast,3'
     b = load_benchmark("gsm8k", _write(tmp_path / "b.csv", csv))
-    files = write_clean(b, np.array([True, False, True]), tmp_path / "csv")
+    files = write_clean(b, np.array([True, False, True]), str(tmp_path / "csv"), "clean")
     assert files == ["clean.jsonl", "clean.csv"]
-    assert (tmp_path / "csv" / "clean.csv").read_bytes() == b'question,answer\r\n"multi\nline",1\r\nlast,3\n'
+    assert (tmp_path / "csv" / "clean.csv").read_bytes() == b'question,answer\r\n"multi\nline",1\r\nlast,3'
     assert [json.loads(ln) for ln in (tmp_path / "csv" / "clean.jsonl").read_text().splitlines()] == \
         [{"question": "multi\nline", "answer": "1"}, {"question": "last", "answer": "3"}]
 
     t = pa.table({"question": ["a", "b", "c"], "n": pa.array([1, 2, 3], pa.int8())})
     pq.write_table(t, tmp_path / "b.parquet")
     b = load_benchmark("gsm8k", str(tmp_path / "b.parquet"))
-    write_clean(b, np.array([False, True, True]), tmp_path / "pq")
+    assert write_clean(b, np.array([False, True, True]), str(tmp_path / "pq"), "clean") == ["clean.jsonl",
+                                                                                           "clean.parquet"]
     assert pq.read_table(tmp_path / "pq" / "clean.parquet").equals(t.slice(1))
+
+    arr = [{"question": "one"}, {"question": "two"}, {"question": "three"}]
+    b = load_benchmark("gsm8k", _write(tmp_path / "b.json", json.dumps(arr, indent=1).encode()))
+    assert write_clean(b, np.array([True, False, True]), str(tmp_path / "js"), "clean") == ["clean.jsonl",
+                                                                                           "clean.json"]
+    assert json.loads((tmp_path / "js" / "clean.json").read_text()) == [arr[0], arr[2]]   # the array's own layout
+    assert (tmp_path / "js" / "clean.json").read_text() == '[\n {\n  "question": "one"\n },\n {\n  "question": "three"\n }\n]'
+    wrapped = load_benchmark("gsm8k", _write(tmp_path / "w.json", json.dumps({"data": arr}).encode()))
+    assert write_clean(wrapped, np.array([True, True, False]), str(tmp_path / "w"), "clean") == ["clean.jsonl"]
 
 
 # ------------------------------------------------------------------------------------------ config
