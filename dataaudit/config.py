@@ -12,6 +12,7 @@ from typing import Any
 from dataaudit.errors import DataAuditError
 from dataaudit.extras import available, missing_message
 from dataaudit.fields import ROLES
+from dataaudit.io import exists, is_dir, is_file
 from dataaudit.tomlfile import read_toml
 
 
@@ -132,9 +133,9 @@ def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
             tok = folder / tok
         # a tokenizer.json, or a folder holding one with tokenizer_config.json (its chat template renders the
         # conversations whose token lengths are counted)
-        if tok.is_dir() and not (tok / "tokenizer.json").is_file():
+        if is_dir(tok) and not is_file(tok / "tokenizer.json"):
             raise _fail(source, f"[data] tokenizer folder has no tokenizer.json: {tok}")
-        if not tok.exists():
+        if not exists(tok):
             raise _fail(source, f"[data] tokenizer file not found: {tok}")
         data["tokenizer"] = str(tok)
         vocab_size = _tokenizer_vocab_size(source, tok)

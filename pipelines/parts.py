@@ -18,7 +18,7 @@ PART_VERSION = 2
 
 def fingerprint_digest(fingerprint: dict) -> str:
     """A short digest of a job's settings: parts written under other settings are not reused."""
-    text = json.dumps({"parts": PART_VERSION, **fingerprint}, sort_keys=True, default=str)
+    text = json.dumps({"part_version": PART_VERSION, **fingerprint}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

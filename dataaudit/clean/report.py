@@ -20,7 +20,7 @@ class CleanAccountingError(RuntimeError):
 
 def must(ok: bool, what: str) -> None:
     if not ok:
-        raise CleanAccountingError(f"clean: {what}: nothing written to clean.json")
+        raise CleanAccountingError(f"clean: {what}: nothing written to {FILES.record}")
 
 
 def shard_entry(summary: dict) -> dict:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from dataaudit.clean import FILES
 from dataaudit.errors import DataAuditError
+from dataaudit.io import is_dir
 from dataaudit.outputs import PARTS
 from dataaudit.sources.fingerprint import changed
 
@@ -90,7 +91,7 @@ def check_outputs(paths: list[str], args: list[str], out: Path, outputs: list[Pa
     that would be an input or one of clean's own files."""
     out_s = {os.path.abspath(out), _real(out)}
     folders = {f for p in paths for f in (os.path.dirname(os.path.abspath(p)), os.path.dirname(_real(p)))}
-    folders |= {f for a in args if os.path.isdir(a) for f in (os.path.abspath(a), _real(a))}
+    folders |= {f for a in args if is_dir(a) for f in (os.path.abspath(a), _real(a))}
     for o in out_s:
         for f in sorted(folders):
             if _inside(o, f):

@@ -69,7 +69,7 @@ def _skipped_by_reason(checks: dict) -> dict[str, list[str]]:
 @click.command()
 @click.argument("shards", nargs=-1, required=True)
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for report.json, flags.parquet and report.html (created if missing).")
+              help=f"Folder for {FILES.record}, {FLAGS} and {FILES.page} (created if missing).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
               help="audit.toml: fields, data facts (num_classes, vocab_size, ...) and per-check settings.")
 @click.option("--tokenizer", type=click.Path(dir_okay=False, path_type=Path),

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from dataaudit import audit, contamination, dedup
 from dataaudit.clean import DROPPED, FILES
 from dataaudit.cli.common import (InputError, engine_options, freeze_imports, job_progress, make_out_dir, plural,
                                   print_resumed, print_wrote)
@@ -55,22 +56,22 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
 @click.command("clean")
 @click.argument("shards", nargs=-1, required=True)
 @click.option("--audit", "audit_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="The audit's --out folder (report.json, flags.parquet) for these shards.")
+              help=f"The audit's --out folder ({audit.FILES.record}, {audit.FLAGS}) for these shards.")
 @click.option("--dedup", "dedup_dirs", type=click.Path(file_okay=False, path_type=Path), multiple=True,
-              help="A `dedup` or `dedup-images` --out folder: keep only the records its keep.parquet lists "
+              help=f"A `dedup` or `dedup-images` --out folder: keep only the records its {dedup.KEEP} lists "
                    "(repeatable: each applies to the shards it covers; every shard must be covered).")
 @click.option("--contamination", "contamination_dir", type=click.Path(file_okay=False, path_type=Path),
               default=None, help="A `contamination --decontaminate-train` --out folder: drop the training records "
-                                 "its decontaminate.parquet lists.")
+                                 f"its {contamination.DECONTAMINATE} lists.")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for the cleaned shards (same relative names), clean.json and dropped.parquet.")
+              help=f"Folder for the cleaned shards (same relative names), {FILES.record} and {DROPPED}.")
 @click.option("--severity", type=click.Choice(SEVERITY_CHOICES), default="error", show_default=True,
               help="Drop every record with a flag of this severity or worse (none: drop nothing by severity).")
 @click.option("--check", "checks", multiple=True,
               help="Also drop the records flagged by these checks, whatever their severity (repeatable or "
                    "comma-separated).")
 @click.option("--skip-unreadable", is_flag=True,
-              help="Leave out (with a reason in clean.json) the shards the audit could not read to the end, "
+              help=f"Leave out (with a reason in {FILES.record}) the shards the audit could not read to the end, "
                    "instead of refusing.")
 @click.option("--row-group-rows", type=click.IntRange(1), default=None,
               help="Parquet: rows per row group of the output (default: the input's).")

@@ -12,7 +12,7 @@ import click
 
 from dataaudit.cli.common import (InputError, MultiValueCommand, engine_options, freeze_imports, job_progress,
                                   make_out_dir, plural, print_resumed, print_wrote)
-from dataaudit.contamination import FILES
+from dataaudit.contamination import DECONTAMINATE, FILES
 from dataaudit.outputs import PARTS
 from dataaudit.cli.fields import fields_line, require_fields
 from dataaudit.fields import FieldSpec
@@ -72,11 +72,11 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
                    "(dots for nested fields, '+' to join several). Known names (gsm8k, arc, mmlu, hellaswag, "
                    "humaneval, mbpp, truthfulqa) pick their fields by preset. Repeatable.")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for contamination.json, contamination.html and one folder per benchmark.")
+              help=f"Folder for {FILES.record}, {FILES.page} and one folder per benchmark.")
 @click.option("--ngram", type=click.IntRange(min=1), default=None,
               help="Word n-gram size of the ngram method (default 13, or the config's; 8 for PaLM-style).")
 @click.option("--decontaminate-train", is_flag=True,
-              help="Also write decontaminate.parquet: the (shard, key) of every training record to drop.")
+              help=f"Also write {DECONTAMINATE}: the (shard, key) of every training record to drop.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
               help="contamination.toml: methods and thresholds, training text field, per-benchmark fields.")
 @engine_options("one task per training shard")

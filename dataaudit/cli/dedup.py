@@ -69,7 +69,7 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
 @click.command(cls=MultiValueCommand, multi_value=("--against",))
 @click.argument("shards", nargs=-1, required=True)
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for dedup.json, clusters.parquet, keep.parquet, dedup.html (created if missing).")
+              help=f"Folder for {FILES.record}, {CLUSTERS}, {KEEP}, {FILES.page} (created if missing).")
 @click.option("--against", multiple=True, metavar="VAL_SHARDS",
               help="Validation shards (files, folders, globs; several may follow) to check for copies in train.")
 @click.option("--threshold", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True), default=0.8,

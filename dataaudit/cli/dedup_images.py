@@ -44,7 +44,7 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
 @click.command("dedup-images")
 @click.argument("shards", nargs=-1, required=True)
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for dedup.json, clusters.parquet, keep.parquet (created if missing).")
+              help=f"Folder for {FILES.record}, {CLUSTERS}, {KEEP} (created if missing).")
 @click.option("--max-distance", type=click.IntRange(0, 32), default=6, show_default=True,
               help="Near duplicates: perceptual hashes (64 bits) differing in at most this many bits.")
 @click.option("--image-field", "image_field", multiple=True,

@@ -12,6 +12,7 @@ import click
 from dataaudit.cli.common import InputError, make_out_dir, progress_bar
 from dataaudit.extras import available, missing_message
 from dataaudit.cli.fields import fields_line, text_fields
+from dataaudit.tokenization import FILES
 
 if TYPE_CHECKING:   # rich loads when a command prints, not for `--help`
     from rich.console import Console
@@ -58,7 +59,7 @@ def _print_summary(console: Console, result: dict, json_path: Path, html_path: P
 @click.argument("infer_tokenizer", type=click.Path(path_type=Path))
 @click.argument("more_samples", nargs=-1, metavar="")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for tokenizer_drift.json and tokenizer_drift.html (created if missing).")
+              help=f"Folder for {FILES.record} and {FILES.page} (created if missing).")
 @click.option("--sample", "samples", multiple=True,
               help="Shards (files, folders or quoted globs) whose text is compared; takes one or more values.")
 @click.option("--max-texts", type=click.IntRange(min=0), default=10000, show_default=True,

@@ -26,7 +26,7 @@ import numpy as np
 from dataaudit.atomic import write_bytes
 from dataaudit.errors import DataAuditError
 from dataaudit.formats import BY_NAME, MAX_RECORD, Format, format_of, supported
-from dataaudit.io import join, open_input, stat
+from dataaudit.io import exists, join, open_input, stat
 from dataaudit.sources.base import ERROR, LINE, PROVENANCE_COLUMNS, READ_ERRORS
 from dataaudit.sources.json_array import holds_json_array
 from dataaudit.sources.record_stream import open_stream
@@ -88,7 +88,7 @@ def parse_benchmark_arg(arg: str) -> tuple[str, str, tuple[str, ...] | None]:
         raise BenchmarkError(f"--benchmark {arg!r}: empty field spec after ':'")
     path, fields = rest, None
     head, colon, tail = rest.rpartition(":")
-    if colon and head and "/" not in tail and "\\" not in tail and not os.path.exists(rest):
+    if colon and head and "/" not in tail and "\\" not in tail and not exists(rest):
         path, fields = head, tuple(tail.split("+"))
         if any(not f.strip() for f in fields):
             raise BenchmarkError(f"--benchmark {arg!r}: empty field name in {tail!r} (fields are joined by '+')")
