@@ -228,7 +228,7 @@ def notes(section: dict) -> list[str]:
           detail="duplicate id (first at row {value:.0f})",
           description="A record whose id is the id of an earlier record of the same shard (null and empty ids "
                       "are missing, not duplicates; the int 5 and the string \"5\" are one id). Ids shared by "
-                      "several shards are counted in the audit report's `duplicate_id` section. value = row of the "
+                      "several shards are counted in report.json's `duplicate_id` section. value = row of the "
                       "id's first record.")
 def duplicate_id(ids, state: dict, **params) -> CheckOutput:
     n = len(ids)
