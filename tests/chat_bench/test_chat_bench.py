@@ -1,6 +1,6 @@
-"""The chat benchmark's generator and scorer (benchmarks/chat_data.py, benchmarks/chat_recall.py): the truth table
-points at the defect that was planted (record, field, turn), the scorer counts exactly, a small audit finds
-every plant of the checks that locate it today, and fixtures/chat is what the generator writes.
+"""The chat data generator (fixtures/chat_data.py) and the chat benchmark's scorer (benchmarks/chat_recall.py): the
+truth table points at the defect that was planted (record, field, turn), the scorer counts exactly, a small audit
+finds every plant of the checks that locate it today, and fixtures/chat is what the generator writes.
 
 All but the scorer's test need the real chat data (../shared/data/chat): they skip with a reason naming it when
 ../shared/data is missing."""
@@ -8,20 +8,13 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
+from benchmarks import chat_recall
+from fixtures import chat_data
 from tests.paths import REPO, needs_shared
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-import chat_data  # noqa: E402
-import chat_recall  # noqa: E402
-
-# benchmarks/chat_data.py, not another module of that name (tests/chat/chat_data.py is tests.chat.chat_data)
-assert Path(chat_data.__file__).resolve().parent == REPO / "benchmarks", chat_data.__file__
 
 SMALL = {"records": 40, "rate": 0.0, "real_limit": 10, "seed": 3}
 ASSISTANT = ("assistant", "gpt")

@@ -1,4 +1,4 @@
-"""The image-text generator (benchmarks/image_data.py): deterministic output, the truth table names every planted
+"""The image-text generator (fixtures/image_data.py): deterministic output, the truth table names every planted
 record with the checks it should trip, each plant really is what its kind says (checked with Pillow on the bytes as
 written), clean images decode without a warning, and fixtures/images is what the generator writes.
 
@@ -22,9 +22,8 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image, UnidentifiedImageError
 
+from fixtures import image_data
 from tests.paths import REPO, SHARED_DATA, SHARED_DATA_ENV
-
-from benchmarks import image_data  # noqa: E402
 
 IMAGES = SHARED_DATA / "images"
 needs_images = pytest.mark.skipif(
@@ -286,8 +285,8 @@ def test_missing_photos_stop_with_one_line(tmp_path):
     with pytest.raises(FileNotFoundError, match="images: missing"):
         image_data.image_sources(tmp_path)
     env = {**os.environ, SHARED_DATA_ENV: str(tmp_path / "nowhere"), "PYTHONPATH": str(REPO)}
-    r = subprocess.run([sys.executable, str(REPO / "benchmarks" / "image_data.py"), "--out", str(tmp_path / "o")],
-                       capture_output=True, text=True, env=env, timeout=60)
+    r = subprocess.run([sys.executable, "-m", "fixtures.image_data", "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, env=env, timeout=60, cwd=REPO)
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr.strip().count("\n") == 0 and str(tmp_path / "nowhere" / "images") in r.stderr, r.stderr
     assert not (tmp_path / "o").exists()

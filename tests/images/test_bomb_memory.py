@@ -7,7 +7,7 @@ import resource
 import subprocess
 import sys
 
-from benchmarks.image_data import write_png_bomb
+from fixtures.image_data import write_png_bomb
 from tests.builders import make_tar
 from tests.images.image_data import picture
 
