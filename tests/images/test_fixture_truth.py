@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.images.image_data import cli_audit
+from tests.images.image_shards import cli_audit
 from tests.paths import REPO
 
 FIXTURES = REPO / "fixtures" / "images"
