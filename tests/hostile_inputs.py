@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tests.builders import make_tar, npy_bytes
-from tests.integrity.damage import damage_column, write_sample
 from tests.paths import SHARED_DATA, SHARED_MISSING
+from tests.sources.damage import damage_column, write_sample
 
 GiB = 1 << 30
 
