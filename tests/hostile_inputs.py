@@ -1,6 +1,6 @@
 """Hostile and corrupt inputs, each with the outcome a correct audit reports.
 
-Used by tests/reliability/test_reliability_inputs.py. From the repo root, `.venv/bin/python -m tests.hostile_inputs`
+Used by tests/e2e/test_reliability_inputs.py. From the repo root, `.venv/bin/python -m tests.hostile_inputs`
 prints the table of inputs, what the report said and records lost (the closing note's table).
 """
 from __future__ import annotations
