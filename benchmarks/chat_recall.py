@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Recall and false positives of the audit on chat and instruction data, per form x format.
 
-Generates the chat datasets (benchmarks/chat_data.py: ShareGPT, OpenAI messages and Alpaca forms, each as
+Generates the chat datasets (fixtures/chat_data.py: ShareGPT, OpenAI messages and Alpaca forms, each as
 Parquet, JSONL and a JSON array, built from the real conversations in ../shared/data/chat with defects planted
 at known records, fields and turns), runs `dataaudit audit SHARDS --out DIR --engine local` on each form x
 format (one process each, the installed CLI), and scores its flags.parquet against the truth table:
@@ -31,7 +31,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
-import chat_data  # noqa: E402
+sys.path.insert(0, str(_common.REPO))   # the data generators live in fixtures/ (not installed)
+from fixtures import chat_data  # noqa: E402
 
 TARGET_RECALL = 0.95
 TARGET_CLEAN = 0.01

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Structured (chat) audit throughput vs the flat-text audit of the same text, MB/s of text, one process.
 
-The chat datasets of benchmarks/chat_data.py (real conversations converted, plus generated ones; nothing
+The chat datasets of fixtures/chat_data.py (real conversations converted, plus generated ones; nothing
 planted) are repeated until they hold --mb MB of turn text, and written twice as Parquet (row groups of 4096):
 
   structured   the chat form as it is: `messages` (id + [{role, content}] with content strings), `parts`
@@ -29,7 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
-import chat_data  # noqa: E402
+sys.path.insert(0, str(_common.REPO))   # the data generators live in fixtures/ (not installed)
+from fixtures import chat_data  # noqa: E402
 
 TARGET_RATIO = 0.5
 CASES = ("messages", "parts", "sharegpt")

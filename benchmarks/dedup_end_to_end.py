@@ -43,7 +43,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
-import chat_data  # noqa: E402
+sys.path.insert(0, str(_common.REPO))   # the data generators live in fixtures/ (not installed)
+from fixtures import chat_data  # noqa: E402
 import dedup_e2e_corpus  # noqa: E402
 
 import argparse  # noqa: E402

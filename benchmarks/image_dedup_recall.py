@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Recall and false merges of `dataaudit dedup-images` on real photos with planted copies.
 
-Base images are crops of the real photos benchmarks/image_data.py uses (../shared/data/images and matplotlib's
+Base images are crops of the real photos fixtures/image_data.py uses (../shared/data/images and matplotlib's
 sample photos; random regions, scales, flips, colour jitter, re-encoded), each a different picture. A share of
 them (`--rate`) gets one copy of each kind, written to another shard of the same Parquet dataset (`image`
 binary + `text`):
@@ -34,7 +34,8 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
-import image_data  # noqa: E402
+sys.path.insert(0, str(_common.REPO))   # the data generators live in fixtures/ (not installed)
+from fixtures import image_data  # noqa: E402
 
 KINDS = ("exact", "reencode", "resize", "crop", "bright")
 TARGETS = {"exact": 0.95, "reencode": 0.95, "resize": 0.95}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Recall and false positives of the audit on image-text data, per layout; real hostile files; a bomb's memory.
 
-Generates the image-text datasets (benchmarks/image_data.py: WebDataset tars, HF-datasets Parquet, raw-bytes
+Generates the image-text datasets (fixtures/image_data.py: WebDataset tars, HF-datasets Parquet, raw-bytes
 Parquet, JSONL with image paths and LLaVA-style multimodal JSONL, built from real photos with defects planted at
 known records), runs `python -m dataaudit.cli audit SHARDS --out DIR --engine local` on each layout (one process
 each, this checkout's code: its root is put first on the child's PYTHONPATH), and scores its flags.parquet
@@ -47,7 +47,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
-import image_data  # noqa: E402
+sys.path.insert(0, str(_common.REPO))   # the data generators live in fixtures/ (not installed)
+from fixtures import image_data  # noqa: E402
 
 TARGET_RECALL = 0.95
 TARGET_CLEAN = 0.01

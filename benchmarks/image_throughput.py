@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Image probe throughput vs a plain Pillow decode loop, images/s and MB/s of JPEG, one process, one run.
 
---images (2,000) 512x512 JPEGs (quality 90) are made from the real photos benchmarks/image_data.py uses (random
+--images (2,000) 512x512 JPEGs (quality 90) are made from the real photos fixtures/image_data.py uses (random
 crops, small rotations, flips, colour jitter, resized to 512x512: image_data.picture) and held in memory; then,
 side by side, best of --repeats (3) runs each, the sides taking turns:
 
@@ -35,7 +35,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
-import image_data  # noqa: E402
+sys.path.insert(0, str(_common.REPO))   # the data generators live in fixtures/ (not installed)
+from fixtures import image_data  # noqa: E402
 
 TARGET_RATIO = 3.0
 SIDE = 512

@@ -1,6 +1,6 @@
 """Hostile and corrupt inputs, each with the outcome a correct audit reports.
 
-Used by tests/reliability/test_reliability_inputs.py. From the repo root, `.venv/bin/python -m tests.hostile_inputs`
+Used by tests/e2e/test_reliability_inputs.py. From the repo root, `.venv/bin/python -m tests.hostile_inputs`
 prints the table of inputs, what the report said and records lost (the closing note's table).
 """
 from __future__ import annotations
@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tests.builders import make_tar, npy_bytes
-from tests.integrity.damage import damage_column, write_sample
 from tests.paths import SHARED_DATA, SHARED_MISSING
+from tests.sources.damage import damage_column, write_sample
 
 GiB = 1 << 30
 

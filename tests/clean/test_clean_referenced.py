@@ -7,7 +7,7 @@ import json
 from click.testing import CliRunner
 
 from dataaudit.cli import main
-from tests.images.image_data import picture, write_jsonl
+from tests.images.image_shards import picture, write_jsonl
 
 
 def test_referenced_images_of_kept_records_travel_with_the_cleaned_shard(tmp_path):

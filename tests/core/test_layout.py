@@ -141,3 +141,75 @@ def test_guard_loads_no_reader():
 
 def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# ----------------------------------------------------------------------------------- tests/ mirrors the packages
+
+# Folders of tests/ named after no package of the code, each with the reason.
+TEST_FOLDERS_NOT_PACKAGES = {
+    "e2e": "end-to-end tests of each command (the CLI in, the outputs out), across packages",
+}
+# Guard tests that another change moves into tests/guard/: drop these names once it is merged.
+TEST_FOLDERS_BEING_MOVED = {"guard_defects", "guard_images", "guard_loss"}
+
+
+def test_test_folders_are_named_after_packages():
+    """Every folder of tests/ is named after what it tests: a package of dataaudit/ (`dataaudit/<name>/`), `core`
+    (dataaudit's top-level modules), `pipelines` or `fixtures` (the data generators), so a test is found where
+    its code is; shared helpers are modules (tests/paths.py, tests/builders.py, ...), not folders."""
+    packages = {p.parent.name for p in (REPO / "dataaudit").glob("*/__init__.py")} | {"core", "pipelines", "fixtures"}
+    assert {"checks", "sources", "stats", "images", "report"} <= packages
+    folders = {p.name for p in (REPO / "tests").iterdir()
+               if p.is_dir() and p.name != "__pycache__" and not p.name.startswith(".")}
+    strays = folders - packages - set(TEST_FOLDERS_NOT_PACKAGES) - TEST_FOLDERS_BEING_MOVED
+    assert strays == set(), f"tests/ folders named after no package: {sorted(strays)}"
+
+
+# benchmarks/ modules a test may import: benchmark code the test checks, never a data generator (fixtures/ has those).
+BENCHMARK_CODE_TESTED = {
+    "chat_recall": "the chat benchmark's scorer, checked against the chat generator's truth table",
+}
+
+
+def _absolute_imports(path: Path) -> set[str]:
+    """Absolute module names `path` imports anywhere, with `from m import x` also as `m.x`."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+    return found
+
+
+def test_generators_are_imported_from_fixtures():
+    """The generators of test data live in fixtures/ and are imported from there (`fixtures.image_data`): none has
+    a copy in benchmarks/; nothing under tests/ or benchmarks/ imports one by a benchmarks/ name (`benchmarks.X`,
+    or a bare `import X` with benchmarks/ on sys.path); no file of tests/, benchmarks/ or fixtures/ names one as a
+    benchmarks/ script (a command line in a docstring, a README or a shell script); and tests import from
+    benchmarks/ only the benchmark code they test (BENCHMARK_CODE_TESTED), so a generator a test needs cannot stay
+    in benchmarks/. Data builders only the benchmarks use (make_corpus.py, ...) may stay there."""
+    generators = {p.stem for p in (REPO / "fixtures").glob("*.py") if p.stem != "__init__"}
+    benchmark_modules = {p.stem for p in (REPO / "benchmarks").glob("*.py")}
+    assert {"image_data", "chat_data", "generate"} <= generators
+    assert generators & benchmark_modules == set()
+    offenders = [f"{path.relative_to(REPO)} names benchmarks/{g}.py"
+                 for tree in ("tests", "benchmarks", "fixtures") for path in sorted((REPO / tree).rglob("*"))
+                 if path.suffix in (".py", ".md", ".sh") for g in sorted(generators)
+                 if f"benchmarks/{g}.py" in path.read_text(encoding="utf-8")]
+    for tree in ("tests", "benchmarks"):
+        for path in sorted((REPO / tree).rglob("*.py")):
+            rel = path.relative_to(REPO)
+            modules = set()
+            for parts in (name.split(".") for name in _absolute_imports(path)):
+                if parts[0] == "benchmarks" and len(parts) > 1:
+                    modules.add(parts[1])
+                elif parts[0] in generators | benchmark_modules:      # bare: benchmarks/ put on sys.path
+                    modules.add(parts[0])
+            for module in sorted(modules):
+                if module in generators:
+                    offenders.append(f"{rel} imports the generator {module} from benchmarks/ (fixtures.{module})")
+                elif tree == "tests" and module not in BENCHMARK_CODE_TESTED:
+                    offenders.append(f"{rel} imports benchmarks/{module}.py (a generator belongs in fixtures/)")
+    assert offenders == [], "\n".join(offenders)

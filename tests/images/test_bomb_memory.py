@@ -7,9 +7,9 @@ import resource
 import subprocess
 import sys
 
-from benchmarks.image_data import write_png_bomb
+from fixtures.image_data import write_png_bomb
 from tests.builders import make_tar
-from tests.images.image_data import picture
+from tests.images.image_shards import picture
 
 
 def test_a_40000_px_png_is_flagged_without_decoding_it(tmp_path):

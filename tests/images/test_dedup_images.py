@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from dataaudit.cli import main
 from tests.builders import make_tar
-from tests.images.image_data import picture, write_parquet
+from tests.images.image_shards import picture, write_parquet
 
 
 def _variant(data: bytes, size=None, quality=70) -> bytes:

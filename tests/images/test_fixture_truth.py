@@ -1,4 +1,4 @@
-"""The bundled image fixtures (fixtures/images, made by benchmarks/image_data.py from real photos with planted
+"""The bundled image fixtures (fixtures/images, made by fixtures/image_data.py from real photos with planted
 defects): every planted record is flagged by exactly the checks truth.json expects, every clean record passes."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.images.image_data import cli_audit
+from tests.images.image_shards import cli_audit
 from tests.paths import REPO
 
 FIXTURES = REPO / "fixtures" / "images"

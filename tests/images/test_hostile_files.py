@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.images.image_data import cli_audit, write_parquet
+from tests.images.image_shards import cli_audit, write_parquet
 from tests.paths import SHARED_DATA, needs_shared
 
 pytestmark = needs_shared      # skips, naming the folder, where ../shared/data is absent

@@ -8,7 +8,7 @@ import io
 import os
 
 from tests.builders import make_tar
-from tests.images.image_data import blank, cli_audit, picture, write_jsonl, write_parquet
+from tests.images.image_shards import blank, cli_audit, picture, write_jsonl, write_parquet
 
 
 def test_webdataset_images_and_captions(tmp_path):

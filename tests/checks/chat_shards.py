@@ -1,5 +1,6 @@
-"""Chat and instruction shards for tests/chat: the three forms (OpenAI messages, ShareGPT conversations, Alpaca
-instruction/input/output) written as small Parquet files, and helpers to audit them and compare their flags.
+"""Chat and instruction shards for the chat tests (tests/checks/, tests/e2e/test_chat_cli.py): the three forms (OpenAI
+messages, ShareGPT conversations, Alpaca instruction/input/output) written as small Parquet files, and helpers to
+audit them and compare their flags.
 
 A flag is compared as (row, field, role, check, severity): `field` is the path (`messages[3].content`,
 `conversations[1].from`, `output`), `role` the role of the turn flagged (None outside conversations).

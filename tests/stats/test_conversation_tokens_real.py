@@ -12,7 +12,7 @@ import pyarrow as pa
 from dataaudit.fields import ASSISTANT_ROLES, arrow_columns
 from dataaudit.stats.conversation_lengths import TEMPLATE_ROLES, conversation_tokens, load_length_tokenizer
 from dataaudit.stats.lengths import REPLY_NONE
-from tests.chat_lengths.chat_data import CHATML, audit, tokenizer_folder, write_shard
+from tests.stats.conversation_helpers import CHATML, audit, tokenizer_folder, write_shard
 from tests.paths import needs_shared, shared_file
 
 pytestmark = needs_shared   # skip, naming the folder, when ../shared/data is missing

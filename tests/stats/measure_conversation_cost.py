@@ -1,7 +1,7 @@
 """What counting conversation tokens costs, on 2,000 real conversations (the 300 ShareGPT tool-calling
 conversations of ../shared/data/chat, repeated) with the Llama-style test tokenizer:
 
-    python -m tests.chat_lengths.measure_cost
+    python -m tests.stats.measure_conversation_cost
 
 Prints the best of 5 runs of: the chat template's per-conversation Jinja render alone (ChatML, and a
 Llama-2-style template that refuses non-alternating roles); the token counts with a template and with the
@@ -22,7 +22,7 @@ from dataaudit.fields import arrow_columns
 from dataaudit.stats.conversation_lengths import TEMPLATE_ROLES, conversation_tokens, load_length_tokenizer
 from dataaudit.stats.token_lengths import token_lengths
 from dataaudit.texts import conversation, record_text
-from tests.chat_lengths.chat_data import CHATML, tokenizer_folder
+from tests.stats.conversation_helpers import CHATML, tokenizer_folder
 from tests.paths import SHARED_DATA
 
 N = 2000

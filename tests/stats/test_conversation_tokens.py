@@ -1,6 +1,6 @@
 """Conversation lengths in tokens, as the model sees them, against the context length; the conversations that
 lose part of their last assistant reply to truncation. Exact values with a word-level tokenizer whose token
-counts are known by hand (tests/chat_lengths/chat_data.py): a ChatML turn is 3 tokens + its words, a
+counts are known by hand (tests/stats/conversation_helpers.py): a ChatML turn is 3 tokens + its words, a
 role-prefixed turn 2 + its words."""
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from dataaudit.fields import arrow_columns
 from dataaudit.stats.conversation_lengths import (CHAT_TEMPLATE, ROLE_PREFIXED, conversation_tokens,
                                                   load_length_tokenizer)
 from dataaudit.stats.lengths import REPLY_NONE, REPLY_UNKNOWN, LengthStats
-from tests.chat_lengths.chat_data import (CHATML, CHATML_ESCAPING, CHATML_REFUSING, VOCAB_SIZE, audit,
-                                          stat_without_histogram, tokenizer_folder, turns, word_tokenizer,
-                                          write_shard)
+from tests.stats.conversation_helpers import (CHATML, CHATML_ESCAPING, CHATML_REFUSING, VOCAB_SIZE, audit,
+                                             stat_without_histogram, tokenizer_folder, turns, word_tokenizer,
+                                             write_shard)
 
 # (conversation, ChatML tokens, end of its last assistant turn in ChatML tokens,
 #  role-prefixed tokens, end of its last assistant turn role-prefixed)

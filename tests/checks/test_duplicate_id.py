@@ -18,7 +18,7 @@ from dataaudit.audit.shard import audit_shard
 from dataaudit.checks.record_ids import (SAMPLE, distinct, duplicate_id, empty_state, hash_ids, merge_state)
 from dataaudit.config import build_config
 from dataaudit.pipelines.audit import run_audit
-from tests.chat.chat_data import audit, cli_audit, write
+from tests.checks.chat_shards import audit, cli_audit, write
 from tests.paths import shared_file
 
 KEYS = ("row", "field", "role", "check", "severity", "value", "detail")

@@ -6,7 +6,7 @@ import time
 
 import pyarrow as pa
 
-from tests.chat.chat_data import MESSAGES, E, W, audit, cli_audit, msg, rows_of, turn_role, write
+from tests.checks.chat_shards import MESSAGES, E, W, audit, cli_audit, msg, rows_of, turn_role, write
 
 
 def test_null_turns_roles_and_contents(tmp_path):

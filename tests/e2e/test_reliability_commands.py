@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from dataaudit.cli import main
+from tests.e2e.test_reliability_security import PAYLOAD, _evil_tar
 from tests.paths import REPO
-from tests.reliability.test_reliability_security import PAYLOAD, _evil_tar
 
 SHARDS = 6
 

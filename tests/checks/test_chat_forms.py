@@ -6,10 +6,10 @@ from __future__ import annotations
 import pyarrow as pa
 
 from dataaudit.checks import REGISTRY
-from tests.chat.chat_data import (CALL_JSON, MESSAGES_WITH_CALLS, MESSAGES_WITH_PARTS, MESSAGES_WITH_VALUE_PARTS,
-                                  OPENAI, TOOLS, E, W, alpaca_expected, alpaca_shard, audit, image_part, msg,
-                                  openai_expected, openai_shard, rows_of, sharegpt_expected, sharegpt_shard,
-                                  text_part, write)
+from tests.checks.chat_shards import (CALL_JSON, MESSAGES_WITH_CALLS, MESSAGES_WITH_PARTS,
+                                      MESSAGES_WITH_VALUE_PARTS, OPENAI, TOOLS, E, W, alpaca_expected, alpaca_shard,
+                                      audit, image_part, msg, openai_expected, openai_shard, rows_of,
+                                      sharegpt_expected, sharegpt_shard, text_part, write)
 
 
 # ---------------------------------------------------------------------------------------------- OpenAI messages

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from tests.chat.chat_data import (MESSAGES, alpaca_expected, alpaca_shard, cli_audit, msg, openai_expected,
-                                  openai_shard, rows_of, sharegpt_expected, sharegpt_shard, write)
+from tests.checks.chat_shards import (MESSAGES, alpaca_expected, alpaca_shard, cli_audit, msg, openai_expected,
+                                      openai_shard, rows_of, sharegpt_expected, sharegpt_shard, write)
 
 
 def _lines(output: str) -> list[str]:

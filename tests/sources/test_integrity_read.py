@@ -16,8 +16,8 @@ from dataaudit.cli import main
 from dataaudit.config import load_config
 from dataaudit.sources import ShardReadError, iter_shard
 from dataaudit.pipelines.audit import run_audit
-from tests.integrity.damage import ROWS_PER_GROUP, damage_column, sample_table, write_sample
 from tests.paths import needs_shared, SHARED_DATA
+from tests.sources.damage import ROWS_PER_GROUP, damage_column, sample_table, write_sample
 
 COLUMN_ERROR = re.compile(r"^parquet: column '(?P<column>[^']+)' \(row group (?P<rg>\d+)\): \S")
 

@@ -7,7 +7,7 @@ import pyarrow as pa
 from dataaudit.checks.conversation import last_turn_not_assistant, no_assistant_turn, role_order, unknown_role
 from dataaudit.fields import FieldSpec, resolve_schema
 from dataaudit.texts import conversation
-from tests.chat.chat_data import MESSAGES, SHAREGPT, msg, turn
+from tests.checks.chat_shards import MESSAGES, SHAREGPT, msg, turn
 
 
 def _conversation(column: str, rows: list, type_) -> object:
