@@ -119,8 +119,8 @@ def main(argv=None) -> int:
 
 
 def run(args) -> int:
-    from dataaudit.clean.parquet import rewrite_parquet
-    from dataaudit.clean.tar import rewrite_tar
+    from dataaudit.writers.parquet import rewrite_parquet
+    from dataaudit.writers.tar import rewrite_tar
 
     folder = Path(args.dir) / f"{args.mb:g}mb"
     folder.mkdir(parents=True, exist_ok=True)

@@ -49,7 +49,7 @@ VARIANTS = ("verbatim", "upper", "respaced", "first15")
 
 
 def load_texts(paths: list[str], batch_rows: int) -> tuple[list[str | None], float]:
-    from dataaudit.sources import iter_shard
+    from dataaudit.formats import iter_shard
     texts: list[str | None] = []
     t0 = time.perf_counter()
     for p in paths:

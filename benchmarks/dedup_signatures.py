@@ -24,6 +24,8 @@ Everything runs in this process on one thread. rensa is installed by benchmarks/
 """
 from __future__ import annotations
 
+from dataaudit.pipelines.engine import EngineOptions
+
 import sys
 from pathlib import Path
 
@@ -183,7 +185,7 @@ def run(args) -> int:
                                 (_common.REPO / "bench-data").is_dir() else None))
     man = write_corpus(tmp / "corpus", corpus, shards=4)
     t0 = time.perf_counter()
-    rep = run_dedup([str(tmp / "corpus" / f) for f in man["train"]], spec, tmp / "out", engine="local")
+    rep = run_dedup([str(tmp / "corpus" / f) for f in man["train"]], spec, tmp / "out", options=EngineOptions("local"))
     pipe_s = time.perf_counter() - t0
     import pyarrow.parquet as pq
     cl = pq.read_table(tmp / "out" / "clusters.parquet").to_pylist()

@@ -130,7 +130,7 @@ def reader_seconds(paths: list[Path], repeats: int) -> dict:
     of `repeats` (the sides alternating): the CPU cost of the integrity read without the checks' noise."""
     import time
 
-    from dataaudit.sources import iter_shard
+    from dataaudit.formats import iter_shard
 
     _common.single_core_libs()
     best = {m: float("inf") for m in MODES}

@@ -36,7 +36,7 @@ def read_table_all(paths):
 
 
 def iter_shard_all(paths, batch_rows):
-    from dataaudit.sources import iter_shard
+    from dataaudit.formats import iter_shard
     rows = 0
     for p in paths:
         for b in iter_shard(p, columns=["text"], batch_rows=batch_rows):

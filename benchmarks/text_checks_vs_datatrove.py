@@ -41,7 +41,7 @@ TARGET_RATIO = 10.0
 
 def load_batches(paths: list[str], batch_rows: int) -> tuple[list[pa.Array], float]:
     """Read the text column of every shard into memory as one array per record batch; returns the read time."""
-    from dataaudit.sources import iter_shard
+    from dataaudit.formats import iter_shard
     cols: list[pa.Array] = []
     t0 = time.perf_counter()
     for p in paths:

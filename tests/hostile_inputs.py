@@ -5,6 +5,8 @@ prints the table of inputs, what the report said and records lost (the closing n
 """
 from __future__ import annotations
 
+from dataaudit.pipelines.engine import EngineOptions
+
 import gzip
 import shutil
 import tarfile
@@ -244,7 +246,7 @@ def audit_one(h: Hostile, folder: Path) -> dict:
 
     folder.mkdir(parents=True, exist_ok=True)
     path = h.build(folder)
-    report = run_audit([str(path)], build_config(h.config or {}), folder / "out", engine="local")
+    report = run_audit([str(path)], build_config(h.config or {}), folder / "out", options=EngineOptions("local"))
     return report
 
 

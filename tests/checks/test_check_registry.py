@@ -16,6 +16,7 @@ from dataaudit.audit.shard import audit_shard
 from dataaudit.checks import REGISTRY, CheckOutput, SettingError, ShardState, register
 from dataaudit.config import ConfigError, build_config
 from dataaudit.pipelines.audit import run_audit
+from dataaudit.pipelines.engine import EngineOptions
 
 NAME = "probe_text_chars"
 A_TEXTS = ["short", "a much longer text", "tiny", "another long one here", "x"]   # 5, 18, 4, 21, 1 chars
@@ -76,7 +77,7 @@ def test_registered_stateful_check_runs_merges_and_reports(probe, shards, tmp_pa
     config = build_config({"data": {"probe_max_chars": 10}})
     assert config.check(NAME).params == {"max_chars": 10}
     # Two rows per batch: three batches in a.parquet, two in b.jsonl.
-    report = run_audit(shards, config, tmp_path / "out", engine="local", stage=partial(audit_shard, batch_rows=2))
+    report = run_audit(shards, config, tmp_path / "out", options=EngineOptions("local"), stage=partial(audit_shard, batch_rows=2))
     assert report[NAME] == {"rows": 8, "chars": 75, "batches": 5, "per_shard": {"a.parquet": 5, "b.jsonl": 3}}
     assert list(report)[-1] == NAME and list(report["checks"])[-1] == NAME   # registry order: registered last
     assert report["checks"][NAME] == {"severity": "warning", "flagged": 4, "ran": True, "skipped": None,
@@ -101,7 +102,7 @@ def test_disabled_check_has_no_state_and_no_section(probe, shards, tmp_path):
     config = build_config({"checks": {NAME: {"enabled": False}}})
     result, _ = audit_shard(shards[0], config)
     assert result.summary()[NAME] is None and result.skipped[NAME] == "disabled in config"
-    report = run_audit(shards, config, tmp_path, engine="local")
+    report = run_audit(shards, config, tmp_path, options=EngineOptions("local"))
     assert NAME not in report and report["checks"][NAME]["skipped"] == "disabled in config"
 
 
@@ -116,5 +117,5 @@ def test_unregistered_check_leaves_no_trace(shards, tmp_path):
     assert NAME not in REGISTRY
     with pytest.raises(ConfigError, match="unknown key 'probe_max_chars'"):
         build_config({"data": {"probe_max_chars": 10}})
-    report = run_audit(shards, build_config({}), tmp_path, engine="local")
+    report = run_audit(shards, build_config({}), tmp_path, options=EngineOptions("local"))
     assert NAME not in report and NAME not in report["checks"]

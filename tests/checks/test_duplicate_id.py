@@ -18,6 +18,7 @@ from dataaudit.audit.shard import audit_shard
 from dataaudit.checks.record_ids import (SAMPLE, distinct, duplicate_id, empty_state, hash_ids, merge_state)
 from dataaudit.config import build_config
 from dataaudit.pipelines.audit import run_audit
+from dataaudit.pipelines.engine import EngineOptions
 from tests.checks.chat_shards import audit, cli_audit, write
 from tests.paths import shared_file
 
@@ -96,7 +97,7 @@ def test_duplicates_across_shards_are_counted_in_the_report(tmp_path):
     c = _shard(tmp_path, [5, 6], name="c.parquet", type_=pa.int64())
     d = _shard(tmp_path, ["6", "e"], name="d.parquet")
     paths = [a, str(b), c, d]
-    report = run_audit(paths, build_config({}), tmp_path / "out", engine="local",
+    report = run_audit(paths, build_config({}), tmp_path / "out", options=EngineOptions("local"),
                        stage=partial(audit_shard, batch_rows=2))
     section = report["duplicate_id"]
     # within: a (a.parquet), d (b.jsonl); across: c and a (b.jsonl, seen in a.parquet), 6 (d.parquet, in c.parquet)
@@ -118,7 +119,7 @@ def test_duplicates_across_shards_are_counted_in_the_report(tmp_path):
 
 def test_no_id_column_no_section(tmp_path):
     path = write(tmp_path / "t.parquet", {"text": ["one text", "another text"]})
-    report = run_audit([path], build_config({}), tmp_path / "out", engine="local")
+    report = run_audit([path], build_config({}), tmp_path / "out", options=EngineOptions("local"))
     assert "duplicate_id" not in report
     assert report["checks"]["duplicate_id"]["skipped"] == "no ids field in this shard"
 
@@ -126,7 +127,7 @@ def test_no_id_column_no_section(tmp_path):
 def test_disabled(tmp_path):
     path = _shard(tmp_path, ["a", "a"])
     config = build_config({"checks": {"duplicate_id": {"enabled": False}}})
-    report = run_audit([path], config, tmp_path / "out", engine="local")
+    report = run_audit([path], config, tmp_path / "out", options=EngineOptions("local"))
     assert "duplicate_id" not in report and report["checks"]["duplicate_id"]["flagged"] == 0
 
 

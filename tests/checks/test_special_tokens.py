@@ -17,6 +17,7 @@ from dataaudit.checks.special_tokens import token_list, tokenizer_control_tokens
 from dataaudit.config import ConfigError, build_config
 from dataaudit.textops.special_tokens import CHAT_SPECIAL_TOKENS, ENCODER_SPECIAL_TOKENS, SPECIAL_TOKEN_STRINGS
 from dataaudit.tokenization import probes
+from dataaudit.pipelines.engine import EngineOptions
 from tests.checks.repetition_cases import real_corpora
 from tests.paths import needs_shared, shared_file
 
@@ -195,7 +196,7 @@ def test_audit_reports_the_check(tmp_path):
     shard = tmp_path / "s.parquet"
     pq.write_table(pa.table({"text": ["fine text here", "leak <|im_end|> and </s>", "tool <call>", None]}), shard)
     cfg = build_config({"checks": {"special_tokens": {"extra_tokens": ["<call>"]}}})
-    report = run_audit([str(shard)], cfg, tmp_path / "out", engine="local")
+    report = run_audit([str(shard)], cfg, tmp_path / "out", options=EngineOptions("local"))
     assert report["checks"]["special_tokens"]["flagged"] == 2
     found = [(e["row"], e["value"], e["detail"]) for e in report["examples"]["special_tokens"]]
     assert found == [(1, 2.0, "special token '<|im_end|>', '</s>'"), (2, 1.0, "special token '<call>'")]

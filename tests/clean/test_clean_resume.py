@@ -16,7 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from dataaudit.clean.selection import Selection
-from dataaudit.pipelines.clean import plan_clean, run_clean
+from dataaudit.clean.plan import plan_clean
+from dataaudit.pipelines.clean import run_clean
+from dataaudit.pipelines.engine import EngineOptions
 from tests.clean.helpers import fake_audit, outputs
 from tests.paths import REPO
 
@@ -66,7 +68,7 @@ def reference(corpus, tmp_path_factory):
     data, paths, audit = corpus
     out = tmp_path_factory.mktemp("reference") / "out"
     job = plan_clean(paths, [str(data)], out, Selection(), audit)
-    run_clean(job, out, engine="local")
+    run_clean(job, out, options=EngineOptions("local"))
     return outputs(out), _report(out)
 
 
@@ -94,16 +96,16 @@ def test_rerun_redoes_missing_or_altered_outputs(corpus, reference, tmp_path):
     data, paths, audit = corpus
     out = tmp_path / "out"
     job = plan_clean(paths, [str(data)], out, Selection(), audit)
-    run_clean(job, out, engine="local")
+    run_clean(job, out, options=EngineOptions("local"))
     (out / "part-01.parquet").unlink()
     with open(out / "side.jsonl", "ab") as f:
         f.write(b'{"i": "appended"}\n')
     (out / ".part-02.parquet.123.tmp").write_bytes(b"PAR1 half")             # a killed run's temp file
-    report = run_clean(plan_clean(paths, [str(data)], out, Selection(), audit), out, engine="local")
+    report = run_clean(plan_clean(paths, [str(data)], out, Selection(), audit), out, options=EngineOptions("local"))
     assert report["run"]["resumed_shards"] == SHARDS + 1 - 2
     assert outputs(out) == reference[0]
     # another selection: nothing reused
-    again = run_clean(plan_clean(paths, [str(data)], out, Selection(severity=None), audit), out, engine="local")
+    again = run_clean(plan_clean(paths, [str(data)], out, Selection(severity=None), audit), out, options=EngineOptions("local"))
     assert again["run"]["resumed_shards"] == 0 and again["totals"]["dropped"] == 0
     assert (out / "side.jsonl").read_bytes() == Path(paths[-1]).read_bytes()
 
@@ -111,7 +113,7 @@ def test_rerun_redoes_missing_or_altered_outputs(corpus, reference, tmp_path):
 def test_ray_engine_writes_the_same_bytes(corpus, reference, tmp_path, ray_session):
     data, paths, audit = corpus
     out = tmp_path / "out"
-    report = run_clean(plan_clean(paths, [str(data)], out, Selection(), audit), out, engine="ray", workers=2)
+    report = run_clean(plan_clean(paths, [str(data)], out, Selection(), audit), out, options=EngineOptions("ray", workers=2))
     assert report["run"]["engine"] == "ray"
     assert outputs(out) == reference[0]
     assert _report(out) == reference[1]

@@ -11,12 +11,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dataaudit.clean.json_array import rewrite_json_array
-from dataaudit.clean.jsonl import rewrite_jsonl
-from dataaudit.clean.output import ShardMismatch
-from dataaudit.clean.parquet import rewrite_parquet
-from dataaudit.clean.tar import rewrite_tar
-from dataaudit.sources import iter_shard
+from dataaudit.formats import iter_shard
+from dataaudit.writers.base import ShardMismatch, WriteOptions
+from dataaudit.writers.json_array import rewrite_json_array
+from dataaudit.writers.jsonl import rewrite_jsonl
+from dataaudit.writers.parquet import rewrite_parquet
+from dataaudit.writers.tar import rewrite_tar
 
 rows = lambda *r: np.array(r, np.int64)  # noqa: E731
 
@@ -28,7 +28,7 @@ def test_jsonl_lines_byte_for_byte(tmp_path):
     src.write_bytes(b"".join(lines))
     assert sum(b.num_rows for b in iter_shard(str(src))) == 5          # records: the non-blank lines
     r = rewrite_jsonl(str(src), tmp_path / "o.jsonl", rows(1, 2), 5)
-    assert r == {"rows": 5, "kept": 3, "dropped_lines": [3, 4]}   # rows 1 and 2: lines 3 and 4 (line 2 is blank)
+    assert r == {"records": 5, "kept": 3, "dropped_lines": [3, 4]}   # rows 1 and 2: lines 3 and 4 (line 2 is blank)
     assert (tmp_path / "o.jsonl").read_bytes() == b"".join(lines[i] for i in (0, 1, 4, 5, 6))   # blank lines stay
     with pytest.raises(ShardMismatch):
         rewrite_jsonl(str(src), tmp_path / "m.jsonl", rows(), 6)
@@ -59,7 +59,7 @@ def test_json_array_elements_as_bytes(tmp_path, text, drop, expect, lines):
     n = sum(b.num_rows for b in iter_shard(str(src)))
     r = rewrite_json_array(str(src), tmp_path / "o.json", rows(*drop), n)
     assert (tmp_path / "o.json").read_text(encoding="utf-8") == expect
-    assert r == {"rows": n, "kept": n - len(drop), "dropped_lines": lines}   # where each dropped element starts
+    assert r == {"records": n, "kept": n - len(drop), "dropped_lines": lines}   # where each dropped element starts
     if expect.startswith("["):
         json.loads(expect)                                             # still one valid JSON array
 
@@ -85,7 +85,7 @@ def test_tar_members_and_headers_byte_for_byte(tmp_path, gz):
     src = tmp_path / ("x.tar.gz" if gz else "x.tar")
     src.write_bytes(_tar(MEMBERS, gz))
     r = rewrite_tar(str(src), tmp_path / "o.tar", rows(1, 3), 4)
-    assert r == {"rows": 4, "kept": 2, "dropped_keys": ["a/001", "a/003"]}
+    assert r == {"records": 4, "kept": 2, "dropped_keys": ["a/001", "a/003"]}
     out = (tmp_path / "o.tar").read_bytes()
     assert (out[:2] == b"\x1f\x8b") == gz
     kept = [MEMBERS[i] for i in (0, 1, 4)]
@@ -114,13 +114,13 @@ def test_parquet_layout(tmp_path):
     drop = np.arange(0, n, 3)
     r = rewrite_parquet(str(src), tmp_path / "o.parquet", drop, n)
     keep = np.setdiff1d(np.arange(n), drop)
-    assert r == {"rows": n, "kept": len(keep), "row_group_rows": 100}
+    assert r == {"records": n, "kept": len(keep), "row_group_rows": 100}
     out = pq.ParquetFile(tmp_path / "o.parquet")
     assert out.read().equals(t.take(keep))
     assert out.schema_arrow.equals(pq.ParquetFile(src).schema_arrow, check_metadata=True)
     md = out.metadata
     assert [md.row_group(i).num_rows for i in range(md.num_row_groups)] == [100] * 6 + [66]
     assert [md.row_group(0).column(i).compression for i in range(4)] == ["SNAPPY", "GZIP", "ZSTD", "ZSTD"]
-    rewrite_parquet(str(src), tmp_path / "o2.parquet", drop, n, row_group_rows=250)
+    rewrite_parquet(str(src), tmp_path / "o2.parquet", drop, n, WriteOptions(row_group_rows=250))
     md = pq.ParquetFile(tmp_path / "o2.parquet").metadata
     assert [md.row_group(i).num_rows for i in range(md.num_row_groups)] == [250, 250, 166]

@@ -21,6 +21,7 @@ from dataaudit.contamination.grams import HashSet, build_lookup, kgram_hits, nor
 from dataaudit.contamination.load import load_benchmark
 from dataaudit.textops import fold_ngrams, ngram_hash_of, normalize, word_hash_of, word_ngram_hashes, word_tokens
 from dataaudit.pipelines.contamination import run_contamination
+from dataaudit.pipelines.engine import EngineOptions
 
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
          "quebec romeo sierra tango uniform victor whiskey xray yankee zulu amber birch cedar dune").split()
@@ -35,7 +36,7 @@ def _run(tmp_path, items: list[str], docs: list[str], config=None, name="bench")
     pq.write_table(pa.table({"text": docs}), train)
     b = load_benchmark(name, str(bench))
     report = run_contamination([str(train)], [b], config or ContaminationConfig(), tmp_path / "out",
-                               engine="local", decontaminate_train=True)
+                               options=EngineOptions("local"), decontaminate_train=True)
     rows = {r["id"]: r for r in pq.read_table(tmp_path / "out" / name / "items.parquet").to_pylist()}
     return report, rows
 

@@ -11,6 +11,7 @@ from dataaudit.contamination.config import ContaminationConfig
 from dataaudit.contamination.load import load_benchmark
 from dataaudit.contamination.sentences import ends_a_sentence, sentence_flags
 from dataaudit.pipelines.contamination import run_contamination
+from dataaudit.pipelines.engine import EngineOptions
 from tests.paths import shared_file
 
 COLD = "What happens if you go outdoors in cold weather?"
@@ -21,7 +22,7 @@ CONFIG = replace(ContaminationConfig(), max_matches=20)
 def _scan(tmp_path, bench, docs: list[str]) -> tuple[dict, dict]:
     train = tmp_path / "train.parquet"
     pq.write_table(pa.table({"text": docs}), train)
-    report = run_contamination([str(train)], [bench], CONFIG, tmp_path / "out", engine="local")
+    report = run_contamination([str(train)], [bench], CONFIG, tmp_path / "out", options=EngineOptions("local"))
     rows = {r["id"]: r for r in pq.read_table(tmp_path / "out" / bench.name / "items.parquet").to_pylist()}
     return report, rows
 

@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 from click.testing import CliRunner
 
 from dataaudit.cli import main
-from dataaudit.sources import LINE, ROW, iter_shard
+from dataaudit.formats import iter_shard
+from dataaudit.sources import LINE, ROW
 
 
 def run(*args) -> None:

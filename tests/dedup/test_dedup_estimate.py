@@ -16,6 +16,7 @@ from dataaudit.dedup.corpus import Corpus
 from dataaudit.dedup.signatures import signature_array
 from fixtures.dedup_corpus import make_corpus
 from dataaudit.pipelines.dedup import run_dedup
+from dataaudit.pipelines.engine import EngineOptions
 
 
 def test_bands_and_fingerprint():
@@ -49,9 +50,9 @@ def shards(tmp_path_factory):
 
 def test_run_with_estimate(shards, tmp_path):
     d, c = shards
-    plain = run_dedup([str(d / "train.parquet")], DedupSpec(threshold=0.8), tmp_path / "plain", engine="local")
+    plain = run_dedup([str(d / "train.parquet")], DedupSpec(threshold=0.8), tmp_path / "plain", options=EngineOptions("local"))
     est = run_dedup([str(d / "train.parquet")], DedupSpec(threshold=0.8, estimate=True), tmp_path / "est",
-                    engine="local")
+                    options=EngineOptions("local"))
     assert (est["params"]["bands"], est["params"]["rows"], est["params"]["estimate"]) == (16, 8, True)
     v = est["near"]["verification"]
     assert v["by"] == "estimated Jaccard"
@@ -83,7 +84,7 @@ def test_verified_run_keeps_shingle_sets_beside_the_parts_and_reuses_them(shards
     d, _ = shards
     shard = [str(d / "train.parquet")]
     spec = DedupSpec(threshold=0.8, estimate=True, verify=True)
-    first = run_dedup(shard, spec, tmp_path / "o", engine="local")
+    first = run_dedup(shard, spec, tmp_path / "o", options=EngineOptions("local"))
     (part,) = (tmp_path / "o" / "parts").glob("*.sig.parquet")
     sets = part.with_name(part.name.replace(".sig.parquet", ".shingles.arrow"))
     assert "shingles" not in pq.read_schema(part).names
@@ -92,12 +93,12 @@ def test_verified_run_keeps_shingle_sets_beside_the_parts_and_reuses_them(shards
         assert table.column_names == ["shingles"] and table.num_rows == 800
     v = first["near"]["verification"]
     assert v["by"] == "exact Jaccard" and v["candidate_pairs"] == v["confirmed_pairs"] + v["rejected_pairs"] > 0
-    again = run_dedup(shard, spec, tmp_path / "o", engine="local")
+    again = run_dedup(shard, spec, tmp_path / "o", options=EngineOptions("local"))
     assert again["run"]["resumed_shards"] == 1 and again["near"] == first["near"]
     sets.unlink()
-    signed = run_dedup(shard, spec, tmp_path / "o", engine="local")
+    signed = run_dedup(shard, spec, tmp_path / "o", options=EngineOptions("local"))
     assert signed["run"]["resumed_shards"] == 0 and signed["near"] == first["near"] and sets.exists()
-    plain = run_dedup(shard, DedupSpec(threshold=0.8, estimate=True), tmp_path / "p", engine="local")
+    plain = run_dedup(shard, DedupSpec(threshold=0.8, estimate=True), tmp_path / "p", options=EngineOptions("local"))
     assert plain["run"]["resumed_shards"] == 0 and not list((tmp_path / "p" / "parts").glob("*.arrow"))
-    verified = run_dedup(shard, spec, tmp_path / "p", engine="local")
+    verified = run_dedup(shard, spec, tmp_path / "p", options=EngineOptions("local"))
     assert verified["run"]["resumed_shards"] == 0 and verified["near"] == first["near"]

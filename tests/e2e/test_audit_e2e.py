@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from dataaudit.cli import main
 from dataaudit.config import load_config
 from dataaudit.pipelines.audit import run_audit
+from dataaudit.pipelines.engine import EngineOptions
 from tests.paths import REPO
 
 CONFIG = REPO / "fixtures" / "audit.toml"
@@ -89,7 +90,7 @@ def test_local_and_ray_engines_agree(fixture_dir, tmp_path, ray_session):
     for engine in ("local", "ray"):
         out = tmp_path / engine
         report = run_audit([str(p) for p in sorted(fixture_dir.rglob("*")) if p.is_file() and p.suffix != ".json"],
-                           config, out, engine=engine)
+                           config, out, options=EngineOptions(engine))
         report.pop("run")
         reports[engine] = report
         flags[engine] = pq.read_table(out / "flags.parquet")
@@ -100,8 +101,8 @@ def test_local_and_ray_engines_agree(fixture_dir, tmp_path, ray_session):
 def test_rerun_skips_finished_shards_and_gives_same_report(fixture_dir, tmp_path):
     config = load_config(CONFIG)
     paths = [str(fixture_dir / "train-000.parquet"), str(fixture_dir / "images-000.tar")]
-    first = run_audit(paths, config, tmp_path, engine="local")
-    second = run_audit(paths, config, tmp_path, engine="local")
+    first = run_audit(paths, config, tmp_path, options=EngineOptions("local"))
+    second = run_audit(paths, config, tmp_path, options=EngineOptions("local"))
     assert second["run"]["resumed_shards"] == 2
     first.pop("run"), second.pop("run")
     assert first == second
@@ -116,10 +117,10 @@ def test_usage_errors_exit_2_with_one_line(tmp_path, fixture_dir):
     res = runner.invoke(main, ["audit", str(fixture_dir / "train-000.parquet"), "--config", str(bad_cfg),
                                "--out", str(tmp_path / "o")])
     assert res.exit_code == 2 and "bad.toml: unknown check [checks.no_such_check]" in res.output
-    unsupported = tmp_path / "data.csv"
+    unsupported = tmp_path / "data.xlsx"
     unsupported.write_text("a,b\n")
     res = runner.invoke(main, ["audit", str(unsupported), "--out", str(tmp_path / "o")])
-    assert res.exit_code == 2 and "data.csv" in res.output
+    assert res.exit_code == 2 and "data.xlsx" in res.output
 
 
 def test_clean_shard_exits_0(tmp_path):
@@ -137,8 +138,8 @@ def test_clean_shard_exits_0(tmp_path):
 def test_progress_counts_every_sample(fixture_dir, tmp_path):
     seen = []
     paths = [str(fixture_dir / "train-000.parquet"), str(fixture_dir / "train-001.parquet")]
-    run_audit(paths, load_config(CONFIG), tmp_path, engine="local",
-              on_progress=lambda shards, samples: seen.append((shards, samples)))
+    run_audit(paths, load_config(CONFIG), tmp_path, options=EngineOptions("local"),
+              on_progress=lambda p: seen.append((p.done, p.records)))
     assert seen[0] == (0, 0) and seen[-1] == (2, 320)
     assert [s for s in seen if s[0] == 0][-1] == (0, 200)   # batch-level progress inside the first shard
     assert all(a <= b for a, b in zip(seen, seen[1:]))

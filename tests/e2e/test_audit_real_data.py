@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from dataaudit.cli import main
 from dataaudit.config import load_config
 from dataaudit.pipelines.audit import run_audit
+from dataaudit.pipelines.engine import EngineOptions
 
 GARBAGE_CHECKS = ("control_chars", "mojibake", "long_unbroken_run", "non_text_ratio")
 MAX_FALSE_POSITIVE_RATE = 0.005
@@ -34,7 +35,7 @@ def test_real_corpora_false_positive_rate(which, shared_data, shakespeare_shard,
         shard, expected = shared_data / "webdataset" / "testgz.tar", 1000
     else:
         shard, expected = shakespeare_shard
-    report = run_audit([str(shard)], load_config(None), tmp_path, engine="local")
+    report = run_audit([str(shard)], load_config(None), tmp_path, options=EngineOptions("local"))
     assert report["totals"]["samples"] == expected
     assert report["shards"][0]["status"] == "ok"
     for check in GARBAGE_CHECKS:
@@ -49,7 +50,7 @@ def test_real_corpus_with_tokenizer_lengths(shared_data, shakespeare_shard, tmp_
     cfg = tmp_path / "audit.toml"
     tok = shared_data / "tokenizers" / "llama-test-tokenizer.json"
     cfg.write_text(f'[data]\ntokenizer = "{tok}"\ncontext_length = 1024\n')
-    report = run_audit([str(shard)], load_config(cfg), tmp_path / "out", engine="local")
+    report = run_audit([str(shard)], load_config(cfg), tmp_path / "out", options=EngineOptions("local"))
     tokens = report["lengths"]["text.tokens"]
     assert tokens["unit"] == "tokens" and tokens["count"] == n and tokens["context_length"] == 1024
 
@@ -88,5 +89,5 @@ def test_inputs_are_not_modified(fixture_dir, tmp_path):
 
     files = sorted(p for p in fixture_dir.rglob("*") if p.is_file())
     before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
-    run_audit([str(p) for p in files if p.suffix != ".json"], load_config(None), tmp_path, engine="local")
+    run_audit([str(p) for p in files if p.suffix != ".json"], load_config(None), tmp_path, options=EngineOptions("local"))
     assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in files} == before

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from dataaudit.cli import main
 from dataaudit.contamination import load_benchmark, load_contamination_config
 from dataaudit.pipelines.contamination import run_contamination
+from dataaudit.pipelines.engine import EngineOptions
 
 # Planted items: (benchmark, item index (0-based line), how) -> training document position.
 GSM_PLANTS = {4: "verbatim", 250: "case_spacing", 777: "embedded", 1318: "embedded"}
@@ -166,9 +167,9 @@ def test_engines_and_resume_agree(planted, tmp_path, ray_session):
     paths = [str(root / "train-0.parquet"), str(root / "train-1.jsonl"), str(root / "train-2.jsonl.gz")]
     benches = [planted["gsm"], planted["arc"]]
     config = load_contamination_config(None)
-    local = run_contamination(paths, benches, config, tmp_path / "local", engine="local", decontaminate_train=True)
-    ray = run_contamination(paths, benches, config, tmp_path / "ray", engine="ray", decontaminate_train=True)
-    again = run_contamination(paths, benches, config, tmp_path / "local", engine="local", decontaminate_train=True)
+    local = run_contamination(paths, benches, config, tmp_path / "local", options=EngineOptions("local"), decontaminate_train=True)
+    ray = run_contamination(paths, benches, config, tmp_path / "ray", options=EngineOptions("ray"), decontaminate_train=True)
+    again = run_contamination(paths, benches, config, tmp_path / "local", options=EngineOptions("local"), decontaminate_train=True)
     assert again["run"]["resumed_shards"] == 3
     for r in (ray, again):
         assert {k: v for k, v in r.items() if k != "run"} == {k: v for k, v in local.items() if k != "run"}

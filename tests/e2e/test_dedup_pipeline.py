@@ -14,6 +14,7 @@ from dataaudit.cli import main
 from dataaudit.dedup import DedupSpec
 from fixtures.dedup_corpus import make_corpus, write_corpus
 from dataaudit.pipelines.dedup import run_dedup
+from dataaudit.pipelines.engine import EngineOptions
 
 THRESHOLD = 0.5     # planted near copies (5-10% of words edited) have word-5-gram Jaccard 0.67-0.9
 
@@ -31,7 +32,7 @@ def local_run(corpus, tmp_path_factory):
     d, _, m = corpus
     out = tmp_path_factory.mktemp("dedup_local")
     report = run_dedup([str(d / f) for f in m["train"]], DedupSpec(threshold=THRESHOLD), out,
-                       against=[str(d / m["val"])], engine="local", partitions=1)
+                       against=[str(d / m["val"])], options=EngineOptions("local"), partitions=1)
     return out, report
 
 
@@ -132,7 +133,7 @@ def test_ray_engine_and_partitions_agree_with_local(corpus, local_run, ray_sessi
     d, _, m = corpus
     out_local, rep_local = local_run
     rep = run_dedup([str(d / f) for f in m["train"]], DedupSpec(threshold=THRESHOLD), tmp_path,
-                    against=[str(d / m["val"])], engine="ray", partitions=3)
+                    against=[str(d / m["val"])], options=EngineOptions("ray"), partitions=3)
     assert rep["run"]["engine"] == "ray" and rep["params"]["partitions"] == 3
     for name in ("clusters.parquet", "keep.parquet", "overlap.parquet"):
         assert pq.read_table(tmp_path / name).equals(pq.read_table(out_local / name)), name
@@ -143,14 +144,14 @@ def test_ray_engine_and_partitions_agree_with_local(corpus, local_run, ray_sessi
 def test_resume_and_verify(corpus, local_run, tmp_path):
     d, _, m = corpus
     paths = [str(d / f) for f in m["train"]]
-    first = run_dedup(paths, DedupSpec(threshold=THRESHOLD, verify=True), tmp_path, engine="local")
-    again = run_dedup(paths, DedupSpec(threshold=THRESHOLD), tmp_path, engine="local")
+    first = run_dedup(paths, DedupSpec(threshold=THRESHOLD, verify=True), tmp_path, options=EngineOptions("local"))
+    again = run_dedup(paths, DedupSpec(threshold=THRESHOLD), tmp_path, options=EngineOptions("local"))
     assert again["run"]["resumed_shards"] == 2          # signatures reused (verification wrote a superset)
     assert again["duplicates"] == local_run[1]["duplicates"]
     v = first["near"]["verification"]
     assert v["confirmed_pairs"] + v["rejected_pairs"] == v["candidate_pairs"]
     assert first["duplicates"] >= again["duplicates"] - 2    # planted copies all have Jaccard >= 0.67
-    other = run_dedup(paths, DedupSpec(threshold=0.8), tmp_path, engine="local")
+    other = run_dedup(paths, DedupSpec(threshold=0.8), tmp_path, options=EngineOptions("local"))
     assert other["run"]["resumed_shards"] == 2 and other["params"]["bands"] == 9
     assert other["exact"] == again["exact"] and other["near"]["duplicates"] < again["near"]["duplicates"]
 
@@ -158,7 +159,7 @@ def test_resume_and_verify(corpus, local_run, tmp_path):
 def test_empty_and_one_word_documents(tmp_path):
     texts = [None, "", "  ", "\n", "word", "word", "Word", "other", "", None]
     pq.write_table(pa.table({"text": pa.array(texts, pa.string())}), tmp_path / "a.parquet")
-    r = run_dedup([str(tmp_path / "a.parquet")], DedupSpec(), tmp_path / "out", engine="local")
+    r = run_dedup([str(tmp_path / "a.parquet")], DedupSpec(), tmp_path / "out", options=EngineOptions("local"))
     assert r["empty_documents"] == 6
     assert r["exact"] == {"groups": 1, "documents": 3, "duplicates": 2}   # "word" x3 (lowercased)
     rows = pq.read_table(tmp_path / "out" / "clusters.parquet").to_pylist()
@@ -219,7 +220,7 @@ def test_jsonl_content_field_and_html_escaping(tmp_path):
              {"content": "something else entirely here", "id": 3}]
     p = tmp_path / "x.jsonl"
     p.write_text("\n".join(json.dumps(x) for x in lines) + "\nnot json\n")
-    r = run_dedup([str(p)], DedupSpec(threshold=0.5), tmp_path / "o", engine="local")
+    r = run_dedup([str(p)], DedupSpec(threshold=0.5), tmp_path / "o", options=EngineOptions("local"))
     assert r["shards"][0]["text_field"] == "content" and r["unreadable_records"] == 1
     assert r["clusters"]["count"] == 1 and r["near"]["documents"] == 2
     html = (tmp_path / "o" / "dedup.html").read_text()

@@ -1,6 +1,8 @@
 """Every hostile input: the job completes, the damage is reported per shard and record, nothing is lost."""
 from __future__ import annotations
 
+from dataaudit.pipelines.engine import EngineOptions
+
 import pytest
 
 from tests.hostile_inputs import HOSTILE, audit_one
@@ -37,7 +39,7 @@ def test_shards_with_different_schemas_in_one_job(tmp_path):
 
     a = next(h for h in HOSTILE if "schema A" in h.name).build(tmp_path)
     b = next(h for h in HOSTILE if "schema B" in h.name).build(tmp_path)
-    report = run_audit([str(a), str(b)], load_config(None), tmp_path / "out", engine="local")
+    report = run_audit([str(a), str(b)], load_config(None), tmp_path / "out", options=EngineOptions("local"))
     assert [s["samples"] for s in report["shards"]] == [10, 3]
     assert report["shards"][0]["fields"]["text"] == ["text"]
     assert report["shards"][1]["fields"]["text"] == ["other"]   # int "text" is not text: first string column

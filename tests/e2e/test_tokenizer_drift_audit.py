@@ -15,6 +15,7 @@ from dataaudit.audit.shard import audit_shard
 from dataaudit.cli import main
 from dataaudit.config import ConfigError, build_config, load_config
 from dataaudit.pipelines.audit import run_audit
+from dataaudit.pipelines.engine import EngineOptions
 
 PLANTED_PARQUET = (3, 17, 29)      # rows whose ids came from GPT-NeoX
 PLANTED_JSONL = (5,)
@@ -85,12 +86,12 @@ def test_sample_size_per_shard_spans_batches(data):
 
 
 def test_no_inference_tokenizer_leaves_report_unchanged(data, tmp_path):
-    report = run_audit(data["paths"][:1], load_config(None), tmp_path, engine="local")
+    report = run_audit(data["paths"][:1], load_config(None), tmp_path, options=EngineOptions("local"))
     assert "tokenizer_drift" not in report
 
 
 def test_no_shard_with_ids_is_reported_as_skipped(data, tmp_path):
-    report = run_audit(data["paths"][2:], load_config(data["config"]), tmp_path, engine="local")
+    report = run_audit(data["paths"][2:], load_config(data["config"]), tmp_path, options=EngineOptions("local"))
     drift = report["tokenizer_drift"]
     assert (drift["ran"], drift["checked"], drift["skipped"]) == \
         (False, 0, "no shard holds both a text field and token ids")
@@ -100,7 +101,7 @@ def test_local_and_ray_agree_with_drift(data, tmp_path, ray_session):
     cfg = load_config(data["config"])
     reports = {}
     for engine in ("local", "ray"):
-        report = run_audit(data["paths"], cfg, tmp_path / engine, engine=engine)
+        report = run_audit(data["paths"], cfg, tmp_path / engine, options=EngineOptions(engine))
         report.pop("run")
         reports[engine] = report
     assert reports["local"] == reports["ray"]
@@ -144,7 +145,7 @@ def test_drifted_records_are_flags_with_their_shard_and_key(data, tmp_path):
 
     from dataaudit.pipelines.audit import run_audit
 
-    report = run_audit(data["paths"], load_config(data["config"]), tmp_path, engine="local")
+    report = run_audit(data["paths"], load_config(data["config"]), tmp_path, options=EngineOptions("local"))
     flags = pq.read_table(tmp_path / "flags.parquet").filter(pc.equal(pc.field("check"), "tokenizer_drift"))
     assert {(Path(s).name, k, r) for s, k, r in zip(*(flags[c].to_pylist() for c in ("shard", "key", "row")))} == \
         {("a.parquet", str(r), r) for r in PLANTED_PARQUET} | {("b.jsonl", str(r), r) for r in PLANTED_JSONL}
@@ -157,7 +158,7 @@ def test_inference_tokenizer_set_on_the_check_alone(data, shared_data, tmp_path)
     tok = str(shared_data / "tokenizers" / "llama-test-tokenizer.json")
     config = build_config({"data": {"pad_id": PAD},
                            "checks": {"tokenizer_drift": {"inference_tokenizer": tok, "sample": 0}}})
-    report = run_audit(data["paths"], config, tmp_path, engine="local")
+    report = run_audit(data["paths"], config, tmp_path, options=EngineOptions("local"))
     drift = report["tokenizer_drift"]
     assert (drift["inference_tokenizer"], drift["sample_per_shard"]) == (tok, 0)
     assert drift["differs"] == len(PLANTED_PARQUET) + len(PLANTED_JSONL)

@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.tasks import run_tasks
 
 
@@ -26,7 +27,8 @@ def test_every_item_once_across_this_process_and_the_workers():
         assert index not in got
         got[index] = result
 
-    run_tasks(list(enumerate(range(9))), square, (), on_done, engine="local", workers=3, processes=True, add=1)
+    run_tasks(list(enumerate(range(9))), square, (), on_done, engine="local", options=EngineOptions("local", workers=3),
+              processes=True, add=1)
     assert [got[i][1] for i in range(9)] == [i * i + 1 for i in range(9)]
     pids = {pid for pid, _ in got.values()}
     assert os.getpid() in pids and len(pids) >= 2   # this process took items, and at least one worker did
@@ -37,5 +39,5 @@ def test_an_error_in_either_lane_comes_through(bad):
     done = []
     with pytest.raises(ValueError, match=f"item {bad} failed"):
         run_tasks(list(enumerate(range(6))), fail_on, (bad,), lambda i, item, r: done.append(i), engine="local",
-                  workers=2, processes=True)
+                  options=EngineOptions("local", workers=2), processes=True)
     assert bad not in done

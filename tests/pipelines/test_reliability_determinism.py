@@ -18,12 +18,12 @@ def _shards(fixture_dir: Path) -> list[str]:
 
 def test_identical_outputs_across_runs_engines_and_workers(fixture_dir, tmp_path, ray_session):
     config = load_config(REPO / "fixtures" / "audit.toml")
-    runs = {"local-1": dict(engine="local"), "local-2": dict(engine="local"),
-            "ray-1-worker": dict(engine="ray", workers=1), "ray-2-workers": dict(engine="ray", workers=2)}
+    runs = {"local-1": EngineOptions("local"), "local-2": EngineOptions("local"),
+            "ray-1-worker": EngineOptions("ray", workers=1), "ray-2-workers": EngineOptions("ray", workers=2)}
     outputs = {}
-    for name, kwargs in runs.items():
+    for name, options in runs.items():
         out = tmp_path / name
-        run_audit(_shards(fixture_dir), config, out, **kwargs)
+        run_audit(_shards(fixture_dir), config, out, options)
         report = json.loads((out / "report.json").read_text())
         run = report.pop("run")
         assert set(run) >= {"engine", "seconds", "host", "python", "dataaudit"}

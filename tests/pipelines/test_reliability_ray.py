@@ -7,6 +7,7 @@ import pyarrow.parquet as pq
 
 from dataaudit.config import load_config
 from dataaudit.pipelines.audit import run_audit
+from dataaudit.pipelines.engine import EngineOptions
 from tests.paths import REPO
 
 
@@ -26,9 +27,9 @@ def test_worker_death_mid_shard_is_retried(fixture_dir, tmp_path, ray_session):
             return audit_shard(path, config, batch_rows=16, on_batch=die_after_first_batch)
         return audit_shard(path, config, **kwargs)
 
-    report = run_audit(paths, config, tmp_path / "ray", engine="ray", stage=dying_stage)
+    report = run_audit(paths, config, tmp_path / "ray", options=EngineOptions("ray"), stage=dying_stage)
     assert marker.exists()                       # the worker really died once
-    reference = run_audit(paths, config, tmp_path / "local", engine="local")
+    reference = run_audit(paths, config, tmp_path / "local", options=EngineOptions("local"))
     report.pop("run"), reference.pop("run")
     assert report == reference
     assert pq.read_table(tmp_path / "ray" / "flags.parquet").equals(pq.read_table(tmp_path / "local" / "flags.parquet"))

@@ -18,6 +18,7 @@ import pytest
 from dataaudit.config import load_config
 from dataaudit.pipelines.audit import run_audit
 from dataaudit.pipelines.parts import PartStore
+from dataaudit.pipelines.engine import EngineOptions
 from tests.paths import REPO
 
 SHARDS = 10
@@ -86,11 +87,11 @@ def test_sigkill_then_rerun_matches_uninterrupted(kill_at_parts, corpus, referen
 def test_half_written_parts_are_redone(corpus, tmp_path):
     config = load_config(None)
     paths = sorted(str(p) for p in corpus.glob("*.parquet"))[:3]
-    first = run_audit(paths, config, tmp_path, engine="local")
+    first = run_audit(paths, config, tmp_path, options=EngineOptions("local"))
     parts = sorted((tmp_path / "parts").glob("*.json"))
     parts[1].write_text(parts[1].read_text()[:50])                 # a marker cut mid-write
     (tmp_path / "parts" / ".00002-junk.flags.parquet.123.tmp").write_bytes(b"PAR1 half")  # a dead temp file
-    again = run_audit(paths, config, tmp_path, engine="local")
+    again = run_audit(paths, config, tmp_path, options=EngineOptions("local"))
     assert again["run"]["resumed_shards"] == 2
     first.pop("run"), again.pop("run")
     assert first == again
@@ -98,11 +99,11 @@ def test_half_written_parts_are_redone(corpus, tmp_path):
 
 def test_parts_of_another_config_are_not_reused(corpus, tmp_path):
     paths = sorted(str(p) for p in corpus.glob("*.parquet"))[:2]
-    run_audit(paths, load_config(None), tmp_path, engine="local")
+    run_audit(paths, load_config(None), tmp_path, options=EngineOptions("local"))
     from dataaudit.config import build_config
 
     stricter = build_config({"checks": {"control_chars": {"severity": "error"}}})
-    report = run_audit(paths, stricter, tmp_path, engine="local")
+    report = run_audit(paths, stricter, tmp_path, options=EngineOptions("local"))
     assert report["run"]["resumed_shards"] == 0
     assert report["checks"]["control_chars"]["severity"] == "error"
     assert PartStore(tmp_path, {"x": 1}, suffix=".flags.parquet").load(0, paths[0]) is None

@@ -14,33 +14,37 @@ from click.testing import CliRunner
 from dataaudit.cli import main
 from dataaudit.handlers import reraise
 from dataaudit.pipelines.parts import PartStore
+from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.runner import run_units
 from dataaudit.pipelines.tasks import run_tasks
 
 
 def _stage(path, scale, on_batch=None, handler=None):
-    """A unit that counts `scale` rows in two batches and records which handler it was given."""
+    """A unit that counts `scale` records in two batches and records which handler it was given."""
     for _ in range(2):
         if on_batch:
             on_batch(scale)
-    summary = {"path": path, "rows": 2 * scale, "handler": getattr(handler, "__name__", None)}
+    summary = {"path": path, "records": 2 * scale, "handler": getattr(handler, "__name__", None)}
     return summary, pa.table({"row": pa.array([0, 1], pa.int64())})
 
 
 def test_run_units_resumes_tells_progress_and_passes_the_handler(tmp_path):
     paths = ["a", "b", "c"]
     store = PartStore(tmp_path, {"job": 1}, suffix=".rows.parquet")
-    store.save(1, "b", {"path": "b", "rows": 10, "handler": "earlier"}, pa.table({"row": pa.array([7], pa.int64())}))
+    store.save(1, "b", {"path": "b", "records": 10, "handler": "earlier"},
+               pa.table({"row": pa.array([7], pa.int64())}))
     progress = []
-    summaries, resumed = run_units(paths, store, _stage, (3,), engine="local", count="rows",
-                                   on_progress=lambda *a: progress.append(a), handler=reraise)
+    summaries, resumed = run_units(paths, store, _stage, (3,), engine="local",
+                                   options=EngineOptions("local", handler=reraise),
+                                   on_progress=lambda *a: progress.append(a))
     assert resumed == 1
-    assert summaries == [{"path": "a", "rows": 6, "handler": "reraise"}, {"path": "b", "rows": 10, "handler": "earlier"},
-                         {"path": "c", "rows": 6, "handler": "reraise"}]
+    assert summaries == [{"path": "a", "records": 6, "handler": "reraise"},
+                         {"path": "b", "records": 10, "handler": "earlier"},
+                         {"path": "c", "records": 6, "handler": "reraise"}]
     # per batch in-process: the resumed shard first, then 3 rows at a time, each shard saved as it finishes
     assert progress == [(1, 10), (1, 13), (1, 16), (2, 16), (2, 19), (2, 22), (3, 22)]
     assert store.read(0, "a").num_rows == 2 and store.read(1, "b").column("row").to_pylist() == [7]
-    again, resumed = run_units(paths, store, _stage, (3,), engine="local", count="rows")
+    again, resumed = run_units(paths, store, _stage, (3,), engine="local")
     assert resumed == 3 and again == summaries
     assert PartStore(tmp_path, {"job": 2}, suffix=".rows.parquet").load(0, "a") is None   # other settings
 
@@ -54,7 +58,7 @@ def test_ray_workers_cap_the_tasks_in_flight(tmp_path, ray_session):
 
     done = {}
     run_tasks(list(enumerate(range(4))), _timed, (str(tmp_path),), lambda i, item, r: done.update({i: r}),
-              engine="ray", workers=1)
+              engine="ray", options=EngineOptions("ray", workers=1))
     assert done == {0: 0, 1: 10, 2: 20, 3: 30}
     spans = sorted(json.loads(p.read_text()) for p in tmp_path.glob("*.json"))
     assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:]))   # one at a time

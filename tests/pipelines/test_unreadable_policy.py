@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import dataaudit.sources.dispatch as dispatch
+import dataaudit.formats as formats
 from dataaudit.audit.shard import audit_shard
 from dataaudit.config import load_config
 from dataaudit.contamination import ContaminationConfig, load_benchmark
@@ -18,6 +18,7 @@ from dataaudit.handlers import reraise
 from dataaudit.pipelines.audit import run_audit
 from dataaudit.pipelines.contamination import run_contamination
 from dataaudit.pipelines.dedup import run_dedup
+from dataaudit.pipelines.engine import EngineOptions
 from tests.paths import REPO
 
 BROKEN_AFTER = 3                      # records the failing shard yields before its disk fails
@@ -33,32 +34,31 @@ def shards(tmp_path, monkeypatch) -> list[str]:
     failing = tmp_path / "failing.jsonl"
     failing.write_text("".join(json.dumps({"text": f"record {i} of the failing shard, long enough"}) + "\n"
                                for i in range(BROKEN_AFTER)))
-    real = dispatch.iter_jsonl
+    real = formats.iter_jsonl
 
     def iter_jsonl(path, *args, **kwargs):
         yield from real(path, *args, **kwargs)
         if str(path) == str(failing):
             raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(dispatch, "iter_jsonl", iter_jsonl)
+    monkeypatch.setattr(formats, "iter_jsonl", iter_jsonl)
     return [str(good), str(failing)]
 
 
-def _audit(paths, out, **kw):
-    report = run_audit(paths, load_config(REPO / "fixtures" / "audit.toml"), out, engine="local", **kw)
+def _audit(paths, out, options=EngineOptions("local")):
+    report = run_audit(paths, load_config(REPO / "fixtures" / "audit.toml"), out, options)
     return [(s["status"], s["error"], s["samples"]) for s in report["shards"]]
 
 
-def _dedup(paths, out, **kw):
-    report = run_dedup(paths, DedupSpec(threshold=0.5), out, engine="local", **kw)
+def _dedup(paths, out, options=EngineOptions("local")):
+    report = run_dedup(paths, DedupSpec(threshold=0.5), out, options=options)
     return [(s["status"], s["error"], s["samples"]) for s in report["shards"]]
 
 
-def _contamination(paths, out, **kw):
+def _contamination(paths, out, options=EngineOptions("local")):
     bench = out.parent / "bench.jsonl"
     bench.write_text(json.dumps({"text": "an item that occurs nowhere in the training shards at all"}) + "\n")
-    report = run_contamination(paths, [load_benchmark("b", str(bench))], ContaminationConfig(), out, engine="local",
-                               **kw)
+    report = run_contamination(paths, [load_benchmark("b", str(bench))], ContaminationConfig(), out, options)
     return [(s["status"], s["error"], s["records"]) for s in report["train"]["shards"]]
 
 
@@ -73,4 +73,4 @@ def test_oserror_mid_shard_is_reported_unreadable_the_same_way(job, shards, tmp_
 @pytest.mark.parametrize("job", JOBS)
 def test_reraise_handler_stops_the_job(job, shards, tmp_path):
     with pytest.raises(OSError, match="Input/output error"):
-        job(shards, tmp_path / "out", handler=reraise)
+        job(shards, tmp_path / "out", EngineOptions("local", handler=reraise))

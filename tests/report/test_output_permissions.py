@@ -30,7 +30,7 @@ def test_audit_outputs_are_readable_by_the_group_and_others(tmp_path, umask_022)
 
 
 def test_a_stricter_umask_is_honoured_too(tmp_path):
-    from dataaudit.report.atomic import write_json
+    from dataaudit.atomic import write_json
 
     old = os.umask(0o077)
     try:

@@ -14,8 +14,10 @@ from click.testing import CliRunner
 from dataaudit.audit.shard import audit_shard
 from dataaudit.cli import main
 from dataaudit.config import load_config
-from dataaudit.sources import ShardReadError, iter_shard
+from dataaudit.formats import iter_shard
+from dataaudit.sources import ShardReadError
 from dataaudit.pipelines.audit import run_audit
+from dataaudit.pipelines.engine import EngineOptions
 from tests.paths import needs_shared, SHARED_DATA
 from tests.sources.damage import ROWS_PER_GROUP, damage_column, sample_table, write_sample
 
@@ -145,14 +147,14 @@ def test_several_undecodable_columns_are_counted_in_the_error(tmp_path):
 def test_rerun_under_the_other_mode_does_not_reuse_parts(damaged, tmp_path):
     out = tmp_path / "out"
     config = load_config(None)
-    first = run_audit([str(damaged)], config, out, engine="local")
+    first = run_audit([str(damaged)], config, out, options=EngineOptions("local"))
     assert first["shards"][0]["status"] == "unreadable" and first["run"]["resumed_shards"] == 0
-    again = run_audit([str(damaged)], config, out, engine="local")
+    again = run_audit([str(damaged)], config, out, options=EngineOptions("local"))
     assert again["run"]["resumed_shards"] == 1                      # same mode: the part is reused
-    other = run_audit([str(damaged)], config, out, engine="local", read="checked-columns")
+    other = run_audit([str(damaged)], config, out, options=EngineOptions("local"), read="checked-columns")
     assert other["run"]["resumed_shards"] == 0                      # other mode: read again
     assert other["shards"][0]["status"] == "ok" and other["config"]["read"] == "checked-columns"
-    back = run_audit([str(damaged)], config, out, engine="local", read="all-columns")
+    back = run_audit([str(damaged)], config, out, options=EngineOptions("local"), read="all-columns")
     assert back["run"]["resumed_shards"] == 0 and back["shards"][0]["status"] == "unreadable"
 
 
@@ -164,7 +166,7 @@ def test_python_api_read_mode(damaged, tmp_path):
     result, _ = audit_shard(str(damaged), config)
     assert result.status == "unreadable" and result.error.startswith("parquet: column 'timestamp' (row group 0): ")
     with pytest.raises(ValueError, match="read mode must be one of all-columns, checked-columns"):
-        run_audit([str(damaged)], config, tmp_path / "bad", engine="local", read="some-columns")
+        run_audit([str(damaged)], config, tmp_path / "bad", options=EngineOptions("local"), read="some-columns")
     res = CliRunner().invoke(main, ["audit", str(damaged), "--out", str(tmp_path / "o"), "--read", "some"])
     assert res.exit_code == 2 and "--read" in res.output
 

@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dataaudit.cli.paths import InputPathError, expand_shards
-from dataaudit.sources import ERROR, KEY, LINE, ROW, WARNING, ShardReadError, holds_json_array, iter_shard, peek_schema
+from dataaudit.formats import iter_shard, peek_schema
+from dataaudit.sources import ERROR, KEY, LINE, ROW, WARNING, ShardReadError
+from dataaudit.sources.json_array import holds_json_array
 from dataaudit.sources.json_array import iter_json_array
 from tests.paths import shared_file
 
@@ -373,5 +375,5 @@ def test_folder_walk_takes_json_arrays_not_metadata_objects(tmp_path):
     only_meta = tmp_path / "meta"
     only_meta.mkdir()
     write(only_meta, "manifest.json", b"{}")
-    with pytest.raises(InputPathError, match="folder holds no Parquet, WebDataset, JSONL or JSON-array shard"):
+    with pytest.raises(InputPathError, match="folder holds no Parquet, WebDataset, JSONL, JSON-array, CSV or TSV shard"):
         expand_shards([str(only_meta)])

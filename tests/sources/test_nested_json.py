@@ -10,7 +10,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from dataaudit.sources import ERROR, KEY, WARNING, iter_shard
+from dataaudit.formats import iter_shard
+from dataaudit.sources import ERROR, KEY, WARNING
 from dataaudit.sources.batch import LIST_INT, NESTED, BatchBuilder
 from tests.builders import make_tar
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from tests.builders import make_tar, npy_bytes
 from tests.paths import shared_file
-from dataaudit.sources import (ERROR, KEY, LINE, ROW, WARNING, ShardReadError, iter_shard, read_schema,
-                               shard_format)
+from dataaudit.formats import format_of, iter_shard, read_schema
+from dataaudit.sources import ERROR, KEY, LINE, ROW, WARNING, ShardReadError
 
 PROV = [KEY, ROW, LINE, ERROR, WARNING]
 
@@ -53,15 +53,15 @@ def gz(b: bytes) -> bytes:
 @pytest.mark.parametrize("name,fmt", [
     ("a.parquet", "parquet"), ("a.PQ", "parquet"), ("d/a.tar", "webdataset"), ("a.tar.gz", "webdataset"),
     ("a.tgz", "webdataset"), ("a.jsonl", "jsonl"), ("a.jsonl.gz", "jsonl"), ("a.ndjson", "jsonl"),
-    ("a.json", "json"), ("d/a.JSON.gz", "json")])
+    ("a.json", "json"), ("d/a.JSON.gz", "json"), ("a.csv", "csv"), ("a.TSV.gz", "tsv")])
 def test_shard_format(name, fmt):
-    assert shard_format(name) == fmt
+    assert format_of(name).name == fmt
 
 
-@pytest.mark.parametrize("name", ["a.csv", "a.gz", "a.json5", "tar"])   # .json is read since JSON-array support
+@pytest.mark.parametrize("name", ["a.xls", "a.gz", "a.json5", "tar"])   # .json and .csv are read since they are formats
 def test_shard_format_unsupported(name):
     with pytest.raises(ValueError, match=rf"^{name}: unsupported shard format"):
-        shard_format(name)
+        format_of(name)
     with pytest.raises(ValueError):
         iter_shard(name)
 

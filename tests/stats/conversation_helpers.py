@@ -2,6 +2,8 @@
 tokenizer folders with a chat template, conversation shards and one audit run over them."""
 from __future__ import annotations
 
+from dataaudit.pipelines.engine import EngineOptions
+
 import json
 from pathlib import Path
 
@@ -78,7 +80,7 @@ def audit(tmp_path: Path, shards: list[Path], data: dict, **raw) -> dict:
     from dataaudit.pipelines.audit import run_audit
 
     config = build_config({"data": data, **raw})
-    return run_audit([str(s) for s in shards], config, tmp_path / "out", engine="local")
+    return run_audit([str(s) for s in shards], config, tmp_path / "out", options=EngineOptions("local"))
 
 
 def stat_without_histogram(report: dict, key: str) -> dict:

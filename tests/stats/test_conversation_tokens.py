@@ -106,7 +106,7 @@ def test_role_prefixed_audit_says_so(tmp_path):
 
 def test_batches_and_shards_merge_to_the_same_counts(tmp_path):
     from dataaudit.audit.shard import audit_shard
-    from dataaudit.report.model import build_report
+    from dataaudit.audit.report import build_report
 
     folder = tokenizer_folder(tmp_path / "tok")
     config = build_config({"data": {"tokenizer": str(folder), "context_length": 12}})
