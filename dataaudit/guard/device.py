@@ -45,13 +45,14 @@ import uuid
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 import torch
 
 from dataaudit.guard.loss import LossWatch
 from dataaudit.guard.masking import fill_values, loss_weight, mask_batch
+from dataaudit.guard.options import POLICIES, GuardOptions
 from dataaudit.guard.payload import GuardedBatch, checks_from_payload
 from dataaudit.guard.plan import BatchChecks, GuardPlan, HostChecks, format_value
 from dataaudit.guard.profiler import StepRecord, ThroughputProfiler
@@ -61,7 +62,6 @@ from dataaudit.provenance import GUARD, KEY, ROW, SHARD
 
 log = logging.getLogger("dataaudit.guard")
 
-POLICIES = ("raise", "skip", "mask", "warn")
 _ACTION = {"raise": "raised", "skip": "skipped", "mask": "masked", "warn": "warned"}
 
 
@@ -149,43 +149,32 @@ class DeviceGuard:
 
     loader: yields dict batches (tuple/list with names=...), possibly from CollateGuard (provenance + its
         results are then merged in).
-    config, checks, names, fields: as GuardPlan (config: the audit TOML path, an AuditConfig or None).
+    config: the audit TOML path, an AuditConfig or None (as GuardPlan).
     device: where batches go (None: leave them where they are, e.g. CPU training).
-    policy: raise | skip | mask | warn (see the module doc); act_on: severities the policy acts on.
-    ignore_index, pad_id: mask fill values (default: the config's label_out_of_range ignore_index, -100, and
-        [data] pad_id, else 0). weight_key: per-sample loss weight added to dict batches under mask (None: no).
-    snapshot_dir: where raise (and the loss guard) write snapshots (None: no snapshot).
-    loss_spike, loss_warmup, loss_decay: the loss guard's spike test (see dataaudit.guard.loss; loss_spike=None:
-        non-finite losses only); loss_snapshots: at most this many loss snapshots are written.
-    profile: True (a ThroughputProfiler with log_every / jsonl), a ThroughputProfiler, or False.
+    options: a GuardOptions, or its fields as keywords (policy, act_on, checks, names, fields, ignore_index, pad_id,
+        weight_key, snapshot_dir, profile, log_every, jsonl, late_raise, non_blocking, pin_memory, max_findings,
+        loss_spike, loss_warmup, loss_decay, loss_snapshots; see GuardOptions), not both.
     """
 
-    def __init__(self, loader: Iterable, config=None, *, device=None, policy: str = "raise",
-                 act_on: Iterable[str] = ("error",), checks=None, names: Sequence[str] | None = None,
-                 fields: Mapping[str, Any] | None = None, ignore_index: int | None = None,
-                 pad_id: int | None = None, weight_key: str | None = "loss_weight",
-                 snapshot_dir: str | Path | None = "guard_snapshots", profile=True, log_every: int = 100,
-                 jsonl: str | Path | None = None, late_raise: bool = True, non_blocking: bool = True,
-                 pin_memory: bool = True, max_findings: int = 10_000, loss_spike: float | None = 5.0,
-                 loss_warmup: int = 20, loss_decay: float = 0.98, loss_snapshots: int = 10):
-        if policy not in POLICIES:
-            raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    def __init__(self, loader: Iterable, config=None, *, device=None, options: GuardOptions | None = None,
+                 **keywords):
+        o = self.options = GuardOptions.from_arguments("DeviceGuard", options, keywords)
         self.loader = loader
-        self.plan = GuardPlan(config, checks=checks, names=names, fields=fields)
+        self.plan = GuardPlan(config, checks=o.checks, names=o.names, fields=o.fields)
         self.device = torch.device(device) if device is not None else None
-        self.policy = policy
-        self.act_on = frozenset(act_on)
-        self.ignore_index, self.pad_id = fill_values(self.plan, ignore_index, pad_id)
-        self.weight_key = weight_key
-        self.snapshot_dir = snapshot_dir
-        if profile is True:
-            self.profiler = ThroughputProfiler(log_every=log_every, jsonl=jsonl)
+        self.policy = o.policy
+        self.act_on = o.act_on
+        self.ignore_index, self.pad_id = fill_values(self.plan, o.ignore_index, o.pad_id)
+        self.weight_key = o.weight_key
+        self.snapshot_dir = o.snapshot_dir
+        if o.profile is True:
+            self.profiler = ThroughputProfiler(log_every=o.log_every, jsonl=o.jsonl)
         else:
-            self.profiler = profile or None
-        self.late_raise = late_raise
-        self.non_blocking = non_blocking
-        self.pin_memory = pin_memory
-        self.max_findings = max_findings
+            self.profiler = o.profile or None
+        self.late_raise = o.late_raise
+        self.non_blocking = o.non_blocking
+        self.pin_memory = o.pin_memory
+        self.max_findings = o.max_findings
         self.findings: list[Finding] = []
         self.bad_batches: list[dict] = []
         self.snapshots: list[Path] = []
@@ -196,9 +185,9 @@ class DeviceGuard:
         self._step_end = None
         self._pending: deque = deque()   # _Entry and _LossEntry, in the order their copies were queued
         self._unrecorded: deque[_Entry] = deque()
-        self.loss_watch = LossWatch(loss_spike, loss_warmup, loss_decay)
+        self.loss_watch = LossWatch(o.loss_spike, o.loss_warmup, o.loss_decay)
         self.loss_events: list[dict] = []
-        self.loss_snapshots = loss_snapshots
+        self.loss_snapshots = o.loss_snapshots
         self.skip_step = False          # skip / mask: the last watched loss was bad (skip the optimizer step)
         self._handed = None             # (entry, batch, RNG state) of the last batch handed out
         self._loss_on = False
@@ -672,4 +661,4 @@ def _describe(findings: list[Finding], limit: int = 6) -> str:
     return "; ".join(parts)
 
 
-__all__ = ["DeviceGuard", "BadBatchError", "BadLossError", "Finding", "POLICIES"]
+__all__ = ["DeviceGuard", "BadBatchError", "BadLossError", "Finding", "GuardOptions", "POLICIES"]

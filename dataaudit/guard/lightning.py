@@ -24,10 +24,12 @@ steps the figures go to trainer.logger.log_metrics (TensorBoard, wandb, CSV...) 
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
 from dataaudit.guard.device import DeviceGuard
+from dataaudit.guard.options import GuardOptions
 
 try:  # the optional dependency
     from lightning.pytorch.callbacks import Callback as _Base
@@ -41,13 +43,17 @@ LIGHTNING_AVAILABLE = _Base is not object
 
 
 class GuardCallback(_Base):
-    """The guard as a Lightning callback. Arguments as DeviceGuard (config, policy, act_on, checks, names, fields,
-    ignore_index, pad_id, weight_key, snapshot_dir, late_raise, log_every, jsonl)."""
+    """The guard as a Lightning callback. Arguments as DeviceGuard (config, options or its keywords: policy,
+    act_on, checks, names, fields, ignore_index, pad_id, weight_key, snapshot_dir, late_raise, jsonl, ...); the
+    device is Lightning's, and log_every is how often the figures go to trainer.logger."""
 
-    def __init__(self, config=None, *, log_every: int = 50, metrics_prefix: str = "guard/", **guard_kwargs: Any):
+    def __init__(self, config=None, *, log_every: int = 50, metrics_prefix: str = "guard/",
+                 options: GuardOptions | None = None, **guard_kwargs: Any):
         super().__init__()
-        self.guard = DeviceGuard(None, config, device=None, log_every=0,
-                                 **{k: v for k, v in guard_kwargs.items() if k != "device"})
+        opts = GuardOptions.from_arguments("GuardCallback", options,
+                                           {k: v for k, v in guard_kwargs.items() if k != "device"})
+        # the figures go to the logger (log_every above): no log line of the profiler's own
+        self.guard = DeviceGuard(None, config, device=None, options=dataclasses.replace(opts, log_every=0))
         self.log_every = log_every
         self.metrics_prefix = metrics_prefix
         self.skip_requested = False

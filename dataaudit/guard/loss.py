@@ -13,14 +13,19 @@ import torch
 KINDS = ("nonfinite", "spike")
 
 
+def check_loss_settings(spike_factor: float | None, decay: float) -> None:
+    """ValueError for a spike factor that is not > 1 (None: no spike test) or a decay outside (0, 1)."""
+    if spike_factor is not None and spike_factor <= 1:
+        raise ValueError(f"spike_factor must be > 1 (or None: no spike test), got {spike_factor!r}")
+    if not 0 < decay < 1:
+        raise ValueError(f"decay must be in (0, 1), got {decay!r}")
+
+
 class LossWatch:
     """Running state of the loss test (two 0-dim tensors on the loss's device)."""
 
     def __init__(self, spike_factor: float | None = 5.0, warmup: int = 20, decay: float = 0.98):
-        if spike_factor is not None and spike_factor <= 1:
-            raise ValueError(f"spike_factor must be > 1 (or None: no spike test), got {spike_factor!r}")
-        if not 0 < decay < 1:
-            raise ValueError(f"decay must be in (0, 1), got {decay!r}")
+        check_loss_settings(spike_factor, decay)
         self.spike_factor, self.warmup, self.decay = spike_factor, int(warmup), float(decay)
         self.ema: torch.Tensor | None = None
         self.count: torch.Tensor | None = None
@@ -46,4 +51,4 @@ class LossWatch:
         return torch.stack([x, (~finite).double(), spike.double(), before])
 
 
-__all__ = ["LossWatch", "KINDS"]
+__all__ = ["LossWatch", "KINDS", "check_loss_settings"]
