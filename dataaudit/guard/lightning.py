@@ -68,7 +68,7 @@ class GuardCallback(_Base):
         t0 = time.perf_counter()
         wait = t0 - self._t_end if self._t_end is not None else 0.0
         g = self.guard
-        g._drain(block=False)  # earlier steps' flags (may raise late)
+        g.poll()  # earlier steps' flags (may raise late)
         out, entry = g.process(batch)
         self.skip_requested = out is None
         if out is not None and out is not batch:
@@ -96,8 +96,7 @@ class GuardCallback(_Base):
         if e is not None:
             e.compute_s = t - self._t_ready
             e.wall_s = e.wait_s + e.copy_s + e.guard_s + e.compute_s
-            g._unrecorded.append(e)
-            g._record_ready()
+            g.record_step(e)
             self._entry = None
         self._t_end = t
         prof = g.profiler

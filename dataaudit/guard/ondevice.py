@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import torch
 
-from dataaudit.guard.device import BadBatchError
+from dataaudit.guard.findings import BadBatchError
 from dataaudit.guard.masking import fill_values, loss_weight, mask_batch
 from dataaudit.guard.options import GuardOptions
 from dataaudit.guard.plan import CheckCall, GuardPlan, format_value
