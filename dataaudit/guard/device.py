@@ -39,9 +39,7 @@ an accelerator) and returns True: skip this optimizer step (there is no sample t
 """
 from __future__ import annotations
 
-import logging
 import time
-import uuid
 from collections import deque
 from typing import Iterable, Iterator, Mapping
 
@@ -49,36 +47,15 @@ import numpy as np
 import torch
 
 from dataaudit.guard.findings import BadBatchError, Finding, FindingsRecord
-from dataaudit.guard.loss import LossWatch
+from dataaudit.guard.loss import BadLossError, LossGuard
 from dataaudit.guard.masking import fill_values, loss_weight, mask_batch
 from dataaudit.guard.options import POLICIES, GuardOptions
 from dataaudit.guard.payload import GuardedBatch, checks_from_payload
 from dataaudit.guard.plan import BatchChecks, GuardPlan, HostChecks
 from dataaudit.guard.profiler import StepRecord, ThroughputProfiler
 from dataaudit.guard.readback import BatchEntry, ReadbackQueue, read_now
-from dataaudit.guard.snapshot import save_snapshot
 from dataaudit.guard.tree import move_tree
 from dataaudit.provenance import GUARD, KEY, ROW, SHARD
-
-log = logging.getLogger("dataaudit.guard")
-
-
-class BadLossError(BadBatchError):
-    """The loss of a step was non-finite or spiked, under policy "raise". Attributes as BadBatchError, plus
-    loss (its value) and kind ("nonfinite" or "spike"); findings is empty."""
-
-    def __init__(self, message: str, *, step: int, trace_id: str, snapshot, loss: float, kind: str):
-        super().__init__(message, step=step, trace_id=trace_id, snapshot=snapshot, findings=[])
-        self.loss, self.kind = loss, kind
-
-
-class _LossEntry:
-    """One watched loss on its way back: the batch that produced it is kept (by reference) until it is read."""
-
-    __slots__ = ("entry", "batch", "rng", "packed")
-
-    def __init__(self, entry, batch, rng, packed):
-        self.entry, self.batch, self.rng, self.packed = entry, batch, rng, packed
 
 
 class DeviceGuard:
@@ -106,18 +83,13 @@ class DeviceGuard:
             self.profiler = o.profile or None
         self.record = FindingsRecord(self.plan, o, self.profiler)
         self.readback = ReadbackQueue(self.record.on_read, self._record_ready)
+        self.loss_guard = LossGuard(o, self.plan, self.device, self.readback, self.record)
         self.step = -1                 # index of the last batch drawn from the loader
         self.last_checks: BatchChecks | None = None
         self.sample_weight: torch.Tensor | None = None   # mask: the last batch's weights (tuple batches)
         self._acting_key = self._acting_val = None
         self._step_end = None
         self._unrecorded: deque[BatchEntry] = deque()   # steps handed out, waiting for their profiler record
-        self.loss_watch = LossWatch(o.loss_spike, o.loss_warmup, o.loss_decay)
-        self.loss_events: list[dict] = []
-        self.skip_step = False          # skip / mask: the last watched loss was bad (skip the optimizer step)
-        self._handed = None             # (entry, batch, RNG state) of the last batch handed out
-        self._loss_on = False
-        self._losses_held = 0           # losses on their way back (their batches held)
 
     # the names the guard has always had: its options (read-only) and what its parts record
     policy = property(lambda self: self.options.policy)
@@ -132,6 +104,10 @@ class DeviceGuard:
     findings = property(lambda self: self.record.findings, doc="list of Finding")
     bad_batches = property(lambda self: self.record.bad_batches)
     snapshots = property(lambda self: self.record.snapshots)
+    loss_watch = property(lambda self: self.loss_guard.watch)
+    loss_events = property(lambda self: self.loss_guard.events)
+    skip_step = property(lambda self: self.loss_guard.skip_step,
+                         doc="skip / mask: the last watched loss was bad (skip the optimizer step)")
 
     def __len__(self) -> int:
         return len(self.loader)  # type: ignore[arg-type]
@@ -214,8 +190,7 @@ class DeviceGuard:
         """Guard one batch as drawn from the loader: (batch for the training loop or None if skipped, entry).
         Usable without the iterator (e.g. the Lightning callback)."""
         out, entry = self._process(raw)
-        # the batch a loss given to watch_loss comes from; the RNG state as its step starts
-        self._handed = None if out is None else (entry, out, _rng_state(self.device) if self._loss_on else None)
+        self.loss_guard.hand_out(entry, out)   # the batch a loss given to watch_loss comes from
         return out, entry
 
     def _process(self, raw):
@@ -316,63 +291,7 @@ class DeviceGuard:
         """Test the training loss of the batch last handed out (or `batch`): non-finite, or a spike. The verdict
         is read back late (no sync) except on the CPU and under skip / mask. Returns True when the optimizer
         step should be skipped (skip / mask, bad loss; always False under raise / warn); also `skip_step`."""
-        if self._handed is None and batch is None:
-            raise RuntimeError("watch_loss: no batch was handed out by this guard yet")
-        entry, out, rng = self._handed if self._handed is not None else (None, None, None)
-        self._loss_on = True
-        le = _LossEntry(entry, out if batch is None else batch, rng or _rng_state(self.device),
-                        self.loss_watch.update(loss))
-        self.skip_step = False
-        dev = le.packed.device.type
-        if dev == "cpu" or (self.policy in ("skip", "mask") and dev != "meta"):
-            self._on_loss(le, le.packed.cpu().tolist())  # skip / mask: the one host read they need
-            return self.skip_step
-        if dev == "cuda":
-            self._losses_held += 1
-            self.readback.later((le.packed,), le, self._loss_landed)
-            while self._losses_held > 8:  # bound the batches held
-                self.readback.drain(block=True, limit=1)
-        return False
-
-    def _loss_landed(self, le: _LossEntry, staged: tuple) -> None:
-        self._losses_held -= 1
-        self._on_loss(le, staged[0].tolist())
-
-    def _on_loss(self, le: _LossEntry, packed: list) -> None:
-        value, nonfinite, spike, ema = packed
-        if not (nonfinite or spike):
-            return
-        kind = "nonfinite" if nonfinite else "spike"
-        e = le.entry
-        step = e.step if e is not None else self.step
-        trace_id = uuid.uuid4().hex
-        info = {"value": value, "kind": kind, "reference": ema, "spike_factor": self.loss_watch.spike_factor,
-                "threshold": None if self.loss_watch.spike_factor is None else self.loss_watch.spike_factor * ema}
-        path = None
-        if self.snapshot_dir is not None and le.batch is not None and \
-                sum(ev["snapshot"] is not None for ev in self.loss_events) < self.loss_snapshots:
-            data = le.batch
-            named = dict(data) if isinstance(data, Mapping) else dict(enumerate(data))
-            checks = e.checks if e is not None else None
-            path = save_snapshot(self.snapshot_dir, named=named, is_dict=isinstance(data, Mapping),
-                                 checks=checks, device_calls=e.device_calls if e is not None else 0,
-                                 keys=e.keys if e else None, shards=e.shards if e else None,
-                                 rows=e.rows if e else None, step=step, trace_id=trace_id, policy=self.policy,
-                                 plan=self.plan, reason="loss", loss=info, rng=le.rng)
-            self.snapshots.append(path)
-        action = {"raise": "raised", "warn": "warned"}.get(self.policy, "skipped step")
-        self.loss_events.append({"step": step, "trace_id": trace_id, **info, "snapshot": path, "action": action})
-        if self.profiler is not None:
-            self.profiler.record_bad([f"loss:{kind}"], action)
-        msg = (f"guard: {'non-finite' if nonfinite else 'spiking'} loss {value:g} at step {step} (trace {trace_id})"
-               + (f" > {info['threshold']:g} ({info['spike_factor']:g} x moving average {ema:g})" if spike else "")
-               + (f"; snapshot: {path}" if path else "")
-               + (f"; find the culprit samples: dataaudit replay {path} --model MODULE:FACTORY" if path else ""))
-        if self.policy == "raise":
-            raise BadLossError(msg, step=step, trace_id=trace_id, snapshot=path, loss=value, kind=kind)
-        log.warning("%s -> %s", msg, action)
-        if self.policy in ("skip", "mask"):
-            self.skip_step = True
+        return self.loss_guard.check(loss, batch, self.step)
 
     def _record_ready(self) -> None:
         """Profiler records for steps whose compute time and flags are both known, in step order."""
@@ -438,15 +357,6 @@ def _to_device(data, worker, device, o: GuardOptions):
     if worker is not None:
         worker = move_tree(worker, device, o.non_blocking, pin)
     return data, worker, ev0, _timing_event(device)
-
-
-def _rng_state(device) -> dict:
-    """The RNG state a step starts from: torch's CPU generator, and the CUDA one when the guard's device is CUDA
-    (host-side state: no sync)."""
-    out = {"cpu": torch.get_rng_state()}
-    if device is not None and device.type == "cuda":
-        out["cuda"] = torch.cuda.get_rng_state(device)
-    return out
 
 
 def _labels(calls) -> frozenset:

@@ -80,7 +80,7 @@ class GuardCallback(_Base):
 
     def on_before_backward(self, trainer, pl_module, loss) -> None:
         # |=: with gradient accumulation several micro-batches feed one optimizer step; one bad loss skips it
-        if self.guard._handed is not None and self.guard.watch_loss(loss):
+        if self.guard.loss_guard.handed is not None and self.guard.watch_loss(loss):
             self.loss_skip_requested = True
 
     def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
