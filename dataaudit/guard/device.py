@@ -36,6 +36,9 @@ still pending), with trace ids, step, loss and RNG state; then the policy: raise
 accelerator); warn -> logged; skip and mask -> watch_loss reads the verdict at once (one small read per step on
 an accelerator) and returns True: skip this optimizer step (there is no sample to mask in a loss).
 `dataaudit replay SNAPSHOT --model module:factory` then finds the culprit samples.
+
+The parts: GuardOptions (options.py) the settings; ReadbackQueue (readback.py) the flags' and verdicts' way back;
+FindingsRecord (findings.py) the findings, snapshots and raise of bad batches; LossGuard (loss.py) watch_loss.
 """
 from __future__ import annotations
 
@@ -65,9 +68,7 @@ class DeviceGuard:
         results are then merged in).
     config: the audit TOML path, an AuditConfig or None (as GuardPlan).
     device: where batches go (None: leave them where they are, e.g. CPU training).
-    options: a GuardOptions, or its fields as keywords (policy, act_on, checks, names, fields, ignore_index, pad_id,
-        weight_key, snapshot_dir, profile, log_every, jsonl, late_raise, non_blocking, pin_memory, max_findings,
-        loss_spike, loss_warmup, loss_decay, loss_snapshots; see GuardOptions), not both.
+    options: a GuardOptions, or its fields as keywords (policy="mask", snapshot_dir=None, ...), not both.
     """
 
     def __init__(self, loader: Iterable, config=None, *, device=None, options: GuardOptions | None = None,
@@ -207,8 +208,7 @@ class DeviceGuard:
         if worker is not None:
             res = res.concat(checks_from_payload(worker))
             if worker.get("dropped"):
-                for d in worker["dropped"]:
-                    self.record.bad_batches.append({"step": self.step, "dropped_in_collate": d})
+                self.record.dropped_in_collate(self.step, worker["dropped"])
         acting = self._acting(res.calls)
         entry = BatchEntry(self.step, res.num_samples, keys, shards, rows, res, device_calls, acting, t1 - t0)
         self.last_checks = res
@@ -223,7 +223,6 @@ class DeviceGuard:
                 read_now(entry)
                 if policy == "raise":
                     self.record.raise_bad(entry, data)
-                entry.action = "skipped"
                 self.record.skipped(entry)
                 return None, entry
         elif policy in ("mask", "raise"):
@@ -264,7 +263,6 @@ class DeviceGuard:
             if policy == "raise":
                 self.record.raise_bad(entry, data)
             if policy == "skip":
-                entry.action = "skipped"
                 self.record.skipped(entry)
                 return None, entry
             if policy == "mask":

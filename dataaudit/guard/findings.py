@@ -119,8 +119,13 @@ class FindingsRecord:
             self.profiler.record_bad(sorted({f"{f.check}:{f.field}" for f in out}), "raised")
         raise BadBatchError(msg, step=e.step, trace_id=trace_id, snapshot=path, findings=out)
 
+    def dropped_in_collate(self, step: int, dropped) -> None:
+        """The samples the collate guard dropped (drop=True) from the batch of `step`: a record each."""
+        self.bad_batches.extend({"step": step, "dropped_in_collate": d} for d in dropped)
+
     def skipped(self, e) -> None:
         """Policy skip: the batch was dropped."""
+        e.action = "skipped"
         self.add(e, "skipped")
         if self.profiler is not None:
             fl = e.flagged_host
