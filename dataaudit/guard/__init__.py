@@ -15,16 +15,18 @@ registry, whose text checks use pyarrow.compute).
 See README.md, "The training guard".
 """
 from dataaudit.guard.collate import CollateError, CollateGuard
-from dataaudit.guard.device import POLICIES, BadBatchError, DeviceGuard, Finding
+from dataaudit.guard.device import DeviceGuard
+from dataaudit.guard.findings import BadBatchError, Finding
 from dataaudit.guard.ondevice import OnDeviceGuard
+from dataaudit.guard.options import POLICIES, GuardOptions
 from dataaudit.guard.payload import GuardedBatch
 from dataaudit.guard.plan import GUARD_DEFAULT_CHECKS, BatchChecks, CheckCall, GuardPlan
 from dataaudit.guard.profiler import StepRecord, ThroughputProfiler
 from dataaudit.guard.snapshot import Snapshot, load_snapshot, save_snapshot
 
 __all__ = [
-    "CollateGuard", "CollateError", "GuardedBatch", "DeviceGuard", "OnDeviceGuard", "BadBatchError", "Finding",
-    "POLICIES",
+    "CollateGuard", "CollateError", "GuardedBatch", "DeviceGuard", "OnDeviceGuard", "GuardOptions", "BadBatchError",
+    "Finding", "POLICIES",
     "GuardPlan", "BatchChecks", "CheckCall", "GUARD_DEFAULT_CHECKS", "ThroughputProfiler", "StepRecord",
     "Snapshot", "load_snapshot", "save_snapshot", "GuardCallback",
 ]

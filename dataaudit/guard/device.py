@@ -36,112 +36,29 @@ still pending), with trace ids, step, loss and RNG state; then the policy: raise
 accelerator); warn -> logged; skip and mask -> watch_loss reads the verdict at once (one small read per step on
 an accelerator) and returns True: skip this optimizer step (there is no sample to mask in a loss).
 `dataaudit replay SNAPSHOT --model module:factory` then finds the culprit samples.
+
+The parts: GuardOptions (options.py) the settings; ReadbackQueue (readback.py) the flags' and verdicts' way back;
+FindingsRecord (findings.py) the findings, snapshots and raise of bad batches; LossGuard (loss.py) watch_loss.
 """
 from __future__ import annotations
 
-import logging
 import time
-import uuid
 from collections import deque
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping
 
 import numpy as np
 import torch
 
-from dataaudit.guard.loss import LossWatch
+from dataaudit.guard.findings import BadBatchError, Finding, FindingsRecord
+from dataaudit.guard.loss import BadLossError, LossGuard
 from dataaudit.guard.masking import fill_values, loss_weight, mask_batch
+from dataaudit.guard.options import POLICIES, GuardOptions
 from dataaudit.guard.payload import GuardedBatch, checks_from_payload
-from dataaudit.guard.plan import BatchChecks, GuardPlan, HostChecks, format_value
+from dataaudit.guard.plan import BatchChecks, GuardPlan, HostChecks
 from dataaudit.guard.profiler import StepRecord, ThroughputProfiler
-from dataaudit.guard.snapshot import save_snapshot
+from dataaudit.guard.readback import BatchEntry, ReadbackQueue, read_now
 from dataaudit.guard.tree import move_tree
 from dataaudit.provenance import GUARD, KEY, ROW, SHARD
-
-log = logging.getLogger("dataaudit.guard")
-
-POLICIES = ("raise", "skip", "mask", "warn")
-_ACTION = {"raise": "raised", "skip": "skipped", "mask": "masked", "warn": "warned"}
-
-
-class BadBatchError(RuntimeError):
-    """A batch failed an acting check under policy "raise". Attributes: step, trace_id, snapshot (path or None),
-    findings (list of Finding)."""
-
-    def __init__(self, message: str, *, step: int, trace_id: str, snapshot, findings):
-        super().__init__(message)
-        self.step, self.trace_id, self.snapshot, self.findings = step, trace_id, snapshot, findings
-
-
-class BadLossError(BadBatchError):
-    """The loss of a step was non-finite or spiked, under policy "raise". Attributes as BadBatchError, plus
-    loss (its value) and kind ("nonfinite" or "spike"); findings is empty."""
-
-    def __init__(self, message: str, *, step: int, trace_id: str, snapshot, loss: float, kind: str):
-        super().__init__(message, step=step, trace_id=trace_id, snapshot=snapshot, findings=[])
-        self.loss, self.kind = loss, kind
-
-
-@dataclass
-class Finding:
-    """One flagged (sample, check) of one batch."""
-
-    step: int
-    position: int          # row in the batch handed to the training loop
-    key: Any
-    shard: Any
-    check: str
-    field: str
-    severity: str
-    value: float
-    detail: str
-    action: str            # raised | skipped | masked | warned
-    source: str = "device"  # device | collate
-
-
-# ------------------------------------------------------------------------------------------------ per batch
-
-class _LossEntry:
-    """One watched loss on its way back: the batch that produced it is kept (by reference) until it is read."""
-
-    __slots__ = ("entry", "batch", "rng", "packed", "staged", "event")
-
-    def __init__(self, entry, batch, rng, packed):
-        self.entry, self.batch, self.rng, self.packed = entry, batch, rng, packed
-        self.staged = self.event = None
-
-
-class _Entry:
-    """One batch on its way through the guard; its flags are read back when `event` has completed."""
-
-    __slots__ = ("step", "batch_size", "keys", "shards", "rows", "checks", "device_calls", "acting",
-                 "flagged_host", "_value_host", "_value_from", "tokens_host", "event", "staged", "timing_events",
-                 "snapshot_batch", "action", "wait_s", "copy_s", "guard_s", "compute_s", "wall_s", "skipped_before",
-                 "gpu", "read")
-
-    def __init__(self, step, batch_size, keys, shards, rows, checks, device_calls, acting, copy_s):
-        self.step, self.batch_size, self.keys, self.shards, self.rows = step, batch_size, keys, shards, rows
-        self.checks, self.device_calls, self.acting, self.copy_s = checks, device_calls, acting, copy_s
-        self.flagged_host = self._value_host = self._value_from = self.tokens_host = None  # numpy [C, B] once read
-        self.event = self.staged = self.timing_events = self.snapshot_batch = None
-        self.action = ""
-        self.wait_s = self.guard_s = self.wall_s = 0.0
-        self.compute_s = None
-        self.skipped_before = 0
-        self.gpu = None
-        self.read = False
-
-    @property
-    def value_host(self):
-        """numpy [C, B] values once read back (on the CPU path taken from the HostChecks when first read)."""
-        if self._value_host is None and self._value_from is not None:
-            self._value_host = self._value_from.value_np
-        return self._value_host
-
-    @value_host.setter
-    def value_host(self, v) -> None:
-        self._value_host, self._value_from = v, None
 
 
 class DeviceGuard:
@@ -149,59 +66,49 @@ class DeviceGuard:
 
     loader: yields dict batches (tuple/list with names=...), possibly from CollateGuard (provenance + its
         results are then merged in).
-    config, checks, names, fields: as GuardPlan (config: the audit TOML path, an AuditConfig or None).
+    config: the audit TOML path, an AuditConfig or None (as GuardPlan).
     device: where batches go (None: leave them where they are, e.g. CPU training).
-    policy: raise | skip | mask | warn (see the module doc); act_on: severities the policy acts on.
-    ignore_index, pad_id: mask fill values (default: the config's label_out_of_range ignore_index, -100, and
-        [data] pad_id, else 0). weight_key: per-sample loss weight added to dict batches under mask (None: no).
-    snapshot_dir: where raise (and the loss guard) write snapshots (None: no snapshot).
-    loss_spike, loss_warmup, loss_decay: the loss guard's spike test (see dataaudit.guard.loss; loss_spike=None:
-        non-finite losses only); loss_snapshots: at most this many loss snapshots are written.
-    profile: True (a ThroughputProfiler with log_every / jsonl), a ThroughputProfiler, or False.
+    options: a GuardOptions, or its fields as keywords (policy="mask", snapshot_dir=None, ...), not both.
     """
 
-    def __init__(self, loader: Iterable, config=None, *, device=None, policy: str = "raise",
-                 act_on: Iterable[str] = ("error",), checks=None, names: Sequence[str] | None = None,
-                 fields: Mapping[str, Any] | None = None, ignore_index: int | None = None,
-                 pad_id: int | None = None, weight_key: str | None = "loss_weight",
-                 snapshot_dir: str | Path | None = "guard_snapshots", profile=True, log_every: int = 100,
-                 jsonl: str | Path | None = None, late_raise: bool = True, non_blocking: bool = True,
-                 pin_memory: bool = True, max_findings: int = 10_000, loss_spike: float | None = 5.0,
-                 loss_warmup: int = 20, loss_decay: float = 0.98, loss_snapshots: int = 10):
-        if policy not in POLICIES:
-            raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    def __init__(self, loader: Iterable, config=None, *, device=None, options: GuardOptions | None = None,
+                 **keywords):
+        o = self.options = GuardOptions.from_arguments("DeviceGuard", options, keywords)
         self.loader = loader
-        self.plan = GuardPlan(config, checks=checks, names=names, fields=fields)
+        self.plan = GuardPlan(config, checks=o.checks, names=o.names, fields=o.fields)
         self.device = torch.device(device) if device is not None else None
-        self.policy = policy
-        self.act_on = frozenset(act_on)
-        self.ignore_index, self.pad_id = fill_values(self.plan, ignore_index, pad_id)
-        self.weight_key = weight_key
-        self.snapshot_dir = snapshot_dir
-        if profile is True:
-            self.profiler = ThroughputProfiler(log_every=log_every, jsonl=jsonl)
+        self.ignore_index, self.pad_id = fill_values(self.plan, o.ignore_index, o.pad_id)
+        if o.profile is True:
+            self.profiler = ThroughputProfiler(log_every=o.log_every, jsonl=o.jsonl)
         else:
-            self.profiler = profile or None
-        self.late_raise = late_raise
-        self.non_blocking = non_blocking
-        self.pin_memory = pin_memory
-        self.max_findings = max_findings
-        self.findings: list[Finding] = []
-        self.bad_batches: list[dict] = []
-        self.snapshots: list[Path] = []
+            self.profiler = o.profile or None
+        self.record = FindingsRecord(self.plan, o, self.profiler)
+        self.readback = ReadbackQueue(self.record.on_read, self._record_ready)
+        self.loss_guard = LossGuard(o, self.plan, self.device, self.readback, self.record)
         self.step = -1                 # index of the last batch drawn from the loader
         self.last_checks: BatchChecks | None = None
         self.sample_weight: torch.Tensor | None = None   # mask: the last batch's weights (tuple batches)
         self._acting_key = self._acting_val = None
         self._step_end = None
-        self._pending: deque = deque()   # _Entry and _LossEntry, in the order their copies were queued
-        self._unrecorded: deque[_Entry] = deque()
-        self.loss_watch = LossWatch(loss_spike, loss_warmup, loss_decay)
-        self.loss_events: list[dict] = []
-        self.loss_snapshots = loss_snapshots
-        self.skip_step = False          # skip / mask: the last watched loss was bad (skip the optimizer step)
-        self._handed = None             # (entry, batch, RNG state) of the last batch handed out
-        self._loss_on = False
+        self._unrecorded: deque[BatchEntry] = deque()   # steps handed out, waiting for their profiler record
+
+    # the names the guard has always had: its options (read-only) and what its parts record
+    policy = property(lambda self: self.options.policy)
+    act_on = property(lambda self: self.options.act_on)
+    weight_key = property(lambda self: self.options.weight_key)
+    snapshot_dir = property(lambda self: self.options.snapshot_dir)
+    late_raise = property(lambda self: self.options.late_raise)
+    non_blocking = property(lambda self: self.options.non_blocking)
+    pin_memory = property(lambda self: self.options.pin_memory)
+    max_findings = property(lambda self: self.options.max_findings)
+    loss_snapshots = property(lambda self: self.options.loss_snapshots)
+    findings = property(lambda self: self.record.findings, doc="list of Finding")
+    bad_batches = property(lambda self: self.record.bad_batches)
+    snapshots = property(lambda self: self.record.snapshots)
+    loss_watch = property(lambda self: self.loss_guard.watch)
+    loss_events = property(lambda self: self.loss_guard.events)
+    skip_step = property(lambda self: self.loss_guard.skip_step,
+                         doc="skip / mask: the last watched loss was bad (skip the optimizer step)")
 
     def __len__(self) -> int:
         return len(self.loader)  # type: ignore[arg-type]
@@ -213,7 +120,7 @@ class DeviceGuard:
 
     def _iterate(self):
         it = iter(self.loader)
-        prev: _Entry | None = None
+        prev: BatchEntry | None = None
         carry = [0.0, 0.0, 0.0, 0]   # wait, copy, guard, batches of skipped batches -> the next step
         clock = time.perf_counter
         done = False
@@ -222,11 +129,9 @@ class DeviceGuard:
                 t_req = clock()
                 self._step_end = _timing_event(self.device)  # CUDA: the GPU reaches it when the step's work is done
                 if prev is not None:
-                    prev.compute_s = t_req - prev.wall_s   # wall_s holds the hand-out time until here
-                    prev.wall_s = prev.wait_s + prev.copy_s + prev.guard_s + prev.compute_s
-                    self._unrecorded.append(prev)
+                    self._unrecorded.append(_step_done(prev, t_req))
                     prev = None
-                self._drain(block=False)
+                self.readback.drain(block=False)
                 t0 = clock()
                 try:
                     raw = next(it)
@@ -252,18 +157,26 @@ class DeviceGuard:
                 yield out
         finally:
             if prev is not None:
-                prev.compute_s = time.perf_counter() - prev.wall_s
-                prev.wall_s = prev.wait_s + prev.copy_s + prev.guard_s + prev.compute_s
-                self._unrecorded.append(prev)
+                self._unrecorded.append(_step_done(prev, time.perf_counter()))
             if done:
                 self.flush()
             else:  # stopped early (break, or an error in the training step): record what is complete
                 self._record_ready()
 
+    def poll(self) -> None:
+        """Read back what has arrived, without waiting (may raise late: BadBatchError, BadLossError)."""
+        self.readback.drain(block=False)
+
     def flush(self) -> None:
         """Read back every pending batch's flags (waits for the device) and record them. Called at the end of
         the iteration; call it before reading `findings` mid-epoch on an accelerator."""
-        self._drain(block=True)
+        self.readback.drain(block=True)
+        self._record_ready()
+
+    def record_step(self, entry: BatchEntry) -> None:
+        """A step whose times are complete (a loop that drives `process` itself, e.g. the Lightning callback):
+        its profiler record is added once its flags are read too."""
+        self._unrecorded.append(entry)
         self._record_ready()
 
     # ------------------------------------------------------------------------------------------ one batch
@@ -271,30 +184,23 @@ class DeviceGuard:
     def _acting(self, calls) -> list:
         if calls is not self._acting_key:
             self._acting_key = calls
-            self._acting_val = [c.severity in self.act_on for c in calls]
+            self._acting_val = [c.severity in self.options.act_on for c in calls]
         return self._acting_val
 
     def process(self, raw):
         """Guard one batch as drawn from the loader: (batch for the training loop or None if skipped, entry).
         Usable without the iterator (e.g. the Lightning callback)."""
         out, entry = self._process(raw)
-        # the batch a loss given to watch_loss comes from; the RNG state as its step starts
-        self._handed = None if out is None else (entry, out, _rng_state(self.device) if self._loss_on else None)
+        self.loss_guard.hand_out(entry, out)   # the batch a loss given to watch_loss comes from
         return out, entry
 
     def _process(self, raw):
         clock = time.perf_counter
+        o = self.options
         self.step += 1
         data, keys, shards, rows, worker = _unwrap(raw)
         t0 = clock()
-        ev0 = ev1 = None
-        if self.device is not None:
-            pin = self.pin_memory and self.device.type == "cuda"
-            ev0 = _timing_event(self.device)
-            data = move_tree(data, self.device, self.non_blocking, pin)
-            if worker is not None:
-                worker = move_tree(worker, self.device, self.non_blocking, pin)
-            ev1 = _timing_event(self.device)
+        data, worker, ev0, ev1 = _to_device(data, worker, self.device, o)
         t1 = clock()
         # a check the collate guard ran on a field is its finding, not run again here
         res = self.plan.run(data, _labels(worker["calls"]) if worker is not None else frozenset())
@@ -302,49 +208,44 @@ class DeviceGuard:
         if worker is not None:
             res = res.concat(checks_from_payload(worker))
             if worker.get("dropped"):
-                for d in worker["dropped"]:
-                    self.bad_batches.append({"step": self.step, "dropped_in_collate": d})
+                self.record.dropped_in_collate(self.step, worker["dropped"])
         acting = self._acting(res.calls)
-        entry = _Entry(self.step, res.num_samples, keys, shards, rows, res, device_calls, acting, t1 - t0)
+        entry = BatchEntry(self.step, res.num_samples, keys, shards, rows, res, device_calls, acting, t1 - t0)
         self.last_checks = res
         if type(res) is HostChecks or res.flagged.is_cpu:
             return self._process_host(data, entry)
         # An accelerator: nothing below reads device memory back, except skip and late_raise=False.
-        act = res.rows(acting) if self.policy != "warn" else None   # warn acts on no sample
+        policy = o.policy
+        act = res.rows(acting) if policy != "warn" else None   # warn acts on no sample
         out = data
-        if self.policy == "skip" or (self.policy == "raise" and not self.late_raise):
+        if policy == "skip" or (policy == "raise" and not o.late_raise):
             if bool(act.any()):  # the one host read of these policies (a sync per batch)
-                self._read_now(entry)
-                if self.policy == "raise":
-                    self._raise(entry, data)
-                entry.action = "skipped"
-                self._record_skipped(entry)
+                read_now(entry)
+                if policy == "raise":
+                    self.record.raise_bad(entry, data)
+                self.record.skipped(entry)
                 return None, entry
-        elif self.policy in ("mask", "raise"):
-            out = self._mask(data, act)
-            if self.policy == "raise":  # late raise: keep the batch as checked, for the snapshot
+        elif policy in ("mask", "raise"):
+            out = mask_batch(self.plan, data, act, self.ignore_index, self.pad_id)   # no read back
+            if policy == "raise":  # late raise: keep the batch as checked, for the snapshot
                 entry.snapshot_batch = data
-        if self.policy == "mask" and self.weight_key is not None:
-            w = loss_weight(act)
-            self.sample_weight = w
-            if type(out) is dict:
-                out = out if out is not data else dict(out)
-                out[self.weight_key] = w
-        tokens = self._tokens(data)
+        if policy == "mask" and o.weight_key is not None:
+            out = self._weigh(out, data, act)
+        tokens = _tokens(self.plan, data)
         ev2 = _timing_event(self.device) if self.device is not None else None
         if ev0 is not None:
             entry.timing_events = (self._step_end, ev0, ev1, ev2)
             self._step_end = None
-        self._stage(entry, tokens)
+        self.readback.stage(entry, tokens)
         return out, entry
 
-    def _process_host(self, data, entry: _Entry):
+    def _process_host(self, data, entry: BatchEntry):
         """The CPU path: flags are host memory already, so read them now (no device to stall) and do only
         what a flagged batch needs."""
         res = entry.checks
         if type(res) is HostChecks:  # numpy already: no tensor round trip (values: when first read)
             fl = entry.flagged_host = res.flagged_np
-            entry._value_from = res
+            entry.value_from = res
         else:
             fl = entry.flagged_host = res.flagged.numpy()
             entry.value_host = res.value.numpy()
@@ -357,234 +258,45 @@ class DeviceGuard:
             if not act.any():
                 act = None
         out = data
-        policy = self.policy
+        policy = self.options.policy
         if act is not None:
             if policy == "raise":
-                self._raise(entry, data)
+                self.record.raise_bad(entry, data)
             if policy == "skip":
-                entry.action = "skipped"
-                self._record_skipped(entry)
+                self.record.skipped(entry)
                 return None, entry
             if policy == "mask":
-                out = self._mask(data, torch.from_numpy(act))
-        if policy == "mask" and self.weight_key is not None:
-            w = loss_weight(torch.from_numpy(act if act is not None else np.zeros(fl.shape[1], dtype=bool)))
-            self.sample_weight = w
-            if type(out) is dict:
-                out = out if out is not data else dict(out)
-                out[self.weight_key] = w
-        entry.tokens_host = self._tokens(data) if self.plan.ids_key is not None else 0
+                out = mask_batch(self.plan, data, torch.from_numpy(act), self.ignore_index, self.pad_id)
+        if policy == "mask" and self.options.weight_key is not None:
+            out = self._weigh(out, data, torch.from_numpy(act if act is not None
+                                                          else np.zeros(fl.shape[1], dtype=bool)))
+        entry.tokens_host = _tokens(self.plan, data) if self.plan.ids_key is not None else 0
         if any_flag:
-            self._on_read(entry)
+            self.record.on_read(entry)
         return out, entry
 
-    def _tokens(self, data):
-        p = self.plan
-        if p.ids_key is None:
-            return 0
-        named = data if isinstance(data, Mapping) else dict(enumerate(data))
-        m = named.get(p.mask_key) if p.mask_key is not None else None
-        if m is None:
-            return named[p.ids_key].numel()
-        if m.is_cpu:
-            return int(m.sum())
-        return m.sum(dtype=torch.int64)   # read back late with the flags
+    def _weigh(self, out, data, act: torch.Tensor):
+        """mask: the per-sample loss weights (`sample_weight`; a dict batch gets them under weight_key)."""
+        w = self.sample_weight = loss_weight(act)
+        if type(out) is dict:
+            out = out if out is not data else dict(out)
+            out[self.options.weight_key] = w
+        return out
 
-    def _mask(self, data, act: torch.Tensor):
-        """Neutralize the samples marked in act (bool [B]) without reading anything back."""
-        return mask_batch(self.plan, data, act, self.ignore_index, self.pad_id)
-
-    # ------------------------------------------------------------------------------------------ readback
+    # ------------------------------------------------------------------------------------------ loss, records
 
     def watch_loss(self, loss: torch.Tensor, batch=None) -> bool:
         """Test the training loss of the batch last handed out (or `batch`): non-finite, or a spike. The verdict
         is read back late (no sync) except on the CPU and under skip / mask. Returns True when the optimizer
         step should be skipped (skip / mask, bad loss; always False under raise / warn); also `skip_step`."""
-        if self._handed is None and batch is None:
-            raise RuntimeError("watch_loss: no batch was handed out by this guard yet")
-        entry, out, rng = self._handed if self._handed is not None else (None, None, None)
-        self._loss_on = True
-        le = _LossEntry(entry, out if batch is None else batch, rng or _rng_state(self.device),
-                        self.loss_watch.update(loss))
-        self.skip_step = False
-        dev = le.packed.device.type
-        if dev == "cpu" or (self.policy in ("skip", "mask") and dev != "meta"):
-            self._on_loss(le, le.packed.cpu().tolist())  # skip / mask: the one host read they need
-            return self.skip_step
-        if dev == "cuda":
-            le.staged, le.event = _late_copy(le.packed)
-            self._pending.append(le)
-            while sum(type(e) is _LossEntry for e in self._pending) > 8:  # bound the batches held
-                self._drain(block=True, limit=1)
-        return False
-
-    def _on_loss(self, le: _LossEntry, packed: list) -> None:
-        value, nonfinite, spike, ema = packed
-        if not (nonfinite or spike):
-            return
-        kind = "nonfinite" if nonfinite else "spike"
-        e = le.entry
-        step = e.step if e is not None else self.step
-        trace_id = uuid.uuid4().hex
-        info = {"value": value, "kind": kind, "reference": ema, "spike_factor": self.loss_watch.spike_factor,
-                "threshold": None if self.loss_watch.spike_factor is None else self.loss_watch.spike_factor * ema}
-        path = None
-        if self.snapshot_dir is not None and le.batch is not None and \
-                sum(ev["snapshot"] is not None for ev in self.loss_events) < self.loss_snapshots:
-            data = le.batch
-            named = dict(data) if isinstance(data, Mapping) else dict(enumerate(data))
-            checks = e.checks if e is not None else None
-            path = save_snapshot(self.snapshot_dir, named=named, is_dict=isinstance(data, Mapping),
-                                 checks=checks, device_calls=e.device_calls if e is not None else 0,
-                                 keys=e.keys if e else None, shards=e.shards if e else None,
-                                 rows=e.rows if e else None, step=step, trace_id=trace_id, policy=self.policy,
-                                 plan=self.plan, reason="loss", loss=info, rng=le.rng)
-            self.snapshots.append(path)
-        action = {"raise": "raised", "warn": "warned"}.get(self.policy, "skipped step")
-        self.loss_events.append({"step": step, "trace_id": trace_id, **info, "snapshot": path, "action": action})
-        if self.profiler is not None:
-            self.profiler.record_bad([f"loss:{kind}"], action)
-        msg = (f"guard: {'non-finite' if nonfinite else 'spiking'} loss {value:g} at step {step} (trace {trace_id})"
-               + (f" > {info['threshold']:g} ({info['spike_factor']:g} x moving average {ema:g})" if spike else "")
-               + (f"; snapshot: {path}" if path else "")
-               + (f"; find the culprit samples: dataaudit replay {path} --model MODULE:FACTORY" if path else ""))
-        if self.policy == "raise":
-            raise BadLossError(msg, step=step, trace_id=trace_id, snapshot=path, loss=value, kind=kind)
-        log.warning("%s -> %s", msg, action)
-        if self.policy in ("skip", "mask"):
-            self.skip_step = True
-
-    def _stage(self, entry: _Entry, tokens) -> None:
-        fl, va = entry.checks.flagged, entry.checks.value
-        if fl.device.type == "cpu":
-            entry.flagged_host, entry.value_host = fl.numpy(), va.numpy()
-            entry.tokens_host = int(tokens)
-            entry.read = True
-            self._on_read(entry)
-            return
-        if fl.device.type != "cuda":  # e.g. meta: nothing to read back
-            entry.read = True
-            entry.flagged_host = entry.value_host = None
-            entry.tokens_host = 0
-            return
-        pf, pv = _pinned_copy(fl), _pinned_copy(va)
-        pt = _pinned_copy(tokens) if isinstance(tokens, torch.Tensor) else int(tokens)
-        ev = torch.cuda.Event()
-        ev.record()
-        entry.staged, entry.event = (pf, pv, pt), ev
-        self._pending.append(entry)
-
-    def _drain(self, block: bool, limit: int | None = None) -> None:
-        while self._pending and (limit is None or limit > 0):
-            e = self._pending[0]
-            if not block and not e.event.query():
-                break
-            if block:
-                e.event.synchronize()
-            self._pending.popleft()
-            if limit is not None:
-                limit -= 1
-            if type(e) is _LossEntry:
-                packed, e.staged, e.event = e.staged.tolist(), None, None
-                self._on_loss(e, packed)
-                continue
-            pf, pv, pt = e.staged
-            e.flagged_host, e.value_host = pf.numpy(), pv.numpy()
-            e.tokens_host = int(pt) if isinstance(pt, torch.Tensor) else pt
-            if e.timing_events is not None:  # complete: recorded before e.event on the same stream
-                end_prev, a, b, c = e.timing_events
-                e.gpu = (a.elapsed_time(b) / 1e3, b.elapsed_time(c) / 1e3,
-                         end_prev.elapsed_time(a) / 1e3 if end_prev is not None else None)
-            e.staged = e.event = None
-            e.read = True
-            self._on_read(e)
-        self._record_ready()
-
-    def _read_now(self, entry: _Entry) -> None:
-        """skip / raise (immediate): the flags of this batch on the host now."""
-        if entry.read:
-            return
-        entry.flagged_host = entry.checks.flagged.cpu().numpy()
-        entry.value_host = entry.checks.value.cpu().numpy()
-        entry.read = True
-
-    def _on_read(self, e: _Entry) -> None:
-        """The batch's flags are on the host: findings, log line, late raise."""
-        if e.flagged_host is None or e.action == "skipped":
-            return
-        fl = e.flagged_host
-        if not fl.size or not fl.any():
-            return
-        acted = any(a and fl[c].any() for c, a in enumerate(e.acting))
-        if self.policy == "raise" and acted and e.snapshot_batch is not None:
-            self._raise(e, e.snapshot_batch)  # late raise (the batch went out masked)
-        e.action = _ACTION[self.policy] if acted else "warned"
-        self._findings(e, e.action)
-
-    def _findings(self, e: _Entry, action: str) -> list[Finding]:
-        fl, va = e.flagged_host, e.value_host
-        out = []
-        for c, call in enumerate(e.checks.calls):
-            idx = np.flatnonzero(fl[c])
-            for i in idx.tolist():
-                v = float(va[c, i])
-                out.append(Finding(e.step, i, _at(e.keys, i), _at(e.shards, i), call.check, call.field,
-                                   call.severity, v, format_value(call, v),
-                                   action if e.acting[c] else "warned",
-                                   "device" if c < e.device_calls else "collate"))
-        room = self.max_findings - len(self.findings)
-        if room > 0:
-            self.findings.extend(out[:room])
-        by_check: dict[str, list[int]] = {}
-        for f in out:
-            by_check.setdefault(f"{f.check}:{f.field}", []).append(f.position)
-        self.bad_batches.append({"step": e.step, "action": action,
-                                 "checks": {k: len(v) for k, v in by_check.items()},
-                                 "positions": by_check,
-                                 "keys": sorted({str(f.key) for f in out if f.key is not None})})
-        log.warning("guard: step %d: %s -> %s", e.step, _describe(out), action)
-        return out
-
-    def _raise(self, e: _Entry, data) -> None:
-        trace_id = uuid.uuid4().hex
-        e.action = "raised"
-        out = self._findings(e, "raised")
-        path = None
-        if self.snapshot_dir is not None:
-            named = dict(data) if isinstance(data, Mapping) else dict(enumerate(data))
-            path = save_snapshot(self.snapshot_dir, named=named, is_dict=isinstance(data, Mapping),
-                                 checks=e.checks, device_calls=e.device_calls, keys=e.keys, shards=e.shards,
-                                 rows=e.rows, step=e.step, trace_id=trace_id, policy=self.policy, plan=self.plan)
-            self.snapshots.append(path)
-        acting = [f for f in out if f.severity in self.act_on]
-        msg = (f"guard: bad batch at step {e.step} (trace {trace_id}): {_describe(acting or out)}"
-               + (f"; snapshot: {path}" if path else ""))
-        if self.profiler is not None:
-            self.profiler.record_bad(sorted({f"{f.check}:{f.field}" for f in out}), "raised")
-        raise BadBatchError(msg, step=e.step, trace_id=trace_id, snapshot=path, findings=out)
-
-    def _record_skipped(self, e: _Entry) -> None:
-        self._findings(e, "skipped")
-        if self.profiler is not None:
-            fl = e.flagged_host
-            self.profiler.record_bad([c.label for i, c in enumerate(e.checks.calls) if fl[i].any()], "skipped")
+        return self.loss_guard.check(loss, batch, self.step)
 
     def _record_ready(self) -> None:
         """Profiler records for steps whose compute time and flags are both known, in step order."""
         while self._unrecorded and self._unrecorded[0].read:
             e = self._unrecorded.popleft()
-            if self.profiler is None:
-                continue
-            fl = e.flagged_host
-            bad = [] if fl is None else [c.label for i, c in enumerate(e.checks.calls) if fl[i].any()]
-            self.profiler.add(StepRecord(
-                step=e.step, samples=e.batch_size, tokens=int(e.tokens_host or 0), wait_s=e.wait_s,
-                copy_s=e.copy_s, guard_s=e.guard_s, compute_s=e.compute_s or 0.0, wall_s=e.wall_s,
-                bad_checks=bad, action=e.action if bad else "", skipped_batches=e.skipped_before,
-                gpu_copy_s=e.gpu[0] if e.gpu else None, gpu_guard_s=e.gpu[1] if e.gpu else None,
-                gpu_idle_s=e.gpu[2] if e.gpu else None))
-
-    # ------------------------------------------------------------------------------------------ reporting
+            if self.profiler is not None:
+                self.profiler.add(_step_record(e))
 
     def summary(self) -> dict:
         """Profiler summary plus the guard's record: bad batches, findings count, snapshots, skipped checks."""
@@ -601,28 +313,48 @@ class DeviceGuard:
             self.profiler.close()
 
 
-def _pinned_copy(t: torch.Tensor) -> torch.Tensor:
-    """A non_blocking copy of a device tensor into pinned host memory (complete once a later event is)."""
-    p = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
-    p.copy_(t, non_blocking=True)
-    return p
+def _tokens(plan: GuardPlan, data):
+    """The batch's token count (attention mask sum, else the ids; 0 without token ids): an int on the CPU, a
+    device tensor elsewhere (read back late with the flags)."""
+    if plan.ids_key is None:
+        return 0
+    named = data if isinstance(data, Mapping) else dict(enumerate(data))
+    m = named.get(plan.mask_key) if plan.mask_key is not None else None
+    if m is None:
+        return named[plan.ids_key].numel()
+    if m.is_cpu:
+        return int(m.sum())
+    return m.sum(dtype=torch.int64)
 
 
-def _late_copy(t: torch.Tensor):
-    """(pinned host copy, CUDA event recorded after it): read the copy once the event has completed."""
-    p = _pinned_copy(t)
-    ev = torch.cuda.Event()
-    ev.record()
-    return p, ev
+def _step_done(e: BatchEntry, t: float) -> BatchEntry:
+    """The step of `e` ended at t: its compute time (wall_s held the hand-out time until now) and wall time."""
+    e.compute_s = t - e.wall_s
+    e.wall_s = e.wait_s + e.copy_s + e.guard_s + e.compute_s
+    return e
 
 
-def _rng_state(device) -> dict:
-    """The RNG state a step starts from: torch's CPU generator, and the CUDA one when the guard's device is CUDA
-    (host-side state: no sync)."""
-    out = {"cpu": torch.get_rng_state()}
-    if device is not None and device.type == "cuda":
-        out["cuda"] = torch.cuda.get_rng_state(device)
-    return out
+def _step_record(e: BatchEntry) -> StepRecord:
+    fl = e.flagged_host
+    bad = [] if fl is None else [c.label for i, c in enumerate(e.checks.calls) if fl[i].any()]
+    return StepRecord(
+        step=e.step, samples=e.batch_size, tokens=int(e.tokens_host or 0), wait_s=e.wait_s,
+        copy_s=e.copy_s, guard_s=e.guard_s, compute_s=e.compute_s or 0.0, wall_s=e.wall_s,
+        bad_checks=bad, action=e.action if bad else "", skipped_batches=e.skipped_before,
+        gpu_copy_s=e.gpu[0] if e.gpu else None, gpu_guard_s=e.gpu[1] if e.gpu else None,
+        gpu_idle_s=e.gpu[2] if e.gpu else None)
+
+
+def _to_device(data, worker, device, o: GuardOptions):
+    """(batch, collate payload, CUDA timing events before and after) on `device` (None: as they are)."""
+    if device is None:
+        return data, worker, None, None
+    pin = o.pin_memory and device.type == "cuda"
+    ev0 = _timing_event(device)
+    data = move_tree(data, device, o.non_blocking, pin)
+    if worker is not None:
+        worker = move_tree(worker, device, o.non_blocking, pin)
+    return data, worker, ev0, _timing_event(device)
 
 
 def _labels(calls) -> frozenset:
@@ -655,21 +387,4 @@ def _listify(v):
     return None if v is None else list(v)
 
 
-def _at(seq, i):
-    return None if seq is None or i >= len(seq) else seq[i]
-
-
-def _describe(findings: list[Finding], limit: int = 6) -> str:
-    by: dict[str, list[Finding]] = {}
-    for f in findings:
-        by.setdefault(f"{f.check}:{f.field}", []).append(f)
-    parts = []
-    for label, fs in by.items():
-        names = ", ".join(f"{f.position}={f.shard}:{f.key}" if f.key is not None else str(f.position)
-                          for f in fs[:limit])
-        more = f" +{len(fs) - limit} more" if len(fs) > limit else ""
-        parts.append(f"{label} at [{names}{more}] ({fs[0].detail})")
-    return "; ".join(parts)
-
-
-__all__ = ["DeviceGuard", "BadBatchError", "BadLossError", "Finding", "POLICIES"]
+__all__ = ["DeviceGuard", "BadBatchError", "BadLossError", "Finding", "GuardOptions", "POLICIES"]

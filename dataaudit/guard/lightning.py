@@ -24,10 +24,12 @@ steps the figures go to trainer.logger.log_metrics (TensorBoard, wandb, CSV...) 
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
 from dataaudit.guard.device import DeviceGuard
+from dataaudit.guard.options import GuardOptions
 
 try:  # the optional dependency
     from lightning.pytorch.callbacks import Callback as _Base
@@ -41,13 +43,17 @@ LIGHTNING_AVAILABLE = _Base is not object
 
 
 class GuardCallback(_Base):
-    """The guard as a Lightning callback. Arguments as DeviceGuard (config, policy, act_on, checks, names, fields,
-    ignore_index, pad_id, weight_key, snapshot_dir, late_raise, log_every, jsonl)."""
+    """The guard as a Lightning callback. Arguments as DeviceGuard (config, options or its keywords: policy,
+    act_on, checks, names, fields, ignore_index, pad_id, weight_key, snapshot_dir, late_raise, jsonl, ...); the
+    device is Lightning's, and log_every is how often the figures go to trainer.logger."""
 
-    def __init__(self, config=None, *, log_every: int = 50, metrics_prefix: str = "guard/", **guard_kwargs: Any):
+    def __init__(self, config=None, *, log_every: int = 50, metrics_prefix: str = "guard/",
+                 options: GuardOptions | None = None, **guard_kwargs: Any):
         super().__init__()
-        self.guard = DeviceGuard(None, config, device=None, log_every=0,
-                                 **{k: v for k, v in guard_kwargs.items() if k != "device"})
+        opts = GuardOptions.from_arguments("GuardCallback", options,
+                                           {k: v for k, v in guard_kwargs.items() if k != "device"})
+        # the figures go to the logger (log_every above): no log line of the profiler's own
+        self.guard = DeviceGuard(None, config, device=None, options=dataclasses.replace(opts, log_every=0))
         self.log_every = log_every
         self.metrics_prefix = metrics_prefix
         self.skip_requested = False
@@ -62,7 +68,7 @@ class GuardCallback(_Base):
         t0 = time.perf_counter()
         wait = t0 - self._t_end if self._t_end is not None else 0.0
         g = self.guard
-        g._drain(block=False)  # earlier steps' flags (may raise late)
+        g.poll()  # earlier steps' flags (may raise late)
         out, entry = g.process(batch)
         self.skip_requested = out is None
         if out is not None and out is not batch:
@@ -74,7 +80,7 @@ class GuardCallback(_Base):
 
     def on_before_backward(self, trainer, pl_module, loss) -> None:
         # |=: with gradient accumulation several micro-batches feed one optimizer step; one bad loss skips it
-        if self.guard._handed is not None and self.guard.watch_loss(loss):
+        if self.guard.loss_guard.handed is not None and self.guard.watch_loss(loss):
             self.loss_skip_requested = True
 
     def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
@@ -90,8 +96,7 @@ class GuardCallback(_Base):
         if e is not None:
             e.compute_s = t - self._t_ready
             e.wall_s = e.wait_s + e.copy_s + e.guard_s + e.compute_s
-            g._unrecorded.append(e)
-            g._record_ready()
+            g.record_step(e)
             self._entry = None
         self._t_end = t
         prof = g.profiler

@@ -30,35 +30,33 @@ names steps and positions.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
-
 import torch
 
-from dataaudit.guard.device import BadBatchError
+from dataaudit.guard.findings import BadBatchError
 from dataaudit.guard.masking import fill_values, loss_weight, mask_batch
+from dataaudit.guard.options import GuardOptions
 from dataaudit.guard.plan import CheckCall, GuardPlan, format_value
 
 ONDEVICE_POLICIES = ("mask", "warn", "raise")
+# the GuardOptions it reads: no snapshot, profiler or loss watch here
+ONDEVICE_OPTIONS = ("policy", "act_on", "checks", "names", "fields", "ignore_index", "pad_id", "weight_key")
 
 
 class OnDeviceGuard:
     """Checks + mask as pure tensor work; a record on the device, read by `read()`.
 
-    config, checks, names, fields: as GuardPlan. policy: mask | warn | raise (see the module doc); act_on:
-    severities the policy acts on. ignore_index, pad_id, weight_key: as DeviceGuard's mask."""
+    config: as GuardPlan (the audit TOML path, an AuditConfig or None).
+    options: a GuardOptions, or as keywords policy (mask | warn | raise, see the module doc; default mask), act_on,
+        checks, names, fields, ignore_index, pad_id, weight_key (see GuardOptions), not both."""
 
-    def __init__(self, config=None, *, policy: str = "mask", act_on: Iterable[str] = ("error",), checks=None,
-                 names: Sequence[str] | None = None, fields: Mapping[str, Any] | None = None,
-                 ignore_index: int | None = None, pad_id: int | None = None,
-                 weight_key: str | None = "loss_weight"):
-        if policy not in ONDEVICE_POLICIES:
-            hint = " (skip needs a host read per batch: use DeviceGuard)" if policy == "skip" else ""
-            raise ValueError(f"policy must be one of {ONDEVICE_POLICIES}, got {policy!r}{hint}")
-        self.plan = GuardPlan(config, checks=checks, names=names, fields=fields)
-        self.policy = policy
-        self.act_on = frozenset(act_on)
-        self.ignore_index, self.pad_id = fill_values(self.plan, ignore_index, pad_id)
-        self.weight_key = weight_key
+    def __init__(self, config=None, *, options: GuardOptions | None = None, **keywords):
+        o = self.options = GuardOptions.from_arguments("OnDeviceGuard", options, keywords, accepted=ONDEVICE_OPTIONS,
+                                                       policies=ONDEVICE_POLICIES, policy="mask")
+        self.plan = GuardPlan(config, checks=o.checks, names=o.names, fields=o.fields)
+        self.policy = o.policy
+        self.act_on = o.act_on
+        self.ignore_index, self.pad_id = fill_values(self.plan, o.ignore_index, o.pad_id)
+        self.weight_key = o.weight_key
         self.calls: tuple[CheckCall, ...] | None = None
         self.sample_weight: torch.Tensor | None = None   # mask: the last batch's loss weights
         self._acting: torch.Tensor | None = None   # bool [C]: the calls the policy acts on
@@ -175,4 +173,4 @@ class OnDeviceGuard:
         return out
 
 
-__all__ = ["OnDeviceGuard", "ONDEVICE_POLICIES"]
+__all__ = ["OnDeviceGuard", "ONDEVICE_POLICIES", "ONDEVICE_OPTIONS"]

@@ -2,7 +2,7 @@
 
 The plan is resolved from the audit's own config (the same TOML: [fields] names the batch keys, [data] gives
 num_classes / vocab_size / pad_id / context_length, [checks.NAME] enabled / severity / params) and from the
-first batch's keys. Running it calls the registered check functions (`REGISTRY[name].fn`) on fields built with
+first batch's keys (the rule: dataaudit.guard.resolve, kept here per batch structure). Running it calls the registered check functions (`REGISTRY[name].fn`) on fields built with
 `from_tensor` / `tokens_from_tensor`: the same validators as the audit, no second implementation.
 
 Nothing here reads a device tensor back to the host: the result (`BatchChecks`) holds the per-sample flags and
@@ -19,50 +19,10 @@ import numpy as np
 import torch
 
 from dataaudit.checks import REGISTRY
-from dataaudit.checks.runnable import skip_reason
-from dataaudit.config import AuditConfig, ConfigError, load_config
-from dataaudit.fields import Column, FieldSpec, resolve
+from dataaudit.config import AuditConfig, load_config
+from dataaudit.guard.resolve import (COLLATE_DEFAULT_CHECKS, GUARD_DEFAULT_CHECKS, CheckCall, FieldChecks,
+                                     requested_checks, resolve_batch)
 from dataaudit.tensors import from_tensor, tokens_from_tensor
-
-# What the guard runs by default (when `checks` is not given), each only where the config enables it and its
-# required settings are there: the checks registered with a `guard_default` position, in that order. Chosen for
-# what breaks or silently poisons a training step, at a cost near the memory bandwidth of one read of the batch
-# (see README, "The training guard"; each registration says why it is in or opt-in). The others run when named
-# (checks=[...]) or with "all".
-GUARD_DEFAULT_CHECKS = tuple(sorted((n for n, s in REGISTRY.items() if s.guard_default is not None),
-                                    key=lambda n: REGISTRY[n].guard_default))
-# The collate guard adds the checks only samples before collation need (a null or empty field).
-COLLATE_DEFAULT_CHECKS = GUARD_DEFAULT_CHECKS + ("missing_value",)
-GUARD_TARGETS = ("numeric", "image_tensor", "label", "tokens", "samples")   # samples: the collate guard's
-
-
-@dataclass(frozen=True)
-class CheckCall:
-    """One check on one field of the batch."""
-
-    check: str
-    field: str          # report name of the field: the batch key (ids for token checks)
-    severity: str
-    params: tuple       # sorted (name, value) pairs: hashable, JSON-able
-
-    @property
-    def label(self) -> str:
-        return f"{self.check}:{self.field}"
-
-
-@dataclass
-class FieldChecks:
-    """A tensor of the batch (or ids + attention mask) and the checks run on it."""
-
-    target: str                         # numeric | image_tensor | label | tokens | samples
-    key: Any                            # batch key (str for dicts, int position for tuples; None for samples)
-    name: str                           # report name
-    calls: tuple[CheckCall, ...]
-    mask_key: Any = None                # tokens: the attention mask's key
-    fns: tuple = ()                     # (registered function, params dict) per call, looked up once
-
-    def __post_init__(self):
-        self.fns = tuple((REGISTRY[c.check].fn, dict(c.params)) for c in self.calls)
 
 
 @dataclass
@@ -167,18 +127,6 @@ def as_config(config) -> AuditConfig:
     raise TypeError(f"config must be a path, None or an AuditConfig, not {type(config).__name__}")
 
 
-def _tensor_column(name: str, value) -> Column:
-    """A batch entry as the field rule sees it: a tensor's element kind; a 0-dim tensor is no per-sample field;
-    anything else (lists of strings, provenance) is no tensor field. Its dims per sample and dtype name (image
-    tensors) come along."""
-    if not isinstance(value, torch.Tensor):
-        return Column(name, "other", type(value).__name__)
-    kind = ("float" if value.is_floating_point() else "bool" if value.dtype == torch.bool
-            else "other" if value.is_complex() else "int")
-    dtype = str(value.dtype).removeprefix("torch.")
-    return Column(name, kind, f"tensor {dtype}", per_sample=value.dim() >= 1, ndim=value.dim() - 1, dtype=dtype)
-
-
 class GuardPlan:
     """The guard's checks for one kind of batch, from the audit config.
 
@@ -201,34 +149,13 @@ class GuardPlan:
         if isinstance(self.fields_cfg.get("numeric"), str):
             self.fields_cfg["numeric"] = [self.fields_cfg["numeric"]]
         self.names = tuple(names) if names is not None else None
-        self.requested = self._requested(COLLATE_DEFAULT_CHECKS if checks is None and before_collate else checks)
+        self.requested = requested_checks(COLLATE_DEFAULT_CHECKS if checks is None and before_collate else checks)
         self.skipped: dict[str, str] = {}
         self.problems: tuple[str, ...] = ()   # configured batch keys of the wrong kind (their checks are skipped)
         self.fields: tuple[FieldChecks, ...] | None = None   # resolved from the first batch
         self._signature = None
         self._one = None
         self._without: dict[frozenset, tuple[FieldChecks, ...]] = {}
-
-    # ------------------------------------------------------------------------------------------ resolution
-
-    @staticmethod
-    def _requested(checks) -> tuple[str, ...]:
-        if checks is None:
-            return GUARD_DEFAULT_CHECKS
-        if isinstance(checks, str):
-            if checks != "all":
-                checks = [checks]
-            else:
-                return tuple(n for n, s in REGISTRY.items() if s.target in GUARD_TARGETS)
-        out = []
-        for name in checks:
-            if name not in REGISTRY:
-                raise ConfigError(f"guard: unknown check {name!r} (known: {', '.join(sorted(REGISTRY))})")
-            if REGISTRY[name].target not in GUARD_TARGETS:
-                raise ConfigError(f"guard: {name!r} is a {REGISTRY[name].target} check; the guard runs numeric, "
-                                  "image tensor, label and token checks on tensors (text checks run in the audit)")
-            out.append(name)
-        return tuple(dict.fromkeys(out))
 
     def _named(self, batch) -> dict[Any, Any]:
         """key -> value of the batch's top level (dict keys, or tuple positions named by `names`); read only."""
@@ -255,61 +182,18 @@ class GuardPlan:
         if self.fields is not None and sig == self._signature:
             return self.fields
         self._signature = sig
-        cfg = self.config
-        by_name = {self.display(k): k for k in named}
-        resolved = resolve((_tensor_column(name, named[k]) for name, k in by_name.items()),
-                           FieldSpec.from_config(self.fields_cfg, cfg.data))
-        self.problems = resolved.problems
-        label, ids, mask = (by_name.get(n) for n in (resolved.label, resolved.input_ids, resolved.attention_mask))
-        numeric = [by_name[n] for n in resolved.numeric]
-        image = by_name.get(resolved.image_tensor)
-
-        has = {"numeric": bool(numeric), "label": label is not None, "tokens": ids is not None,
-               "image_tensor": image is not None, "samples": self.before_collate}
-        skipped: dict[str, str] = {}
-        runnable: dict[str, dict[str, dict]] = {}   # check -> target kind -> params
-        for name in self.requested:
-            spec = REGISTRY[name]
-            # the guard runs a check on its first target, or on each of them (guard_all_targets)
-            targets = tuple(t for t in spec.targets if t.kind in GUARD_TARGETS) if spec.guard_all_targets \
-                else spec.targets[:1]
-            why = skip_reason(name, cfg, has, "the batch", targets=targets)
-            if why is None:
-                params = cfg.check(name).params
-                runnable[name] = {t.kind: spec.params_for(t, params) for t in targets
-                                  if has[t.kind] and not spec.missing(spec.params_for(t, params))}
-            else:
-                skipped[name] = why
-
-        def calls(target: str, fname: str) -> tuple[CheckCall, ...]:
-            names = [n for n in runnable if target in runnable[n]]
-            # Reduce-once ordering on one field: checks computing a row reduction the others reuse run first.
-            names.sort(key=lambda n: REGISTRY[n].guard_rank)
-            return tuple(CheckCall(n, fname, cfg.check(n).severity, tuple(sorted(runnable[n][target].items())))
-                         for n in names)
-
-        plans = []
-        if self.before_collate:  # the samples as the dataset yielded them (a None sample)
-            plans.append(FieldChecks("samples", None, "sample", calls("samples", "sample")))
-        if image is not None:  # before numeric: on a float image its per-channel min / max give nonfinite its own
-            plans.append(FieldChecks("image_tensor", image, self.display(image),
-                                     calls("image_tensor", self.display(image))))
-        for k in numeric:
-            plans.append(FieldChecks("numeric", k, self.display(k), calls("numeric", self.display(k))))
-        if label is not None:
-            plans.append(FieldChecks("label", label, self.display(label), calls("label", self.display(label))))
-        if ids is not None:
-            plans.append(FieldChecks("tokens", ids, self.display(ids), calls("tokens", self.display(ids)), mask))
-        self.skipped = skipped
-        self.fields = tuple(p for p in plans if p.calls)
+        r = resolve_batch(named, self.display, self.config, self.fields_cfg, self.requested, self.before_collate)
+        self.problems = r.problems
+        self.skipped = r.skipped
+        self.fields = r.fields
         self._without = {}
         self._all_calls = tuple(c for p in self.fields for c in p.calls)
         one = self.fields[0] if len(self.fields) == 1 else None
         self._one = ((one.key,) + one.fns[0]) \
             if one is not None and one.target not in ("tokens", "samples") and len(one.calls) == 1 \
             else None  # run's straight-line path: (batch key, registered function, params)
-        self.label_key, self.ids_key, self.mask_key, self.numeric_keys = label, ids, mask, tuple(numeric)
-        self.image_key = image
+        self.label_key, self.ids_key, self.mask_key = r.label_key, r.ids_key, r.mask_key
+        self.numeric_keys, self.image_key = r.numeric_keys, r.image_key
         return self.fields
 
     @property

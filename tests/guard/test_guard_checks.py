@@ -161,7 +161,7 @@ def test_guard_hot_path_has_no_data_dependent_op_on_meta():
     for policy in ("mask", "warn", "raise"):
         g = DeviceGuard([batch], cfg, device=meta, policy=policy, checks="all", profile=False)
         out, entry = g.process(dict(batch))
-        # pixels [4, 3, 8, 8] is an image tensor too: 3 image checks (tests/guard_images) besides the 9, and
+        # pixels [4, 3, 8, 8] is an image tensor too: 3 image checks (test_image_guard.py) besides the 9, and
         # missing_value on pixels, label and input_ids
         assert out["pixels"].device.type == "meta" and len(g.plan.calls) == 15
         assert g.plan.skipped == {"dtype_mismatch": "not configured: expected",

@@ -2,7 +2,7 @@
 torch.cuda.set_sync_debug_mode("error"); copies through pinned memory, non-blocking (the profiler's memcpy kinds);
 flags read back late; every policy; OnDeviceGuard captured in a CUDA graph and compiled as one graph; the loss
 guard and replay on the GPU. Skipped without CUDA (the meta-device tests in test_guard_checks.py,
-test_ondevice_guard.py and guard_loss/ cover sync-freedom there)."""
+test_ondevice_guard.py and test_loss_guard.py cover sync-freedom there)."""
 from __future__ import annotations
 
 import math
@@ -185,7 +185,7 @@ def test_loss_guard_on_cuda_reads_back_late_without_a_sync(policy, tmp_path):
     of the exact batch and the CUDA RNG state; replay on the GPU names the culprit in 9 forward passes."""
     from dataaudit.guard.device import BadLossError
     from dataaudit.guard.replay import replay
-    from tests.guard_loss.test_loss_guard import CULPRIT, batches as loss_batches
+    from tests.guard.test_loss_guard import CULPRIT, batches as loss_batches
     lin = torch.nn.Linear(4, 1, bias=False, device="cuda")
     with torch.no_grad():
         lin.weight.fill_(1.0)

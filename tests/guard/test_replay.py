@@ -16,8 +16,8 @@ from dataaudit.guard import DeviceGuard, load_snapshot
 from dataaudit.guard.device import BadLossError
 from dataaudit.guard.replay import replay
 
-from tests.guard_loss.replay_model import make_group_loss, make_loss
-from tests.guard_loss.test_loss_guard import B, batches
+from tests.guard.replay_model import make_group_loss, make_loss
+from tests.guard.test_loss_guard import B, batches
 from tests.paths import REPO
 
 
@@ -65,7 +65,7 @@ def cli(*args, cwd=REPO):
 
 def test_cli_prints_the_culprit_and_writes_json(tmp_path):
     path = snapshot_of(batches(1, bad_step=0)[0], tmp_path)
-    p = cli(path, "--model", "tests.guard_loss.replay_model:make_loss")
+    p = cli(path, "--model", "tests.guard.replay_model:make_loss")
     assert p.returncode == 1, p.stderr
     assert "64 rows, bisect): 9 forward passes" in p.stdout
     assert "1 culprit (non-finite loss alone):\n  row 37: shard s.parquet, key k37, record 37\n" in p.stdout
@@ -76,17 +76,17 @@ def test_cli_prints_the_culprit_and_writes_json(tmp_path):
     assert result["loss"]["value"] == "inf"
     assert result["culprits"] == [{"position": 37, "shard": "s.parquet", "key": "k37", "row": 37}]
     assert (result["mode"], result["forward_passes"], result["step"]) == ("bisect", 9, 0)
-    p = cli(path, "--model", "tests.guard_loss.replay_model:make_group_loss", "--per-sample",
+    p = cli(path, "--model", "tests.guard.replay_model:make_group_loss", "--per-sample",
             "--out", tmp_path / "r.json")
     assert p.returncode == 0 and "not reproduced" in p.stdout  # that loss is finite on this batch
     assert json.loads((tmp_path / "r.json").read_text())["forward_passes"] == 1 + B
 
 
 @pytest.mark.parametrize("model, message", [
-    ("tests.guard_loss.no_such_module:f", "cannot import 'tests.guard_loss.no_such_module'"),
-    ("tests.guard_loss.replay_model:missing", "has no callable 'missing'"),
-    ("tests.guard_loss.replay_model:not_callable", "has no callable 'not_callable'"),
-    ("tests.guard_loss.replay_model:broken", "the factory failed: RuntimeError: no checkpoint here"),
+    ("tests.guard.no_such_module:f", "cannot import 'tests.guard.no_such_module'"),
+    ("tests.guard.replay_model:missing", "has no callable 'missing'"),
+    ("tests.guard.replay_model:not_callable", "has no callable 'not_callable'"),
+    ("tests.guard.replay_model:broken", "the factory failed: RuntimeError: no checkpoint here"),
     ("nocolon", "expected MODULE:FACTORY"),
 ])
 def test_cli_usage_errors_exit_2_with_one_line(tmp_path, model, message, monkeypatch):
@@ -99,6 +99,6 @@ def test_cli_usage_errors_exit_2_with_one_line(tmp_path, model, message, monkeyp
 def test_cli_unreadable_snapshot_exits_2(tmp_path):
     bad = tmp_path / "x.safetensors"
     bad.write_text("not a snapshot")
-    r = CliRunner().invoke(main, ["replay", str(bad), "--model", "tests.guard_loss.replay_model:make_loss"])
+    r = CliRunner().invoke(main, ["replay", str(bad), "--model", "tests.guard.replay_model:make_loss"])
     assert r.exit_code == 2 and "not a readable guard snapshot" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1

@@ -12,7 +12,7 @@ import torch
 from dataaudit.guard import DeviceGuard, GuardCallback, load_snapshot
 from dataaudit.guard.device import BadBatchError, BadLossError
 
-from tests.guard_loss.replay_model import make_loss
+from tests.guard.replay_model import make_loss
 
 B = 64
 CULPRIT = 37

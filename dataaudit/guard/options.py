@@ -1,0 +1,113 @@
+"""GuardOptions: the settings of DeviceGuard and OnDeviceGuard, declared, validated and documented once.
+
+    opts = GuardOptions(policy="mask", act_on=("error", "warning"), snapshot_dir=None)
+    guard = DeviceGuard(loader, "audit.toml", device="cuda", options=opts)
+    same = DeviceGuard(loader, "audit.toml", device="cuda", policy="mask", act_on=("error", "warning"),
+                       snapshot_dir=None)        # the keywords build the same GuardOptions
+
+A guard takes `options=` or the keywords, not both. What the batches are (the loader, the config) and where they go
+(`device`) stay the guards' own arguments. OnDeviceGuard reads the policy, act_on, the plan's and the mask's
+settings only: it writes no snapshot, has no profiler and no loss watch.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping, Sequence
+
+from dataaudit.checks import SEVERITIES
+from dataaudit.guard.loss import check_loss_settings
+
+POLICIES = ("raise", "skip", "mask", "warn")
+
+
+def check_policy(policy: str, allowed: Sequence[str] = POLICIES) -> None:
+    """ValueError unless policy is one of `allowed` (OnDeviceGuard allows fewer than POLICIES)."""
+    if policy not in allowed:
+        hint = " (skip needs a host read per batch: use DeviceGuard)" if policy == "skip" else ""
+        raise ValueError(f"policy must be one of {tuple(allowed)}, got {policy!r}{hint}")
+
+
+@dataclasses.dataclass(frozen=True)
+class GuardOptions:
+    """How a guard acts (see the DeviceGuard and OnDeviceGuard module docs for the policies).
+
+    policy: raise | skip | mask | warn (OnDeviceGuard: mask | warn | raise). act_on: the severities the policy acts
+        on; flagged checks at other severities are recorded and logged, as warn.
+    checks, names, fields: as GuardPlan (None: the guard's default checks; names: of a tuple batch's positions;
+        fields: overrides of the config's [fields]).
+    ignore_index, pad_id: what mask writes (None: the config's label_out_of_range ignore_index, -100, and [data]
+        pad_id, else 0). weight_key: the per-sample loss weight added to dict batches under mask (None: none).
+    DeviceGuard only:
+    snapshot_dir: where raise and the loss guard write snapshots (None: no snapshot). late_raise: on an
+        accelerator, raise when the flags come back (no sync) rather than before the batch goes out.
+    profile: True (a ThroughputProfiler with log_every / jsonl), a ThroughputProfiler, or False.
+    non_blocking, pin_memory: how batches are copied to the device. max_findings: at most this many are kept.
+    loss_spike, loss_warmup, loss_decay: the loss guard's spike test (dataaudit.guard.loss; loss_spike=None:
+        non-finite losses only); loss_snapshots: at most this many loss snapshots are written.
+    """
+
+    policy: str = "raise"
+    act_on: frozenset = frozenset({"error"})
+    checks: Iterable[str] | str | None = None
+    names: Sequence[str] | None = None
+    fields: Mapping[str, Any] | None = None
+    ignore_index: int | None = None
+    pad_id: int | None = None
+    weight_key: str | None = "loss_weight"
+    snapshot_dir: str | Path | None = "guard_snapshots"
+    late_raise: bool = True
+    profile: Any = True
+    log_every: int = 100
+    jsonl: str | Path | None = None
+    non_blocking: bool = True
+    pin_memory: bool = True
+    max_findings: int = 10_000
+    loss_spike: float | None = 5.0
+    loss_warmup: int = 20
+    loss_decay: float = 0.98
+    loss_snapshots: int = 10
+
+    def __post_init__(self):
+        check_policy(self.policy)
+        # frozen: settle the iterables once (a generator of check names would be spent by the first guard)
+        act_on = frozenset(self.act_on)
+        unknown = sorted(act_on - set(SEVERITIES))
+        if unknown:
+            raise ValueError(f"act_on: unknown severities {unknown} (known: {SEVERITIES})")
+        object.__setattr__(self, "act_on", act_on)
+        if self.checks is not None and not isinstance(self.checks, str):
+            object.__setattr__(self, "checks", tuple(self.checks))
+        if self.names is not None:
+            object.__setattr__(self, "names", tuple(self.names))
+        if self.fields is not None:
+            object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))
+        check_loss_settings(self.loss_spike, self.loss_decay)
+
+    @classmethod
+    def from_arguments(cls, owner: str, options: GuardOptions | None, keywords: Mapping[str, Any], *,
+           accepted: Iterable[str] | None = None, policies: Sequence[str] = POLICIES,
+           **defaults) -> GuardOptions:
+        """The options a guard's constructor was given: `options`, or its keywords (`accepted`: the names it takes,
+        `defaults`: its own defaults); both at once is a TypeError, as is an unknown keyword."""
+        if options is not None:
+            if keywords:
+                raise TypeError(f"{owner}: give options=GuardOptions(...) or keyword options, not both "
+                                f"(got {', '.join(sorted(keywords))})")
+            if not isinstance(options, GuardOptions):
+                raise TypeError(f"{owner}: options must be a GuardOptions, not {type(options).__name__}")
+            check_policy(options.policy, policies)
+            return options
+        names = OPTION_NAMES if accepted is None else frozenset(accepted)
+        for k in keywords:
+            if k not in names:
+                raise TypeError(f"{owner}() got an unexpected keyword argument {k!r}")
+        given = {**defaults, **keywords}
+        check_policy(given.get("policy", "raise"), policies)
+        return cls(**given)
+
+
+OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(GuardOptions))
+
+__all__ = ["GuardOptions", "POLICIES", "OPTION_NAMES", "check_policy"]
