@@ -27,7 +27,7 @@ def test_openai_messages_flags(tmp_path):
     assert summary["formats"] == {"messages": "conversation (role, content)",
                                   "id": "identifier (not audited as prose)"}
     assert summary["unchecked"] == {} and summary["problems"] == []
-    assert summary["samples"] == 11 and summary["flagged"] == 9
+    assert summary["records"] == 11 and summary["flagged"] == 9
     assert summary["duplicate_id"]["ids"] == 11 and summary["duplicate_id"]["within"] == 0
 
 

@@ -150,9 +150,6 @@ TEST_FOLDERS_NOT_PACKAGES = {
     "e2e": "end-to-end tests of each command (the CLI in, the outputs out), across packages",
 }
 # Guard tests that another change moves into tests/guard/: drop these names once it is merged.
-TEST_FOLDERS_BEING_MOVED = {"guard_defects", "guard_images", "guard_loss"}
-
-
 def test_test_folders_are_named_after_packages():
     """Every folder of tests/ is named after what it tests: a package of dataaudit/ (`dataaudit/<name>/`), `core`
     (dataaudit's top-level modules), `pipelines` or `fixtures` (the data generators), so a test is found where
@@ -161,7 +158,7 @@ def test_test_folders_are_named_after_packages():
     assert {"checks", "sources", "stats", "images", "report"} <= packages
     folders = {p.name for p in (REPO / "tests").iterdir()
                if p.is_dir() and p.name != "__pycache__" and not p.name.startswith(".")}
-    strays = folders - packages - set(TEST_FOLDERS_NOT_PACKAGES) - TEST_FOLDERS_BEING_MOVED
+    strays = folders - packages - set(TEST_FOLDERS_NOT_PACKAGES)
     assert strays == set(), f"tests/ folders named after no package: {sorted(strays)}"
 
 

@@ -27,7 +27,7 @@ def test_threads_give_the_same_table_and_summary(shard, threads):
     assert one.num_rows == 700 and one.column("row").to_pylist() == list(range(700))
     one_summary.pop("seconds"), many_summary.pop("seconds")
     assert many_summary == one_summary
-    assert one_summary["samples"] == 700 and one_summary["empty"] == 5
+    assert one_summary["records"] == 700 and one_summary["empty"] == 5
 
 
 def test_batches_counted_as_read_with_threads(shard):
