@@ -27,6 +27,7 @@ from typing import IO, Iterator
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 TEMP_SUFFIX = ".tmp"          # temporary outputs are `.<name>.<random>.tmp` beside their final name
 COPY_CHUNK = 1 << 20
+OBJECT_STORES = ("s3", "gcs", "abfs")   # pyarrow filesystems whose objects appear whole when their upload ends
 
 
 @dataclass(frozen=True)
@@ -220,6 +221,29 @@ def temp_beside(path: str | os.PathLike) -> Path:
             continue
 
 
+def _upload(local: Path, dst: str) -> None:
+    """Put a complete local file at the URI `dst`. An object store shows an object only once its upload ends; a
+    filesystem with folders gets a temporary name beside `dst`, then a rename, as a local output does."""
+    fs, path = _remote(dst)
+    parent = path.rpartition("/")[0]
+    direct = fs.type_name in OBJECT_STORES
+    if parent and not direct:
+        fs.create_dir(parent, recursive=True)
+    target = path if direct else f"{parent}/.{path.rpartition('/')[2]}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
+    try:
+        with open(local, "rb") as src, fs.open_output_stream(target) as out:
+            shutil.copyfileobj(src, out, COPY_CHUNK)
+        if not direct:
+            fs.move(target, path)
+    except BaseException:
+        if not direct:
+            try:
+                fs.delete_file(target)
+            except OSError:
+                pass
+        raise
+
+
 @contextmanager
 def atomic_path(dst: str | os.PathLike) -> Iterator[Path]:
     """A local temporary path to write `dst` to (for writers that take a path); committed to `dst` when the block
@@ -230,9 +254,7 @@ def atomic_path(dst: str | os.PathLike) -> Iterator[Path]:
         tmp = Path(name)
         try:
             yield tmp
-            fs, path = _remote(os.fspath(dst))
-            with open(tmp, "rb") as src, fs.open_output_stream(path) as out:   # visible once the upload ends
-                shutil.copyfileobj(src, out, COPY_CHUNK)
+            _upload(tmp, os.fspath(dst))
         finally:
             tmp.unlink(missing_ok=True)
         return

@@ -54,7 +54,8 @@ def _read_json(path: str, what: str) -> dict:
     try:
         return json.loads(read_text(path))
     except FileNotFoundError:
-        raise CleanRefused(f"{path}: not found: is {os.path.dirname(path)} a {what} output folder?") from None
+        raise CleanRefused(f"{path}: not found: is {os.path.dirname(path)} the --out folder of "
+                           f"`dataaudit {what}`?") from None
     except (OSError, ValueError) as e:
         raise CleanRefused(f"{path}: cannot read it: {e}") from None
 

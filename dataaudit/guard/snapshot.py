@@ -27,6 +27,7 @@ import torch
 
 from dataaudit.guard.plan import BatchChecks, CheckCall, GuardPlan, empty_checks, format_value
 from dataaudit.guard.tree import move_tree
+from dataaudit.io import atomic_path
 
 FORMAT = "dataaudit-guard-snapshot/1"
 _META_KEY = "dataaudit"
@@ -69,9 +70,7 @@ def save_snapshot(directory, *, named: dict, is_dict: bool, checks: BatchChecks 
     if checks is None:
         checks = empty_checks(len(keys) if keys is not None else 0)
 
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"step{step:06d}-{trace_id[:8]}.safetensors"
+    path = Path(directory) / f"step{step:06d}-{trace_id[:8]}.safetensors"
     tensors: dict[str, torch.Tensor] = {}
     entries, extra, not_stored = [], {}, []
     for k, v in named.items():
@@ -101,9 +100,8 @@ def save_snapshot(directory, *, named: dict, is_dict: bool, checks: BatchChecks 
         "torch": torch.__version__,
         "device": checks.flagged.device.type,   # where the checks ran: verify() reruns them there when it can
     }
-    tmp = path.with_suffix(".tmp")
-    save_file(tensors, str(tmp), metadata={_META_KEY: json.dumps(meta)})
-    tmp.replace(path)
+    with atomic_path(path) as tmp:   # the folder is made, and a reader never sees half a snapshot
+        save_file(tensors, str(tmp), metadata={_META_KEY: json.dumps(meta)})
     return path
 
 

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from tests.paths import REPO
@@ -210,3 +211,167 @@ def test_generators_are_imported_from_fixtures():
                 elif tree == "tests" and module not in BENCHMARK_CODE_TESTED:
                     offenders.append(f"{rel} imports benchmarks/{module}.py (a generator belongs in fixtures/)")
     assert offenders == [], "\n".join(offenders)
+
+
+# ------------------------------------------------------------------------------------------ one home for each thing
+
+# What a module of pipelines/ may import from dataaudit/: the ground floor every job stands on, and its own command's
+# package (a job's report model, exit rule and output names live there, never in pipelines/).
+GROUND_FLOOR = ("dataaudit.atomic", "dataaudit.io", "dataaudit.outputs", "dataaudit.handlers", "dataaudit.errors",
+                "dataaudit.extras", "dataaudit.config")
+JOB_PACKAGES = {"audit": "dataaudit.audit", "dedup": "dataaudit.dedup", "image_dedup": "dataaudit.dedup",
+                "contamination": "dataaudit.contamination", "clean": "dataaudit.clean"}
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_pipelines_import_only_the_ground_floor_and_their_jobs_package():
+    offenders = []
+    for name, path in MODULES.items():
+        if not _within(name, "dataaudit.pipelines"):
+            continue
+        job = JOB_PACKAGES.get(name.rpartition(".")[2])
+        for m in _imports(name, path, top_level_only=False):
+            if not m.startswith("dataaudit.") or _within(m, "dataaudit.pipelines"):
+                continue
+            if any(_within(m, g) for g in GROUND_FLOOR) or (job is not None and _within(m, job)):
+                continue
+            offenders.append(f"{name} imports {m}")
+    assert offenders == []
+
+
+def _package(module: str) -> str:
+    """dataaudit.textops._kernels -> dataaudit.textops; dataaudit.io -> dataaudit.io."""
+    return ".".join(module.split(".")[:2])
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def test_no_private_name_is_imported_across_packages():
+    offenders = []
+    for name, path in MODULES.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                base = ".".join(anchor[: len(anchor) - (node.level - 1)] + ([base] if base else []))
+            if not base.startswith("dataaudit") or _package(base) == _package(name):
+                continue
+            hidden = [p for p in base.split(".") if _private(p)] + [a.name for a in node.names if _private(a.name)]
+            if hidden:
+                offenders.append(f"{name} imports {', '.join(hidden)} from {base}")
+    assert offenders == []
+
+
+def _declared_outputs() -> dict[str, str]:
+    """Every output file name a job declares -> the module that declares it (`FILES` and the table names beside
+    it in each command's package)."""
+    import importlib
+
+    from dataaudit.outputs import JobFiles
+
+    declared = {}
+    for package in ("dataaudit.audit", "dataaudit.clean", "dataaudit.contamination", "dataaudit.dedup",
+                    "dataaudit.tokenization"):
+        files = importlib.import_module(package).FILES
+        assert isinstance(files, JobFiles)
+        for f in (files.record, *files.tables, files.page, *files.nested):
+            if f:
+                declared[f] = package
+    return declared
+
+
+def _strings(path: Path):
+    """The string constants of a module, its prose left out: docstrings and the checks' descriptions (they
+    describe files in words, for people)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docs.add(id(first.value))
+        if isinstance(node, ast.keyword) and node.arg == "description":
+            docs.update(id(n) for n in ast.walk(node.value))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            yield node.value
+
+
+def test_each_output_name_is_spelled_once():
+    """A job's output names are declared in its command's package and taken from there everywhere else (the job,
+    the summary lines, clean reading the findings, the folder walk): no second spelling can drift."""
+    declared = _declared_outputs()
+    assert {"report.json", "flags.parquet", "clean.json", "dedup.json", "keep.parquet", "contamination.json",
+            "items.parquet", "tokenizer_drift.json"} <= set(declared)
+    spelled: dict[str, set[str]] = {}
+    # the name as a word: ".flags.parquet", a part's suffix, is another name
+    patterns = {f: re.compile(rf"(?<![\w.]){re.escape(f)}(?!\w)") for f in declared}
+    for name, path in MODULES.items():
+        for text in _strings(path):
+            for f, pattern in patterns.items():
+                if pattern.search(text):
+                    spelled.setdefault(f, set()).add(name)
+    assert {f: sorted(m) for f, m in spelled.items() if m != {declared[f]}} == {}
+    folders = {name for name, path in MODULES.items() for t in _strings(path)
+               if t in ("parts", "work") or t.startswith("parts/")}
+    assert folders == {"dataaudit.outputs"}
+
+
+# Reading, listing, measuring and writing files goes through dataaudit.io (the one door, which object-store URIs
+# plug into). Calls that go around it:
+_AROUND_THE_DOOR = {"open", "os.open", "os.stat", "os.walk", "os.listdir", "os.scandir", "os.replace", "os.rename",
+                    "os.remove", "os.unlink", "os.makedirs", "os.mkdir", "os.path.getsize", "os.path.isfile",
+                    "os.path.isdir", "os.path.exists", "shutil.copyfile", "shutil.copy", "shutil.rmtree",
+                    "shutil.move", "glob.glob", "glob.iglob"}
+_PATH_METHODS = {"read_text", "read_bytes", "write_text", "write_bytes", "is_file", "is_dir", "exists", "mkdir",
+                 "unlink", "rglob", "iterdir", "touch", "rmdir"}
+# Modules that touch files of their own, and why they need no door.
+_OWN_FILES = {
+    "dataaudit.io": "the door itself",
+    "dataaudit.atomic": "writes the temporary path the door's commit gives it",
+    "dataaudit": "maps a checkout's pipelines/ folder at import (no data)",
+    "dataaudit.cache": "the local cache folder",
+    "dataaudit.textops.compiled": "the kernels compiled into the local cache folder, and /proc/cpuinfo",
+    "dataaudit.textops.codepoints": "code point tables in the local cache folder",
+    "dataaudit.report.render": "compiled templates in the local cache folder",
+    "dataaudit.tokenization.loading": "a tokenizer: a local file or folder the tokenizers library loads",
+    "dataaudit.checks.special_tokens": "a tokenizer's local file",
+    "dataaudit.checks.drift": "a tokenizer's local file",
+    "dataaudit.stats.conversation_lengths": "a tokenizer's local file or folder",
+    "dataaudit.cli.replay": "the user's module beside the command (sys.path)",
+    "dataaudit.guard.profiler": "an append-only log the training process writes as it goes",
+}
+
+
+def _call_name(func: ast.expr) -> str | None:
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if isinstance(func, ast.Name):
+        parts.append(func.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def test_files_are_opened_only_through_the_door():
+    offenders = []
+    for name, path in MODULES.items():
+        if name in _OWN_FILES:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            called = _call_name(node.func)
+            method = node.func.attr if isinstance(node.func, ast.Attribute) else None
+            if called in _AROUND_THE_DOOR or (method in _PATH_METHODS and called not in ("self.exists",)):
+                offenders.append(f"{name}:{node.lineno} {called or method}")
+    assert offenders == []

@@ -34,7 +34,7 @@ def test_estimate_pairs_counts_equal_values(tmp_path):
     sig[3, :] = sig[1, :]            # doc 3 == doc 1
     part = tmp_path / "part.parquet"
     pq.write_table(pa.table({"sig": signature_array(sig)}), part)
-    corpus = Corpus(["shard"], [str(part)], [{"samples": 4}], 0)
+    corpus = Corpus(["shard"], [str(part)], [{"records": 4}], 0)
     src, dst, j = estimate_pairs(np.array([0, 0, 1, 3]), np.array([1, 2, 3, 2]), [corpus], 0.8)
     assert j.tolist() == [0.8, 0.7, 1.0, 0.7]
     assert src.tolist() == [0, 1] and dst.tolist() == [1, 3]

@@ -194,7 +194,8 @@ def test_no_contamination_exits_0(planted, shared_data, tmp_path):
 
 @pytest.mark.parametrize("args, pattern", [
     (["--benchmark", "gsm8k={bench}:nope"], r"gsm8k_test\.jsonl: line 1: field 'nope' not found"),
-    (["--benchmark", "gsm8k={bad}"], r"bad\.jsonl: line 3: not valid JSON"),
+    (["--benchmark", "gsm8k={bad}"],
+     r"bad\.jsonl: row 1 \(line 3\): Expecting property name enclosed in double quotes at column 19"),
     (["--benchmark", "gsm8k={missing_field}"], r"missing\.jsonl: line 2: field 'question' not found"),
     (["--benchmark", "gsm8k={tmp}/nope.jsonl"], r"nope\.jsonl: file not found"),
     (["--benchmark", "gsm8k={tmp}/x.txt"], r"x\.txt: unsupported benchmark format"),

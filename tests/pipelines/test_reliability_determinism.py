@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 
 from dataaudit.config import load_config
 from dataaudit.pipelines.audit import run_audit
+from dataaudit.pipelines.engine import EngineOptions
 from tests.paths import REPO
 
 

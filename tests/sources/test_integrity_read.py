@@ -162,7 +162,7 @@ def test_python_api_read_mode(damaged, tmp_path):
     config = load_config(None)
     assert config.read == "all-columns" and config.fingerprint()["read"] == "all-columns"
     result, _ = audit_shard(str(damaged), config.with_read("checked-columns"))
-    assert (result.status, result.samples, result.not_decoded) == ("ok", ROWS_PER_GROUP, ["timestamp"])
+    assert (result.status, result.records, result.not_decoded) == ("ok", ROWS_PER_GROUP, ["timestamp"])
     result, _ = audit_shard(str(damaged), config)
     assert result.status == "unreadable" and result.error.startswith("parquet: column 'timestamp' (row group 0): ")
     with pytest.raises(ValueError, match="read mode must be one of all-columns, checked-columns"):

@@ -124,3 +124,29 @@ def test_parquet_layout(tmp_path):
     rewrite_parquet(str(src), tmp_path / "o2.parquet", drop, n, WriteOptions(row_group_rows=250))
     md = pq.ParquetFile(tmp_path / "o2.parquet").metadata
     assert [md.row_group(i).num_rows for i in range(md.num_row_groups)] == [250, 250, 166]
+
+
+def test_csv_header_and_kept_rows_byte_for_byte(tmp_path):
+    from dataaudit.writers.delimited import rewrite_delimited
+
+    src = tmp_path / "x.csv"
+    src.write_bytes(b'\xef\xbb\xbfq,a\r\n"one, two",1\r\n\r\n"multi\nline",2\r\nlast,3')
+    r = rewrite_delimited(str(src), tmp_path / "o.csv", rows(0), 3, ",")
+    assert r == {"records": 3, "kept": 2, "dropped_lines": [2]}
+    assert (tmp_path / "o.csv").read_bytes() == b'\xef\xbb\xbfq,a\r\n\r\n"multi\nline",2\r\nlast,3'
+    # without a header (a benchmark file whose first row is an item), the first row is a record like the others
+    r = rewrite_delimited(str(src), tmp_path / "n.csv", rows(0, 1), 4, ",", WriteOptions(header=False))
+    assert r == {"records": 4, "kept": 2, "dropped_lines": [1, 2]}
+    assert (tmp_path / "n.csv").read_bytes() == b'\r\n"multi\nline",2\r\nlast,3'
+    with pytest.raises(ShardMismatch, match=r"x\.csv: read 3 records, the audit read 4"):
+        rewrite_delimited(str(src), tmp_path / "m.csv", rows(), 4, ",")
+    assert not (tmp_path / "m.csv").exists()
+
+
+def test_compression_follows_the_input_unless_asked(tmp_path):
+    src = tmp_path / "x.jsonl.gz"
+    src.write_bytes(gzip.compress(b'{"a": 1}\n{"a": 2}\n'))
+    rewrite_jsonl(str(src), tmp_path / "same.jsonl.gz", rows(0), 2)
+    assert gzip.decompress((tmp_path / "same.jsonl.gz").read_bytes()) == b'{"a": 2}\n'
+    rewrite_jsonl(str(src), tmp_path / "plain.jsonl", rows(0), 2, WriteOptions(compress=False))
+    assert (tmp_path / "plain.jsonl").read_bytes() == b'{"a": 2}\n'

@@ -1,0 +1,55 @@
+"""The one job skeleton (dataaudit.pipelines.job): a run clears a killed run's temporaries, chooses the engine once,
+runs units with resume and tells one shape of progress for every stage; and the options every job takes."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from dataaudit.handlers import report_unreadable
+from dataaudit.pipelines.engine import EngineOptions, choose_engine
+from dataaudit.pipelines.job import JobRun, Progress
+from dataaudit.pipelines.parts import PartStore
+
+
+def _unit(path, scale, on_batch=None, handler=None):
+    for _ in range(2):
+        if on_batch:
+            on_batch(scale)
+    return {"path": path, "records": 2 * scale}, pa.table({"row": pa.array([0], pa.int64())})
+
+
+def _square(x, add):
+    return x * x + add
+
+
+def test_a_run_resumes_units_and_tells_progress_in_one_shape(tmp_path):
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / ".00000-dead.x.parquet.0a0b.tmp").write_bytes(b"half")   # a killed run's temporary
+    seen: list[Progress] = []
+    run = JobRun(tmp_path, ["a", "b"], EngineOptions("local"), seen.append)
+    assert run.engine == "local" and not list((tmp_path / "parts").iterdir())
+    store = PartStore(tmp_path, {"job": 1}, suffix=".x.parquet")
+    store.save(1, "b", {"path": "b", "records": 7}, pa.table({"row": pa.array([0], pa.int64())}))
+    with run.timed("count"):
+        summaries = run.units("count", ["a", "b"], store, _unit, (5,))
+    assert summaries == [{"path": "a", "records": 10}, {"path": "b", "records": 7}]
+    assert seen == [Progress("count", 1, 2, 7), Progress("count", 1, 2, 12), Progress("count", 1, 2, 17),
+                    Progress("count", 2, 2, 17)]
+    seen.clear()
+    assert run.tasks("square", [1, 2, 3], _square, (1,), records=17) == [2, 5, 10]
+    assert seen == [Progress("square", i, 3, 17) for i in (1, 2, 3)]
+    record = run.record(shards=[0.1])
+    assert record["engine"] == "local" and record["resumed_shards"] == 1
+    assert list(record["seconds"]) == ["count", "total", "shards"] and record["seconds"]["shards"] == [0.1]
+    assert isinstance(JobRun(tmp_path / "new", [], EngineOptions("local")).record()["seconds"], float)
+
+
+def test_options_are_checked_and_the_engine_chosen_once(tmp_path):
+    with pytest.raises(ValueError, match="engine must be one of auto, local, ray, got 'spark'"):
+        EngineOptions("spark")
+    assert EngineOptions().handler is report_unreadable
+    small = tmp_path / "s.jsonl"
+    small.write_text("{}\n")
+    assert choose_engine([str(small), str(small)], EngineOptions("auto")) == "local"   # small: Ray costs more
+    assert choose_engine([str(small)], EngineOptions("ray")) == "ray"
+    assert choose_engine([str(tmp_path / "missing.jsonl")], EngineOptions()) == "local"
