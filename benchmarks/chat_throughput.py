@@ -9,16 +9,14 @@ planted) are repeated until they hold --mb MB of turn text, and written twice as
                observation turns, plus the `tools` JSON column)
   flat         one `text` column: each record's turn texts joined with "\\n" (the same characters)
 
-Each is audited with `dataaudit.pipelines.audit.run_audit(..., options=EngineOptions("local"))` in this process, default config, the
-two alternating; the figure is the median of --repeats runs. MB of text = UTF-8 bytes of the turn texts
+Each is audited with `dataaudit.pipelines.audit.run_audit(..., EngineOptions("local"))` in this process, default
+config, the two alternating; the figure is the median of --repeats runs. MB of text = UTF-8 bytes of the turn texts
 (the same for both sides; the `tools` column and the roles are not counted). Target: structured >= 0.5x the
 flat-text throughput.
 
     .venv/bin/python benchmarks/chat_throughput.py --mb 20
 """
 from __future__ import annotations
-
-from dataaudit.pipelines.engine import EngineOptions
 
 import argparse
 import gc
@@ -101,6 +99,7 @@ def _cpu() -> float:
 def time_audit(path: Path, out: Path, config) -> tuple[float, float, dict]:
     """(wall seconds, CPU seconds of this process's threads, report) of one audit."""
     from dataaudit.pipelines.audit import run_audit
+    from dataaudit.pipelines.engine import EngineOptions
 
     if out.exists():
         shutil.rmtree(out)
@@ -171,7 +170,7 @@ def run(args) -> int:
     print()
     print(_common.fmt_table(["case", "side", "fields", "runs (wall s)", "text MB/s", "MB/CPU-s", "records/s",
                              "flagged", "structured / flat (wall / CPU)"], rows,
-                            title=f"run_audit(options=EngineOptions('local')), default config, median of {args.repeats} alternating "
+                            title=f"run_audit(local engine), default config, median of {args.repeats} alternating "
                                   f"runs (target >= {TARGET_RATIO:g}x):"))
     for case, r in results.items():
         verdict = "meets" if r["ratio"] >= TARGET_RATIO else "BELOW"

@@ -13,8 +13,6 @@ the parent reads the child's peak RSS (getrusage of children). The import-only R
 """
 from __future__ import annotations
 
-from dataaudit.pipelines.engine import EngineOptions
-
 import sys
 from pathlib import Path
 
@@ -90,11 +88,13 @@ def prepare(args, work: Path) -> dict:
 
 def child(args, work: Path) -> int:
     from dataaudit.pipelines.dedup import run_dedup
+    from dataaudit.pipelines.engine import EngineOptions
     if args.import_only:
         return 0
     truth = json.loads((work / "truth.json").read_text())
     t0 = time.perf_counter()
-    rep = run_dedup(truth["paths"], _spec(args), work / "out", options=EngineOptions("local"), partitions=args.partitions)
+    rep = run_dedup(truth["paths"], _spec(args), work / "out", options=EngineOptions("local"),
+                    partitions=args.partitions)
     total = time.perf_counter() - t0
     import pyarrow.parquet as pq
     cl = pq.read_table(work / "out" / "clusters.parquet", columns=["shard", "row", "cluster_id"])

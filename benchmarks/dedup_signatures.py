@@ -24,8 +24,6 @@ Everything runs in this process on one thread. rensa is installed by benchmarks/
 """
 from __future__ import annotations
 
-from dataaudit.pipelines.engine import EngineOptions
-
 import sys
 from pathlib import Path
 
@@ -146,6 +144,7 @@ def run(args) -> int:
     from dataaudit.dedup import DedupSpec
     from fixtures.dedup_corpus import make_corpus, write_corpus
     from dataaudit.pipelines.dedup import run_dedup
+    from dataaudit.pipelines.engine import EngineOptions
 
     _common.single_core_libs()
     print(_common.machine_line())

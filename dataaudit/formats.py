@@ -4,9 +4,9 @@ messages that list what is supported).
 
 A format is one class (the shape of litdata's serializers): its name, its file suffixes, `read` (the shard as
 Arrow batches with the provenance columns, `dataaudit.sources`), `schema_peek` (what is known before reading: a
-Parquet footer; None elsewhere), `records` (for formats with one parsed object per record: the reader's records before they
-become Arrow, what benchmark loading takes) and `write` (the shard without some records, byte for byte in its own
-layout, `dataaudit.writers`). A new format is one reader, one writer, one class and one row.
+Parquet footer; None elsewhere), `records` (for formats with one parsed object per record: the reader's records
+before they become Arrow, what benchmark loading takes) and `write` (the shard without some records, byte for byte
+in its own layout, `dataaudit.writers`). A new format is one reader, one writer, one class and one row.
 """
 from __future__ import annotations
 

@@ -32,7 +32,9 @@ def output_intact(plan: ShardPlan, done: dict) -> bool:
     if done.get("drops") != plan.digest or done.get("output") != plan.relative:
         return False
     try:
-        return stat(plan.output).size == done["bytes"] and output_fingerprint(plan.output)["xxh3_128"] == done["xxh3_128"]
+        if stat(plan.output).size != done["bytes"]:
+            return False
+        return output_fingerprint(plan.output)["xxh3_128"] == done["xxh3_128"]
     except OSError:
         return False
 

@@ -2,8 +2,9 @@
 
 The plan is resolved from the audit's own config (the same TOML: [fields] names the batch keys, [data] gives
 num_classes / vocab_size / pad_id / context_length, [checks.NAME] enabled / severity / params) and from the
-first batch's keys (the rule: dataaudit.guard.resolve, kept here per batch structure). Running it calls the registered check functions (`REGISTRY[name].fn`) on fields built with
-`from_tensor` / `tokens_from_tensor`: the same validators as the audit, no second implementation.
+first batch's keys (the rule: dataaudit.guard.resolve, kept here per batch structure). Running it calls the
+registered check functions (`REGISTRY[name].fn`) on fields built with `from_tensor` / `tokens_from_tensor`: the
+same validators as the audit, no second implementation.
 
 Nothing here reads a device tensor back to the host: the result (`BatchChecks`) holds the per-sample flags and
 values as [C, B] tensors on the batch's device, for the device guard to act on and read back late.

@@ -77,7 +77,8 @@ def test_registered_stateful_check_runs_merges_and_reports(probe, shards, tmp_pa
     config = build_config({"data": {"probe_max_chars": 10}})
     assert config.check(NAME).params == {"max_chars": 10}
     # Two rows per batch: three batches in a.parquet, two in b.jsonl.
-    report = run_audit(shards, config, tmp_path / "out", options=EngineOptions("local"), stage=partial(audit_shard, batch_rows=2))
+    report = run_audit(shards, config, tmp_path / "out",
+                       options=EngineOptions("local"), stage=partial(audit_shard, batch_rows=2))
     assert report[NAME] == {"rows": 8, "chars": 75, "batches": 5, "per_shard": {"a.parquet": 5, "b.jsonl": 3}}
     assert list(report)[-1] == NAME and list(report["checks"])[-1] == NAME   # registry order: registered last
     assert report["checks"][NAME] == {"severity": "warning", "flagged": 4, "ran": True, "skipped": None,

@@ -105,7 +105,8 @@ def test_rerun_redoes_missing_or_altered_outputs(corpus, reference, tmp_path):
     assert report["run"]["resumed_shards"] == SHARDS + 1 - 2
     assert outputs(out) == reference[0]
     # another selection: nothing reused
-    again = run_clean(plan_clean(paths, [str(data)], out, Selection(severity=None), audit), out, options=EngineOptions("local"))
+    again = run_clean(plan_clean(paths, [str(data)], out, Selection(severity=None), audit), out,
+                      options=EngineOptions("local"))
     assert again["run"]["resumed_shards"] == 0 and again["totals"]["dropped"] == 0
     assert (out / "side.jsonl").read_bytes() == Path(paths[-1]).read_bytes()
 
@@ -113,7 +114,8 @@ def test_rerun_redoes_missing_or_altered_outputs(corpus, reference, tmp_path):
 def test_ray_engine_writes_the_same_bytes(corpus, reference, tmp_path, ray_session):
     data, paths, audit = corpus
     out = tmp_path / "out"
-    report = run_clean(plan_clean(paths, [str(data)], out, Selection(), audit), out, options=EngineOptions("ray", workers=2))
+    report = run_clean(plan_clean(paths, [str(data)], out, Selection(), audit), out,
+                       options=EngineOptions("ray", workers=2))
     assert report["run"]["engine"] == "ray"
     assert outputs(out) == reference[0]
     assert _report(out) == reference[1]

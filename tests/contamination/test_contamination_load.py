@@ -211,7 +211,8 @@ def test_clean_subsets_keep_original_bytes(tmp_path):
     assert write_clean(b, np.array([True, False, True]), str(tmp_path / "js"), "clean") == ["clean.jsonl",
                                                                                            "clean.json"]
     assert json.loads((tmp_path / "js" / "clean.json").read_text()) == [arr[0], arr[2]]   # the array's own layout
-    assert (tmp_path / "js" / "clean.json").read_text() == '[\n {\n  "question": "one"\n },\n {\n  "question": "three"\n }\n]'
+    assert (tmp_path / "js" / "clean.json").read_text() == \
+        '[\n {\n  "question": "one"\n },\n {\n  "question": "three"\n }\n]'
     wrapped = load_benchmark("gsm8k", _write(tmp_path / "w.json", json.dumps({"data": arr}).encode()))
     assert write_clean(wrapped, np.array([True, True, False]), str(tmp_path / "w"), "clean") == ["clean.jsonl"]
 

@@ -50,7 +50,8 @@ def shards(tmp_path_factory):
 
 def test_run_with_estimate(shards, tmp_path):
     d, c = shards
-    plain = run_dedup([str(d / "train.parquet")], DedupSpec(threshold=0.8), tmp_path / "plain", options=EngineOptions("local"))
+    plain = run_dedup([str(d / "train.parquet")], DedupSpec(threshold=0.8), tmp_path / "plain",
+                      options=EngineOptions("local"))
     est = run_dedup([str(d / "train.parquet")], DedupSpec(threshold=0.8, estimate=True), tmp_path / "est",
                     options=EngineOptions("local"))
     assert (est["params"]["bands"], est["params"]["rows"], est["params"]["estimate"]) == (16, 8, True)

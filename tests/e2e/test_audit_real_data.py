@@ -89,5 +89,6 @@ def test_inputs_are_not_modified(fixture_dir, tmp_path):
 
     files = sorted(p for p in fixture_dir.rglob("*") if p.is_file())
     before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
-    run_audit([str(p) for p in files if p.suffix != ".json"], load_config(None), tmp_path, options=EngineOptions("local"))
+    run_audit([str(p) for p in files if p.suffix != ".json"], load_config(None), tmp_path,
+              options=EngineOptions("local"))
     assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in files} == before

@@ -167,9 +167,12 @@ def test_engines_and_resume_agree(planted, tmp_path, ray_session):
     paths = [str(root / "train-0.parquet"), str(root / "train-1.jsonl"), str(root / "train-2.jsonl.gz")]
     benches = [planted["gsm"], planted["arc"]]
     config = load_contamination_config(None)
-    local = run_contamination(paths, benches, config, tmp_path / "local", options=EngineOptions("local"), decontaminate_train=True)
-    ray = run_contamination(paths, benches, config, tmp_path / "ray", options=EngineOptions("ray"), decontaminate_train=True)
-    again = run_contamination(paths, benches, config, tmp_path / "local", options=EngineOptions("local"), decontaminate_train=True)
+    local = run_contamination(paths, benches, config, tmp_path / "local",
+                              options=EngineOptions("local"), decontaminate_train=True)
+    ray = run_contamination(paths, benches, config, tmp_path / "ray",
+                            options=EngineOptions("ray"), decontaminate_train=True)
+    again = run_contamination(paths, benches, config, tmp_path / "local",
+                              options=EngineOptions("local"), decontaminate_train=True)
     assert again["run"]["resumed_shards"] == 3
     for r in (ray, again):
         assert {k: v for k, v in r.items() if k != "run"} == {k: v for k, v in local.items() if k != "run"}
