@@ -5,8 +5,6 @@ prints the table of inputs, what the report said and records lost (the closing n
 """
 from __future__ import annotations
 
-from dataaudit.pipelines.engine import EngineOptions
-
 import gzip
 import shutil
 import tarfile
@@ -192,6 +190,26 @@ def _broken_jsonl(folder):
     return path
 
 
+def _csv_unterminated_quote(folder):
+    path = folder / "open-quote.csv"
+    path.write_bytes(b'text\n"A fine first row, about boats."\nSecond row fine too\n"never closed, runs to the end\n')
+    return path
+
+
+def _csv_huge_cell(folder):
+    """A cell over Python's csv limit (128 KiB, process-wide: not raised): the shard is unreadable from its row on,
+    with the rows before it counted."""
+    path = folder / "huge-cell.csv"
+    path.write_bytes(b"text\nA short row about a quiet harbour.\n" + b"x" * 200_000 + b"\nafter\n")
+    return path
+
+
+def _csv_ragged_and_not_utf8(folder):
+    path = folder / "ragged.csv"
+    path.write_bytes(b"id,text\n1,A calm sentence about the sea.\n2\n3,a,b\n4,caf\xe9 au lait\n5,fine again\n")
+    return path
+
+
 def _schema_a(folder):
     return _valid_parquet(folder, "schema-a.parquet", rows=10)
 
@@ -237,12 +255,19 @@ HOSTILE = [
     Hostile("tar, text member not UTF-8", _non_utf8, 2, flags={"unreadable_record": 1}),
     Hostile("tar, pickle member (not unpickled)", _pickle_member, 1, flags={"reader_warning": 1}),
     Hostile("jsonl, broken and non-UTF-8 lines", _broken_jsonl, 4, flags={"unreadable_record": 2}),
+    Hostile("csv, a quote never closed", _csv_unterminated_quote, 2, "unreadable",
+            error="csv: line 4: unexpected end of data"),
+    Hostile("csv, one cell of 200 KB", _csv_huge_cell, 1, "unreadable",
+            error="csv: line 3: field larger than field limit (131072)"),
+    Hostile("csv, rows with too few or too many cells, a row not UTF-8", _csv_ragged_and_not_utf8, 5,
+            flags={"unreadable_record": 3}),
 ]
 
 
 def audit_one(h: Hostile, folder: Path) -> dict:
     from dataaudit.config import build_config
     from dataaudit.pipelines.audit import run_audit
+    from dataaudit.pipelines.engine import EngineOptions
 
     folder.mkdir(parents=True, exist_ok=True)
     path = h.build(folder)
