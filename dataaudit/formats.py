@@ -6,7 +6,8 @@ A format is one class (the shape of litdata's serializers): its name, its file s
 Arrow batches with the provenance columns, `dataaudit.sources`), `schema_peek` (what is known before reading: a
 Parquet footer; None elsewhere), `records` (for formats with one parsed object per record: the reader's records
 before they become Arrow, what benchmark loading takes) and `write` (the shard without some records, byte for byte
-in its own layout, `dataaudit.writers`). A new format is one reader, one writer, one class and one row.
+in its own layout, `dataaudit.writers`, imported when a shard is written: a command that only reads loads no writer). A new
+format is one reader, one writer, one class and one row.
 """
 from __future__ import annotations
 
@@ -25,11 +26,6 @@ from dataaudit.sources.parquet import iter_parquet, read_parquet_schema
 from dataaudit.sources.record_stream import Record
 from dataaudit.sources.webdataset_tar import MAX_MEMBER_BYTES, iter_webdataset
 from dataaudit.writers.base import WriteOptions
-from dataaudit.writers.delimited import rewrite_delimited
-from dataaudit.writers.json_array import rewrite_json_array
-from dataaudit.writers.jsonl import rewrite_jsonl
-from dataaudit.writers.parquet import rewrite_parquet
-from dataaudit.writers.tar import rewrite_tar
 
 
 class Format:
@@ -74,6 +70,8 @@ class Parquet(Format):
         return read_parquet_schema(path)
 
     def write(self, src, dst, drop, expected, options):
+        from dataaudit.writers.parquet import rewrite_parquet   # pyarrow.dataset: only a Parquet write pays for it
+
         return rewrite_parquet(src, dst, drop, expected, options)
 
 
@@ -85,6 +83,8 @@ class WebDataset(Format):
         return iter_webdataset(path, columns, batch_rows, max_member_bytes=limit)
 
     def write(self, src, dst, drop, expected, options):
+        from dataaudit.writers.tar import rewrite_tar
+
         return rewrite_tar(src, dst, drop, expected, options)
 
 
@@ -99,6 +99,8 @@ class Jsonl(Format):
         return jsonl_records(path, limit)
 
     def write(self, src, dst, drop, expected, options):
+        from dataaudit.writers.jsonl import rewrite_jsonl
+
         return rewrite_jsonl(src, dst, drop, expected, options)
 
 
@@ -112,6 +114,8 @@ class JsonArray(Format):
         return json_records(path, limit)
 
     def write(self, src, dst, drop, expected, options):
+        from dataaudit.writers.json_array import rewrite_json_array
+
         return rewrite_json_array(src, dst, drop, expected, options)
 
     def walked(self, path):
@@ -131,6 +135,8 @@ class Csv(Format):
         return delimited_records(path, self.delimiter, header=False, max_line_bytes=limit)
 
     def write(self, src, dst, drop, expected, options):
+        from dataaudit.writers.delimited import rewrite_delimited
+
         return rewrite_delimited(src, dst, drop, expected, self.delimiter, options)
 
 

@@ -9,36 +9,34 @@ these functions, so a new kind of storage is one more branch here.
 Outputs are committed atomically: written to a temporary file beside the final name and renamed into place
 (locally), or uploaded whole once complete (an object store makes an object visible only when its upload ends).
 A reader never sees half a file, even when the job is killed mid-write; `remove_stale_temps` clears what a killed
-run left. Nothing heavy is imported here: pyarrow.fs loads on the first URI.
+run left. Nothing heavy is imported here (it loads with `dataaudit --help`): pyarrow.fs loads on the first URI,
+shutil and tempfile on the first copy or upload.
 """
 from __future__ import annotations
 
 import io
 import os
-import re
-import secrets
-import shutil
-import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Iterator, NamedTuple
 
-_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 TEMP_SUFFIX = ".tmp"          # temporary outputs are `.<name>.<random>.tmp` beside their final name
 COPY_CHUNK = 1 << 20
 OBJECT_STORES = ("s3", "gcs", "abfs")   # pyarrow filesystems whose objects appear whole when their upload ends
 
 
-@dataclass(frozen=True)
-class FileStat:
+class FileStat(NamedTuple):
     size: int
     mtime_ns: int
 
 
 def is_uri(location: str | os.PathLike) -> bool:
     """Whether `location` is a URI (scheme://...) rather than a local path."""
-    return isinstance(location, str) and bool(_URI.match(location))
+    if not isinstance(location, str):
+        return False
+    scheme, sep, _ = location.partition("://")
+    return bool(sep) and scheme[:1].isalpha() and scheme.isascii() and set(scheme) <= _SCHEME_CHARS
 
 
 def _remote(location: str):
@@ -197,6 +195,8 @@ def makedirs(folder: str | os.PathLike) -> None:
 
 def remove_tree(folder: str | os.PathLike) -> None:
     """Delete a work folder and everything in it (nothing when it is not there)."""
+    import shutil
+
     if is_uri(folder):
         fs, path = _remote(folder)
         if is_dir(folder):
@@ -213,7 +213,7 @@ def temp_beside(path: str | os.PathLike) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
-        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
+        tmp = path.parent / f".{path.name}.{os.urandom(6).hex()}{TEMP_SUFFIX}"
         try:
             os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
             return tmp
@@ -224,12 +224,14 @@ def temp_beside(path: str | os.PathLike) -> Path:
 def _upload(local: Path, dst: str) -> None:
     """Put a complete local file at the URI `dst`. An object store shows an object only once its upload ends; a
     filesystem with folders gets a temporary name beside `dst`, then a rename, as a local output does."""
+    import shutil
+
     fs, path = _remote(dst)
     parent = path.rpartition("/")[0]
     direct = fs.type_name in OBJECT_STORES
     if parent and not direct:
         fs.create_dir(parent, recursive=True)
-    target = path if direct else f"{parent}/.{path.rpartition('/')[2]}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
+    target = path if direct else f"{parent}/.{path.rpartition('/')[2]}.{os.urandom(6).hex()}{TEMP_SUFFIX}"
     try:
         with open(local, "rb") as src, fs.open_output_stream(target) as out:
             shutil.copyfileobj(src, out, COPY_CHUNK)
@@ -249,6 +251,8 @@ def atomic_path(dst: str | os.PathLike) -> Iterator[Path]:
     """A local temporary path to write `dst` to (for writers that take a path); committed to `dst` when the block
     ends without error, removed otherwise."""
     if is_uri(dst):
+        import tempfile
+
         fd, name = tempfile.mkstemp(suffix=TEMP_SUFFIX)
         os.close(fd)
         tmp = Path(name)
@@ -276,6 +280,8 @@ def atomic_output(dst: str | os.PathLike, buffering: int = -1) -> Iterator[IO[by
 
 def copy_file(src: str | os.PathLike, dst: str | os.PathLike) -> None:
     """Copy `src` to `dst`, committed atomically (never a hard link: editing the copy must not edit the original)."""
+    import shutil
+
     with open_input(src) as f, atomic_output(dst) as out:
         shutil.copyfileobj(f, out, COPY_CHUNK)
 

@@ -4,14 +4,13 @@ summary line, `clean` reading the findings, the folder walk that skips a job's o
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 PARTS = "parts"   # per-shard partial results: what a rerun with the same --out reuses
 WORK = "work"     # scratch files of a running job, removed when it ends
 
 
-@dataclass(frozen=True)
-class JobFiles:
+class JobFiles(NamedTuple):
     """The outputs of one job.
 
     record: its JSON record (report.json, ...): a folder holding one is a dataaudit output folder.
