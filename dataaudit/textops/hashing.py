@@ -163,8 +163,8 @@ class Tokens:
 _POW_CACHE = np.ones(1, np.uint64)
 
 
-def _powers(n: int) -> np.ndarray:
-    """POLY**j mod 2**64 for j < n (cached, grown geometrically)."""
+def powers(n: int) -> np.ndarray:
+    """POLY**j mod 2**64 for j < n (cached, grown geometrically): the word kernels take `powers(256)` as `pows`."""
     global _POW_CACHE
     if len(_POW_CACHE) < n:
         size = max(n, 2 * len(_POW_CACHE), 64)
@@ -190,7 +190,7 @@ def _poly_hashes(starts: np.ndarray, lengths: np.ndarray, data: np.ndarray) -> n
     pos = np.arange(total, dtype=np.int64) - first[owner]
     term = data[starts[owner] + pos].astype(np.uint64)
     term += np.uint64(1)
-    term *= _powers(int(lengths.max()))[pos]
+    term *= powers(int(lengths.max()))[pos]
     nonempty = lengths > 0
     h = np.zeros(n, np.uint64)
     h[nonempty] = np.add.reduceat(term, first[nonempty])
@@ -389,7 +389,7 @@ def span_word_tokens(k, data: np.ndarray, starts: np.ndarray, stops: np.ndarray)
     tok = np.empty(cap, np.uint64)
     doc = np.empty(cap, np.int64)
     ends = np.empty(num_docs, np.int64)
-    nw = k.word_tokens(data, starts, stops, WS_CLASS, _powers(256), POLY, tok, doc, ends)
+    nw = k.word_tokens(data, starts, stops, WS_CLASS, powers(256), POLY, tok, doc, ends)
     return Tokens.of(tok[:nw].copy(), doc[:nw].copy(), np.diff(ends, prepend=0))
 
 

@@ -137,7 +137,7 @@ def test_doc_words_equal_str_split_and_word_tokens():
     # random texts (words of 1-30 bytes, ASCII, multi-byte, control bytes; every kind of space) and spans that cut
     # them anywhere: the words of str.split(), and the boundaries and code points of word_tokens, with equal hashes
     # exactly for equal words
-    from dataaudit.textops.hashing import POLY, WS_CLASS, _powers
+    from dataaudit.textops.hashing import POLY, WS_CLASS, powers
     k = numba_kernels("dataaudit.textops._repetition_kernels")
     tk = numba_kernels()
     rng = random.Random(3)
@@ -167,7 +167,7 @@ def test_doc_words_equal_str_split_and_word_tokens():
     wh, chars, n_words = _word_hashes(k, data, starts, stops, np.arange(len(starts)), len(starts))
     cap = len(data) // 2 + len(starts) + 1
     tok, ends = np.empty(cap, np.uint64), np.empty(len(starts), np.int64)
-    nw = tk.word_tokens(data, starts, stops, WS_CLASS, _powers(256), POLY, tok, np.empty(cap, np.int64), ends)
+    nw = tk.word_tokens(data, starts, stops, WS_CLASS, powers(256), POLY, tok, np.empty(cap, np.int64), ends)
     assert n_words.tolist() == np.diff(ends, prepend=0).tolist()
     _same_partition(wh.tolist(), tok[:nw].tolist())
     # code points: the bytes that do not continue a character (a cut character's bytes stay in its word)
