@@ -2,10 +2,10 @@
 numpy twins, which give identical results):
 
 - `word_ngrams`: one document at a time, its words (`doc_words`: split as `_kernels.word_tokens` splits them,
-  whitespace bits of 64 bytes at a time (`_swar.in_ranges64`), with a hash of their own and their code points),
+  whitespace bits of 64 bytes at a time (`swar.in_ranges64`), with a hash of their own and their code points),
   then for n = 2..max_n its 64-bit n-gram hashes grouped in an open-addressing table sized by the document
   (`_doc_ngrams`) instead of Arrow's hash table over the whole batch.
-- `scan_lines`: one pass over a batch's bytes (64 at a time, `_swar.in_ranges64`): every line (split on "\\n")
+- `scan_lines`: one pass over a batch's bytes (64 at a time, `swar.in_ranges64`): every line (split on "\\n")
   with its raw and trimmed byte span, code points, fence state and the cheap necessary conditions ("gates") of the
   structure regexes, so that RE2 only runs on the lines that could match (LABEL_RE is decided there, `_label`, but
   for some headings); a code file becomes one empty line; `code_candidates` a tighter gate of CODE_RE for the
@@ -34,7 +34,7 @@ import numpy as np
 from ._kernels import _C1, _GOLD, _mix, _multibyte_ws
 from .repetition_flags import (FENCE, FENCED, GATE_CODE, GATE_LABEL, GATE_LIST, GATE_SYMBOLS, HAS_EQ, SURE_CODE,
                                SURE_LABEL, SURE_SYMBOLS)
-from ._swar import (HIGH, continuation_bytes, count_byte, each_zero_byte, high_bits, in_ranges64, load8, load_upto,
+from .swar import (HIGH, continuation_bytes, count_byte, each_zero_byte, high_bits, in_ranges64, load8, load_upto,
                     popcount, trailing_zeros)
 
 
@@ -112,7 +112,7 @@ def doc_words(data, starts, stops, i, j, out_hash, out_chars):
     first ones then). A kernel of its own, without numba's reference counting: inside `word_ngrams`, which has it,
     the loop over `data` would count references at every step.
 
-    64 bytes at a time: a whitespace bit per byte from one vector compare (`_swar.in_ranges64`; from 8-byte words,
+    64 bytes at a time: a whitespace bit per byte from one vector compare (`swar.in_ranges64`; from 8-byte words,
     `_ascii_ws`, at the buffer's end; a multi-byte space only where a lead byte shows, `_multibyte_ws`), then the
     words' ends and starts from the bits where whitespace begins or ends. No branch per byte, and the next word's
     position never waits for the last word's bytes: ~2x faster than `word_tokens`, and than reading word by word 8
@@ -339,7 +339,7 @@ _HASH_MUL = np.uint64(0x9FB21C651E98DF25)
 
 @numba.njit(inline="always", cache=True)
 def _span_hash(data, a, b):
-    """(content hash of data[a:b], its UTF-8 continuation bytes): eight bytes per step (`_swar.load8`), the last
+    """(content hash of data[a:b], its UTF-8 continuation bytes): eight bytes per step (`swar.load8`), the last
     1..7 as the high bytes of the load that ends at b (so the chunks depend on the content only, not on where it
     lies), each folded in by a multiply and an xor-shift, then mixed with the length. Equal bytes, equal hashes."""
     h = _GOLD
@@ -901,7 +901,7 @@ def scan_lines(data, off, newlines, cls, code_share, min_code_lines, doc, rs, rt
 @numba.njit(inline="always", cache=True)
 def _line_end(data, s, end):
     """(the end of the line that starts at s: its "\\n" or `end`, its code points, _EQ | _COLON if it holds an "="
-    or a ":"): 64 bytes at a time (`_swar.in_ranges64`; the line scan took ~10% less time than with eight), byte
+    or a ":"): 64 bytes at a time (`swar.in_ranges64`; the line scan took ~10% less time than with eight), byte
     by byte in the buffer's last 64 bytes."""
     j = s
     cont = np.uint64(0)                     # UTF-8 continuation bytes: code points = bytes - cont
@@ -1000,7 +1000,7 @@ def list_items(data, rs, rt, ts, tt, rows, out_start):
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
 def count_newlines(data, off, out):
-    """out[d]: the "\\n" bytes of text data[off[d]:off[d + 1]] (`_swar.count_byte`: 64, then eight at a time, ~4x
+    """out[d]: the "\\n" bytes of text data[off[d]:off[d + 1]] (`swar.count_byte`: 64, then eight at a time, ~4x
     faster than numpy's count_nonzero(data == 10) with eight alone); returns their sum."""
     total = 0
     for d in range(off.shape[0] - 1):
