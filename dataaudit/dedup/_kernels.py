@@ -9,13 +9,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from dataaudit.textops._kernels import _mix, _multibyte_ws
+from dataaudit.textops.hashing import GOLD
+from dataaudit.textops.words import mix, multibyte_ws
 
 _P = np.uint64((1 << 61) - 1)
 _M32 = np.uint64(0xFFFFFFFF)
 _S61 = np.uint64(61)
 _ONE = np.uint64(1)
-_GOLD = np.uint64(0x9E3779B97F4A7C15)
 
 
 @numba.njit(inline="always")
@@ -76,10 +76,10 @@ def word_minhash(data, off, cls, pows, poly, n, a, b, out, count, sets, set_ends
             if cl == 1:
                 ws = 1
             elif cl == 2:
-                ws = _multibyte_ws(data, i, end)
+                ws = multibyte_ws(data, i, end)
             if ws:
                 if w:
-                    tok[c] = _mix(h + np.uint64(w) * _GOLD)
+                    tok[c] = mix(h + np.uint64(w) * GOLD)
                     c += 1
                     h = np.uint64(0)
                     w = 0
@@ -96,14 +96,14 @@ def word_minhash(data, off, cls, pows, poly, n, a, b, out, count, sets, set_ends
             w += 1
             i += 1
         if w:
-            tok[c] = _mix(h + np.uint64(w) * _GOLD)
+            tok[c] = mix(h + np.uint64(w) * GOLD)
             c += 1
         width = n if c >= n else c                     # the n-grams: textops' fold_ngrams, level by level
         for j in range(c):
             gram[j] = tok[j]
         for k in range(2, width + 1):
             for j in range(c - k + 1):
-                gram[j] = _mix(gram[j] * _GOLD + tok[j + k - 1])
+                gram[j] = mix(gram[j] * GOLD + tok[j + k - 1])
         count[d] = c - width + 1 if c else 0
         _sign_into(gram, 0, count[d], a, b, row, out, d)
         if keep_sets:
@@ -122,10 +122,10 @@ def band_kernel(sig, bands, rows, out):
     n = sig.shape[0]
     for d in range(n):
         for j in range(bands):
-            h = _mix(np.uint64(j + 1) * _GOLD)
+            h = mix(np.uint64(j + 1) * GOLD)
             base = j * rows
             for t in range(rows):
-                h = _mix(h * _GOLD + np.uint64(sig[d, base + t]))
+                h = mix(h * GOLD + np.uint64(sig[d, base + t]))
             out[d, j] = h
 
 

@@ -30,19 +30,20 @@ _C2_INT = 0x94D049BB133111EB
 GOLD_INT = 0x9E3779B97F4A7C15
 POLY_INT = 0x100000001B3 * 0x9E37 | 1          # odd multiplier of the byte polynomial
 
-_C1 = np.uint64(_C1_INT)
-_C2 = np.uint64(_C2_INT)
+C1 = np.uint64(_C1_INT)                          # splitmix64's multipliers
+C2 = np.uint64(_C2_INT)
 GOLD = np.uint64(GOLD_INT)
 POLY = np.uint64(POLY_INT & M64)
 _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
 
 
 def mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64 finalizer, elementwise on uint64 (wrapping arithmetic); returns a new array."""
+    """splitmix64 finalizer, elementwise on uint64 (wrapping arithmetic); returns a new array. The kernels' `mix`
+    (`words.mix`) is this function compiled by numba for one uint64."""
     x = x ^ (x >> _S30)
-    x *= _C1
+    x *= C1
     x ^= x >> _S27
-    x *= _C2
+    x *= C2
     x ^= x >> _S31
     return x
 
