@@ -1,6 +1,6 @@
 """numba kernels for textops (used when numba is installed; hashing.py/normalize.py hold the pure
-numpy/pyarrow twins, which give identical results). Built on `words` (`mix`, `multibyte_ws`), which dedup's and
-contamination's kernels share.
+numpy/pyarrow twins, which give identical results). Built on `words` (`mix`, `multibyte_ws`, `word_hashes`), which
+dedup's and contamination's kernels share.
 
 `cls` is `hashing.WS_CLASS` (byte classes: ASCII whitespace, lead byte of a possible multi-byte whitespace).
 
@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 from .hashing import GOLD
-from .words import mix, multibyte_ws
+from .words import mix, multibyte_ws, word_hashes
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -59,46 +59,9 @@ def word_tokens(data, starts, stops, cls, pows, poly, out_hash, out_doc, ends):
     """The words of the texts data[starts[d]:stops[d]]: fill out_hash and out_doc (the text of each word; capacity
     >= the number of words) and ends (ends[d]: the number of words of texts 0..d); return the number of words.
     pows[j] = poly**j for j < len(pows) (longer words continue the product)."""
-    nd = starts.shape[0]
-    npow = pows.shape[0]
     nw = 0
-    for d in range(nd):
-        i = starts[d]
-        end = stops[d]
-        h = np.uint64(0)
-        n = 0
-        p = np.uint64(0)
-        while i < end:
-            b = data[i]
-            c = cls[b]
-            w = 0                         # bytes of whitespace here (as an if/elif: ~5% faster than a select)
-            if c == 1:
-                w = 1
-            elif c == 2:
-                w = multibyte_ws(data, i, end)
-            if w:
-                if n:
-                    out_hash[nw] = mix(h + np.uint64(n) * GOLD)
-                    out_doc[nw] = d
-                    nw += 1
-                    h = np.uint64(0)
-                    n = 0
-                i += w
-                continue
-            if n < npow:
-                h += (np.uint64(b) + np.uint64(1)) * pows[n]
-            else:
-                if n == npow:
-                    p = pows[npow - 1] * poly
-                else:
-                    p *= poly
-                h += (np.uint64(b) + np.uint64(1)) * p
-            n += 1
-            i += 1
-        if n:
-            out_hash[nw] = mix(h + np.uint64(n) * GOLD)
-            out_doc[nw] = d
-            nw += 1
+    for d in range(starts.shape[0]):
+        nw = word_hashes(data, starts[d], stops[d], cls, pows, poly, out_hash, out_doc, d, nw)
         ends[d] = nw                      # (a count per document here would cost ~3%)
     return nw
 
