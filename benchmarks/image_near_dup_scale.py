@@ -32,7 +32,7 @@ import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
 from dataaudit.images.near import near_duplicate_groups  # noqa: E402
-from dataaudit.textops._swar import popcount  # noqa: E402
+from dataaudit.textops.swar import popcount  # noqa: E402
 
 BLANK = np.uint64(0x8000000000000000)
 

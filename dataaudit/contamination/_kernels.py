@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numba
 
-from dataaudit.textops._kernels import _GOLD, _mix
+from dataaudit.textops.hashing import GOLD
+from dataaudit.textops.words import mix
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -30,7 +31,7 @@ def kgram_hits_kernel(tok, doc, kmax, want, bitmap, shift, keys, key_lo, key_hi,
             break
         if k > 1:
             for i in range(m):
-                h[i] = _mix(h[i] * _GOLD + tok[i + k - 1])
+                h[i] = mix(h[i] * GOLD + tok[i + k - 1])
         if not want[k]:
             continue
         klo = key_lo[k]

@@ -9,13 +9,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from dataaudit.textops._kernels import _mix, _multibyte_ws
+from dataaudit.textops.hashing import GOLD
+from dataaudit.textops.words import mix, word_hashes
 
 _P = np.uint64((1 << 61) - 1)
 _M32 = np.uint64(0xFFFFFFFF)
 _S61 = np.uint64(61)
 _ONE = np.uint64(1)
-_GOLD = np.uint64(0x9E3779B97F4A7C15)
 
 
 @numba.njit(inline="always")
@@ -45,6 +45,14 @@ def minhash_kernel(h, offsets, a, b, out):
         _sign_into(h, offsets[d], offsets[d + 1], a, b, row, out, d)
 
 
+@numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
+def _words(data, i, end, cls, pows, poly, tok, no_doc):
+    """`word_hashes` of the text data[i:end] into tok; returns their number. A kernel of its own, without numba's
+    reference counting: inlined into `word_minhash`, which has it, each `multibyte_ws` increfs and decrefs the
+    arrays with atomic calls (~30% of its time on mixed text with 4 permutations)."""
+    return word_hashes(data, i, end, cls, pows, poly, tok, no_doc, 0, 0)
+
+
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def word_minhash(data, off, cls, pows, poly, n, a, b, out, count, sets, set_ends):
     """out[d] = MinHash of the word n-grams of document d (bytes data[off[d]:off[d+1]]), count[d] = how many
@@ -52,7 +60,6 @@ def word_minhash(data, off, cls, pows, poly, n, a, b, out, count, sets, set_ends
     When `sets` is not empty (capacity: a value per word), it gets each document's sorted unique n-gram
     hashes, document d's ending at set_ends[d] (the shingle sets that exact verification compares)."""
     nd = off.shape[0] - 1
-    npow = pows.shape[0]
     most = 0
     for d in range(nd):
         if off[d + 1] - off[d] > most:
@@ -60,50 +67,17 @@ def word_minhash(data, off, cls, pows, poly, n, a, b, out, count, sets, set_ends
     tok = np.empty(most // 2 + 1, np.uint64)           # a word takes a byte and a separator (or the end)
     gram = np.empty(most // 2 + 1, np.uint64)
     row = np.empty(a.shape[0], np.uint64)
+    no_doc = np.empty(0, np.int64)
     keep_sets = sets.shape[0] > 0
     s = 0
     for d in range(nd):
-        i = off[d]
-        end = off[d + 1]
-        c = 0
-        h = np.uint64(0)
-        w = 0
-        p = np.uint64(0)
-        while i < end:                                 # the words: textops' word_tokens, one document
-            byte = data[i]
-            cl = cls[byte]
-            ws = 0
-            if cl == 1:
-                ws = 1
-            elif cl == 2:
-                ws = _multibyte_ws(data, i, end)
-            if ws:
-                if w:
-                    tok[c] = _mix(h + np.uint64(w) * _GOLD)
-                    c += 1
-                    h = np.uint64(0)
-                    w = 0
-                i += ws
-                continue
-            if w < npow:
-                h += (np.uint64(byte) + np.uint64(1)) * pows[w]
-            else:
-                if w == npow:
-                    p = pows[npow - 1] * poly
-                else:
-                    p *= poly
-                h += (np.uint64(byte) + np.uint64(1)) * p
-            w += 1
-            i += 1
-        if w:
-            tok[c] = _mix(h + np.uint64(w) * _GOLD)
-            c += 1
+        c = _words(data, off[d], off[d + 1], cls, pows, poly, tok, no_doc)   # the words: textops' word_tokens
         width = n if c >= n else c                     # the n-grams: textops' fold_ngrams, level by level
         for j in range(c):
             gram[j] = tok[j]
         for k in range(2, width + 1):
             for j in range(c - k + 1):
-                gram[j] = _mix(gram[j] * _GOLD + tok[j + k - 1])
+                gram[j] = mix(gram[j] * GOLD + tok[j + k - 1])
         count[d] = c - width + 1 if c else 0
         _sign_into(gram, 0, count[d], a, b, row, out, d)
         if keep_sets:
@@ -122,10 +96,10 @@ def band_kernel(sig, bands, rows, out):
     n = sig.shape[0]
     for d in range(n):
         for j in range(bands):
-            h = _mix(np.uint64(j + 1) * _GOLD)
+            h = mix(np.uint64(j + 1) * GOLD)
             base = j * rows
             for t in range(rows):
-                h = _mix(h * _GOLD + np.uint64(sig[d, base + t]))
+                h = mix(h * GOLD + np.uint64(sig[d, base + t]))
             out[d, j] = h
 
 

@@ -125,7 +125,7 @@ def word_signatures(normalized, n: int, num_perm: int = 128, seed: int = 1, with
     if k is None:
         return None
     from dataaudit.textops.arrow import as_string_array, string_buffers
-    from dataaudit.textops.hashing import POLY, WS_CLASS, _powers
+    from dataaudit.textops.hashing import POLY, WS_CLASS, powers
 
     if n < 1:
         raise ValueError(f"n-gram size must be >= 1, got {n}")
@@ -136,7 +136,7 @@ def word_signatures(normalized, n: int, num_perm: int = 128, seed: int = 1, with
     count = np.empty(nd, np.int64)
     sets = np.empty(len(data) // 2 + nd + 1 if with_sets else 0, np.uint64)
     set_off = np.zeros(nd + 1, np.int64)
-    k.word_minhash(data, off, WS_CLASS, _powers(256), POLY, n, a, b, out, count, sets, set_off[1:])
+    k.word_minhash(data, off, WS_CLASS, powers(256), POLY, n, a, b, out, count, sets, set_off[1:])
     return out, count, ((set_off, sets[:set_off[-1]]) if with_sets else None)
 
 

@@ -27,7 +27,7 @@ import operator
 import numba
 import numpy as np
 
-from dataaudit.textops._swar import popcount
+from dataaudit.textops.swar import popcount
 
 MAX_DISTANCE = 32
 _MAX_WIDTH = 24          # a band of w bits has a 2**w bucket table (int64): 128 MiB at 24

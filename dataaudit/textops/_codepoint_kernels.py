@@ -4,9 +4,9 @@ builds the tables and holds the pure-pyarrow twins, which give identical results
 - `longest_run`: per row, the most code points in a row whose table entry is 0 (entry 1 ends a run).
 - `count_marked`: per row, the code points whose table entry is 1, and all code points.
 - `holds_c3_or_fffd`: per row, whether its bytes hold 0xC3 or U+FFFD (EF BF BD): the rows where mojibake can
-  start (checks.text), 64 bytes at a time (`_swar.in_ranges64`).
+  start (checks.text), 64 bytes at a time (`swar.in_ranges64`).
 
-`longest_run` and `count_marked` read a row eight bytes at a time (`_swar.load8`): a chunk with no high bit
+`longest_run` and `count_marked` read a row eight bytes at a time (`swar.load8`): a chunk with no high bit
 is eight ASCII code points, handled without a branch per byte. Its marked bytes come from the ranges of marked ASCII bytes (`lo`/`hi`: two
 additions per range, when there are at most `_MAX_RANGES`), else from table lookups (`count_marked`: one per two
 bytes, `pairs`). `longest_run` turns the chunk's 8-bit mask of run breaks into its runs with one lookup
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._swar import HIGH, high_bits, in_ranges64, load8, popcount, trailing_zeros
+from .swar import HIGH, high_bits, in_ranges64, load8, popcount, trailing_zeros
 
 _MAX_RANGES = 4     # more ranges of marked ASCII bytes than this: table lookups per chunk are cheaper
 

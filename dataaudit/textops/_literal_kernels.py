@@ -2,8 +2,8 @@
 
 - `count_literals`: per row, the non-overlapping occurrences of a few literal byte strings, as RE2 counts their
   alternation (leftmost; at one place the first literal of the list that matches, the list longest first). The
-  bytes that start no literal are skipped 64 at a time (`_swar.in_ranges64`) when the first bytes form at most two
-  ranges (the chat tokens: `<` and `[`), eight at a time (`_swar.has_byte`) when at most four bytes start one,
+  bytes that start no literal are skipped 64 at a time (`swar.in_ranges64`) when the first bytes form at most two
+  ranges (the chat tokens: `<` and `[`), eight at a time (`swar.has_byte`) when at most four bytes start one,
   else one by one through a table.
 """
 from __future__ import annotations
@@ -11,14 +11,14 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._swar import has_byte, in_ranges64, load8, trailing_zeros
+from .swar import has_byte, in_ranges64, load8, trailing_zeros
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
 def count_literals(off, data, words, at, first, first8, ranges, out):
     """out[r]: the occurrences in row r (bytes data[off[r]:off[r + 1]]) of the literals words[at[w]:at[w + 1]]
     (in the order to try them: longest first). first[b]: a literal starts with byte b; first8: those bytes
-    repeated in all eight lanes (`_swar.repeat_byte`) when at most `literals.MAX_SWAR_FIRST` of them, else
+    repeated in all eight lanes (`swar.repeat_byte`) when at most `literals.MAX_SWAR_FIRST` of them, else
     empty; ranges: (lo1, n1, lo2, n2), the first bytes as at most two ranges lo..lo + n - 1, else empty."""
     n_words = at.shape[0] - 1
     swar = first8.shape[0] > 0

@@ -2,10 +2,10 @@
 numpy twins, which give identical results):
 
 - `word_ngrams`: one document at a time, its words (`doc_words`: split as `_kernels.word_tokens` splits them,
-  whitespace bits of 64 bytes at a time (`_swar.in_ranges64`), with a hash of their own and their code points),
+  whitespace bits of 64 bytes at a time (`swar.in_ranges64`), with a hash of their own and their code points),
   then for n = 2..max_n its 64-bit n-gram hashes grouped in an open-addressing table sized by the document
   (`_doc_ngrams`) instead of Arrow's hash table over the whole batch.
-- `scan_lines`: one pass over a batch's bytes (64 at a time, `_swar.in_ranges64`): every line (split on "\\n")
+- `scan_lines`: one pass over a batch's bytes (64 at a time, `swar.in_ranges64`): every line (split on "\\n")
   with its raw and trimmed byte span, code points, fence state and the cheap necessary conditions ("gates") of the
   structure regexes, so that RE2 only runs on the lines that could match (LABEL_RE is decided there, `_label`, but
   for some headings); a code file becomes one empty line; `code_candidates` a tighter gate of CODE_RE for the
@@ -31,11 +31,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._kernels import _C1, _GOLD, _mix, _multibyte_ws
+from .hashing import C1, GOLD
 from .repetition_flags import (FENCE, FENCED, GATE_CODE, GATE_LABEL, GATE_LIST, GATE_SYMBOLS, HAS_EQ, SURE_CODE,
                                SURE_LABEL, SURE_SYMBOLS)
-from ._swar import (HIGH, continuation_bytes, count_byte, each_zero_byte, high_bits, in_ranges64, load8, load_upto,
+from .swar import (HIGH, continuation_bytes, count_byte, each_zero_byte, high_bits, in_ranges64, load8, load_upto,
                     popcount, trailing_zeros)
+from .words import mix, multibyte_ws
 
 
 # ------------------------------------------------------------------------------------------------- words
@@ -80,10 +81,10 @@ def _word(data, nb, s, e, out_hash, out_chars, nw):
         x0 &= _ALL >> (_U8 * np.uint64(8 - min(n, 8)))
         n1 = np.uint64(4 * max(n - 8, 0))
         x1 &= ~((_ALL << n1) << n1)         # (two shifts: one of 64 bits is undefined)
-        f = x0 * _C1
+        f = x0 * C1
         f ^= f >> np.uint64(32)
         h = (f ^ x1) if n > 8 else x0
-        out_hash[nw] = _mix(h + np.uint64(n) * _GOLD)
+        out_hash[nw] = mix(h + np.uint64(n) * GOLD)
         out_chars[nw] = n - np.int64(continuation_bytes(x0) + continuation_bytes(x1))
         return
     h = np.uint64(0)
@@ -91,7 +92,7 @@ def _word(data, nb, s, e, out_hash, out_chars, nw):
     q = s
     while e - q > 8:
         x = load8(data, q)
-        h = (h ^ x) * _C1
+        h = (h ^ x) * C1
         h ^= h >> np.uint64(32)
         cont += np.int64(continuation_bytes(x))
         q += 8
@@ -99,7 +100,7 @@ def _word(data, nb, s, e, out_hash, out_chars, nw):
     x &= _ALL >> (_U8 * np.uint64(8 - (e - q)))
     h ^= x
     cont += np.int64(continuation_bytes(x))
-    out_hash[nw] = _mix(h + np.uint64(e - s) * _GOLD)     # (the length tells "a" from "a\0")
+    out_hash[nw] = mix(h + np.uint64(e - s) * GOLD)     # (the length tells "a" from "a\0")
     out_chars[nw] = e - s - cont
 
 
@@ -112,8 +113,8 @@ def doc_words(data, starts, stops, i, j, out_hash, out_chars):
     first ones then). A kernel of its own, without numba's reference counting: inside `word_ngrams`, which has it,
     the loop over `data` would count references at every step.
 
-    64 bytes at a time: a whitespace bit per byte from one vector compare (`_swar.in_ranges64`; from 8-byte words,
-    `_ascii_ws`, at the buffer's end; a multi-byte space only where a lead byte shows, `_multibyte_ws`), then the
+    64 bytes at a time: a whitespace bit per byte from one vector compare (`swar.in_ranges64`; from 8-byte words,
+    `_ascii_ws`, at the buffer's end; a multi-byte space only where a lead byte shows, `multibyte_ws`), then the
     words' ends and starts from the bits where whitespace begins or ends. No branch per byte, and the next word's
     position never waits for the last word's bytes: ~2x faster than `word_tokens`, and than reading word by word 8
     bytes at a time (and the vector compare took another ~25% off the 8-byte words')."""
@@ -150,7 +151,7 @@ def _text_words(data, nb, base, end, out_hash, out_chars, nw):
             lead &= ~(_ALL << np.uint64(r))
         while lead:                             # (rare) multi-byte whitespace
             j = np.int64(trailing_zeros(lead))
-            k = _multibyte_ws(data, base + j, end)
+            k = multibyte_ws(data, base + j, end)
             if k:
                 W |= ((_ONE << np.uint64(k)) - _ONE) << np.uint64(j)
                 if j + k > 64:
@@ -270,10 +271,10 @@ def _doc_ngrams(wh, wlen, w, max_n, is_top, is_dup, top, dup, d, tab, hc, cand, 
         best = np.uint64(0)
         if n == 2:
             for j in range(k):
-                hc[j] = _mix(wh[j] * _GOLD + wh[j + 1])
+                hc[j] = mix(wh[j] * GOLD + wh[j + 1])
         else:
             for j in range(k):
-                hc[j] = _mix(hc[j] * _GOLD + wh[cand[j] + n - 1])
+                hc[j] = mix(hc[j] * GOLD + wh[cand[j] + n - 1])
         for j in range(k):
             hv = hc[j]
             p = hv & mask
@@ -339,10 +340,10 @@ _HASH_MUL = np.uint64(0x9FB21C651E98DF25)
 
 @numba.njit(inline="always", cache=True)
 def _span_hash(data, a, b):
-    """(content hash of data[a:b], its UTF-8 continuation bytes): eight bytes per step (`_swar.load8`), the last
+    """(content hash of data[a:b], its UTF-8 continuation bytes): eight bytes per step (`swar.load8`), the last
     1..7 as the high bytes of the load that ends at b (so the chunks depend on the content only, not on where it
     lies), each folded in by a multiply and an xor-shift, then mixed with the length. Equal bytes, equal hashes."""
-    h = _GOLD
+    h = GOLD
     cont = np.uint64(0)
     i = a
     while i + 8 <= b:
@@ -362,7 +363,7 @@ def _span_hash(data, a, b):
         h = (h ^ x) * _HASH_MUL
         h ^= h >> np.uint64(29)
         cont += continuation_bytes(x)
-    return _mix(h + np.uint64(b - a)), np.int64(cont)
+    return mix(h + np.uint64(b - a)), np.int64(cont)
 
 
 @numba.njit(inline="always", cache=True)
@@ -371,9 +372,9 @@ def _ws_before(data, start, i, cls):
     b = data[i - 1]
     if b < 0x80:
         return 1 if cls[b] == 1 else 0
-    if i - 2 >= start and data[i - 2] == 0xC2 and _multibyte_ws(data, i - 2, i) == 2:
+    if i - 2 >= start and data[i - 2] == 0xC2 and multibyte_ws(data, i - 2, i) == 2:
         return 2
-    if i - 3 >= start and cls[data[i - 3]] == 2 and _multibyte_ws(data, i - 3, i) == 3:
+    if i - 3 >= start and cls[data[i - 3]] == 2 and multibyte_ws(data, i - 3, i) == 3:
         return 3
     return 0
 
@@ -389,7 +390,7 @@ def _trim(data, a, z, cls):
         if c == 1:
             a += 1
         elif c == 2:
-            w = _multibyte_ws(data, a, z)
+            w = multibyte_ws(data, a, z)
             if w == 0:
                 break
             a += w
@@ -901,7 +902,7 @@ def scan_lines(data, off, newlines, cls, code_share, min_code_lines, doc, rs, rt
 @numba.njit(inline="always", cache=True)
 def _line_end(data, s, end):
     """(the end of the line that starts at s: its "\\n" or `end`, its code points, _EQ | _COLON if it holds an "="
-    or a ":"): 64 bytes at a time (`_swar.in_ranges64`; the line scan took ~10% less time than with eight), byte
+    or a ":"): 64 bytes at a time (`swar.in_ranges64`; the line scan took ~10% less time than with eight), byte
     by byte in the buffer's last 64 bytes."""
     j = s
     cont = np.uint64(0)                     # UTF-8 continuation bytes: code points = bytes - cont
@@ -1000,7 +1001,7 @@ def list_items(data, rs, rt, ts, tt, rows, out_start):
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
 def count_newlines(data, off, out):
-    """out[d]: the "\\n" bytes of text data[off[d]:off[d + 1]] (`_swar.count_byte`: 64, then eight at a time, ~4x
+    """out[d]: the "\\n" bytes of text data[off[d]:off[d + 1]] (`swar.count_byte`: 64, then eight at a time, ~4x
     faster than numpy's count_nonzero(data == 10) with eight alone); returns their sum."""
     total = 0
     for d in range(off.shape[0] - 1):

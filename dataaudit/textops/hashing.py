@@ -30,19 +30,20 @@ _C2_INT = 0x94D049BB133111EB
 GOLD_INT = 0x9E3779B97F4A7C15
 POLY_INT = 0x100000001B3 * 0x9E37 | 1          # odd multiplier of the byte polynomial
 
-_C1 = np.uint64(_C1_INT)
-_C2 = np.uint64(_C2_INT)
+C1 = np.uint64(_C1_INT)                          # splitmix64's multipliers
+C2 = np.uint64(_C2_INT)
 GOLD = np.uint64(GOLD_INT)
 POLY = np.uint64(POLY_INT & M64)
 _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
 
 
 def mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64 finalizer, elementwise on uint64 (wrapping arithmetic); returns a new array."""
+    """splitmix64 finalizer, elementwise on uint64 (wrapping arithmetic); returns a new array. The kernels' `mix`
+    (`words.mix`) is this function compiled by numba for one uint64."""
     x = x ^ (x >> _S30)
-    x *= _C1
+    x *= C1
     x ^= x >> _S27
-    x *= _C2
+    x *= C2
     x ^= x >> _S31
     return x
 
@@ -163,8 +164,8 @@ class Tokens:
 _POW_CACHE = np.ones(1, np.uint64)
 
 
-def _powers(n: int) -> np.ndarray:
-    """POLY**j mod 2**64 for j < n (cached, grown geometrically)."""
+def powers(n: int) -> np.ndarray:
+    """POLY**j mod 2**64 for j < n (cached, grown geometrically): the word kernels take `powers(256)` as `pows`."""
     global _POW_CACHE
     if len(_POW_CACHE) < n:
         size = max(n, 2 * len(_POW_CACHE), 64)
@@ -190,7 +191,7 @@ def _poly_hashes(starts: np.ndarray, lengths: np.ndarray, data: np.ndarray) -> n
     pos = np.arange(total, dtype=np.int64) - first[owner]
     term = data[starts[owner] + pos].astype(np.uint64)
     term += np.uint64(1)
-    term *= _powers(int(lengths.max()))[pos]
+    term *= powers(int(lengths.max()))[pos]
     nonempty = lengths > 0
     h = np.zeros(n, np.uint64)
     h[nonempty] = np.add.reduceat(term, first[nonempty])
@@ -389,7 +390,7 @@ def span_word_tokens(k, data: np.ndarray, starts: np.ndarray, stops: np.ndarray)
     tok = np.empty(cap, np.uint64)
     doc = np.empty(cap, np.int64)
     ends = np.empty(num_docs, np.int64)
-    nw = k.word_tokens(data, starts, stops, WS_CLASS, _powers(256), POLY, tok, doc, ends)
+    nw = k.word_tokens(data, starts, stops, WS_CLASS, powers(256), POLY, tok, doc, ends)
     return Tokens.of(tok[:nw].copy(), doc[:nw].copy(), np.diff(ends, prepend=0))
 
 

@@ -45,7 +45,7 @@ def _kernel_words(literals: tuple[str, ...]):
     starts = sorted({w[0] for w in raw})
     first = np.zeros(256, np.bool_)
     first[starts] = True
-    # each first byte in all eight lanes (as `_swar.repeat_byte`, which would import numba here)
+    # each first byte in all eight lanes (as `swar.repeat_byte`, which would import numba here)
     first8 = np.array(starts if len(starts) <= MAX_SWAR_FIRST else [], np.uint64) * np.uint64(0x0101010101010101)
     ranges = []                                          # runs of consecutive first bytes, as [lo, n]
     for b in starts:

@@ -137,7 +137,7 @@ def test_doc_words_equal_str_split_and_word_tokens():
     # random texts (words of 1-30 bytes, ASCII, multi-byte, control bytes; every kind of space) and spans that cut
     # them anywhere: the words of str.split(), and the boundaries and code points of word_tokens, with equal hashes
     # exactly for equal words
-    from dataaudit.textops.hashing import POLY, WS_CLASS, _powers
+    from dataaudit.textops.hashing import POLY, WS_CLASS, powers
     k = numba_kernels("dataaudit.textops._repetition_kernels")
     tk = numba_kernels()
     rng = random.Random(3)
@@ -167,7 +167,7 @@ def test_doc_words_equal_str_split_and_word_tokens():
     wh, chars, n_words = _word_hashes(k, data, starts, stops, np.arange(len(starts)), len(starts))
     cap = len(data) // 2 + len(starts) + 1
     tok, ends = np.empty(cap, np.uint64), np.empty(len(starts), np.int64)
-    nw = tk.word_tokens(data, starts, stops, WS_CLASS, _powers(256), POLY, tok, np.empty(cap, np.int64), ends)
+    nw = tk.word_tokens(data, starts, stops, WS_CLASS, powers(256), POLY, tok, np.empty(cap, np.int64), ends)
     assert n_words.tolist() == np.diff(ends, prepend=0).tolist()
     _same_partition(wh.tolist(), tok[:nw].tolist())
     # code points: the bytes that do not continue a character (a cut character's bytes stay in its word)
@@ -367,25 +367,25 @@ def test_symbols_and_list_gates_skip_chinese_lines():
 def test_swar_helpers_on_known_words():
     # an unaligned load is the bytes in order (little-endian); the lane tests find exactly the bytes asked for
     import numba
-    from dataaudit.textops import _swar
+    from dataaudit.textops import swar
 
     @numba.njit
     def probe(data, p, b8):         # (the intrinsics only run compiled)
-        x = _swar.load8(data, p)
-        return x, _swar.trailing_zeros(_swar.has_byte(x, b8)), _swar.continuation_bytes(x)
+        x = swar.load8(data, p)
+        return x, swar.trailing_zeros(swar.has_byte(x, b8)), swar.continuation_bytes(x)
 
     @numba.njit
     def bits(x):
-        return _swar.popcount(x), _swar.trailing_zeros(x), _swar.trailing_zeros(_swar.zero_bytes(x))
+        return swar.popcount(x), swar.trailing_zeros(x), swar.trailing_zeros(swar.zero_bytes(x))
 
     data = np.frombuffer("ab=\n:é训x\n".encode() + b"\x80\x00\xff", np.uint8).copy()
     for p in range(len(data) - 7):
-        assert int(probe(data, p, _swar.repeat_byte(0))[0]) == int.from_bytes(data[p:p + 8].tobytes(), "little")
+        assert int(probe(data, p, swar.repeat_byte(0))[0]) == int.from_bytes(data[p:p + 8].tobytes(), "little")
     # a b = \n : C3 A9 E8 (é, then the lead byte of 训): "\n" at byte 3, ":" at 4, no "z", one continuation byte
-    assert [int(v) for v in probe(data, 0, _swar.repeat_byte(10))[1:]] == [3 * 8 + 7, 1]
-    assert int(probe(data, 0, _swar.repeat_byte(58))[1]) == 4 * 8 + 7
-    assert int(probe(data, 0, _swar.repeat_byte(0x7A))[1]) == 64
-    assert int(probe(data, 5, _swar.repeat_byte(0))[2]) == 4      # C3 A9 E8 AE AD x \n 80: A9 AE AD 80
+    assert [int(v) for v in probe(data, 0, swar.repeat_byte(10))[1:]] == [3 * 8 + 7, 1]
+    assert int(probe(data, 0, swar.repeat_byte(58))[1]) == 4 * 8 + 7
+    assert int(probe(data, 0, swar.repeat_byte(0x7A))[1]) == 64
+    assert int(probe(data, 5, swar.repeat_byte(0))[2]) == 4      # C3 A9 E8 AE AD x \n 80: A9 AE AD 80
     assert [int(v) for v in bits(np.uint64(0))] == [0, 64, 7]
     assert [int(v) for v in bits(np.uint64(2**64 - 1))] == [64, 0, 64]
     assert int(bits(np.uint64(0x0100_0000_0000_0000))[2]) == 7  # zeros in bytes 0..6: the first is byte 0
@@ -395,11 +395,11 @@ def test_in_ranges64_marks_exactly_the_bytes_of_its_ranges():
     # bit j of in_ranges64(data, p, ...) is byte p + j in either range, at any offset; an empty range marks nothing;
     # a range may end at 0xFF
     import numba
-    from dataaudit.textops import _swar
+    from dataaudit.textops import swar
 
     @numba.njit
     def ranges(data, p, lo1, n1, lo2, n2):      # (the intrinsics only run compiled)
-        return _swar.in_ranges64(data, p, lo1, n1, lo2, n2)
+        return swar.in_ranges64(data, p, lo1, n1, lo2, n2)
 
     data = np.random.default_rng(5).integers(0, 256, 300, dtype=np.uint8)
     data[:20] = [9, 10, 13, 14, 28, 32, 33, 0, 255, 0x80, 0xBF, 0xC0, 0xC2, 0xE0, 0xE3, 0xE4, 61, 58, 10, 0]
