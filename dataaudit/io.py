@@ -3,8 +3,9 @@
 A location is a local path or a URI (`file://`, `s3://`, `gs://`, `hdfs://`: whatever `pyarrow.fs` resolves).
 Local paths use Python's own file objects and `os`, exactly as a program that knows only local files would (the
 errors a user sees name the file the way the operating system does); a URI goes through its `pyarrow.fs`
-filesystem, and the same calls work on it. What opens, lists or writes a file anywhere in dataaudit calls one of
-these functions, so a new kind of storage is one more branch here.
+filesystem, and the same calls work on it. What opens, lists or writes a shard, a referenced file or an output
+anywhere in dataaudit calls one of these functions (tests/core/test_layout.py names the few local-only files that
+do not: the cache folder, tokenizer files), so a new kind of storage is one more branch here.
 
 Outputs are committed atomically: written to a temporary file beside the final name and renamed into place
 (locally), or uploaded whole once complete (an object store makes an object visible only when its upload ends).
