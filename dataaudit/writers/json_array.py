@@ -59,6 +59,7 @@ def rewrite_json_array(src: str, dst: str | os.PathLike, drop: np.ndarray, expec
         out.write(head)
         pos = int(spans[0, 0])
         sep = None
+        between = b""      # the bytes between the first two elements: read once the first is copied
         written = 0
         for i in range(n):
             start, end = int(spans[i, 0]), int(ends[i])
