@@ -296,3 +296,80 @@ def remove_stale_temps(folder: str | os.PathLike) -> int:
     for p in stale:
         p.unlink(missing_ok=True)
     return len(stale)
+
+
+def fingerprint(location: str | os.PathLike) -> dict:
+    """What a file is now: {"size", "mtime_ns", "xxh3_128"} (the hash streams it in 8 MiB chunks, ~GB/s)."""
+    import xxhash
+
+    st = stat(location)
+    h = xxhash.xxh3_128()
+    with open_input(location) as f:
+        while chunk := f.read(8 << 20):
+            h.update(chunk)
+    return {"size": st.size, "mtime_ns": st.mtime_ns, "xxh3_128": h.hexdigest()}
+
+
+def changed(location: str | os.PathLike, recorded: dict | None) -> str | None:
+    """Why `location` is not the file `recorded` (a `fingerprint`) describes; None: the same size, time and bytes.
+    The size and time are compared first: the hash is read only when they match."""
+    if not recorded:
+        return "no fingerprint of it was recorded"
+    try:
+        st = stat(location)
+    except OSError as e:
+        return f"cannot read it: {e.strerror or e}"
+    if st.size != recorded.get("size"):
+        return f"its size changed ({recorded.get('size')} -> {st.size} bytes)"
+    if st.mtime_ns != recorded.get("mtime_ns"):
+        return "its modification time changed"
+    try:
+        now = fingerprint(location)["xxh3_128"]
+    except OSError as e:
+        return f"cannot read it: {e.strerror or e}"
+    return None if now == recorded.get("xxh3_128") else "its content changed"
+
+
+class FolderLocked(OSError):
+    """Another run holds the output folder."""
+
+
+_HELD_LOCKS: list = []
+LOCK_NAME = ".dataaudit.lock"
+
+
+def lock_folder(folder: str | os.PathLike) -> None:
+    """Hold `folder` (a job's --out) for this process until it exits: an flock on `folder/.dataaudit.lock`, never
+    waited for. Another process holding it is FolderLocked naming that run (its pid and command line, which the
+    lock file holds). A URI folder is not locked (object stores have no such lock): two runs into one bucket
+    prefix are the user's to avoid."""
+    if is_uri(folder):
+        return
+    import fcntl
+    import sys
+
+    path = os.path.join(os.fspath(folder), LOCK_NAME)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another run"
+        os.close(fd)
+        raise FolderLocked(f"{folder}: in use by another dataaudit run ({holder}): wait for it to end, or "
+                           "choose another --out") from None
+    except OSError:
+        os.close(fd)
+        raise
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()}: {' '.join(['dataaudit', *sys.argv[1:]])[:1000]}\n".encode(), 0)
+    _HELD_LOCKS.append(fd)   # released when the process exits (the kernel drops the lock with the descriptor)
+
+
+def stored_size(location: str | os.PathLike) -> int:
+    """The bytes a file takes on its storage: its size, or less for a sparse local file (its allocated blocks), so a
+    file that claims terabytes but holds none is not taken for a large input."""
+    size = stat(location).size
+    if is_uri(location):
+        return size
+    st = os.stat(os.fspath(location))
+    return min(size, getattr(st, "st_blocks", size // 512 + 1) * 512)

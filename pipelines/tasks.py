@@ -6,7 +6,10 @@ them in; `on_done(index, item, result)` always runs in this process, as each ite
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
 import threading
+import time
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Sequence
@@ -47,7 +50,8 @@ def _run_in_processes(pending, task, args, kwargs, on_done, workers) -> None:
     lock = threading.Lock()
     futures: dict = {}
     size = min(workers - 1, len(pending) - 1)
-    with ProcessPoolExecutor(max_workers=size, mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=size, mp_context=context, initializer=_worker_start,
+                             initargs=(os.getpid(),)) as pool:
         def submit_next(_done=None) -> None:   # one item per worker at a time: the rest is for whoever is free
             with lock:   # taking an item and recording its future are one step (the wait below sees every one)
                 if not queue:
@@ -83,7 +87,28 @@ def _run_in_processes(pending, task, args, kwargs, on_done, workers) -> None:
         except BaseException:
             with lock:   # no new item for the workers while the error unwinds
                 queue.clear()
+            _stop_workers(pool)   # an interrupted or failed job does not wait for the shards under way
             raise
+
+
+def _worker_start(parent: int) -> None:
+    """A worker process's first step: Ctrl-C is the parent's to handle (it stops the workers; no traceback from
+    each), and the worker exits when its parent is gone (killed, even with SIGKILL), never left orphaned."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True, name="parent-watch").start()
+
+
+def _exit_with_parent(parent: int, every: float = 0.5) -> None:
+    while os.getppid() == parent:
+        time.sleep(every)
+    os._exit(1)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    for process in list((getattr(pool, "_processes", None) or {}).values()):   # no public way to end them now
+        if process.is_alive():
+            process.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _snapshot(futures: dict, lock) -> list:
@@ -93,6 +118,7 @@ def _snapshot(futures: dict, lock) -> list:
 
 def _run_on_ray(pending, task, args, kwargs, on_done, ray_address, workers) -> None:
     ray = ray_init(ray_address)
+    from ray.exceptions import RayTaskError
 
     # max_retries: a worker that dies mid-task gets its item redone elsewhere, not a failed job.
     @ray.remote(max_retries=3)
@@ -113,4 +139,11 @@ def _run_on_ray(pending, task, args, kwargs, on_done, ray_address, workers) -> N
             return
         done, _ = ray.wait(list(futures), num_returns=1)
         index, item = futures.pop(done[0])
-        on_done(index, item, ray.get(done[0]))
+        try:
+            result = ray.get(done[0])
+        except RayTaskError as exc:   # the task's own error (a one-line DataAuditError, an OSError), not Ray's text
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, Exception):
+                raise cause from None
+            raise
+        on_done(index, item, result)
