@@ -334,35 +334,52 @@ class FolderLocked(OSError):
     """Another run holds the output folder."""
 
 
-_HELD_LOCKS: list = []
-LOCK_NAME = ".dataaudit.lock"
+_HELD_LOCKS: dict[str, int] = {}   # resolved folder -> the descriptor that holds its lock
 
 
 def lock_folder(folder: str | os.PathLike) -> None:
-    """Hold `folder` (a job's --out) for this process until it exits: an flock on `folder/.dataaudit.lock`, never
-    waited for. Another process holding it is FolderLocked naming that run (its pid and command line, which the
-    lock file holds). A URI folder is not locked (object stores have no such lock): two runs into one bucket
-    prefix are the user's to avoid."""
+    """Hold `folder` (a job's --out) for this process until it exits: an flock on the folder itself (no file is
+    added to it), never waited for; the kernel drops it when the process ends, killed or not. A second call for the
+    same folder in this process is a no-op. Another process holding it is FolderLocked naming that run (its pid and
+    command line, from /proc on Linux). A URI folder is not locked (object stores have no such lock): two runs into
+    one bucket prefix are the user's to avoid."""
     if is_uri(folder):
         return
     import fcntl
-    import sys
 
-    path = os.path.join(os.fspath(folder), LOCK_NAME)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    key = os.path.realpath(os.fspath(folder))
+    if key in _HELD_LOCKS:
+        return
+    fd = os.open(key, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another run"
+        holder = _lock_holder(os.fstat(fd).st_ino)
         os.close(fd)
-        raise FolderLocked(f"{folder}: in use by another dataaudit run ({holder}): wait for it to end, or "
-                           "choose another --out") from None
+        raise FolderLocked(f"{folder}: in use by another dataaudit run ({holder}): wait for it to end, or choose "
+                           "another --out") from None
     except OSError:
         os.close(fd)
         raise
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"pid {os.getpid()}: {' '.join(['dataaudit', *sys.argv[1:]])[:1000]}\n".encode(), 0)
-    _HELD_LOCKS.append(fd)   # released when the process exits (the kernel drops the lock with the descriptor)
+    _HELD_LOCKS[key] = fd
+
+
+def _lock_holder(inode: int) -> str:
+    """"pid N: its command line" of the process holding an flock on `inode` (Linux's /proc/locks), else a vaguer
+    word."""
+    try:
+        with open("/proc/locks") as f:
+            for line in f:
+                fields = line.split()
+                if "FLOCK" in fields and fields[5].rsplit(":", 1)[-1] == str(inode):
+                    pid = fields[4]
+                    with open(f"/proc/{pid}/cmdline", "rb") as c:
+                        words = c.read().decode("utf-8", "replace").split("\0")
+                    command = " ".join(" ".join(words).split())   # one line, whatever the arguments hold
+                    return f"pid {pid}: {command[:300]}"
+    except (OSError, IndexError):
+        pass
+    return "another process"
 
 
 def stored_size(location: str | os.PathLike) -> int:

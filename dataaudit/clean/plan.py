@@ -17,7 +17,7 @@ import pyarrow as pa
 from dataaudit import audit, contamination, dedup
 from dataaudit.clean import FILES
 from dataaudit.formats import format_of
-from dataaudit.io import LOCK_NAME, join, read_parquet, read_text
+from dataaudit.io import join, read_parquet, read_text
 from dataaudit.outputs import PARTS
 
 from .safety import CleanRefused, audited, check_outputs, covered, output_paths
@@ -53,7 +53,7 @@ class CleanJob:
     def protected(self) -> frozenset[str]:
         """Resolved paths a referenced file is never copied to (or under): every shard's output and clean's own
         files and folders."""
-        own = [FILES.record, *FILES.tables, PARTS, LOCK_NAME] if self.out else []
+        own = [FILES.record, *FILES.tables, PARTS] if self.out else []
         return frozenset([os.path.realpath(p.output) for p in self.shards.values()]
                          + [os.path.realpath(os.path.join(self.out, f)) for f in own])
 
