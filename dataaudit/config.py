@@ -272,7 +272,7 @@ def _typed_param(source: str, check: str, key: str, default: Any, value: Any) ->
         kind, what = PARAM_TYPES[key]
         if isinstance(value, bool) or not isinstance(value, kind):
             raise _fail(source, f"[checks.{check}] {key} must be {what}, got {value!r}")
-        return float(value) if kind == (int, float) else value
+        return value
     if default is None:      # an unset setting (min, max, ...): any scalar
         ok = isinstance(value, (bool, int, float, str))
     elif isinstance(default, bool):

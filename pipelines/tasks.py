@@ -105,10 +105,12 @@ def _exit_with_parent(parent: int, every: float = 0.5) -> None:
 
 
 def _stop_workers(pool: ProcessPoolExecutor) -> None:
-    for process in list((getattr(pool, "_processes", None) or {}).values()):   # no public way to end them now
+    """End the workers now (no public way: their shards are abandoned, not awaited), then shut the pool down
+    waiting for its manager thread, which sees them gone at once (not waiting leaves it to race the exit)."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
         if process.is_alive():
             process.terminate()
-    pool.shutdown(wait=False, cancel_futures=True)
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _snapshot(futures: dict, lock) -> list:
