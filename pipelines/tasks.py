@@ -11,11 +11,18 @@ import signal
 import threading
 import time
 from collections import deque
+from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Sequence
 
+from dataaudit.errors import DataAuditError
 from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.ray_session import ray_init
+
+
+class WorkerDied(DataAuditError):
+    """A worker process or Ray worker died under a unit (the system killed it): one line naming the unit."""
 
 
 def run_tasks(pending: Sequence[tuple[int, Any]], task: Callable, args: tuple,
@@ -68,11 +75,17 @@ def _run_in_processes(pending, task, args, kwargs, on_done, workers) -> None:
         def finish(future) -> None:   # results are recorded in this thread, as they come
             with lock:
                 index, item = futures.pop(future)
-            on_done(index, item, future.result())
+            try:
+                result = future.result()
+            except BrokenProcessPool:
+                raise WorkerDied(f"{item}: a worker process died while on it (killed by the system: out of "
+                                 "memory?); a rerun with the same --out keeps the finished shards") from None
+            on_done(index, item, result)
 
         try:
-            for _ in range(size):
-                submit_next()
+            with _sigint_blocked():   # the workers start with Ctrl-C held back, until their first step ignores it
+                for _ in range(size):
+                    submit_next()
             while True:
                 with lock:
                     nxt = queue.popleft() if queue else None
@@ -91,10 +104,28 @@ def _run_in_processes(pending, task, args, kwargs, on_done, workers) -> None:
             raise
 
 
+@contextmanager
+def _sigint_blocked():
+    """SIGINT blocked in this thread (and in the threads and processes started meanwhile: the pool's manager thread,
+    which starts the later workers, and the spawned workers, which inherit the mask across exec): a Ctrl-C while a
+    worker still imports is held, then dropped by `_worker_start`, never a traceback. This process gets it as it
+    leaves the block."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _worker_start(parent: int) -> None:
     """A worker process's first step: Ctrl-C is the parent's to handle (it stops the workers; no traceback from
     each), and the worker exits when its parent is gone (killed, even with SIGKILL), never left orphaned."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})   # a Ctrl-C held since the start is dropped
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True, name="parent-watch").start()
 
 
@@ -120,7 +151,7 @@ def _snapshot(futures: dict, lock) -> list:
 
 def _run_on_ray(pending, task, args, kwargs, on_done, ray_address, workers) -> None:
     ray = ray_init(ray_address)
-    from ray.exceptions import RayTaskError
+    from ray.exceptions import RayError, RayTaskError
 
     # max_retries: a worker that dies mid-task gets its item redone elsewhere, not a failed job.
     @ray.remote(max_retries=3)
@@ -147,5 +178,8 @@ def _run_on_ray(pending, task, args, kwargs, on_done, ray_address, workers) -> N
             cause = getattr(exc, "cause", None)
             if isinstance(cause, Exception):
                 raise cause from None
-            raise
+            raise WorkerDied(f"{item}: {' '.join(str(exc).split())[:500]}") from None
+        except RayError as exc:   # a worker that died every retry, an object lost with its node
+            raise WorkerDied(f"{item}: Ray could not run it: {type(exc).__name__}: "
+                             f"{' '.join(str(exc).split())[:500]}") from None
         on_done(index, item, result)
