@@ -368,7 +368,7 @@ def _alive(pid: int) -> bool:
 def test_sigint_is_one_line_and_exit_130_workers_included(slow_input, tmp_path):
     p = _start(["audit", *slow_input, "--out", tmp_path / "out", "--engine", "local", "--workers", "3"], tmp_path)
     kids = _wait_for_workers(p, 2)
-    time.sleep(1.5)                            # the workers are importing or auditing
+    time.sleep(0.5)                            # the workers are importing (the riskiest moment) or auditing
     t0 = time.time()
     os.killpg(p.pid, signal.SIGINT)            # Ctrl-C: the whole foreground group
     _, stderr = p.communicate(timeout=30)
