@@ -3,9 +3,9 @@ at the same relative paths, so the cleaned dataset loads on its own.
 
 Only files inside the input shard's folder are copied (dataaudit.images.batch.resolve_inside: the rule the audit
 applies); a reference that is missing or leaves the folder is counted, never followed. The copy goes to the path the
-record names (through a symlinked folder too: the cleaned shard names it so), and never onto a file of the job's own:
-a reference to another shard's file name is refused, not copied over that shard's cleaned output. Each file is copied to a
-temporary name and renamed (never hard-linked: editing a cleaned image must not edit the original).
+record names (through a symlinked folder too: the cleaned shard names it so), and never onto a file of the job's
+own: a reference to another shard's file name is refused, not copied over that shard's cleaned output. Each file is
+copied to a temporary name and renamed (never hard-linked: editing a cleaned image must not edit the original).
 """
 from __future__ import annotations
 

@@ -2,8 +2,9 @@
 
 Refused (CleanRefused, one line): a shard the audit did not read, or read only in part (unless skipped), or that
 changed since (size, modification time, xxh3-128 of every byte, as report.json recorded them); dedup or
-contamination findings that do not cover a shard, or that read other bytes than the audit (their fingerprint); an --out folder that is an input folder or inside one; an
-output path that would be an input or one of the job's own files.
+contamination findings that do not cover a shard, or that read other bytes than the audit (their fingerprint); an
+--out folder that is an input folder or inside one; an output path that would be an input or one of the job's own
+files.
 """
 from __future__ import annotations
 
