@@ -338,18 +338,22 @@ _HELD_LOCKS: dict[str, int] = {}   # resolved folder -> the descriptor that hold
 
 
 def lock_folder(folder: str | os.PathLike) -> None:
-    """Hold `folder` (a job's --out) for this process until it exits: an flock on the folder itself (no file is
-    added to it), never waited for; the kernel drops it when the process ends, killed or not. A second call for the
-    same folder in this process is a no-op. Another process holding it is FolderLocked naming that run (its pid and
-    command line, from /proc on Linux). A URI folder is not locked (object stores have no such lock): two runs into
-    one bucket prefix are the user's to avoid."""
+    """Hold `folder` (a job's --out, which this process must be able to write in: PermissionError otherwise) until
+    the process exits: an flock on the folder itself (no file is added to it), never waited for; the kernel drops it
+    when the process ends, killed or not. A second call for the same folder in this process is a no-op. Another
+    process holding it is FolderLocked naming that run (its pid and command line, from /proc on Linux). A URI folder,
+    or one on storage without locks (some network mounts), is not locked: two runs into it are the user's to
+    avoid."""
     if is_uri(folder):
         return
+    import errno
     import fcntl
 
     key = os.path.realpath(os.fspath(folder))
     if key in _HELD_LOCKS:
         return
+    if not os.access(key, os.W_OK | os.X_OK):   # a read-only --out: said now, before any work
+        raise PermissionError(errno.EACCES, "Permission denied", os.fspath(folder))
     fd = os.open(key, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -358,8 +362,10 @@ def lock_folder(folder: str | os.PathLike) -> None:
         os.close(fd)
         raise FolderLocked(f"{folder}: in use by another dataaudit run ({holder}): wait for it to end, or choose "
                            "another --out") from None
-    except OSError:
+    except OSError as exc:
         os.close(fd)
+        if exc.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+            return      # storage without locks (some network mounts): the run goes on unlocked, as on a URI
         raise
     _HELD_LOCKS[key] = fd
 
