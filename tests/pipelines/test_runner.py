@@ -114,3 +114,43 @@ def test_local_audit_with_two_worker_processes_gives_the_one_process_outputs(tmp
     assert sorted(set(flags["2"]["check"].to_pylist())) == ["control_chars", "empty_text", "long_unbroken_run",
                                                              "repetition"]
     assert flags["2"]["shard"].to_pylist().count(shards[2]) == 4
+
+
+def test_f20_a_stage_error_outside_the_shard_loop_is_one_line_naming_the_shard(tmp_path):
+    from dataaudit.pipelines.runner import ShardFailed
+
+    path = str(tmp_path / "a.jsonl")
+    Path(path).write_text("{}\n")
+
+    def broken(path, on_batch=None, handler=None):
+        raise ValueError("no such\nplan")
+
+    store = PartStore(tmp_path, {"job": 1}, suffix=".rows.parquet")
+    try:
+        run_units([path], store, broken, (), engine="local")
+    except ShardFailed as exc:
+        assert str(exc) == f"{path}: ValueError: no such plan"
+    else:
+        raise AssertionError("no error")
+
+
+def test_f20_a_stage_that_breaks_in_finish_reports_an_empty_unreadable_shard(tmp_path):
+    from dataaudit.stage import ShardStage
+
+    path = tmp_path / "a.jsonl"
+    path.write_text("".join(json.dumps({"t": str(i)}) + "\n" for i in range(5)))
+
+    class Counting(ShardStage):
+        def start(self, path):
+            return {"rows": 0, "fresh": True}
+
+        def add(self, state, batch):
+            state["rows"] += batch.num_rows
+            state["fresh"] = False
+
+        def finish(self, state, error):
+            if not state["fresh"] and error is None:
+                raise OverflowError("merge broke")
+            return {"records": state["rows"], "error": error}
+
+    assert Counting()(str(path)) == {"records": 0, "error": "OverflowError: merge broke"}
