@@ -458,12 +458,16 @@ def test_a_ray_that_cannot_start_is_one_line_and_exit_2(three, tmp_path, monkeyp
     ray = pytest.importorskip("ray")
 
     def refuse(**kw):
-        raise ConnectionError("Could not find any running Ray instance.\nPlease specify the one to connect to.")
+        raise RuntimeError("Failed to start the GCS server.\nSee the logs.")
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", refuse)
-    code, output = _invoke("audit", three[0], "--out", tmp_path / "out", "--engine", "ray",
-                           "--ray-address", "10.0.0.1:6379")
+    code, output = _invoke("audit", three[0], "--out", tmp_path / "out", "--engine", "ray")
     assert code == 2
-    assert output.strip() == ("Error: cannot start or join the Ray cluster at 10.0.0.1:6379: Could not find any "
-                              "running Ray instance. Please specify the one to connect to. (--engine local runs "
-                              "without Ray)")
+    assert output.strip() == ("Error: cannot start or join a local Ray: Failed to start the GCS server. See the logs. "
+                              "(--engine local runs without Ray)")
+    t0 = time.time()           # an address nobody answers at: said at once, not after Ray's minutes of retries
+    code, output = _invoke("audit", three[0], "--out", tmp_path / "out", "--engine", "ray",
+                           "--ray-address", "127.0.0.1:1")
+    assert code == 2 and time.time() - t0 < 10
+    assert output.strip() == ("Error: cannot start or join the Ray cluster at 127.0.0.1:1: Connection refused "
+                              "(--engine local runs without Ray)")
