@@ -5,6 +5,7 @@ name or a parameter is one clear error naming the file, never a silently ignored
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,20 @@ CHECK_KEYS = ("enabled", "severity")
 # training loader does (a column that cannot be decoded makes the shard unreadable), or only the columns the
 # checks read (faster when the shard has wide columns no check reads; those columns' integrity is not verified).
 READ_MODES = ("all-columns", "checked-columns")
+
+
+# The range of every integer fact: beyond these, a value is a typo or an attack (2**63-1 bytes, 100000 threads), and
+# would crash or stall the job instead of being refused here.
+INT32_MAX = 2**31 - 1
+DATA_RANGES = {"num_classes": (1, INT32_MAX), "vocab_size": (1, INT32_MAX), "context_length": (1, INT32_MAX),
+               "pad_id": (0, INT32_MAX), "max_image_pixels": (1, 2**34), "max_image_bytes": (1, 2**32),
+               "image_threads": (1, 256)}
+# Check parameters unset by default (None), by the kind they must be, and the numeric ones' ranges.
+PARAM_TYPES = {"num_classes": (int, "an integer"), "vocab_size": (int, "an integer"),
+               "context_length": (int, "an integer"), "pad_id": (int, "an integer"),
+               "min": ((int, float), "a number"), "max": ((int, float), "a number"),
+               "inference_tokenizer": (str, "a path (a string)"), "tokenizer": (str, "a path (a string)")}
+PARAM_RANGES = {k: DATA_RANGES[k] for k in ("num_classes", "vocab_size", "context_length", "pad_id")}
 
 
 def data_keys() -> tuple[str, ...]:
@@ -123,9 +138,13 @@ def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
     for key in ("label", "input_ids", "attention_mask", "image_tensor"):
         if key in fields and (not isinstance(fields[key], str) or not fields[key]):
             raise _fail(source, f"[fields] {key} must be one column name, got {fields[key]!r}")
-    for key in ("num_classes", "vocab_size", "context_length", "max_image_pixels", "max_image_bytes", "image_threads"):
-        if key in data and (not isinstance(data[key], int) or data[key] <= 0):
-            raise _fail(source, f"[data] {key} must be a positive integer, got {data[key]!r}")
+    for key, (low, high) in DATA_RANGES.items():
+        if key in data:
+            data[key] = _integer(source, f"[data] {key}", data[key], low, high)
+    if "numeric_dtype" in data:
+        data["numeric_dtype"] = _dtype_names(source, "[data] numeric_dtype", data["numeric_dtype"])
+    if "tokenizer" in data and (not isinstance(data["tokenizer"], str) or not data["tokenizer"]):
+        raise _fail(source, f"[data] tokenizer must be a path (a string), got {data['tokenizer']!r}")
     folder = None if source in ("<config>", "<defaults>") else Path(source).parent   # relative paths' base
     if "tokenizer" in data:
         tok = Path(data["tokenizer"])
@@ -162,7 +181,9 @@ def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
         settings = checks[name]
         for key, value in table.items():
             if key == "enabled":
-                settings.enabled = bool(value)
+                if not isinstance(value, bool):      # "false" is a string, and a true one
+                    raise _fail(source, f"[checks.{name}] enabled must be true or false, got {value!r}")
+                settings.enabled = value
             elif key == "severity":
                 if value not in SEVERITIES:
                     raise _fail(source, f"[checks.{name}] severity must be one of {SEVERITIES}, got {value!r}")
@@ -172,6 +193,10 @@ def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
             else:
                 allowed = CHECK_KEYS + tuple(REGISTRY[name].params)
                 raise _fail(source, f"unknown parameter {key!r} in [checks.{name}] (allowed: {', '.join(allowed)})")
+    for name, settings in checks.items():
+        lo, hi = settings.params.get("min"), settings.params.get("max")
+        if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and lo > hi:
+            raise _fail(source, f"[checks.{name}] min ({lo!r}) must not be above max ({hi!r})")
     return AuditConfig(fields=fields, data=data, checks=checks, source=source)
 
 
@@ -187,9 +212,68 @@ def _kind_of(value: Any) -> str:
     return type(value).__name__
 
 
+def _integer(source: str, where: str, value: Any, low: int, high: int) -> int:
+    """An integer setting within [low, high]: one line naming it and the range otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        kind = f"a positive integer up to {high:,}" if low == 1 else f"an integer from {low:,} to {high:,}"
+        raise _fail(source, f"{where} must be {kind}, got {value!r}")
+    return value
+
+
+def _dtype_names(source: str, where: str, value: Any) -> Any:
+    """[data] numeric_dtype / dtype_mismatch's expected: int, float, bool or exact dtype names (or a list of them)."""
+    from dataaudit.checks.numeric import expected_dtype_codes
+
+    if not (isinstance(value, str) or (isinstance(value, list) and value and all(isinstance(v, str) for v in value))):
+        raise _fail(source, f"{where} must be a dtype name or a list of them, got {value!r}")
+    try:
+        expected_dtype_codes(value)
+    except ValueError as exc:
+        raise _fail(source, f"{where}: {str(exc).removeprefix('dtype_mismatch: ')}") from None
+    return value
+
+
+def _number_in_range(source: str, check: str, key: str, default: Any, value: Any) -> None:
+    """A number must be finite (nan would turn a check off, inf make it meaningless); a limit whose default is not
+    negative must not be (it would flag everything); a fraction stays within [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    where = f"[checks.{check}] {key}"
+    if not math.isfinite(value):
+        raise _fail(source, f"{where} must be a finite number, got {value!r}")
+    if key in PARAM_RANGES:
+        low, high = PARAM_RANGES[key]
+        if not low <= value <= high:
+            raise _fail(source, f"{where} must be from {low:,} to {high:,}, got {value!r}")
+    elif _is_fraction(key) and not 0 <= value <= 1:
+        raise _fail(source, f"{where} must be a fraction from 0 to 1, got {value!r}")
+    elif isinstance(default, (int, float)) and not isinstance(default, bool) and default >= 0 and value < 0:
+        raise _fail(source, f"{where} must be 0 or more, got {value!r}")
+
+
+def _is_fraction(key: str) -> bool:
+    return key.endswith(("_frac", "_ratio")) or (key.startswith(("top_", "dup_")) and key.endswith("_gram"))
+
+
 def _param_value(source: str, check: str, key: str, default: Any, value: Any) -> Any:
-    """A check parameter from the config, of its default's type (a number where a number is expected, ...)."""
-    if default is None:      # an unset setting (min, max, vocab_size, ...): any scalar
+    """A check parameter from the config, of its default's type (a number where a number is expected, ...), in its
+    range (`_number_in_range`)."""
+    value = _typed_param(source, check, key, default, value)
+    for v in value if isinstance(value, list) else [value]:
+        _number_in_range(source, check, key, default[0] if isinstance(default, (list, tuple)) and default else default,
+                         v)
+    if key == "expected" and check == "dtype_mismatch":
+        _dtype_names(source, f"[checks.{check}] {key}", value)
+    return value
+
+
+def _typed_param(source: str, check: str, key: str, default: Any, value: Any) -> Any:
+    if key in PARAM_TYPES:    # an unset setting with a known kind (vocab_size, pad_id, a tokenizer path, ...)
+        kind, what = PARAM_TYPES[key]
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise _fail(source, f"[checks.{check}] {key} must be {what}, got {value!r}")
+        return value
+    if default is None:      # an unset setting (min, max, ...): any scalar
         ok = isinstance(value, (bool, int, float, str))
     elif isinstance(default, bool):
         ok = isinstance(value, bool)

@@ -296,3 +296,103 @@ def remove_stale_temps(folder: str | os.PathLike) -> int:
     for p in stale:
         p.unlink(missing_ok=True)
     return len(stale)
+
+
+def fingerprint(location: str | os.PathLike) -> dict:
+    """What a file is now: {"size", "mtime_ns", "xxh3_128"} (the hash streams it in 8 MiB chunks, ~GB/s)."""
+    import xxhash
+
+    st = stat(location)
+    h = xxhash.xxh3_128()
+    with open_input(location) as f:
+        while chunk := f.read(8 << 20):
+            h.update(chunk)
+    return {"size": st.size, "mtime_ns": st.mtime_ns, "xxh3_128": h.hexdigest()}
+
+
+def changed(location: str | os.PathLike, recorded: dict | None) -> str | None:
+    """Why `location` is not the file `recorded` (a `fingerprint`) describes; None: the same size, time and bytes.
+    The size and time are compared first: the hash is read only when they match."""
+    if not recorded:
+        return "no fingerprint of it was recorded"
+    try:
+        st = stat(location)
+    except OSError as e:
+        return f"cannot read it: {e.strerror or e}"
+    if st.size != recorded.get("size"):
+        return f"its size changed ({recorded.get('size')} -> {st.size} bytes)"
+    if st.mtime_ns != recorded.get("mtime_ns"):
+        return "its modification time changed"
+    try:
+        now = fingerprint(location)["xxh3_128"]
+    except OSError as e:
+        return f"cannot read it: {e.strerror or e}"
+    return None if now == recorded.get("xxh3_128") else "its content changed"
+
+
+class FolderLocked(OSError):
+    """Another run holds the output folder."""
+
+
+_HELD_LOCKS: dict[str, int] = {}   # resolved folder -> the descriptor that holds its lock
+
+
+def lock_folder(folder: str | os.PathLike) -> None:
+    """Hold `folder` (a job's --out, which this process must be able to write in: PermissionError otherwise) until
+    the process exits: an flock on the folder itself (no file is added to it), never waited for; the kernel drops it
+    when the process ends, killed or not. A second call for the same folder in this process is a no-op. Another
+    process holding it is FolderLocked naming that run (its pid and command line, from /proc on Linux). A URI folder,
+    or one on storage without locks (some network mounts), is not locked: two runs into it are the user's to
+    avoid."""
+    if is_uri(folder):
+        return
+    import errno
+    import fcntl
+
+    key = os.path.realpath(os.fspath(folder))
+    if key in _HELD_LOCKS:
+        return
+    if not os.access(key, os.W_OK | os.X_OK):   # a read-only --out: said now, before any work
+        raise PermissionError(errno.EACCES, "Permission denied", os.fspath(folder))
+    fd = os.open(key, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _lock_holder(os.fstat(fd).st_ino)
+        os.close(fd)
+        raise FolderLocked(f"{folder}: in use by another dataaudit run ({holder}): wait for it to end, or choose "
+                           "another --out") from None
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+            return      # storage without locks (some network mounts): the run goes on unlocked, as on a URI
+        raise
+    _HELD_LOCKS[key] = fd
+
+
+def _lock_holder(inode: int) -> str:
+    """"pid N: its command line" of the process holding an flock on `inode` (Linux's /proc/locks), else a vaguer
+    word."""
+    try:
+        with open("/proc/locks") as f:
+            for line in f:
+                fields = line.split()
+                if "FLOCK" in fields and fields[5].rsplit(":", 1)[-1] == str(inode):
+                    pid = fields[4]
+                    with open(f"/proc/{pid}/cmdline", "rb") as c:
+                        words = c.read().decode("utf-8", "replace").split("\0")
+                    command = " ".join(" ".join(words).split())   # one line, whatever the arguments hold
+                    return f"pid {pid}: {command[:300]}"
+    except (OSError, IndexError):
+        pass
+    return "another process"
+
+
+def stored_size(location: str | os.PathLike) -> int:
+    """The bytes a file takes on its storage: its size, or less for a sparse local file (its allocated blocks), so a
+    file that claims terabytes but holds none is not taken for a large input."""
+    size = stat(location).size
+    if is_uri(location):
+        return size
+    st = os.stat(os.fspath(location))
+    return min(size, getattr(st, "st_blocks", size // 512 + 1) * 512)

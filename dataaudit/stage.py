@@ -11,9 +11,8 @@ from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 
-from dataaudit.handlers import READ_ERRORS, report_unreadable
+from dataaudit.handlers import report_unreadable
 from dataaudit.formats import iter_shard, read_schema
-from dataaudit.sources import ShardReadError
 
 
 class ShardStage:
@@ -57,8 +56,10 @@ class ShardStage:
 
     def __call__(self, path: str, on_batch: Callable[[int], None] | None = None,
                  handler: Callable[[BaseException, str], str] = report_unreadable) -> Any:
-        """Run the shard. Only a failure to read it (or a stage refusing it with ShardReadError) goes to `handler`;
-        an OSError of the stage's own work or of `on_batch` is not the shard's fault and propagates."""
+        """Run the shard. Any failure of its read or of the stage's work on a batch (a reader's error, a check that
+        breaks on a hostile record, MemoryError) goes to `handler`: the shard is `unreadable` with that error, the
+        records counted so far stay counted, and the job goes on. Only `on_batch` (the job's own progress and
+        output) is not the shard's fault: its errors propagate, as do KeyboardInterrupt and SystemExit."""
         state = self.start(path)
         error = None
         batches = self._batches(state, path)
@@ -69,16 +70,19 @@ class ShardStage:
                     batch = next(batches, None)
                     if batch is None:
                         break
-                except READ_ERRORS as exc:
+                    self.add(state, batch)
+                except Exception as exc:   # noqa: BLE001  (hostile input may cost its shard, never the job)
                     error = handler(exc, path)
                     break
-                try:
-                    self.add(state, batch)
-                except ShardReadError as exc:   # the stage refuses the shard (its text field holds no text)
-                    error = handler(exc, path)
                 if on_batch is not None:
                     on_batch(batch.num_rows)
-            result = self.finish(state, error)
+            try:
+                result = self.finish(state, error)
+            except Exception as exc:   # noqa: BLE001  (the stage broke on what it gathered: the shard's fault)
+                self.close(state)
+                error = error or handler(exc, path)
+                state = self.start(path)   # an empty shard with the error: nothing claimed for it
+                result = self.finish(state, error)
             finished = True
             return result
         finally:

@@ -30,6 +30,7 @@ class _Summarized:
     keeps them. A class, not a closure: it pickles, for the local engine's worker processes."""
 
     stage: Callable
+    fingerprints = True    # the audit records each shard's fingerprint itself (report.json's, what clean checks)
 
     def __call__(self, path, config, on_batch=None, handler=report_unreadable):
         result, flags = self.stage(path, config, on_batch=on_batch, handler=handler)

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from typing import Callable
 
 from dataaudit.atomic import write_parquet
@@ -21,7 +20,6 @@ from dataaudit.clean.plan import CleanJob
 from dataaudit.clean.report import clean_report, write_report
 from dataaudit.clean.selection import DROPPED_SCHEMA
 from dataaudit.clean.shard import clean_shard, output_intact
-from dataaudit.handlers import reraise
 from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.job import JobRun, Progress
 from dataaudit.pipelines.parts import PartStore
@@ -29,6 +27,8 @@ from dataaudit.pipelines.parts import PartStore
 
 class CleanStore(PartStore):
     """Parts of the clean job; a finished shard counts only while its output is the one it wrote."""
+
+    fingerprints = False   # the job digest holds each input's hash already (the plan refused changed shards)
 
     def __init__(self, out_dir: str | os.PathLike, job: CleanJob):
         super().__init__(out_dir, job.fingerprint(), suffix=".dropped.parquet", folder=FILES.parts,
@@ -42,13 +42,15 @@ class CleanStore(PartStore):
 
 def run_clean(job: CleanJob, out_dir: str | os.PathLike, options: EngineOptions = EngineOptions(),
               on_progress: Callable[[Progress], None] | None = None) -> dict:
-    """Write the cleaned shards, the dropped table and the record; returns clean.json's content. A shard that
-    cannot be read stops the job (its findings describe a file that is no longer there): the handler is reraise."""
+    """Write the cleaned shards, the dropped table and the record; returns clean.json's content. A shard the writer
+    cannot get through is left without output, listed in `failed` with its error (the job's handler), and the
+    others are cleaned; an OSError (the output's: a full disk) stops the job."""
     paths = list(job.shards)
     run = JobRun(out_dir, paths, options, on_progress)
     store = CleanStore(out_dir, job)
-    summaries = run.units("clean", paths, store, clean_shard, (job,), options=replace(options, handler=reraise))
+    summaries = run.units("clean", paths, store, clean_shard, (job,))
     rows = write_parquet(run.out(DROPPED), (store.read(i, p) for i, p in enumerate(paths)), DROPPED_SCHEMA)
-    report = clean_report(job, summaries, rows, run.record())
+    failed = [{"path": s["path"], "error": s["failed"]} for s in summaries if "failed" in s]
+    report = clean_report(job, [s for s in summaries if "failed" not in s], rows, run.record(), failed)
     write_report(out_dir, report)
     return report

@@ -6,7 +6,7 @@ from typing import Callable, Sequence
 
 from dataaudit.extras import available
 from dataaudit.handlers import report_unreadable
-from dataaudit.io import stat
+from dataaudit.io import stored_size
 
 LOCAL_MAX_BYTES = 512 * 2**20   # auto engine: below this much input, starting Ray costs more than it saves
 ENGINES = ("auto", "local", "ray")
@@ -31,7 +31,7 @@ class EngineOptions:
 
 def _size(path: str) -> int:
     try:
-        return stat(path).size
+        return stored_size(path)   # a sparse file's allocated bytes, not the size it claims
     except OSError:
         return 0
 

@@ -8,12 +8,12 @@ import os
 import pyarrow as pa
 
 from dataaudit.atomic import write_json, write_parquet
-from dataaudit.io import exists, join, read_parquet, read_text
+from dataaudit.io import changed, exists, join, read_parquet, read_text
 from dataaudit.outputs import PARTS
 
-# Bumped when what a part holds changes shape (2: summaries count their records as `records`): parts written
-# before are then redone, never misread.
-PART_VERSION = 2
+# Bumped when what a part holds changes shape (2: summaries count their records as `records`; 3: they hold the
+# shard's fingerprint): parts written before are then redone, never misread.
+PART_VERSION = 3
 
 
 def fingerprint_digest(fingerprint: dict) -> str:
@@ -30,6 +30,11 @@ class PartStore:
     (`JobFiles.parts`); `schema` (optional) is the table's schema for writing and reading back; by default each
     table's own.
     """
+
+    # Whether a part is reused only for the same shard file: its summary holds the shard's `fingerprint` (size,
+    # mtime_ns, xxh3_128: the runner records it), and a shard whose size, time or bytes differ is redone. A store whose
+    # job digest covers the input's bytes already (clean's) says False.
+    fingerprints = True
 
     def __init__(self, out_dir: str | os.PathLike, job_fingerprint: dict, *, suffix: str, folder: str = PARTS,
                  schema: pa.Schema | None = None):
@@ -63,6 +68,8 @@ class PartStore:
             return None
         if done.get("job") != self.digest or not self.accepts(done) or not exists(self.table_path(index, path)):
             return None
+        if self.fingerprints and changed(path, done["summary"].get("fingerprint")) is not None:
+            return None    # the shard changed since (or could not be read then): read it again
         return done["summary"]
 
     def save(self, index: int, path: str, summary: dict, table: pa.Table) -> None:

@@ -7,10 +7,49 @@ shard's records in `records`. `handler` is the job's error policy for a shard th
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from dataaudit.errors import DataAuditError
+from dataaudit.io import fingerprint
 from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.tasks import run_tasks
+
+
+class ShardFailed(DataAuditError):
+    """A shard's stage failed outside what its shard loop isolates (the job's error policy re-raised, or the stage
+    broke before reading): one line naming the shard."""
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """The stage as the runner runs it, wherever that is (a class, not a closure: it pickles for worker processes
+    and Ray). It records the shard's fingerprint before reading it (unless the stage records its own), so a rerun
+    can tell a changed shard from its part, and turns an error that escaped the stage into one line naming the
+    shard."""
+
+    stage: Callable
+    fingerprints: bool
+
+    def __call__(self, path, *args, **kwargs):
+        fp = None
+        if self.fingerprints:
+            try:
+                fp = fingerprint(path)
+            except OSError:
+                fp = None      # the reader says why the shard cannot be read
+        try:
+            summary, table = self.stage(path, *args, **kwargs)
+        except (DataAuditError, OSError):
+            raise
+        except Exception as exc:   # noqa: BLE001  (one line, never a traceback; the parts finished so far stay)
+            text = " ".join(str(exc).split())[:1000]
+            raise ShardFailed(f"{path}: {type(exc).__name__}: {text}" if text else f"{path}: {type(exc).__name__}") \
+                from None
+        if self.fingerprints:
+            summary = {**summary, "fingerprint": fp}
+        return summary, table
 
 
 def run_units(paths: Sequence[str], store, stage: Callable, args: tuple, *, engine: str,
@@ -27,8 +66,11 @@ def run_units(paths: Sequence[str], store, stage: Callable, args: tuple, *, engi
     """
     summaries: dict[int, dict] = {}
     pending = []
+    # a part is reused only for the same file (store.load compares fingerprints): hashes read in parallel
+    with ThreadPoolExecutor(max_workers=min(8, len(paths) or 1)) as pool:
+        loaded = list(pool.map(store.load, range(len(paths)), paths))
     for index, path in enumerate(paths):
-        done = store.load(index, path)
+        done = loaded[index]
         if done is None:
             pending.append((index, path))
         else:
@@ -53,6 +95,7 @@ def run_units(paths: Sequence[str], store, stage: Callable, args: tuple, *, engi
         tell()
 
     tell()
-    run_tasks(pending, stage, args, on_done, engine=engine, options=options, on_batch=on_rows,
+    unit = _Unit(stage, store.fingerprints and not getattr(stage, "fingerprints", False))
+    run_tasks(pending, unit, args, on_done, engine=engine, options=options, on_batch=on_rows,
               handler=options.handler, processes=processes)
     return [summaries[i] for i in range(len(paths))], len(paths) - len(pending)

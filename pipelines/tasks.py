@@ -6,13 +6,23 @@ them in; `on_done(index, item, result)` always runs in this process, as each ite
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
 import threading
+import time
 from collections import deque
+from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Sequence
 
+from dataaudit.errors import DataAuditError
 from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.ray_session import ray_init
+
+
+class WorkerDied(DataAuditError):
+    """A worker process or Ray worker died under a unit (the system killed it): one line naming the unit."""
 
 
 def run_tasks(pending: Sequence[tuple[int, Any]], task: Callable, args: tuple,
@@ -47,7 +57,8 @@ def _run_in_processes(pending, task, args, kwargs, on_done, workers) -> None:
     lock = threading.Lock()
     futures: dict = {}
     size = min(workers - 1, len(pending) - 1)
-    with ProcessPoolExecutor(max_workers=size, mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=size, mp_context=context, initializer=_worker_start,
+                             initargs=(os.getpid(),)) as pool:
         def submit_next(_done=None) -> None:   # one item per worker at a time: the rest is for whoever is free
             with lock:   # taking an item and recording its future are one step (the wait below sees every one)
                 if not queue:
@@ -64,11 +75,17 @@ def _run_in_processes(pending, task, args, kwargs, on_done, workers) -> None:
         def finish(future) -> None:   # results are recorded in this thread, as they come
             with lock:
                 index, item = futures.pop(future)
-            on_done(index, item, future.result())
+            try:
+                result = future.result()
+            except BrokenProcessPool:
+                raise WorkerDied(f"{item}: a worker process died while on it (killed by the system: out of "
+                                 "memory?); a rerun with the same --out keeps the finished shards") from None
+            on_done(index, item, result)
 
         try:
-            for _ in range(size):
-                submit_next()
+            with _sigint_blocked():   # the workers start with Ctrl-C held back, until their first step ignores it
+                for _ in range(size):
+                    submit_next()
             while True:
                 with lock:
                     nxt = queue.popleft() if queue else None
@@ -83,7 +100,48 @@ def _run_in_processes(pending, task, args, kwargs, on_done, workers) -> None:
         except BaseException:
             with lock:   # no new item for the workers while the error unwinds
                 queue.clear()
+            _stop_workers(pool)   # an interrupted or failed job does not wait for the shards under way
             raise
+
+
+@contextmanager
+def _sigint_blocked():
+    """SIGINT blocked in this thread (and in the threads and processes started meanwhile: the pool's manager thread,
+    which starts the later workers, and the spawned workers, which inherit the mask across exec): a Ctrl-C while a
+    worker still imports is held, then dropped by `_worker_start`, never a traceback. This process gets it as it
+    leaves the block."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _worker_start(parent: int) -> None:
+    """A worker process's first step: Ctrl-C is the parent's to handle (it stops the workers; no traceback from
+    each), and the worker exits when its parent is gone (killed, even with SIGKILL), never left orphaned."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})   # a Ctrl-C held since the start is dropped
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True, name="parent-watch").start()
+
+
+def _exit_with_parent(parent: int, every: float = 0.5) -> None:
+    while os.getppid() == parent:
+        time.sleep(every)
+    os._exit(1)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """End the workers now (no public way: their shards are abandoned, not awaited), then shut the pool down
+    waiting for its manager thread, which sees them gone at once (not waiting leaves it to race the exit)."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        if process.is_alive():
+            process.terminate()
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _snapshot(futures: dict, lock) -> list:
@@ -93,6 +151,7 @@ def _snapshot(futures: dict, lock) -> list:
 
 def _run_on_ray(pending, task, args, kwargs, on_done, ray_address, workers) -> None:
     ray = ray_init(ray_address)
+    from ray.exceptions import RayError, RayTaskError
 
     # max_retries: a worker that dies mid-task gets its item redone elsewhere, not a failed job.
     @ray.remote(max_retries=3)
@@ -113,4 +172,14 @@ def _run_on_ray(pending, task, args, kwargs, on_done, ray_address, workers) -> N
             return
         done, _ = ray.wait(list(futures), num_returns=1)
         index, item = futures.pop(done[0])
-        on_done(index, item, ray.get(done[0]))
+        try:
+            result = ray.get(done[0])
+        except RayTaskError as exc:   # the task's own error (a one-line DataAuditError, an OSError), not Ray's text
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, Exception):
+                raise cause from None
+            raise WorkerDied(f"{item}: {' '.join(str(exc).split())[:500]}") from None
+        except RayError as exc:   # a worker that died every retry, an object lost with its node
+            raise WorkerDied(f"{item}: Ray could not run it: {type(exc).__name__}: "
+                             f"{' '.join(str(exc).split())[:500]}") from None
+        on_done(index, item, result)

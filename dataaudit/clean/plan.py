@@ -4,6 +4,7 @@ since the audit, ...), and the rows to drop are joined per shard (`selection`). 
 CleanRefused naming the file, and nothing is written."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass, field
@@ -14,8 +15,10 @@ import numpy as np
 import pyarrow as pa
 
 from dataaudit import audit, contamination, dedup
+from dataaudit.clean import FILES
 from dataaudit.formats import format_of
 from dataaudit.io import join, read_parquet, read_text
+from dataaudit.outputs import PARTS
 
 from .safety import CleanRefused, audited, check_outputs, covered, output_paths
 from .selection import DROPPED_SCHEMA, Selection, flag_drops, group, keep_drops, list_drops, reason_names
@@ -44,6 +47,15 @@ class CleanJob:
     findings: dict
     skipped: list[dict] = field(default_factory=list)
     row_group_rows: int | None = None
+    out: str = ""
+
+    @functools.cached_property
+    def protected(self) -> frozenset[str]:
+        """Resolved paths a referenced file is never copied to (or under): every shard's output and clean's own
+        files and folders."""
+        own = [FILES.record, *FILES.tables, PARTS] if self.out else []
+        return frozenset([os.path.realpath(p.output) for p in self.shards.values()]
+                         + [os.path.realpath(os.path.join(self.out, f)) for f in own])
 
     def fingerprint(self) -> dict:
         return {"writer": WRITER_VERSION, "selection": self.selection.to_json(), "reasons": self.reasons,
@@ -69,7 +81,7 @@ def _read_table(path: str, columns: list[str]) -> pa.Table:
         raise CleanRefused(f"{path}: cannot read it: {e}") from None
 
 
-def _dedup_drops(dirs: list[Path], paths: list[str], counts: list[int], code: int) -> list[tuple]:
+def _dedup_drops(dirs: list[Path], paths: list[str], counts: list[int], fps: list[dict], code: int) -> list[tuple]:
     """(shard, row, code) of the records each dedup folder's keep-list leaves out, for the shards it covers (a
     text and an image dedup may cover the same shards: both apply). Refuses a shard no folder covers."""
     parts, seen = [], set()
@@ -78,7 +90,8 @@ def _dedup_drops(dirs: list[Path], paths: list[str], counts: list[int], code: in
         entries = {os.path.realpath(s["path"]) for s in report.get("shards", [])}
         idx = [i for i, p in enumerate(paths) if os.path.realpath(p) in entries]
         sub = [paths[i] for i in idx]
-        covered(sub, report.get("shards", []), [counts[i] for i in idx], f"dedup ({d})", "samples")
+        covered(sub, report.get("shards", []), [counts[i] for i in idx], f"dedup ({d})", "samples",
+                [fps[i] for i in idx])
         keep = _read_table(join(d, dedup.KEEP), ["shard", "row"])
         shard, rows, codes = keep_drops(keep, {os.path.realpath(p): j for j, p in enumerate(sub)},
                                         [counts[i] for i in idx], code)
@@ -90,14 +103,14 @@ def _dedup_drops(dirs: list[Path], paths: list[str], counts: list[int], code: in
     return parts
 
 
-def _contamination_drops(folder: Path, paths: list[str], counts: list[int], index_of: dict[str, int],
-                         code: int) -> tuple:
+def _contamination_drops(folder: Path, paths: list[str], counts: list[int], fps: list[dict],
+                         index_of: dict[str, int], code: int) -> tuple:
     """(shard, row, code) of the training records a contamination drop-list names."""
     con = _read_json(join(folder, contamination.FILES.record), "contamination")
     if not con.get("decontaminate"):
         raise CleanRefused(f"{folder}: holds no {contamination.DECONTAMINATE}: run `dataaudit contamination` "
                            "with --decontaminate-train")
-    covered(paths, con.get("train", {}).get("shards", []), counts, "contamination", "records")
+    covered(paths, con.get("train", {}).get("shards", []), counts, "contamination", "records", fps)
     decon = _read_table(join(folder, con["decontaminate"]["file"]), ["shard", "row"])
     return list_drops(decon, index_of, code)
 
@@ -116,27 +129,29 @@ def plan_clean(paths: Sequence[str], args: Sequence[str], out: Path, selection: 
     check_outputs(paths, list(args), out, outputs, findings_dirs)
     samples = {os.path.realpath(s["path"]): s["samples"] for s in report["shards"]}
     counts = [int(samples[os.path.realpath(p)]) for p in paths]
+    entries = {os.path.realpath(s["path"]): s for s in report["shards"]}
+    fps = [entries[os.path.realpath(p)]["fingerprint"] for p in paths]
     index_of = {os.path.realpath(p): i for i, p in enumerate(paths)}
 
     flags = _read_table(join(audit_dir, audit.FLAGS), ["shard", "row", "check", "severity"])
     flagged_checks = [c for c in flags.column("check").unique().to_pylist() if c is not None]
     names = reason_names(flagged_checks)
     parts = [flag_drops(flags, selection, index_of, names)]
-    parts += _dedup_drops(dedup_dirs, paths, counts, names.index("dedup"))
+    parts += _dedup_drops(dedup_dirs, paths, counts, fps, names.index("dedup"))
     if contamination_dir is not None:
-        parts.append(_contamination_drops(contamination_dir, paths, counts, index_of, names.index("contamination")))
+        parts.append(_contamination_drops(contamination_dir, paths, counts, fps, index_of,
+                                          names.index("contamination")))
     try:
         drops = group(parts, counts, names)
     except ValueError as e:
         raise CleanRefused(f"the findings do not describe these shards: {e}") from None
 
-    entries = {os.path.realpath(s["path"]): s for s in report["shards"]}
     shards = {}
     for i, p in enumerate(paths):
         d = drops.shards[i]
-        fp = entries[os.path.realpath(p)]["fingerprint"]
+        fp = fps[i]
         shards[p] = ShardPlan(p, str(outputs[i]), str(outputs[i].relative_to(out)), format_of(p).name, counts[i],
                               d.rows, d.offsets, d.codes, f"{d.digest()}-{fp['xxh3_128']}")
     findings = {"audit": str(audit_dir), "dedup": [str(d) for d in dedup_dirs],
                 "contamination": None if contamination_dir is None else str(contamination_dir)}
-    return CleanJob(shards, names, selection, findings, skipped, row_group_rows)
+    return CleanJob(shards, names, selection, findings, skipped, row_group_rows, str(out))

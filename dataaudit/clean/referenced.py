@@ -2,8 +2,10 @@
 at the same relative paths, so the cleaned dataset loads on its own.
 
 Only files inside the input shard's folder are copied (dataaudit.images.batch.resolve_inside: the rule the audit
-applies); a reference that is missing or leaves the folder is counted, never followed. Each file is copied to a
-temporary name and renamed (never hard-linked: editing a cleaned image must not edit the original).
+applies); a reference that is missing or leaves the folder is counted, never followed. The copy goes to the path the
+record names (through a symlinked folder too: the cleaned shard names it so), and never onto a file of the job's
+own: a reference to another shard's file name is refused, not copied over that shard's cleaned output. Each file is
+copied to a temporary name and renamed (never hard-linked: editing a cleaned image must not edit the original).
 """
 from __future__ import annotations
 
@@ -36,20 +38,43 @@ def _kept_paths(src: str, drop: np.ndarray, image_field: tuple[str, ...] | None)
     return wanted
 
 
+def _target(dst_root: str, ref: str, protected: frozenset[str]) -> str | None:
+    """Where the copy of `ref` goes: the reference as written, under the cleaned shard's folder (not where its
+    symlinks resolve: the cleaned shard refers to it by that name); None when that leaves the folder or is, or is
+    inside, one of the job's own files or folders (`protected`, resolved: the shard outputs, clean's record, parts)."""
+    rel = os.path.normpath(ref)
+    if rel in (".", "..") or rel.startswith(".." + os.sep) or os.path.isabs(rel):
+        return None
+    target = join(dst_root, rel)
+    place = os.path.realpath(target)
+    while place not in protected:
+        parent = os.path.dirname(place)
+        if parent == place:
+            return target
+        place = parent
+    return None
+
+
 def copy_referenced(src: str, dst: str | os.PathLike, drop: np.ndarray,
-                    image_field: tuple[str, ...] | None = None) -> dict:
-    """Copy the files the kept records of `src` reference into the folder of `dst`; returns
-    {"referenced_files": copied or already there, "referenced_missing": missing or outside the folder}."""
+                    image_field: tuple[str, ...] | None = None, protected: frozenset[str] = frozenset()) -> dict:
+    """Copy the files the kept records of `src` reference into the folder of `dst`, each at the path the record
+    names; returns {"referenced_files": copied or already there, "referenced_missing": missing or outside the
+    folder} and, when there are any, "referenced_refused": references whose copy would land on one of the job's
+    own files (`protected`: resolved paths of every shard output and of clean's files), never written."""
     src_root = os.path.realpath(os.path.dirname(os.path.abspath(src)))
     dst_root = os.path.dirname(os.fspath(dst))
-    present = missing = 0
+    present = missing = refused = 0
     for ref in sorted(_kept_paths(src, drop, image_field)):
         full, _ = resolve_inside(src_root, ref) if "://" not in ref else (None, "a URL")
         if full is None or not is_file(full):
             missing += 1
             continue
-        target = join(dst_root, os.path.relpath(full, src_root))
+        target = _target(dst_root, ref, protected)
+        if target is None:
+            refused += 1
+            continue
         if not (is_file(target) and stat(target).size == stat(full).size):
             copy_file(full, target)
         present += 1
-    return {"referenced_files": present, "referenced_missing": missing}
+    return {"referenced_files": present, "referenced_missing": missing, **({"referenced_refused": refused}
+                                                                            if refused else {})}

@@ -1,5 +1,6 @@
 """clean.json: what was kept and dropped, per shard and in all, with reasons, after checking that every count
-balances (records in = kept + dropped); and the exit rule."""
+balances (records in = kept + dropped) over the shards written; and the exit rule (`has_errors`: a shard that could
+not be cleaned)."""
 from __future__ import annotations
 
 import os
@@ -41,8 +42,10 @@ def _totals(shards: list[dict], reasons: list[str]) -> dict:
     return totals
 
 
-def clean_report(job: CleanJob, summaries: list[dict], dropped_rows: int, run: dict) -> dict:
-    """clean.json's content; `dropped_rows`: the rows written to the dropped table (they must be every drop)."""
+def clean_report(job: CleanJob, summaries: list[dict], dropped_rows: int, run: dict,
+                 failed: list[dict] = ()) -> dict:
+    """clean.json's content; `dropped_rows`: the rows written to the dropped table (they must be every drop);
+    `failed`: the shards that could not be cleaned ({path, error}: no output written for them)."""
     shards = [shard_entry(s) for s in summaries]
     totals = _totals(shards, job.reasons)
     must(dropped_rows == totals["dropped"],
@@ -51,9 +54,10 @@ def clean_report(job: CleanJob, summaries: list[dict], dropped_rows: int, run: d
         "schema_version": SCHEMA_VERSION,
         "selection": job.selection.to_json(),
         "findings": job.findings,
-        "totals": {**totals, "skipped_shards": len(job.skipped)},
+        "totals": {**totals, "skipped_shards": len(job.skipped), "failed_shards": len(failed)},
         "shards": shards,
         "skipped": job.skipped,
+        "failed": list(failed),
         "files": {"dropped": DROPPED},
         "run": run,
     }
@@ -61,3 +65,8 @@ def clean_report(job: CleanJob, summaries: list[dict], dropped_rows: int, run: d
 
 def write_report(out_dir: str | os.PathLike, report: dict) -> None:
     write_json(join(out_dir, FILES.record), report)
+
+
+def has_errors(report: dict) -> bool:
+    """Exit 1: a shard could not be cleaned (its records are in no output: the user must look at it)."""
+    return bool(report.get("failed"))

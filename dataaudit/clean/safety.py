@@ -2,8 +2,9 @@
 
 Refused (CleanRefused, one line): a shard the audit did not read, or read only in part (unless skipped), or that
 changed since (size, modification time, xxh3-128 of every byte, as report.json recorded them); dedup or
-contamination findings that do not cover a shard; an --out folder that is an input folder or inside one; an
-output path that would be an input or one of the job's own files.
+contamination findings that do not cover a shard, or that read other bytes than the audit (their fingerprint); an
+--out folder that is an input folder or inside one; an output path that would be an input or one of the job's own
+files.
 """
 from __future__ import annotations
 
@@ -59,11 +60,13 @@ def audited(paths: list[str], report: dict, skip_unreadable: bool) -> tuple[list
     return keep, skipped
 
 
-def covered(paths: list[str], shards: list[dict], counts: list[int], what: str, count_key: str) -> None:
-    """Refuse a shard that dedup or contamination findings (`shards`: their report's entries) do not cover, or
-    saw with another number of records than the audit."""
+def covered(paths: list[str], shards: list[dict], counts: list[int], what: str, count_key: str,
+            fingerprints: list[dict]) -> None:
+    """Refuse a shard that dedup or contamination findings (`shards`: their report's entries) do not cover, saw
+    with another number of records than the audit, or saw as other bytes than the audit did (`fingerprints`: the
+    audit's, checked against the files already): rows of another file are other records, whatever their count."""
     entries = by_path(shards)
-    for p, n in zip(paths, counts):
+    for p, n, fp in zip(paths, counts, fingerprints):
         s = entries.get(_real(p))
         if s is None:
             raise CleanRefused(f"{p}: not among the {what} job's shards: its findings do not cover it")
@@ -72,6 +75,12 @@ def covered(paths: list[str], shards: list[dict], counts: list[int], what: str, 
         if s.get(count_key) != n:
             raise CleanRefused(f"{p}: the {what} job read {s.get(count_key)} records, the audit {n}: "
                                "the findings describe different files")
+        theirs = s.get("fingerprint")
+        if not theirs:
+            raise CleanRefused(f"{p}: the {what} job recorded no fingerprint of it (an older version): run it again")
+        if (theirs.get("size"), theirs.get("xxh3_128")) != (fp.get("size"), fp.get("xxh3_128")):
+            raise CleanRefused(f"{p}: the {what} job read other bytes than the audit (the shard changed between "
+                               "them): run it again on this file")
 
 
 def _inside(child: str, parent: str) -> bool:

@@ -29,7 +29,7 @@ def output_fingerprint(path: str) -> dict:
 def output_intact(plan: ShardPlan, done: dict) -> bool:
     """Whether a finished shard's part still describes its output: the same drops, the same file, its size and
     hash unchanged since it was written."""
-    if done.get("drops") != plan.digest or done.get("output") != plan.relative:
+    if "failed" in done or done.get("drops") != plan.digest or done.get("output") != plan.relative:
         return False
     try:
         if stat(plan.output).size != done["bytes"]:
@@ -41,11 +41,22 @@ def output_intact(plan: ShardPlan, done: dict) -> bool:
 
 def clean_shard(path: str, job: CleanJob, on_batch: Callable[[int], None] | None = None,
                 handler: Callable = reraise) -> tuple[dict, pa.Table]:
-    """Write one shard's cleaned copy; returns its summary and its dropped rows."""
+    """Write one shard's cleaned copy; returns its summary and its dropped rows. A shard the writer cannot get
+    through (anything but an OSError: the input was read at plan time, so that is the output's, a job error) goes to
+    `handler`: its summary is then {"path", "output", "records", "failed": the error} with no dropped rows, and no
+    output is committed for it (the writers commit atomically)."""
     plan = job.shards[path]
     fmt = BY_NAME[plan.format]
-    wrote = fmt.write(path, plan.output, plan.drop, plan.rows, WriteOptions(row_group_rows=job.row_group_rows))
-    referenced = {} if fmt.embeds_media else copy_referenced(path, plan.output, plan.drop)
+    try:
+        wrote = fmt.write(path, plan.output, plan.drop, plan.rows, WriteOptions(row_group_rows=job.row_group_rows))
+        referenced = {} if fmt.embeds_media else copy_referenced(path, plan.output, plan.drop,
+                                                                 protected=job.protected)
+    except OSError:
+        raise
+    except Exception as exc:   # noqa: BLE001  (a hostile record may cost its shard, never the job)
+        error = handler(exc, path)
+        return {"path": path, "output": plan.relative, "records": plan.rows, "failed": error}, \
+            DROPPED_SCHEMA.empty_table()
     keys = pa.array(wrote["dropped_keys"], pa.string()) if "dropped_keys" in wrote else None
     if keys is None:
         keys = pc.cast(pa.array(plan.drop, pa.int64()), pa.string())

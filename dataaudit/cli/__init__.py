@@ -26,7 +26,8 @@ from dataaudit.errors import DataAuditError
 
 class DataAuditGroup(click.Group):
     """Runs a command; an error of the user's input or config (DataAuditError), or a file that cannot be written
-    (OSError: a full disk, no permission), becomes one line naming it and exit 2."""
+    (OSError: a full disk, no permission, also when a worker process or a Ray task met it), becomes one line naming
+    it and exit 2. Ctrl-C is one line and exit 130 (128 + SIGINT, as shells report it), never a traceback."""
 
     def invoke(self, ctx):
         try:
@@ -36,6 +37,9 @@ class DataAuditGroup(click.Group):
         except OSError as exc:
             where = exc.filename or ctx.invoked_subcommand
             raise InputError(f"{where}: {exc.strerror or exc}") from None
+        except (KeyboardInterrupt, click.Abort):
+            click.echo(f"Error: {ctx.invoked_subcommand}: interrupted", err=True)
+            ctx.exit(130)
 
 
 @click.group(cls=DataAuditGroup, context_settings={"help_option_names": ["-h", "--help"]})

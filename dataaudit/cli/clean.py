@@ -1,7 +1,8 @@
 """`dataaudit clean`: write the shards without the records the audit (and dedup, contamination) name, each in
 its own format and layout, with an account of every record dropped.
 
-Exit codes: 0 done; 2 usage or I/O error, or a refusal (a shard changed since the audit, a shard the audit did
+Exit codes: 0 done; 1 a shard could not be cleaned (no output for it, its error in clean.json's `failed`, the
+others cleaned); 2 usage or I/O error, or a refusal (a shard changed since the audit, a shard the audit did
 not read, an output that would be an input ...): one line, nothing written.
 """
 from __future__ import annotations
@@ -49,6 +50,8 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
                   highlight=False, markup=False)
     for s in r["skipped"]:
         console.print(f"skipped {s['path']}: {s['reason']}", highlight=False, markup=False)
+    for s in r.get("failed", []):
+        console.print(f"not cleaned {s['path']}: {s['error']}", highlight=False, markup=False)
     print_resumed(console, r, out)
     print_wrote(console, out, [FILES.record, DROPPED], first=[plural(t["shards"], "shard")])
 
@@ -99,3 +102,6 @@ def clean(shards, audit_dir, dedup_dirs, contamination_dir, out, severity, check
     with job_progress(console, len(job.shards), {"clean": ("cleaning", "shards")}) as on_progress:
         report = run_clean(job, out, options, on_progress)
     _print_summary(console, report, out)
+    from dataaudit.clean.report import has_errors
+
+    raise SystemExit(1 if has_errors(report) else 0)

@@ -84,13 +84,20 @@ def progress_bar(console: Console, verb: str, unit: str) -> Progress:
 
 
 def make_out_dir(out: Path) -> None:
-    """Create the --out folder, or fail with one line naming it (exit 2)."""
-    from dataaudit.io import makedirs
+    """Create the --out folder and hold it for this run (`dataaudit.io.lock_folder`: a second run into the same
+    folder is refused, never let to delete this one's temporary files), or fail with one line naming it (exit 2)."""
+    from dataaudit.io import FolderLocked, lock_folder, makedirs
 
     try:
         makedirs(out)
     except OSError as exc:
         raise InputError(f"{out}: cannot create output folder: {exc.strerror}") from None
+    try:
+        lock_folder(out)
+    except FolderLocked as exc:
+        raise InputError(str(exc)) from None
+    except OSError as exc:
+        raise InputError(f"{out}: cannot write in the output folder: {exc.strerror or exc}") from None
 
 
 @contextmanager

@@ -1,9 +1,11 @@
 """`dataaudit tokenizer-drift TRAIN_TOKENIZER INFER_TOKENIZER --out DIR [--sample SHARDS...]`.
 
-Exit codes: 0 identical or compatible, 1 breaking, 2 usage or I/O errors (one line naming the file).
+Exit codes: 0 identical or compatible, 1 breaking (or a sample shard that broke part way: its error in
+tokenizer_drift.json's `unreadable_samples`), 2 usage or I/O errors (one line naming the file).
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,6 +76,9 @@ def tokenizer_drift(train_tokenizer, infer_tokenizer, more_samples, out, samples
     verdict (identical / compatible / breaking; exit 1 on breaking)."""
     from rich.console import Console
 
+    from dataaudit.errors import DataAuditError
+    from dataaudit.handlers import report_unreadable
+    from dataaudit.tokenization.behaviour import TextSet
     from dataaudit.tokenization.compare import compare_bundles
     from dataaudit.tokenization.loading import load_bundle
     from dataaudit.tokenization.report import has_errors, write_outputs
@@ -87,21 +92,33 @@ def tokenizer_drift(train_tokenizer, infer_tokenizer, more_samples, out, samples
     infer = load_bundle(infer_tokenizer)
     console = Console(stderr=False)
     sample = None
+    unreadable: list[dict] = []
     if sample_args:
         from dataaudit.cli.paths import expand_shards
         from dataaudit.tokenization.sample import read_sample
 
         paths = expand_shards(sample_args)
+        sample = TextSet()
+        per_shard = math.ceil(max_texts / len(paths)) if max_texts else 0
         with progress_bar(console, "reading samples", "shards") as progress:
             task = progress.add_task("sample", total=len(paths), records=0)
-            sample = read_sample(paths, max_texts, text_fields(text_field),
-                                 on_shard=lambda done, n: progress.update(task, completed=done, records=n))
+            for done, path in enumerate(paths, 1):
+                try:   # one shard at a time: a shard that breaks the reader costs its texts, not the comparison
+                    read_sample([path], per_shard, text_fields(text_field), into=sample)
+                except (DataAuditError, OSError):
+                    raise
+                except Exception as exc:   # noqa: BLE001  (the texts read before the break are kept)
+                    unreadable.append({"path": path, "error": report_unreadable(exc, path)})
+                progress.update(task, completed=done, records=len(sample))
         console.print(fields_line({"text": f.split(", ")} for f in sample.text_fields.values()), highlight=False)
+        for u in unreadable:
+            console.print(f"unreadable sample shard {u['path']}: {u['error']}", highlight=False, markup=False)
     make_out_dir(out)
     with progress_bar(console, "encoding", "texts") as progress:
         task = progress.add_task("encode", total=None, records=0)
         result = compare_bundles(train, infer, sample, examples=examples,
                                  on_chunk=lambda done: progress.update(task, records=done))
+    result["unreadable_samples"] = unreadable   # sample shards that broke part way ({path, error})
     json_path, html_path = write_outputs(result, out)
     _print_summary(console, result, json_path, html_path)
-    raise SystemExit(1 if has_errors(result) else 0)
+    raise SystemExit(1 if has_errors(result) or unreadable else 0)

@@ -23,7 +23,8 @@ RULES = {
     "minhash": "a training record's estimated Jaccard similarity (word shingles) with the item is at least "
                "`threshold`",
 }
-SHARD_KEYS = ("path", "status", "error", "records", "unreadable_records", "text_field", "words", "matches")
+SHARD_KEYS = ("path", "status", "error", "records", "unreadable_records", "text_field", "words", "matches",
+              "fingerprint")
 
 
 def write_benchmark_folders(out_dir: str | os.PathLike, benchmarks: list[Benchmark], index: ContaminationIndex,
@@ -70,7 +71,7 @@ def contamination_report(benchmarks: list[Benchmark], index: ContaminationIndex,
                          v: dict, bench_reports: dict, summaries: list[dict], decontaminate: dict | None,
                          notes: list[str], run: dict) -> dict:
     """contamination.json's content."""
-    shards = [{k: s[k] for k in SHARD_KEYS} for s in summaries]
+    shards = [{k: s.get(k) for k in SHARD_KEYS} for s in summaries]
     return {
         "schema_version": SCHEMA_VERSION,
         "totals": {"benchmarks": len(benchmarks), "items": index.num_items,

@@ -44,6 +44,7 @@ def test_parquet_audit_dedup_contamination_clean_audit(tmp_path):
     assert {b.metadata.row_group(0).column(i).compression for i in range(b.metadata.num_columns)} == {"ZSTD"}
     report = _clean_json(out)
     assert report["totals"] == {"shards": 1, "rows": 40, "kept": 35, "dropped": 5, "skipped_shards": 0,
+                                "failed_shards": 0,
                                 "dropped_by": {"check:nonfinite": 2, "check:not_an_image": 1, "dedup": 1,
                                                "contamination": 1}}
     assert report["shards"][0]["output"] == "part-0.parquet" and report["shards"][0]["row_group_rows"] == 8

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from dataaudit.io import fingerprint
 from tests.clean.helpers import cli, fake_audit
 
 
@@ -73,7 +74,8 @@ def test_dedup_folder_that_does_not_cover_the_shard(tmp_path, corpus):
     data, paths, audit = corpus
     d = tmp_path / "dedup"
     d.mkdir()
-    (d / "dedup.json").write_text(json.dumps({"shards": [{"path": paths[0], "samples": 10, "status": "ok"}]}))
+    (d / "dedup.json").write_text(json.dumps({"shards": [{"path": paths[0], "samples": 10, "status": "ok",
+                                                          "fingerprint": fingerprint(paths[0])}]}))
     pq.write_table(pa.table({"shard": [paths[0]], "key": ["0"], "row": [0]}), d / "keep.parquet")
     assert "s1.parquet: not among the shards of any --dedup folder" in _refused(tmp_path, data, "--audit", audit, "--dedup", d)
 
@@ -101,7 +103,8 @@ def test_unreadable_shard_refused_unless_skipped(tmp_path):
     report = json.loads((out / "clean.json").read_text())
     assert report["skipped"] == [{"path": str(bad), "reason": "the audit could not read it to the end (broken)"}]
     assert report["totals"] == {"shards": 1, "rows": 5, "kept": 4, "dropped": 1,
-                                "dropped_by": {"check:nonfinite": 1}, "skipped_shards": 1}
+                                "dropped_by": {"check:nonfinite": 1}, "skipped_shards": 1,
+                                "failed_shards": 0}
     assert sorted(p.name for p in out.iterdir()) == ["a.parquet", "clean.json", "dropped.parquet", "parts"]
     assert pq.read_table(out / "a.parquet").column("x").to_pylist() == [0, 1, 2, 3]
 
@@ -152,8 +155,8 @@ def test_every_format_through_the_job(tmp_path):
 
 def _dedup(folder: Path, keep: dict[str, list[int]]) -> Path:
     folder.mkdir()
-    (folder / "dedup.json").write_text(json.dumps({"shards": [{"path": p, "samples": 10, "status": "ok"}
-                                                               for p in keep]}))
+    (folder / "dedup.json").write_text(json.dumps({"shards": [{"path": p, "samples": 10, "status": "ok",
+                                                                "fingerprint": fingerprint(p)} for p in keep]}))
     pq.write_table(pa.table({"shard": [p for p, rows in keep.items() for _ in rows],
                              "key": [str(r) for rows in keep.values() for r in rows],
                              "row": [r for rows in keep.values() for r in rows]}), folder / "keep.parquet")

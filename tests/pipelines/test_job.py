@@ -6,6 +6,7 @@ import pyarrow as pa
 import pytest
 
 from dataaudit.handlers import report_unreadable
+from dataaudit.io import fingerprint
 from dataaudit.pipelines.engine import EngineOptions, choose_engine
 from dataaudit.pipelines.job import JobRun, Progress
 from dataaudit.pipelines.parts import PartStore
@@ -26,13 +27,17 @@ def test_a_run_resumes_units_and_tells_progress_in_one_shape(tmp_path):
     (tmp_path / "parts").mkdir()
     (tmp_path / "parts" / ".00000-dead.x.parquet.0a0b.tmp").write_bytes(b"half")   # a killed run's temporary
     seen: list[Progress] = []
-    run = JobRun(tmp_path, ["a", "b"], EngineOptions("local"), seen.append)
+    a, b = (str(tmp_path / n) for n in ("a.jsonl", "b.jsonl"))
+    for p in (a, b):
+        open(p, "w").write("{}\n")
+    run = JobRun(tmp_path, [a, b], EngineOptions("local"), seen.append)
     assert run.engine == "local" and not list((tmp_path / "parts").iterdir())
     store = PartStore(tmp_path, {"job": 1}, suffix=".x.parquet")
-    store.save(1, "b", {"path": "b", "records": 7}, pa.table({"row": pa.array([0], pa.int64())}))
+    done_b = {"path": b, "records": 7, "fingerprint": fingerprint(b)}   # a part is reused for the same file only
+    store.save(1, b, done_b, pa.table({"row": pa.array([0], pa.int64())}))
     with run.timed("count"):
-        summaries = run.units("count", ["a", "b"], store, _unit, (5,))
-    assert summaries == [{"path": "a", "records": 10}, {"path": "b", "records": 7}]
+        summaries = run.units("count", [a, b], store, _unit, (5,))
+    assert summaries == [{"path": a, "records": 10, "fingerprint": fingerprint(a)}, done_b]
     assert seen == [Progress("count", 1, 2, 7), Progress("count", 1, 2, 12), Progress("count", 1, 2, 17),
                     Progress("count", 2, 2, 17)]
     seen.clear()

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from dataaudit.cli import main
 from dataaudit.handlers import reraise
+from dataaudit.io import fingerprint
 from dataaudit.pipelines.parts import PartStore
 from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.runner import run_units
@@ -29,24 +30,26 @@ def _stage(path, scale, on_batch=None, handler=None):
 
 
 def test_run_units_resumes_tells_progress_and_passes_the_handler(tmp_path):
-    paths = ["a", "b", "c"]
+    a, b, c = paths = [str(tmp_path / f"{n}.jsonl") for n in "abc"]
+    for p in paths:
+        Path(p).write_text("{}\n")
     store = PartStore(tmp_path, {"job": 1}, suffix=".rows.parquet")
-    store.save(1, "b", {"path": "b", "records": 10, "handler": "earlier"},
+    store.save(1, b, {"path": b, "records": 10, "handler": "earlier", "fingerprint": fingerprint(b)},
                pa.table({"row": pa.array([7], pa.int64())}))
     progress = []
     summaries, resumed = run_units(paths, store, _stage, (3,), engine="local",
                                    options=EngineOptions("local", handler=reraise),
                                    on_progress=lambda *a: progress.append(a))
     assert resumed == 1
-    assert summaries == [{"path": "a", "records": 6, "handler": "reraise"},
-                         {"path": "b", "records": 10, "handler": "earlier"},
-                         {"path": "c", "records": 6, "handler": "reraise"}]
+    assert summaries == [{"path": a, "records": 6, "handler": "reraise", "fingerprint": fingerprint(a)},
+                         {"path": b, "records": 10, "handler": "earlier", "fingerprint": fingerprint(b)},
+                         {"path": c, "records": 6, "handler": "reraise", "fingerprint": fingerprint(c)}]
     # per batch in-process: the resumed shard first, then 3 rows at a time, each shard saved as it finishes
     assert progress == [(1, 10), (1, 13), (1, 16), (2, 16), (2, 19), (2, 22), (3, 22)]
-    assert store.read(0, "a").num_rows == 2 and store.read(1, "b").column("row").to_pylist() == [7]
+    assert store.read(0, a).num_rows == 2 and store.read(1, b).column("row").to_pylist() == [7]
     again, resumed = run_units(paths, store, _stage, (3,), engine="local")
     assert resumed == 3 and again == summaries
-    assert PartStore(tmp_path, {"job": 2}, suffix=".rows.parquet").load(0, "a") is None   # other settings
+    assert PartStore(tmp_path, {"job": 2}, suffix=".rows.parquet").load(0, a) is None   # other settings
 
 
 def test_ray_workers_cap_the_tasks_in_flight(tmp_path, ray_session):
@@ -111,3 +114,43 @@ def test_local_audit_with_two_worker_processes_gives_the_one_process_outputs(tmp
     assert sorted(set(flags["2"]["check"].to_pylist())) == ["control_chars", "empty_text", "long_unbroken_run",
                                                              "repetition"]
     assert flags["2"]["shard"].to_pylist().count(shards[2]) == 4
+
+
+def test_f20_a_stage_error_outside_the_shard_loop_is_one_line_naming_the_shard(tmp_path):
+    from dataaudit.pipelines.runner import ShardFailed
+
+    path = str(tmp_path / "a.jsonl")
+    Path(path).write_text("{}\n")
+
+    def broken(path, on_batch=None, handler=None):
+        raise ValueError("no such\nplan")
+
+    store = PartStore(tmp_path, {"job": 1}, suffix=".rows.parquet")
+    try:
+        run_units([path], store, broken, (), engine="local")
+    except ShardFailed as exc:
+        assert str(exc) == f"{path}: ValueError: no such plan"
+    else:
+        raise AssertionError("no error")
+
+
+def test_f20_a_stage_that_breaks_in_finish_reports_an_empty_unreadable_shard(tmp_path):
+    from dataaudit.stage import ShardStage
+
+    path = tmp_path / "a.jsonl"
+    path.write_text("".join(json.dumps({"t": str(i)}) + "\n" for i in range(5)))
+
+    class Counting(ShardStage):
+        def start(self, path):
+            return {"rows": 0, "fresh": True}
+
+        def add(self, state, batch):
+            state["rows"] += batch.num_rows
+            state["fresh"] = False
+
+        def finish(self, state, error):
+            if not state["fresh"] and error is None:
+                raise OverflowError("merge broke")
+            return {"records": state["rows"], "error": error}
+
+    assert Counting()(str(path)) == {"records": 0, "error": "OverflowError: merge broke"}
