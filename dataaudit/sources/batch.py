@@ -2,7 +2,11 @@
 provenance columns.
 
 Readers hand over one record at a time as {column: (kind, value)}; the column's Arrow type is chosen per batch
-from the kinds seen, so a field whose type varies between records degrades to JSON text instead of failing.
+from the kinds seen. When a field's type varies between records, the type most records of the batch hold is the
+column's, and each record holding another type is flagged (a `field_type` reader warning) with its value left out
+of the column: the rest of the batch is checked as its own type, whatever its neighbours hold (turning the whole
+column into JSON text hid empty texts and broken conversations). A column named like a provenance column is
+dropped, with a warning per record that had it.
 Nested values (objects, lists of objects or strings) become Arrow nested types (see nested.py).
 Parquet does not come through here: its batches are already Arrow.
 """
@@ -23,11 +27,18 @@ BYTES = "bytes"    # raw bytes (a WebDataset image member): a binary column
 NESTED = "nested"  # an object, or a list that is not all numbers: an Arrow nested type when the column allows
 JSON = "json"      # anything else (integers beyond int64): stored as JSON text
 _LISTS = {LIST_INT, LIST_FLOAT, LIST_EMPTY}
+# What one column can hold at once: the kinds of a family build one Arrow type together.
+_FAMILY = {STR: "text", INT: "number", FLOAT: "number", BOOL: "boolean", BYTES: "bytes", JSON: "JSON",
+           LIST_INT: "list or object", LIST_FLOAT: "list or object", LIST_EMPTY: "list or object",
+           NESTED: "list or object"}
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 _FLOAT_EXACT = 1 << 53          # ints beyond this lose precision as float64, so they do not promote
 MAX_COLUMNS = 1024              # a shard with thousands of distinct keys would explode memory into null padding
 MAX_BATCH_BYTES = 256 << 20     # flush early when records are large, whatever batch_rows says
+# Flush early when records hold many JSON values: each costs ~100 bytes as a Python object and more while Arrow
+# infers its type, so 4M keep a batch's objects near 0.5 GB (the per-record budget is json_budget.MAX_ELEMENTS).
+MAX_BATCH_ELEMENTS = 1 << 22
 
 _STRING = pa.string()
 _LIST_TYPES = {LIST_INT: (np.int64, pa.list_(pa.int64())), LIST_FLOAT: (np.float64, pa.list_(pa.float64()))}
@@ -149,8 +160,9 @@ class BatchBuilder:
         self._lines: list[int | None] = []
         self._errors: list[str | None] = []
         self._warnings: list[list[str]] = []
-        self._cols: dict[str, tuple[list[int], list, set]] = {}  # name -> (row indices, values, kinds)
+        self._cols: dict[str, tuple[list[int], list, list]] = {}  # name -> (row indices, values, kinds)
         self.nbytes = 0
+        self.elements = 0   # JSON values parsed into the pending records (as the readers counted them)
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -160,18 +172,21 @@ class BatchBuilder:
         return self._wanted is None or column in self._wanted
 
     def full(self, batch_rows: int) -> bool:
-        return len(self._keys) >= batch_rows or self.nbytes >= MAX_BATCH_BYTES
+        return (len(self._keys) >= batch_rows or self.nbytes >= MAX_BATCH_BYTES
+                or self.elements >= MAX_BATCH_ELEMENTS)
 
     def add(self, key: str, values: dict, error: str | None = None, warnings: list[str] = (),
-            size: int | None = None, line: int | None = None) -> None:
+            size: int | None = None, line: int | None = None, elements: int = 0) -> None:
         """One record. With an error its values are dropped: an undecodable record has null data columns.
 
         size: the record's encoded size, when the reader knows it; nested values are not walked to estimate it.
         line: the 1-based physical line where the record starts (text formats), else None.
+        elements: how many JSON values the reader parsed for it (its bound), for the batch's element budget.
         """
         i = len(self._keys)
         warnings = list(warnings)
         dropped = 0
+        self.elements += elements
         if size is not None:
             self.nbytes += size
         if error is None:
@@ -183,11 +198,10 @@ class BatchBuilder:
                     if len(self._cols) >= self._max_columns:
                         dropped += 1
                         continue
-                    c = self._cols[col] = ([], [], set())
+                    c = self._cols[col] = ([], [], [])
                 c[0].append(i)
                 c[1].append(v)
-                if kind is not None:
-                    c[2].add(kind)
+                c[2].append(kind)
                 if size is None:
                     self.nbytes += _approx_bytes(v)
         if dropped:
@@ -197,16 +211,49 @@ class BatchBuilder:
         self._errors.append(error)
         self._warnings.append(warnings)
 
-    def _column(self, name: str, idx: list[int], vals: list, kinds: set, n: int) -> pa.Array:
+    def _column(self, name: str, idx: list[int], vals: list, kinds: list, n: int) -> pa.Array:
         full = [None] * n
         for i, v in zip(idx, vals):
             full[i] = v
+        seen = set(kinds)
+        seen.discard(None)
+        if len({_FAMILY[k] for k in seen}) > 1:
+            seen = self._one_family(name, idx, full, kinds)
+        return self._typed(name, full, seen, n)
+
+    def _one_family(self, name: str, idx: list[int], full: list, kinds: list) -> set:
+        """Keep the values of the family most records hold (the first seen on a tie); each other record is
+        flagged and its value left out (null). The kinds kept are returned."""
+        counts: dict[str, int] = {}
+        for k in kinds:
+            if k is not None:
+                counts[_FAMILY[k]] = counts.get(_FAMILY[k], 0) + 1
+        keep = max(counts, key=counts.get)   # dicts keep insertion order: a tie goes to the first seen
+        kept = set()
+        for i, k in zip(idx, kinds):
+            if k is None:
+                continue
+            if _FAMILY[k] == keep:
+                kept.add(k)
+            else:
+                full[i] = None
+                self._warnings[i].append(f"field_type: column {name!r} is {_FAMILY[k]} here, {keep} in "
+                                         f"{counts[keep]} of the batch's {sum(counts.values())} records "
+                                         "(value not read)")
+        return kept
+
+    def _typed(self, name: str, full: list, kinds: set, n: int) -> pa.Array:
         if kinds <= _LISTS and kinds:
             return _list_array(full, LIST_FLOAT if LIST_FLOAT in kinds else LIST_INT)
         if NESTED in kinds and kinds <= _LISTS | {NESTED}:
             return self._nested(name, full, kinds)
-        if kinds == {INT, FLOAT} and all(type(v) is float or v is None or abs(v) <= _FLOAT_EXACT for v in full):
+        if kinds == {INT, FLOAT}:
             kinds = {FLOAT}  # JSON has one number type: 1 and 0.5 in one field is not a conflict
+            for i, v in enumerate(full):
+                if type(v) is int and abs(v) > _FLOAT_EXACT:   # float64 would change it: flagged, not read
+                    full[i] = None
+                    self._warnings[i].append(f"field_type: column {name!r} holds an integer beyond 2**53 among "
+                                             "floats (value not read)")
         if len(kinds) == 1 and JSON not in kinds:
             (kind,) = kinds
             if kind == STR:
@@ -214,7 +261,7 @@ class BatchBuilder:
             return pa.array(full, {INT: pa.int64(), FLOAT: pa.float64(), BOOL: pa.bool_(), BYTES: pa.binary()}[kind])
         if not kinds:
             return pa.nulls(n, _STRING)
-        # Conflicting kinds: JSON text keeps every value without guessing a type.
+        # Only integers beyond int64 (JSON): JSON text keeps every value without guessing a type.
         return self._json_text(name, full)
 
     def _nested(self, name: str, full: list, kinds: set) -> pa.Array:
@@ -252,6 +299,10 @@ class BatchBuilder:
         n = len(self._keys)
         names, arrays = [], []
         for name, (idx, vals, kinds) in self._cols.items():
+            if name in PROVENANCE_COLUMNS:   # e.g. a tar member `KEY.__row__.cls`: the reader's column wins
+                for i in idx:
+                    self._warnings[i].append(f"field {name!r} is a reserved name (dropped)")
+                continue
             names.append(utf8_safe(name) if not name.isascii() else name)
             arrays.append(self._column(name, idx, vals, kinds, n))
         bad_keys: list[int] = []

@@ -31,6 +31,7 @@ from dataaudit.io import arrow_filesystem, arrow_source
 
 from .base import ERROR, KEY, LINE, PROVENANCE_COLUMNS, ROW, WARNING, ShardReadError
 from .batch import one_line
+from .utf8 import holds_strings, invalid_rows
 
 # Everything pyarrow raises for a bad file: ArrowException covers ArrowInvalid/NotImplemented/..., OSError
 # covers missing files and I/O errors (ArrowIOError is OSError).
@@ -77,8 +78,33 @@ def _with_provenance(batch: pa.RecordBatch, start: int, schema: pa.Schema) -> pa
     n = batch.num_rows
     rows = pa.array(np.arange(start, start + n, dtype=np.int64))
     nulls = pa.nulls(n, pa.string())
-    return pa.RecordBatch.from_arrays(batch.columns + [_keys(start, n), rows, pa.nulls(n, pa.int64()), nulls, nulls],
+    columns, errors = _valid_utf8(batch)
+    return pa.RecordBatch.from_arrays(columns + [_keys(start, n), rows, pa.nulls(n, pa.int64()), errors, nulls],
                                       schema=schema)
+
+
+def _valid_utf8(batch: pa.RecordBatch) -> tuple[list[pa.Array], pa.Array]:
+    """The batch's columns with every value holding invalid UTF-8 nulled (no later code may decode it), and the
+    __error__ column naming them (all null when every string is valid: one vectorized check per string column)."""
+    columns = batch.columns
+    messages: dict[int, list[str]] = {}
+    for c, (field, col) in enumerate(zip(batch.schema, columns)):
+        if not holds_strings(field.type):
+            continue
+        bad = invalid_rows(col)
+        if not len(bad):
+            continue
+        mask = np.zeros(len(col), bool)
+        mask[bad] = True
+        columns[c] = pc.if_else(pa.array(mask), pa.scalar(None, col.type), col)
+        for i in bad.tolist():
+            messages.setdefault(i, []).append(f"column {field.name!r}: invalid UTF-8 (value not read)")
+    if not messages:
+        return columns, pa.nulls(batch.num_rows, pa.string())
+    errors = [None] * batch.num_rows
+    for i, m in messages.items():
+        errors[i] = "; ".join(m)
+    return columns, pa.array(errors, pa.string())
 
 
 @functools.cache

@@ -119,6 +119,9 @@ def _decode_npy(data: bytes, col: str) -> tuple[dict, list[str]]:
         raise _RecordError(f"invalid .npy header: {one_line(e)}") from None
     if dtype.hasobject:
         raise _RecordError("object array in .npy (would need unpickling; not loaded)")
+    # numpy's header parser takes any tuple of ints; np.load refuses negative dimensions (and reshape raises)
+    if not all(type(d) is int and d >= 0 for d in shape):
+        raise _RecordError(f"invalid .npy header: shape {shape} has a negative dimension")
     count = math.prod(shape)
     body = memoryview(data)[fp.tell():]
     if len(body) < count * dtype.itemsize:
