@@ -25,10 +25,15 @@ from dataaudit.fields import IMAGE_EXTENSIONS
 from dataaudit.io import open_input
 
 from .base import ShardReadError
-from .batch import (BatchBuilder, BYTES, INT, INT64_MAX, INT64_MIN, LIST_EMPTY, LIST_FLOAT, LIST_INT, STR,
-                    flatten_object, json_value, one_line)
+from .batch import (MAX_BATCH_BYTES, BatchBuilder, BYTES, INT, INT64_MAX, INT64_MIN, LIST_EMPTY, LIST_FLOAT,
+                    LIST_INT, STR, flatten_object, json_value, one_line)
+from .record_stream import open_stream
+from .tar_headers import BoundedTarInfo
 
 MAX_MEMBER_BYTES = 256 << 20
+# tarfile's stream reads (and skips a member it is not asked for) in blocks of this size: its default of 10 KiB made
+# skipping 8 GiB of gzipped zeros take minutes. The gzip layer (ours) decompresses only what each read asks for.
+_READ_BLOCK = 1 << 20
 DECODED = {"txt", "json", "cls", "cls2", "index", "npy"}
 NOT_UNPICKLED = {"pkl", "pickle", "pth", "pt", "pyd", "npz"}
 
@@ -39,22 +44,6 @@ _STREAM_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAErro
 
 class _RecordError(Exception):
     """One member cannot be decoded; the message becomes (part of) the record's __error__."""
-
-
-class _HeaderTracker(tarfile.TarInfo):
-    """tarfile.next() turns a bad or missing header after the first into a silent end of archive.
-
-    Remembering which header error ended the stream lets us tell a real end-of-archive block from a
-    truncated or garbled shard.
-    """
-
-    @classmethod
-    def fromtarfile(cls, tarfile_):
-        try:
-            return super().fromtarfile(tarfile_)
-        except tarfile.HeaderError as e:
-            tarfile_.dataaudit_end = e
-            raise
 
 
 # webdataset's rule (tariterators.base_plus_ext and skip_meta), so the audit's records are the loader's samples
@@ -69,7 +58,7 @@ def split_member(name: str) -> tuple[str, str] | None:
     return None if m is None else (m.group(1), m.group(2).lower())
 
 
-def _gunzip(data: bytes, limit: int) -> bytes:
+def _gunzip(data: bytes, limit: int, budget: str) -> bytes:
     """Decompress (possibly multi-member) gzip without ever holding more than limit + 1 bytes of output."""
     out, total = [], 0
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
@@ -80,7 +69,7 @@ def _gunzip(data: bytes, limit: int) -> bytes:
             total += len(chunk)
             out.append(chunk)
             if total > limit:
-                raise _RecordError(f"gzip: decompresses to more than {limit} bytes (max_member_bytes)")
+                raise _RecordError(f"gzip: decompresses to more than {limit} bytes ({budget})")
             buf = d.unconsumed_tail
             if d.eof:
                 rest = d.unused_data
@@ -140,12 +129,19 @@ def _decode_npy(data: bytes, col: str) -> tuple[dict, list[str]]:
     return values, []
 
 
-def decode_member(ext: str, data: bytes, limit: int) -> tuple[dict, list[str]]:
-    """Decode one member's bytes by its last suffix. Returns ({column: (kind, value)}, warnings)."""
+def decode_member(ext: str, data: bytes, limit: int, budget: str = "max_member_bytes"
+                  ) -> tuple[dict, list[str], int]:
+    """Decode one member's bytes by its last suffix. Returns ({column: (kind, value)}, warnings, bytes decoded);
+    `limit` bounds what gzip may decompress to, `budget` names that limit in the error."""
     parts = ext.split(".")
     for _ in range(parts.count("gz")):
-        data = _gunzip(data, limit)
+        data = _gunzip(data, limit, budget)
     parts = [p for p in parts if p != "gz"]
+    values, warnings = _decode(parts, data)
+    return values, warnings, len(data)
+
+
+def _decode(parts: list[str], data: bytes) -> tuple[dict, list[str]]:
     suffix = parts[-1]
     col = ".".join(parts[:-1]) or suffix
     if suffix == "txt":
@@ -184,6 +180,7 @@ class _Record:
         self.errors: list[str] = []
         self.warnings: list[str] = []
         self.exts: set[str] = set()
+        self.nbytes = 0   # bytes its members decoded to, against the sample's budget
 
 
 def _end_of_archive_problem(tf: tarfile.TarFile) -> str | None:
@@ -203,7 +200,7 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
     rec: _Record | None = None
 
     def finish(r: _Record) -> None:
-        builder.add(r.key, r.values, "; ".join(r.errors) or None, r.warnings)
+        builder.add(r.key, r.values, "; ".join(r.errors) or None, r.warnings, size=r.nbytes)
 
     try:
         f = open_input(path)
@@ -211,8 +208,9 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
         raise ShardReadError(f"tar: {one_line(e)}") from e
     with f:
         try:
-            tf = tarfile.open(fileobj=f, mode="r|*", tarinfo=_HeaderTracker, encoding="utf-8",
-                              errors="surrogateescape")
+            # gzip by its magic bytes, decompressed by our stream; tarfile's own ("r|*") still takes bz2 and xz
+            tf = tarfile.open(fileobj=open_stream(f), mode="r|*", tarinfo=BoundedTarInfo, encoding="utf-8",
+                              errors="surrogateescape", bufsize=_READ_BLOCK)
         except _STREAM_ERRORS as e:
             raise ShardReadError(f"tar: {one_line(e)}") from e
         broken = None
@@ -234,6 +232,8 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
             key, ext = split
             if rec is None or key != rec.key:
                 if rec is not None:
+                    if len(builder) and builder.nbytes + rec.nbytes > MAX_BATCH_BYTES:
+                        yield builder.build()   # before, not after: a batch's column must stay under 2 GiB
                     finish(rec)
                     if builder.full(batch_rows):
                         yield builder.build()
@@ -260,6 +260,13 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
             if m.size > max_member_bytes:
                 rec.errors.append(f"{where}: {m.size} bytes exceeds max_member_bytes {max_member_bytes} (not read)")
                 continue
+            # A sample decodes at most what one member may (ten members of 256 MiB each overflowed Arrow's offsets).
+            left = max_member_bytes - rec.nbytes
+            budget = "max_member_bytes" if left == max_member_bytes else \
+                f"the sample's budget: max_member_bytes {max_member_bytes} for all its members"
+            if m.size > left:
+                rec.errors.append(f"{where}: {m.size} bytes exceeds {budget} (not read)")
+                continue
             try:
                 data = tf.extractfile(m).read()
             except _STREAM_ERRORS as e:
@@ -267,12 +274,14 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
                 break
             if image:
                 rec.values[ext] = (BYTES, data)   # the extension is unique in the sample (checked above)
+                rec.nbytes += len(data)
                 continue
             try:
-                values, warnings = decode_member(ext, data, max_member_bytes)
+                values, warnings, decoded = decode_member(ext, data, left, budget)
             except _RecordError as e:
                 rec.errors.append(f"{where}: {e}")
                 continue
+            rec.nbytes += decoded
             rec.warnings.extend(f"{where}: {w}" for w in warnings)
             for col, value in values.items():
                 if col in rec.values:

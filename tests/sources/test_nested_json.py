@@ -204,10 +204,14 @@ def test_column_that_fits_no_type_is_json_text_with_a_warning(tmp_path):
         "column 'x': nested values fit no single Arrow type (mixed types: int, str), read as JSON text"]
 
 
-def test_strings_and_nested_values_in_one_column_stay_json_text(tmp_path):
-    t = read_jsonl(tmp_path, [{"content": "plain"}, {"content": [{"type": "text", "text": "x"}]}])
-    assert column(t, "content") == (S, ['"plain"', '[{"type": "text", "text": "x"}]'])
-    assert t.column(WARNING).null_count == 2
+def test_strings_and_nested_values_in_one_column_keep_the_type_most_records_hold(tmp_path):
+    """F01: the string among conversations is flagged and left out; the conversations stay conversations."""
+    parts = [{"type": "text", "text": "x"}]
+    t = read_jsonl(tmp_path, [{"content": "plain"}, {"content": parts}, {"content": parts}])
+    assert column(t, "content") == (pa.list_(struct(type=S, text=S)), [None, parts, parts])
+    assert t.column(WARNING).to_pylist() == [
+        "field_type: column 'content' is text here, list or object in 2 of the batch's 3 records (value not read)",
+        None, None]
 
 
 def test_invalid_unicode_inside_nested_strings_is_escaped_with_a_warning(tmp_path):
