@@ -36,9 +36,6 @@ INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 _FLOAT_EXACT = 1 << 53          # ints beyond this lose precision as float64, so they do not promote
 MAX_COLUMNS = 1024              # a shard with thousands of distinct keys would explode memory into null padding
 MAX_BATCH_BYTES = 256 << 20     # flush early when records are large, whatever batch_rows says
-# Flush early when records hold many JSON values: each costs ~100 bytes as a Python object and more while Arrow
-# infers its type, so 4M keep a batch's objects near 0.5 GB (the per-record budget is json_budget.MAX_ELEMENTS).
-MAX_BATCH_ELEMENTS = 1 << 22
 
 _STRING = pa.string()
 _LIST_TYPES = {LIST_INT: (np.int64, pa.list_(pa.int64())), LIST_FLOAT: (np.float64, pa.list_(pa.float64()))}
@@ -162,7 +159,6 @@ class BatchBuilder:
         self._warnings: list[list[str]] = []
         self._cols: dict[str, tuple[list[int], list, list]] = {}  # name -> (row indices, values, kinds)
         self.nbytes = 0
-        self.elements = 0   # JSON values parsed into the pending records (as the readers counted them)
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -172,21 +168,19 @@ class BatchBuilder:
         return self._wanted is None or column in self._wanted
 
     def full(self, batch_rows: int) -> bool:
-        return (len(self._keys) >= batch_rows or self.nbytes >= MAX_BATCH_BYTES
-                or self.elements >= MAX_BATCH_ELEMENTS)
+        return len(self._keys) >= batch_rows or self.nbytes >= MAX_BATCH_BYTES
 
     def add(self, key: str, values: dict, error: str | None = None, warnings: list[str] = (),
-            size: int | None = None, line: int | None = None, elements: int = 0) -> None:
+            size: int | None = None, line: int | None = None) -> None:
         """One record. With an error its values are dropped: an undecodable record has null data columns.
 
-        size: the record's encoded size, when the reader knows it; nested values are not walked to estimate it.
+        size: the record's size in memory as the reader estimates it (its encoded size, or more for many JSON
+        values: json_budget.memory_bytes); nested values are not walked to estimate it.
         line: the 1-based physical line where the record starts (text formats), else None.
-        elements: how many JSON values the reader parsed for it (its bound), for the batch's element budget.
         """
         i = len(self._keys)
         warnings = list(warnings)
         dropped = 0
-        self.elements += elements
         if size is not None:
             self.nbytes += size
         if error is None:

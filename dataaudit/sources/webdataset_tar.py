@@ -27,6 +27,7 @@ from dataaudit.io import open_input
 from .base import ShardReadError
 from .batch import (MAX_BATCH_BYTES, BatchBuilder, BYTES, INT, INT64_MAX, INT64_MIN, LIST_EMPTY, LIST_FLOAT,
                     LIST_INT, STR, flatten_object, json_value, one_line)
+from .json_budget import MAX_VALUES, count_values, memory_bytes, over_budget
 from .record_stream import open_stream
 from .tar_headers import BoundedTarInfo
 
@@ -131,34 +132,38 @@ def _decode_npy(data: bytes, col: str) -> tuple[dict, list[str]]:
 
 def decode_member(ext: str, data: bytes, limit: int, budget: str = "max_member_bytes"
                   ) -> tuple[dict, list[str], int]:
-    """Decode one member's bytes by its last suffix. Returns ({column: (kind, value)}, warnings, bytes decoded);
-    `limit` bounds what gzip may decompress to, `budget` names that limit in the error."""
+    """Decode one member's bytes by its last suffix. Returns ({column: (kind, value)}, warnings, its size in memory
+    (bytes decoded, more for many JSON values)); `limit` bounds what gzip may decompress to, `budget` names that
+    limit in the error."""
     parts = ext.split(".")
     for _ in range(parts.count("gz")):
         data = _gunzip(data, limit, budget)
     parts = [p for p in parts if p != "gz"]
-    values, warnings = _decode(parts, data)
-    return values, warnings, len(data)
+    return _decode(parts, data)
 
 
-def _decode(parts: list[str], data: bytes) -> tuple[dict, list[str]]:
+def _decode(parts: list[str], data: bytes) -> tuple[dict, list[str], int]:
     suffix = parts[-1]
     col = ".".join(parts[:-1]) or suffix
     if suffix == "txt":
-        return {col: (STR, _utf8(data))}, []
+        return {col: (STR, _utf8(data))}, [], len(data)
     if suffix == "json":
+        text = _utf8(data)
+        n = count_values(text)
+        if n > MAX_VALUES:
+            raise _RecordError(over_budget(n))
         try:
-            obj = json.loads(_utf8(data))
+            obj = json.loads(text)
         except json.JSONDecodeError as e:
             raise _RecordError(f"invalid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
         except (ValueError, RecursionError) as e:
             raise _RecordError(f"invalid JSON: {one_line(e)}") from None
         if not isinstance(obj, dict):
-            return {col: json_value(obj)}, []  # typed like a field: a list of turns is list<struct>
+            return {col: json_value(obj)}, [], memory_bytes(len(data), n)  # typed like a field: list<struct> turns
         values: dict = {}
         warnings: list[str] = []
         flatten_object(obj, "" if col == "json" else col + ".", values, warnings, "json")
-        return values, warnings
+        return values, warnings, memory_bytes(len(data), n)
     if suffix in ("cls", "cls2", "index"):
         text = _utf8(data).strip()
         try:
@@ -167,9 +172,9 @@ def _decode(parts: list[str], data: bytes) -> tuple[dict, list[str]]:
             raise _RecordError(f"not an integer: {text[:40]!r}") from None
         if not INT64_MIN <= value <= INT64_MAX:
             raise _RecordError("integer out of int64 range")
-        return {col: (INT, value)}, []
+        return {col: (INT, value)}, [], len(data)
     if suffix == "npy":
-        return _decode_npy(data, col)
+        return (*_decode_npy(data, col), len(data))
     raise AssertionError(f"no decoder for {suffix!r}")  # callers only pass DECODED suffixes
 
 
