@@ -27,7 +27,8 @@ from .record_stream import STREAM_ERRORS, Record, open_stream, read_records, rec
 from .jsonl import MAX_LINE_BYTES, where
 
 MAX_RECORD_BYTES = MAX_LINE_BYTES   # one element is held in memory; a broken file must not pull in the rest
-CHUNK_BYTES = 1 << 20
+# Under json_budget.MAX_VALUES, so that a window of small records needs no counting of JSON values.
+CHUNK_BYTES = 1 << 19
 _WHITESPACE = re.compile(r"[ \t\n\r]*")             # JSON's whitespace, nothing else
 _DECODER = json.JSONDecoder()
 # An error this close to the end of the window may be the window's end, not the file's ("tru|e", "1.|5").
@@ -57,7 +58,7 @@ class _Window:
         self.read_bytes = 0   # bytes read from the stream so far
         self.eof = False
         self.broken: str | None = None   # the stream's own error, when it ended on one
-        self.values = 0       # json_budget.bound of the last value taken
+        self.memory = 0       # json_budget.memory_bytes of the last value taken
         # JSON values budget: None until looked at since the last fill; False when text[pos:] is under the budget
         # by json_budget.bound; else json_budget.value_index from the pos it was looked at (a value's start)
         self._index = None
@@ -152,8 +153,9 @@ class _Window:
         """For a container at `start` holding more values than json_budget allows: (_Over, its size), the window
         past it (never parsed). None when it is within the budget; None with the window grown (self._index None)
         when its end is not in the window yet. Only a window over the budget by json_budget.bound is scanned."""
-        if self._index is None:
-            self._index = bound(self.text, self.pos) > MAX_VALUES and value_index(self.text, self.pos)
+        if self._index is None:   # a value of at most MAX_VALUES characters holds at most MAX_VALUES values
+            self._index = (len(self.text) - self.pos > MAX_VALUES and bound(self.text, self.pos) > MAX_VALUES
+                           and value_index(self.text, self.pos))
         if self._index is False:
             return None
         ends, counts, total = self._index
@@ -174,7 +176,7 @@ class _Window:
         size = _nbytes(self.text[start:end])
         self.line += self.text.count("\n", start, end)
         self.advance(end - start, size)
-        self.values = n
+        self.memory = size
         return _Over(n), size, None
 
     def _take(self, obj: object, start: int, end: int, limit: int) -> tuple[object, int, int | None]:
@@ -194,7 +196,7 @@ class _Window:
             raise _TooBig()
         self.line += seg.count("\n")   # a pretty-printed object spans lines (strings hold no raw newline)
         self.advance(end - start, size)
-        self.values = bound(seg)
+        self.memory = memory_bytes(seg, size)
         return obj, size, bad
 
 
@@ -295,7 +297,7 @@ class _Records:
         row = self.count
         values, error = _record(obj, lambda: f"{where(row, line)} at byte {start}", bad, warnings)
         self.count += 1
-        return values, error, warnings, memory_bytes(size, min(self.win.values, MAX_VALUES)), line
+        return values, error, warnings, self.win.memory, line
 
     def _array(self, warnings: list[str]):
         win = self.win

@@ -6,9 +6,13 @@ array elements, tar .json members; benchmark loading reads through them) counts 
 refuses a record past MAX_VALUES, which is then flagged, never parsed. What is counted are the containers (`{`,
 `[`) and the separators inside them (`,`) outside strings: about one per value (two for a container after a comma).
 
-Counting is cheap where it can be: `{`, `[` and `,` bound the values from above (three C-speed counts); only a
-record over the budget by that bound is counted exactly, skipping the characters inside strings (a long text full of
-commas is one value), vectorized with numpy block by block.
+Counting costs nothing for the common record: a value takes at least one character, so a record of at most
+MAX_VALUES characters is within the budget unread. A longer one is bounded by its `{`, `[` and `,` (C-speed
+counts), and only one over the budget by that bound is counted exactly, skipping the characters inside strings (a
+long text full of commas is one value), vectorized with numpy block by block.
+
+The same bounds give a record's memory once parsed, for the batch's budget (BatchBuilder flushes at
+MAX_BATCH_BYTES): at most one value per two characters ("1,") for a short record, its counted bound for a long one.
 """
 from __future__ import annotations
 
@@ -16,8 +20,11 @@ import numpy as np
 
 # 1M values: ~100 MB as Python objects, a few seconds through Arrow; a list of a million token ids still fits.
 MAX_VALUES = 1 << 20
-# What one parsed value costs in memory, for the batch's memory estimate (BatchBuilder flushes at MAX_BATCH_BYTES).
+# What one parsed value costs in memory (a Python int/float 24-32 bytes, a list or dict 56-64 and up, plus its slot).
 VALUE_BYTES = 64
+# Records shorter than this are not counted for their memory: the bound of one value per two characters holds and
+# costs nothing, and flushes no batch early (4096 records of 2 KiB). Longer ones are counted (~1 GB/s).
+_COUNTED = 64 << 10
 _BLOCK = 1 << 20     # characters scanned at once (the arrays of one block take ~40 MB)
 
 
@@ -30,9 +37,12 @@ def bound(text: str | bytes, start: int = 0, end: int | None = None) -> int:
     return text.count(b"{", start, end) + text.count(b"[", start, end) + text.count(b",", start, end)
 
 
-def memory_bytes(size: int, values: int) -> int:
-    """A record's size in memory once parsed: its encoded size, or more when it holds many values."""
-    return max(size, values * VALUE_BYTES)
+def memory_bytes(text: str | bytes, size: int | None = None) -> int:
+    """A bound of the memory JSON `text` takes once parsed (`size`: its encoded size when not len(text))."""
+    n = len(text)
+    if n < _COUNTED:
+        return n * VALUE_BYTES // 2
+    return max(n if size is None else size, bound(text) * VALUE_BYTES)
 
 
 def value_index(text: str, start: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
@@ -67,10 +77,13 @@ def value_index(text: str, start: int = 0) -> tuple[np.ndarray, np.ndarray, int]
     return np.concatenate(ends), np.concatenate(counts), total
 
 
-def count_values(text: str) -> int:
-    """The values of one JSON text (a JSONL line, a tar .json member): exact where the bound is over budget."""
-    n = bound(text)
-    return n if n <= MAX_VALUES else value_index(text)[2]
+def over(text: str | bytes, decoded: str | None = None) -> int | None:
+    """How many values a JSON text holds when that is more than MAX_VALUES (the record is then refused), else None.
+    `decoded`: the text as str when `text` is bytes (only needed for the exact count)."""
+    if len(text) <= MAX_VALUES or bound(text) <= MAX_VALUES:
+        return None
+    n = value_index(text if decoded is None else decoded)[2]
+    return n if n > MAX_VALUES else None
 
 
 def over_budget(values: int) -> str:

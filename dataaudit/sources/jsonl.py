@@ -12,7 +12,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from .batch import flatten_object, one_line
-from .json_budget import MAX_VALUES, bound, memory_bytes, over_budget, value_index
+from .json_budget import memory_bytes, over, over_budget
 from .record_stream import Record, read_records, record_batches
 
 MAX_LINE_BYTES = 256 << 20  # one line is held in memory; a missing newline must not pull in the whole file
@@ -23,9 +23,8 @@ def where(row: int, line: int) -> str:
     return f"row {row} (line {line})"
 
 
-def _parse_line(line: bytes, row: int, lineno: int, values_bound: int) -> tuple[dict | None, str | None, list[str]]:
-    """(values, error, warnings) for one non-blank line (record `row`, physical line `lineno`) holding at most
-    `values_bound` JSON values (json_budget.bound)."""
+def _parse_line(line: bytes, row: int, lineno: int) -> tuple[dict | None, str | None, list[str]]:
+    """(values, error, warnings) for one non-blank line (record `row`, physical line `lineno`)."""
     text = line.strip()
     lead = len(line) - len(line.lstrip())
     try:
@@ -36,7 +35,7 @@ def _parse_line(line: bytes, row: int, lineno: int, values_bound: int) -> tuple[
     if lineno == 1 and s.startswith("\ufeff"):
         s = s[1:]
         warnings.append(f"{where(row, lineno)}: UTF-8 byte order mark ignored")
-    if values_bound > MAX_VALUES and (n := value_index(s)[2]) > MAX_VALUES:
+    if (n := over(line, s)) is not None:
         return None, f"{where(row, lineno)}: {over_budget(n)}", warnings
     try:
         obj = json.loads(s)
@@ -64,9 +63,8 @@ def _lines(stream, max_line_bytes: int) -> Iterator[Record]:
             yield {}, f"{where(row, lineno)}: longer than {max_line_bytes} bytes (not parsed)", [], 0, lineno
             row += 1
         elif line.strip():   # blank lines are not records: they take no row
-            n = bound(line)
-            values, error, warnings = _parse_line(line, row, lineno, n)
-            yield values or {}, error, warnings, memory_bytes(len(line), min(n, MAX_VALUES)), lineno
+            values, error, warnings = _parse_line(line, row, lineno)
+            yield values or {}, error, warnings, memory_bytes(line), lineno
             row += 1
 
 

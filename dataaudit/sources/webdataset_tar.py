@@ -27,7 +27,7 @@ from dataaudit.io import open_input
 from .base import ShardReadError
 from .batch import (MAX_BATCH_BYTES, BatchBuilder, BYTES, INT, INT64_MAX, INT64_MIN, LIST_EMPTY, LIST_FLOAT,
                     LIST_INT, STR, flatten_object, json_value, one_line)
-from .json_budget import MAX_VALUES, count_values, memory_bytes, over_budget
+from .json_budget import memory_bytes, over, over_budget
 from .record_stream import open_stream
 from .tar_headers import BoundedTarInfo
 
@@ -132,25 +132,25 @@ def _decode_npy(data: bytes, col: str) -> tuple[dict, list[str]]:
 
 def decode_member(ext: str, data: bytes, limit: int, budget: str = "max_member_bytes"
                   ) -> tuple[dict, list[str], int]:
-    """Decode one member's bytes by its last suffix. Returns ({column: (kind, value)}, warnings, its size in memory
-    (bytes decoded, more for many JSON values)); `limit` bounds what gzip may decompress to, `budget` names that
-    limit in the error."""
+    """Decode one member's bytes by its last suffix. Returns ({column: (kind, value)}, warnings, bytes decoded, their
+    size in memory once decoded); `limit` bounds what gzip may decompress to, `budget` names that limit in the
+    error."""
     parts = ext.split(".")
     for _ in range(parts.count("gz")):
         data = _gunzip(data, limit, budget)
     parts = [p for p in parts if p != "gz"]
-    return _decode(parts, data)
+    values, warnings = _decode(parts, data)
+    return values, warnings, len(data), memory_bytes(data) if parts[-1] == "json" else len(data)
 
 
-def _decode(parts: list[str], data: bytes) -> tuple[dict, list[str], int]:
+def _decode(parts: list[str], data: bytes) -> tuple[dict, list[str]]:
     suffix = parts[-1]
     col = ".".join(parts[:-1]) or suffix
     if suffix == "txt":
-        return {col: (STR, _utf8(data))}, [], len(data)
+        return {col: (STR, _utf8(data))}, []
     if suffix == "json":
         text = _utf8(data)
-        n = count_values(text)
-        if n > MAX_VALUES:
+        if (n := over(data, text)) is not None:
             raise _RecordError(over_budget(n))
         try:
             obj = json.loads(text)
@@ -159,11 +159,11 @@ def _decode(parts: list[str], data: bytes) -> tuple[dict, list[str], int]:
         except (ValueError, RecursionError) as e:
             raise _RecordError(f"invalid JSON: {one_line(e)}") from None
         if not isinstance(obj, dict):
-            return {col: json_value(obj)}, [], memory_bytes(len(data), n)  # typed like a field: list<struct> turns
+            return {col: json_value(obj)}, []  # typed like a field: a list of turns is list<struct>
         values: dict = {}
         warnings: list[str] = []
         flatten_object(obj, "" if col == "json" else col + ".", values, warnings, "json")
-        return values, warnings, memory_bytes(len(data), n)
+        return values, warnings
     if suffix in ("cls", "cls2", "index"):
         text = _utf8(data).strip()
         try:
@@ -172,9 +172,9 @@ def _decode(parts: list[str], data: bytes) -> tuple[dict, list[str], int]:
             raise _RecordError(f"not an integer: {text[:40]!r}") from None
         if not INT64_MIN <= value <= INT64_MAX:
             raise _RecordError("integer out of int64 range")
-        return {col: (INT, value)}, [], len(data)
+        return {col: (INT, value)}, []
     if suffix == "npy":
-        return (*_decode_npy(data, col), len(data))
+        return _decode_npy(data, col)
     raise AssertionError(f"no decoder for {suffix!r}")  # callers only pass DECODED suffixes
 
 
@@ -186,6 +186,7 @@ class _Record:
         self.warnings: list[str] = []
         self.exts: set[str] = set()
         self.nbytes = 0   # bytes its members decoded to, against the sample's budget
+        self.memory = 0   # what they take in memory (JSON values take more than their text), for the batch's
 
 
 def _end_of_archive_problem(tf: tarfile.TarFile) -> str | None:
@@ -205,7 +206,7 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
     rec: _Record | None = None
 
     def finish(r: _Record) -> None:
-        builder.add(r.key, r.values, "; ".join(r.errors) or None, r.warnings, size=r.nbytes)
+        builder.add(r.key, r.values, "; ".join(r.errors) or None, r.warnings, size=r.memory)
 
     try:
         f = open_input(path)
@@ -237,7 +238,7 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
             key, ext = split
             if rec is None or key != rec.key:
                 if rec is not None:
-                    if len(builder) and builder.nbytes + rec.nbytes > MAX_BATCH_BYTES:
+                    if len(builder) and builder.nbytes + rec.memory > MAX_BATCH_BYTES:
                         yield builder.build()   # before, not after: a batch's column must stay under 2 GiB
                     finish(rec)
                     if builder.full(batch_rows):
@@ -280,13 +281,15 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
             if image:
                 rec.values[ext] = (BYTES, data)   # the extension is unique in the sample (checked above)
                 rec.nbytes += len(data)
+                rec.memory += len(data)
                 continue
             try:
-                values, warnings, decoded = decode_member(ext, data, left, budget)
+                values, warnings, decoded, memory = decode_member(ext, data, left, budget)
             except _RecordError as e:
                 rec.errors.append(f"{where}: {e}")
                 continue
             rec.nbytes += decoded
+            rec.memory += memory
             rec.warnings.extend(f"{where}: {w}" for w in warnings)
             for col, value in values.items():
                 if col in rec.values:
