@@ -115,23 +115,21 @@ def _with_provenance(batch: pa.RecordBatch, start: int, schema: pa.Schema) -> pa
 
 
 def _valid_utf8(batch: pa.RecordBatch) -> tuple[list[pa.Array], pa.Array]:
-    """The batch's columns with every value holding invalid UTF-8 nulled (no later code may decode it), and the
-    __error__ column naming them (all null when every string is valid: one vectorized check per string column)."""
+    """The batch's columns, and its __error__ column naming each record holding a string that is not valid UTF-8
+    (all null when every string is valid: one vectorized check per string column). Such a record is unreadable
+    like any other: its data columns are null, so no later code decodes the bytes."""
     columns = batch.columns
     messages: dict[int, list[str]] = {}
-    for c, (field, col) in enumerate(zip(batch.schema, columns)):
-        if not holds_strings(field.type):
-            continue
-        bad = invalid_rows(col)
-        if not len(bad):
-            continue
-        mask = np.zeros(len(col), bool)
-        mask[bad] = True
-        columns[c] = pc.if_else(pa.array(mask), pa.scalar(None, col.type), col)
-        for i in bad.tolist():
-            messages.setdefault(i, []).append(f"column {field.name!r}: invalid UTF-8 (value not read)")
+    for field, col in zip(batch.schema, columns):
+        if holds_strings(field.type):
+            for i in invalid_rows(col).tolist():
+                messages.setdefault(i, []).append(f"column {field.name!r}: invalid UTF-8")
     if not messages:
         return columns, pa.nulls(batch.num_rows, pa.string())
+    mask = np.zeros(batch.num_rows, bool)
+    mask[list(messages)] = True
+    unread = pa.array(mask)
+    columns = [pc.if_else(unread, pa.scalar(None, col.type), col) for col in columns]
     errors = [None] * batch.num_rows
     for i, m in messages.items():
         errors[i] = "; ".join(m)
