@@ -269,9 +269,9 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
             # A sample decodes at most what one member may (ten members of 256 MiB each overflowed Arrow's offsets).
             left = max_member_bytes - rec.nbytes
             budget = "max_member_bytes" if left == max_member_bytes else \
-                f"the sample's budget: max_member_bytes {max_member_bytes} for all its members"
+                f"left of the sample's budget, max_member_bytes {max_member_bytes} for all its members"
             if m.size > left:
-                rec.errors.append(f"{where}: {m.size} bytes exceeds {budget} (not read)")
+                rec.errors.append(f"{where}: {m.size} bytes exceeds the {left} {budget} (not read)")
                 continue
             try:
                 data = tf.extractfile(m).read()
