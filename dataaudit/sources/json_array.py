@@ -6,7 +6,8 @@ element is tracked exactly (UTF-8 text such as Chinese is common) so errors can 
 where each element starts (__line__; pretty-printed arrays put one record over many lines). A malformed element
 cannot be resynchronised in general: records read before it stay valid and the shard then fails with
 ShardReadError. A top-level object is one record; objects that follow it (JSON Lines named .json) are one record
-each. Row = record index (0-based), key = the row as text.
+each. Row = record index (0-based), key = the row as text. An element holding more JSON values than json_budget
+allows is skipped unparsed (its end found by a vectorized scan) and is a row with __error__; the next one is read.
 """
 from __future__ import annotations
 

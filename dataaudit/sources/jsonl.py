@@ -3,6 +3,7 @@
 Each object's top-level fields become columns, typed like a WebDataset .json member. A bad line is still a
 row (with __error__), so a corrupt line is counted and locatable rather than silently skipped. Blank lines are
 not records: rows count records, __line__ is the physical line, and messages name both ("row 3 (line 5)").
+A line holding more JSON values than json_budget allows is such a row too, never parsed.
 """
 from __future__ import annotations
 

@@ -15,6 +15,11 @@ read fails, the read-ahead may have lost batches decoded before the failure: the
 group by row group from the first row not yet yielded, so the records before the broken row group are all
 counted, and the broken row group's columns are decoded one by one to name the one that fails:
 `parquet: column 'ts' (row group 1): <pyarrow's message>`. That costs nothing until a read fails.
+
+Hostile files: the footer is checked before any data is read (a row group declaring rows its bytes cannot hold is an
+unreadable shard, never an allocation of the declared size); every string yielded is checked to be UTF-8 (one
+vectorized pass per string column; a record holding invalid bytes is unreadable, its data columns null); a file of
+tiny row groups is read in full batches across them.
 """
 from __future__ import annotations
 

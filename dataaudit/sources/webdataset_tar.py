@@ -6,6 +6,11 @@ Only text, JSON, class labels and .npy are decoded, by our own code: webdataset'
 and a shard is untrusted input. Pickle-like members are reported, never loaded. Image members are kept as raw
 bytes in a binary column named by their extension ("jpg", "left.png"): only the image checks decode them,
 bounded (dataaudit.images).
+
+Bounds, so that one hostile member costs its sample, never the job: extended headers are looked at before tarfile
+reads them (tar_headers), a member holds at most max_member_bytes and a sample as much for all its members (the
+rest of it is flagged, not read), a .json member at most json_budget.MAX_VALUES values, and a batch is cut before a
+sample would take it past MAX_BATCH_BYTES.
 """
 from __future__ import annotations
 
