@@ -50,7 +50,7 @@ _PAGE_HEADER_MIN_BYTES = 8
 # Below this many rows per row group on average, batches are filled across row groups (ParquetFile.iter_batches,
 # one row group after the other) rather than cut one per row group by the scanner: a batch costs each check about a
 # millisecond whatever its size.
-_SMALL_ROW_GROUP = 256
+_SMALL_ROW_GROUP = 64
 _PAGE_MAX_VALUES = (1 << 31) - 1
 _PROVENANCE_FIELDS = [pa.field(KEY, pa.string()), pa.field(ROW, pa.int64()), pa.field(LINE, pa.int64()),
                       pa.field(ERROR, pa.string()), pa.field(WARNING, pa.string())]
