@@ -122,7 +122,7 @@ class _Window:
         """
         while True:
             start = self.pos
-            if self.text[start] in "{[":
+            if self._index is not False and self.text[start] in "{[":   # False: the window is under the budget
                 over = self._over_budget(start, limit)
                 if over is not None:
                     return over
