@@ -341,3 +341,19 @@ def test_pax_headers_of_real_archives_still_read(tmp_path):
     assert batch.column("__key__").to_pylist() == [long, "caf\u00e9/\u6587", "plain"]
     assert batch.column("txt").to_pylist() == ["long", "non-ascii", "plain"]
     assert batch.column("__error__").null_count == 3 and batch.column("__warning__").null_count == 3
+
+
+def test_f02_a_batch_flushes_on_the_json_values_its_records_hold(tmp_path):
+    """Records under the budget still add up: a batch is cut when their values would take MAX_BATCH_BYTES."""
+    import math
+
+    from dataaudit.formats import iter_shard
+    from dataaudit.sources.batch import MAX_BATCH_BYTES
+    from dataaudit.sources.json_budget import memory_bytes
+
+    line = b'{"x": [' + b",".join([b"1"] * 50_000) + b"]}\n"     # 100 KB: 50,001 values, ~3.2 MB once parsed
+    path = tmp_path / "dense.jsonl"
+    path.write_bytes(line * 100)
+    per_batch = math.ceil(MAX_BATCH_BYTES / memory_bytes(line))
+    assert per_batch == 84
+    assert [b.num_rows for b in iter_shard(str(path))] == [84, 16]     # was one batch of 100
