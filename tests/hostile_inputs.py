@@ -220,6 +220,139 @@ def _schema_b(folder):
     return path
 
 
+# --- issue 38, the readers' half: one record of each hostile kind costs that record, never the shard or the job
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    import json
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _turns(reply: str | None = "A calm reply about the harbour.") -> list[dict]:
+    turns = [{"role": "user", "content": "Tell me about the harbour at dawn."}]
+    return turns + ([{"role": "assistant", "content": reply}] if reply is not None else [])
+
+
+def _f01_one_record_of_another_type(folder):
+    """F01: 4096 records (one batch); record 0 holds a list for `text` and a string for `messages`. Among the
+    others, 20 empty texts (rows 2, 4, ..., 40) and 30 conversations without an assistant turn (rows 101..130)."""
+    rows = [{"text": f"Record {i} says something sensible about boats.", "messages": _turns()} for i in range(4096)]
+    rows[0] = {"text": ["not", "a", "string"], "messages": "not a conversation"}
+    for i in range(2, 42, 2):
+        rows[i]["text"] = ""
+    for i in range(101, 131):
+        rows[i]["messages"] = _turns(None)
+    return _jsonl(folder / "one-of-another-type.jsonl", rows)
+
+
+def invalid_utf8_strings(values: list[bytes]) -> pa.Array:
+    """A string array holding the bytes as they are: pyarrow validates nothing here (what a careless writer does)."""
+    offsets = np.cumsum([0] + [len(v) for v in values]).astype(np.int32)
+    return pa.Array.from_buffers(pa.string(), len(values),
+                                 [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(values))])
+
+
+F04_ROWS = 10_000
+F04_BAD_TEXT = (3, 9000)      # 9000: past any sampled rows
+F04_BAD_CONTENT = (5,)        # inside a list<struct<role, content>> (a conversation)
+
+
+def _f04_invalid_utf8_parquet(folder):
+    """F04: a Parquet string column and a conversation's content holding bytes that are not UTF-8."""
+    text = [f"Row {i} of a calm corpus about the sea, boats and {i % 97} gulls.".encode() for i in range(F04_ROWS)]
+    content = [f"Reply {i} about the harbour.".encode() for i in range(F04_ROWS)]
+    for i in F04_BAD_TEXT:
+        text[i] = b"caf\xe9 au lait, badly encoded \xff"
+    for i in F04_BAD_CONTENT:
+        content[i] = b"a reply cut inside a character \xc3"
+    roles = pa.array(["user", "assistant"] * F04_ROWS)
+    turns = pa.StructArray.from_arrays(
+        [roles, invalid_utf8_strings([c for pair in zip([b"A question."] * F04_ROWS, content) for c in pair])],
+        ["role", "content"])
+    messages = pa.ListArray.from_arrays(pa.array(np.arange(0, 2 * F04_ROWS + 1, 2, dtype=np.int32)), turns)
+    path = folder / "invalid-utf8.parquet"
+    pq.write_table(pa.table({"text": invalid_utf8_strings(text), "messages": messages}), path)
+    return path
+
+
+def _npy_header(shape: tuple, fortran: bool, descr: str = "<f4") -> bytes:
+    import io
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": descr, "fortran_order": fortran, "shape": shape})
+    return buf.getvalue()
+
+
+def _f05_npy_negative_shapes(folder):
+    """F05/F05b: .npy headers np.load refuses (negative dimensions; one Fortran-ordered), between good samples."""
+    good = npy_bytes(np.array([[0.5, 0.25]], np.float32))
+    return _tar(folder / "npy-negative-shape.tar", [
+        ("a.x.npy", good),
+        ("b.x.npy", _npy_header((-2, -3), True) + b"\0" * 24),
+        ("c.x.npy", _npy_header((-1,), False) + b"\0" * 4),
+        ("d.x.npy", _npy_header((2, -3), False)),
+        ("e.x.npy", good)])
+
+
+def _f15_reserved_names(folder):
+    """F15: members named like the reader's provenance columns (`KEY.__row__.cls`, `KEY.__key__.txt`)."""
+    return _tar(folder / "reserved-names.tar", [
+        ("a.txt", b"A caption about a quiet harbour."), ("a.__row__.cls", b"3"),
+        ("b.txt", b"Another caption about boats."), ("b.__key__.txt", b"not a key"),
+        ("c.txt", b"A third caption, nothing odd.")])
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | 0x80 if n else b)
+        if not n:
+            return bytes(out)
+
+
+def zero_column_parquet(rows: int) -> bytes:
+    """F03: a Parquet file with no column whose footer declares `rows` rows (pyarrow writes 0; the footer is
+    patched: thrift compact i64 fields are zigzag varints)."""
+    import io
+    import struct
+
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"a": [1]}).drop_columns(["a"]), buf)
+    data = buf.getvalue()
+    length = struct.unpack("<I", data[-8:-4])[0]
+    footer = data[-8 - length:-8]
+    declared = b"\x16" + _varint(2 * rows)
+    patched = (footer.replace(b"\x15\x00\x00\x16\x00", b"\x15\x00\x00" + declared, 1)     # FileMetaData.num_rows
+               .replace(b"\x19\x0c\x16\x00\x16\x00", b"\x19\x0c\x16\x00" + declared, 1))  # RowGroup.num_rows
+    assert patched.count(declared) == 2
+    return data[:-8 - length] + patched + struct.pack("<I", len(patched)) + b"PAR1"
+
+
+def _f03_zero_columns_2_40_rows(folder):
+    path = folder / "zero-columns.parquet"
+    path.write_bytes(zero_column_parquet(1 << 40))
+    return path
+
+
+def _f03_one_column_2_40_rows(folder):
+    """F03: one int64 column of 100 values in ~900 bytes, its row group's footer patched to declare 2**40 rows."""
+    import io
+    import struct
+
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"a": pa.array([7] * 100, pa.int64())}), buf, use_dictionary=False,
+                   compression="none")
+    data = buf.getvalue()
+    length = struct.unpack("<I", data[-8:-4])[0]
+    footer = data[-8 - length:-8]
+    old, new = b"\x16" + _varint(200), b"\x16" + _varint(2 << 40)   # i64 fields: zigzag varints
+    assert footer.count(old) == 3      # FileMetaData, RowGroup and ColumnMetaData num_rows / num_values
+    patched = footer.replace(old, new)
+    path = folder / "forged-rows.parquet"
+    path.write_bytes(data[:-8 - length] + patched + struct.pack("<I", len(patched)) + b"PAR1")
+    return path
+
+
 HOSTILE = [
     Hostile("parquet-testing/alltypes_plain.parquet", _copy("alltypes_plain.parquet"), 8, shared=True),
     Hostile("parquet-testing/PARQUET-1481.parquet", _copy("PARQUET-1481.parquet"), 0, "unreadable",
@@ -261,6 +394,17 @@ HOSTILE = [
             error="csv: line 3: field larger than field limit (131072)"),
     Hostile("csv, rows with too few or too many cells, a row not UTF-8", _csv_ragged_and_not_utf8, 5,
             flags={"unreadable_record": 3}),
+    Hostile("F01 jsonl, one record of another type among 4096", _f01_one_record_of_another_type, 4096,
+            flags={"reader_warning": 1, "empty_text": 21, "no_assistant_turn": 31}),
+    Hostile("F04 parquet, invalid UTF-8 in a string column and in a conversation", _f04_invalid_utf8_parquet,
+            F04_ROWS, flags={"unreadable_record": 3}),
+    Hostile("F05 tar, .npy headers with negative dimensions", _f05_npy_negative_shapes, 5,
+            flags={"unreadable_record": 3}),
+    Hostile("F15 tar, members named __row__ and __key__", _f15_reserved_names, 3, flags={"reader_warning": 2}),
+    Hostile("F03 parquet, no column and a row group declaring 2**40 rows", _f03_zero_columns_2_40_rows, 0,
+            "unreadable", error="parquet: row group 0 declares 1099511627776 rows but holds no column"),
+    Hostile("F03 parquet, a 100-row column whose footer declares 2**40 rows", _f03_one_column_2_40_rows, 0,
+            "unreadable", error="parquet: row group 0 declares 1099511627776 rows, more than its "),
 ]
 
 

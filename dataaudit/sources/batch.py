@@ -2,7 +2,11 @@
 provenance columns.
 
 Readers hand over one record at a time as {column: (kind, value)}; the column's Arrow type is chosen per batch
-from the kinds seen, so a field whose type varies between records degrades to JSON text instead of failing.
+from the kinds seen. When a field's type varies between records, the type most records of the batch hold is the
+column's, and each record holding another type is flagged (a `field_type` reader warning) with its value left out
+of the column: the rest of the batch is checked as its own type, whatever its neighbours hold (turning the whole
+column into JSON text hid empty texts and broken conversations). A column named like a provenance column is
+dropped, with a warning per record that had it.
 Nested values (objects, lists of objects or strings) become Arrow nested types (see nested.py).
 Parquet does not come through here: its batches are already Arrow.
 """
@@ -23,6 +27,10 @@ BYTES = "bytes"    # raw bytes (a WebDataset image member): a binary column
 NESTED = "nested"  # an object, or a list that is not all numbers: an Arrow nested type when the column allows
 JSON = "json"      # anything else (integers beyond int64): stored as JSON text
 _LISTS = {LIST_INT, LIST_FLOAT, LIST_EMPTY}
+# What one column can hold at once: the kinds of a family build one Arrow type together.
+_FAMILY = {STR: "text", INT: "number", FLOAT: "number", BOOL: "boolean", BYTES: "bytes", JSON: "JSON",
+           LIST_INT: "list or object", LIST_FLOAT: "list or object", LIST_EMPTY: "list or object",
+           NESTED: "list or object"}
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 _FLOAT_EXACT = 1 << 53          # ints beyond this lose precision as float64, so they do not promote
@@ -149,7 +157,7 @@ class BatchBuilder:
         self._lines: list[int | None] = []
         self._errors: list[str | None] = []
         self._warnings: list[list[str]] = []
-        self._cols: dict[str, tuple[list[int], list, set]] = {}  # name -> (row indices, values, kinds)
+        self._cols: dict[str, tuple[list[int], list, list]] = {}  # name -> (row indices, values, kinds)
         self.nbytes = 0
 
     def __len__(self) -> int:
@@ -166,7 +174,8 @@ class BatchBuilder:
             size: int | None = None, line: int | None = None) -> None:
         """One record. With an error its values are dropped: an undecodable record has null data columns.
 
-        size: the record's encoded size, when the reader knows it; nested values are not walked to estimate it.
+        size: the record's size in memory as the reader estimates it (its encoded size, or more for many JSON
+        values: json_budget.memory_bytes); nested values are not walked to estimate it.
         line: the 1-based physical line where the record starts (text formats), else None.
         """
         i = len(self._keys)
@@ -183,11 +192,10 @@ class BatchBuilder:
                     if len(self._cols) >= self._max_columns:
                         dropped += 1
                         continue
-                    c = self._cols[col] = ([], [], set())
+                    c = self._cols[col] = ([], [], [])
                 c[0].append(i)
                 c[1].append(v)
-                if kind is not None:
-                    c[2].add(kind)
+                c[2].append(kind)
                 if size is None:
                     self.nbytes += _approx_bytes(v)
         if dropped:
@@ -197,16 +205,49 @@ class BatchBuilder:
         self._errors.append(error)
         self._warnings.append(warnings)
 
-    def _column(self, name: str, idx: list[int], vals: list, kinds: set, n: int) -> pa.Array:
+    def _column(self, name: str, idx: list[int], vals: list, kinds: list, n: int) -> pa.Array:
         full = [None] * n
         for i, v in zip(idx, vals):
             full[i] = v
+        seen = set(kinds)
+        seen.discard(None)
+        if len({_FAMILY[k] for k in seen}) > 1:
+            seen = self._one_family(name, idx, full, kinds)
+        return self._typed(name, full, seen, n)
+
+    def _one_family(self, name: str, idx: list[int], full: list, kinds: list) -> set:
+        """Keep the values of the family most records hold (the first seen on a tie); each other record is
+        flagged and its value left out (null). The kinds kept are returned."""
+        counts: dict[str, int] = {}
+        for k in kinds:
+            if k is not None:
+                counts[_FAMILY[k]] = counts.get(_FAMILY[k], 0) + 1
+        keep = max(counts, key=counts.get)   # dicts keep insertion order: a tie goes to the first seen
+        kept = set()
+        for i, k in zip(idx, kinds):
+            if k is None:
+                continue
+            if _FAMILY[k] == keep:
+                kept.add(k)
+            else:
+                full[i] = None
+                self._warnings[i].append(f"field_type: column {name!r} is {_FAMILY[k]} here, {keep} in "
+                                         f"{counts[keep]} of the batch's {sum(counts.values())} records "
+                                         "(value not read)")
+        return kept
+
+    def _typed(self, name: str, full: list, kinds: set, n: int) -> pa.Array:
         if kinds <= _LISTS and kinds:
             return _list_array(full, LIST_FLOAT if LIST_FLOAT in kinds else LIST_INT)
         if NESTED in kinds and kinds <= _LISTS | {NESTED}:
             return self._nested(name, full, kinds)
-        if kinds == {INT, FLOAT} and all(type(v) is float or v is None or abs(v) <= _FLOAT_EXACT for v in full):
+        if kinds == {INT, FLOAT}:
             kinds = {FLOAT}  # JSON has one number type: 1 and 0.5 in one field is not a conflict
+            for i, v in enumerate(full):
+                if type(v) is int and abs(v) > _FLOAT_EXACT:   # float64 would change it: flagged, not read
+                    full[i] = None
+                    self._warnings[i].append(f"field_type: column {name!r} holds an integer beyond 2**53 among "
+                                             "floats (value not read)")
         if len(kinds) == 1 and JSON not in kinds:
             (kind,) = kinds
             if kind == STR:
@@ -214,7 +255,7 @@ class BatchBuilder:
             return pa.array(full, {INT: pa.int64(), FLOAT: pa.float64(), BOOL: pa.bool_(), BYTES: pa.binary()}[kind])
         if not kinds:
             return pa.nulls(n, _STRING)
-        # Conflicting kinds: JSON text keeps every value without guessing a type.
+        # Only integers beyond int64 (JSON): JSON text keeps every value without guessing a type.
         return self._json_text(name, full)
 
     def _nested(self, name: str, full: list, kinds: set) -> pa.Array:
@@ -252,6 +293,10 @@ class BatchBuilder:
         n = len(self._keys)
         names, arrays = [], []
         for name, (idx, vals, kinds) in self._cols.items():
+            if name in PROVENANCE_COLUMNS:   # e.g. a tar member `KEY.__row__.cls`: the reader's column wins
+                for i in idx:
+                    self._warnings[i].append(f"field {name!r} is a reserved name (dropped)")
+                continue
             names.append(utf8_safe(name) if not name.isascii() else name)
             arrays.append(self._column(name, idx, vals, kinds, n))
         bad_keys: list[int] = []

@@ -6,7 +6,8 @@ element is tracked exactly (UTF-8 text such as Chinese is common) so errors can 
 where each element starts (__line__; pretty-printed arrays put one record over many lines). A malformed element
 cannot be resynchronised in general: records read before it stay valid and the shard then fails with
 ShardReadError. A top-level object is one record; objects that follow it (JSON Lines named .json) are one record
-each. Row = record index (0-based), key = the row as text.
+each. Row = record index (0-based), key = the row as text. An element holding more JSON values than json_budget
+allows is skipped unparsed (its end found by a vectorized scan) and is a row with __error__; the next one is read.
 """
 from __future__ import annotations
 
@@ -22,11 +23,13 @@ from dataaudit.io import open_input
 
 from .base import ShardReadError
 from .batch import flatten_object, one_line
+from .json_budget import MAX_VALUES, bound, memory_bytes, over_budget, value_index
 from .record_stream import STREAM_ERRORS, Record, open_stream, read_records, record_batches
 from .jsonl import MAX_LINE_BYTES, where
 
 MAX_RECORD_BYTES = MAX_LINE_BYTES   # one element is held in memory; a broken file must not pull in the rest
-CHUNK_BYTES = 1 << 20
+# Under json_budget.MAX_VALUES, so that a window of small records needs no counting of JSON values.
+CHUNK_BYTES = 1 << 19
 _WHITESPACE = re.compile(r"[ \t\n\r]*")             # JSON's whitespace, nothing else
 _DECODER = json.JSONDecoder()
 # An error this close to the end of the window may be the window's end, not the file's ("tru|e", "1.|5").
@@ -56,6 +59,10 @@ class _Window:
         self.read_bytes = 0   # bytes read from the stream so far
         self.eof = False
         self.broken: str | None = None   # the stream's own error, when it ended on one
+        self.memory = 0       # json_budget.memory_bytes of the last value taken
+        # JSON values budget: None until looked at since the last fill; False when text[pos:] is under the budget
+        # by json_budget.bound; else json_budget.value_index from the pos it was looked at (a value's start)
+        self._index = None
 
     def byte_at(self, index: int) -> int:
         """Byte offset of the character at text[index] (index >= pos)."""
@@ -94,6 +101,7 @@ class _Window:
         new = self._decoder.decode(b"".join(parts), final=self.eof)
         self.text = self.text[self.pos:] + new   # linear: fill is called about once per chunk or doubling
         self.pos = 0
+        self._index = None
         return bool(new) or not self.eof
 
     def next_char(self) -> str:
@@ -114,6 +122,12 @@ class _Window:
         """
         while True:
             start = self.pos
+            if self._index is not False and self.text[start] in "{[":   # False: the window is under the budget
+                over = self._over_budget(start, limit)
+                if over is not None:
+                    return over
+                if self._index is None:   # the window grew to find where the value ends
+                    continue
             try:
                 obj, end = _DECODER.raw_decode(self.text, start)
             except json.JSONDecodeError as e:
@@ -136,6 +150,36 @@ class _Window:
             # Grow the window geometrically: each retry re-parses the element, so the total stays linear.
             self.fill(max(self._chunk, min(held, limit + 1 - held)))
 
+    def _over_budget(self, start: int, limit: int) -> tuple[object, int, None] | None:
+        """For a container at `start` holding more values than json_budget allows: (_Over, its size), the window
+        past it (never parsed). None when it is within the budget; None with the window grown (self._index None)
+        when its end is not in the window yet. Only a window over the budget by json_budget.bound is scanned."""
+        if self._index is None:   # a value of at most MAX_VALUES characters holds at most MAX_VALUES values
+            self._index = (len(self.text) - self.pos > MAX_VALUES and bound(self.text, self.pos) > MAX_VALUES
+                           and value_index(self.text, self.pos))
+        if self._index is False:
+            return None
+        ends, counts, total = self._index
+        k = int(np.searchsorted(ends, start, "right"))
+        before = int(counts[k - 1]) if k else 0
+        n = (int(counts[k]) if k < len(ends) else total) - before
+        if n <= MAX_VALUES:
+            return None
+        if k == len(ends):   # not closed in the window: read on (the record's byte limit still applies)
+            held = self.buffered_bytes()
+            if held > limit:
+                raise _TooBig()
+            if self.eof:
+                raise _Incomplete()
+            self.fill(max(self._chunk, min(held, limit + 1 - held)))
+            return None
+        end = int(ends[k])
+        size = _nbytes(self.text[start:end])
+        self.line += self.text.count("\n", start, end)
+        self.advance(end - start, size)
+        self.memory = size
+        return _Over(n), size, None
+
     def _take(self, obj: object, start: int, end: int, limit: int) -> tuple[object, int, int | None]:
         if end - start > limit:   # characters are at least a byte each: surely too big, not worth encoding
             raise _TooBig()
@@ -153,6 +197,7 @@ class _Window:
             raise _TooBig()
         self.line += seg.count("\n")   # a pretty-printed object spans lines (strings hold no raw newline)
         self.advance(end - start, size)
+        self.memory = memory_bytes(seg, size)
         return obj, size, bad
 
 
@@ -170,10 +215,19 @@ class _TooBig(Exception):
     """One value is larger than the record limit."""
 
 
+class _Over:
+    """In place of a value over the JSON values budget (json_budget): it was skipped, never parsed."""
+
+    def __init__(self, values: int):
+        self.values = values
+
+
 def _record(obj: object, at, bad: int | None, warnings: list[str]) -> tuple[dict, str | None]:
     """(values, error) of one element; `at()` names it (formatted only for a message)."""
     if bad is not None:
         return {}, f"{at()}: invalid UTF-8 at byte {bad}"
+    if type(obj) is _Over:
+        return {}, f"{at()}: {over_budget(obj.values)}"
     if type(obj) is not dict:
         return {}, f"{at()}: not a JSON object ({type(obj).__name__})"
     values: dict = {}
@@ -244,7 +298,7 @@ class _Records:
         row = self.count
         values, error = _record(obj, lambda: f"{where(row, line)} at byte {start}", bad, warnings)
         self.count += 1
-        return values, error, warnings, size, line
+        return values, error, warnings, self.win.memory, line
 
     def _array(self, warnings: list[str]):
         win = self.win

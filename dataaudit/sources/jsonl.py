@@ -3,6 +3,7 @@
 Each object's top-level fields become columns, typed like a WebDataset .json member. A bad line is still a
 row (with __error__), so a corrupt line is counted and locatable rather than silently skipped. Blank lines are
 not records: rows count records, __line__ is the physical line, and messages name both ("row 3 (line 5)").
+A line holding more JSON values than json_budget allows is such a row too, never parsed.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from .batch import flatten_object, one_line
+from .json_budget import memory_bytes, over, over_budget
 from .record_stream import Record, read_records, record_batches
 
 MAX_LINE_BYTES = 256 << 20  # one line is held in memory; a missing newline must not pull in the whole file
@@ -34,6 +36,8 @@ def _parse_line(line: bytes, row: int, lineno: int) -> tuple[dict | None, str | 
     if lineno == 1 and s.startswith("\ufeff"):
         s = s[1:]
         warnings.append(f"{where(row, lineno)}: UTF-8 byte order mark ignored")
+    if (n := over(line, s)) is not None:
+        return None, f"{where(row, lineno)}: {over_budget(n)}", warnings
     try:
         obj = json.loads(s)
     except json.JSONDecodeError as e:
@@ -61,7 +65,7 @@ def _lines(stream, max_line_bytes: int) -> Iterator[Record]:
             row += 1
         elif line.strip():   # blank lines are not records: they take no row
             values, error, warnings = _parse_line(line, row, lineno)
-            yield values or {}, error, warnings, len(line), lineno
+            yield values or {}, error, warnings, memory_bytes(line), lineno
             row += 1
 
 

@@ -7,8 +7,11 @@ possible and saying so in the records' warnings:
   (a) in a list whose elements are mostly objects, an element that is not an object becomes null;
   (b) a key holding a string in some records and a list of parts in others (OpenAI `content`): the strings
       become one text part, shaped like the column's other text parts;
-  (c) a key whose values still mix types (or hold integers beyond int64, or only empty objects, which Parquet
-      cannot store) becomes JSON text;
+  (t) a place whose values still mix types (a `content` that is a number in one turn, text in the others) keeps
+      the type most of its values have: each other value becomes null, noted (`field_type`) in its record only, so
+      the rest is checked as its own type (JSON text for all of them hid empty replies and broken turns);
+  (c) a key whose values still mix types (integers beyond int64, or beyond 2**53 next to floats, or only empty
+      objects, which Parquet cannot store) becomes JSON text;
   (d) when that still does not fit, `nested_array` returns None and the caller stores the column as JSON text.
 Strings that are not valid Unicode (lone surrogates from JSON escapes) are escaped on the way, with a warning.
 The walks over the values only happen when inference failed, so well-formed data costs one pa.array call.
@@ -27,6 +30,10 @@ _FLOAT_EXACT = 1 << 53   # pyarrow refuses ints beyond this in a column it infer
 _INFER_ERRORS = (pa.ArrowException, ValueError, TypeError, OverflowError, RecursionError)
 _NUMBERS = {"int", "bigint", "hugeint", "float"}
 _EMPTY = "only empty objects"   # Parquet cannot store a struct without fields: JSON text, and nothing to warn about
+# Rule (t): the types one place can hold together (as _Stats counts them), named as a message says them.
+_FAMILIES = {"dict": "object", "list": "list", "str": "text", "bool": "boolean", "int": "number", "bigint": "number",
+             "hugeint": "number", "float": "number"}
+_FAMILY_OF = {dict: "object", list: "list", str: "text", bool: "boolean", int: "number", float: "number"}
 
 
 def utf8_safe(s: str) -> str:
@@ -139,6 +146,22 @@ def _plan_shapes(stats: dict[tuple, _Stats]) -> tuple[set, dict]:
     return nullify, wrap
 
 
+def _plan_types(stats: dict[tuple, _Stats], nullify: set, wrap: dict) -> dict[tuple, tuple[str, int, int]]:
+    """Rule (t): path -> (the family most of its values have, how many, of how many) where values of several
+    families meet (and rules (a) and (b) do not already settle it). A tie goes to the first family seen."""
+    plan = {}
+    for path, s in stats.items():
+        if path in nullify or path in wrap:
+            continue
+        counts: dict[str, int] = {}
+        for t, n in s.types.items():
+            counts[_FAMILIES[t]] = counts.get(_FAMILIES[t], 0) + n
+        if len(counts) > 1:
+            keep = max(counts, key=counts.get)
+            plan[path] = (keep, counts[keep], sum(counts.values()))
+    return plan
+
+
 def _conflict(s: _Stats) -> str | None:
     """Why the values at one path fit no single Arrow type, or None."""
     types = set(s.types)
@@ -185,9 +208,10 @@ class _Rewriter:
     """Copies a column's values applying a plan, noting per record what changed (one note per kind of change
     and path, with how many more places it happened)."""
 
-    def __init__(self, name: str, n: int, nullify=frozenset(), wrap=None, as_text=None, escape=False):
+    def __init__(self, name: str, n: int, nullify=frozenset(), wrap=None, as_text=None, escape=False, types=None):
         self.name = name
         self.nullify, self.wrap, self.as_text, self.escape = nullify, wrap or {}, as_text or {}, escape
+        self.types = types or {}
         self.notes: list[dict] = [{} for _ in range(n)]
         self._row: dict = {}
 
@@ -195,8 +219,20 @@ class _Rewriter:
         out = []
         for i, v in enumerate(values):
             self._row = self.notes[i]
-            out.append(None if v is None else self._fix(v, (), [self.name]))
+            out.append(None if v is None or not self._typed(v, (), [self.name]) else self._fix(v, (), [self.name]))
         return out
+
+    def _typed(self, v, path: tuple, trail: list) -> bool:
+        """Whether a value is of the type its place keeps (rule (t)); noted when it is not."""
+        plan = self.types.get(path)
+        if plan is None:
+            return True
+        family = _FAMILY_OF.get(type(v))
+        if family == plan[0]:
+            return True
+        self._note(("type", path), f"field_type: {_where(trail)} is {family} here, {plan[0]} in {plan[1]} of the "
+                                   f"batch's {plan[2]} values (value not read)")
+        return False
 
     def warnings(self, row: int) -> list[str]:
         return [f"column {self.name!r}: {text}" + (f" (+{count - 1} more)" if count > 1 else "")
@@ -231,6 +267,8 @@ class _Rewriter:
                         self._note(("null", item), f"{_where(trail)} is not an object ({type(x).__name__}), "
                                                    "read as null")
                         x = None
+                    elif not self._typed(x, item, trail):
+                        x = None
                     else:
                         x = self._fix(x, item, trail)
                     trail.pop()
@@ -244,6 +282,8 @@ class _Rewriter:
                 if x is not None:
                     if sub in self.as_text:
                         x = self._text(x, sub, trail)
+                    elif not self._typed(x, sub, trail):
+                        x = None
                     else:
                         if type(x) is str and sub in self.wrap:
                             x = [{"type": "text", self.wrap[sub]: x}]
@@ -280,8 +320,9 @@ def nested_array(name: str, values: list, warnings: list[list[str]]) -> tuple[pa
     try:
         stats, bad = _profile(values)
         nullify, wrap = _plan_shapes(stats)
-        fixed = _Rewriter(name, len(values), nullify, wrap, escape=bad)
-        if nullify or wrap or bad:
+        types = _plan_types(stats, nullify, wrap)
+        fixed = _Rewriter(name, len(values), nullify, wrap, escape=bad, types=types)
+        if nullify or wrap or bad or types:
             values = fixed.run(values)
             arr = _infer(values)
         if arr is None:

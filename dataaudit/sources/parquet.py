@@ -15,6 +15,11 @@ read fails, the read-ahead may have lost batches decoded before the failure: the
 group by row group from the first row not yet yielded, so the records before the broken row group are all
 counted, and the broken row group's columns are decoded one by one to name the one that fails:
 `parquet: column 'ts' (row group 1): <pyarrow's message>`. That costs nothing until a read fails.
+
+Hostile files: the footer is checked before any data is read (a row group declaring rows its bytes cannot hold is an
+unreadable shard, never an allocation of the declared size); every string yielded is checked to be UTF-8 (one
+vectorized pass per string column; a record holding invalid bytes is unreadable, its data columns null); a file of
+tiny row groups is read in full batches across them.
 """
 from __future__ import annotations
 
@@ -31,12 +36,22 @@ from dataaudit.io import arrow_filesystem, arrow_source
 
 from .base import ERROR, KEY, LINE, PROVENANCE_COLUMNS, ROW, WARNING, ShardReadError
 from .batch import one_line
+from .utf8 import holds_strings, invalid_rows
 
 # Everything pyarrow raises for a bad file: ArrowException covers ArrowInvalid/NotImplemented/..., OSError
 # covers missing files and I/O errors (ArrowIOError is OSError).
 _ARROW_ERRORS = (pa.ArrowException, OSError)
 
 _READ_ROWS = 65536  # pyarrow has a fixed cost per batch: decode big batches, slice them (zero-copy) to batch_rows
+# A data page header is at least 8 bytes and counts its values in an int32: a column chunk of B bytes holds at most
+# ceil(B / 8) * (2**31 - 1) values, and every row has at least one value in every leaf column. A row group declaring
+# more rows than that is a forged footer (Arrow would allocate for the declared rows, or loop over them for ever).
+_PAGE_HEADER_MIN_BYTES = 8
+# Below this many rows per row group on average, batches are filled across row groups (ParquetFile.iter_batches,
+# one row group after the other) rather than cut one per row group by the scanner: a batch costs each check about a
+# millisecond whatever its size.
+_SMALL_ROW_GROUP = 64
+_PAGE_MAX_VALUES = (1 << 31) - 1
 _PROVENANCE_FIELDS = [pa.field(KEY, pa.string()), pa.field(ROW, pa.int64()), pa.field(LINE, pa.int64()),
                       pa.field(ERROR, pa.string()), pa.field(WARNING, pa.string())]
 
@@ -73,12 +88,57 @@ def read_parquet_schema(path: str) -> pa.Schema:
         raise _error(e) from e
 
 
+def _check_footer(metadata) -> None:
+    """ShardReadError when the footer declares rows its row groups cannot hold (checked before any data is read:
+    one look at each row group's first column chunk)."""
+    total = 0
+    for rg in range(metadata.num_row_groups):
+        group = metadata.row_group(rg)
+        rows = group.num_rows
+        total += rows
+        if rows < 0:
+            raise ShardReadError(f"parquet: row group {rg} declares {rows} rows")
+        if not rows:
+            continue
+        if group.num_columns == 0:
+            raise ShardReadError(f"parquet: row group {rg} declares {rows} rows but holds no column")
+        size = group.column(0).total_compressed_size
+        if rows > -(-max(size, 0) // _PAGE_HEADER_MIN_BYTES) * _PAGE_MAX_VALUES:
+            raise ShardReadError(f"parquet: row group {rg} declares {rows} rows, more than its {size} bytes of "
+                                 f"column {group.column(0).path_in_schema!r} can hold")
+    if total != metadata.num_rows:
+        raise ShardReadError(f"parquet: the footer declares {metadata.num_rows} rows, its row groups {total}")
+
+
 def _with_provenance(batch: pa.RecordBatch, start: int, schema: pa.Schema) -> pa.RecordBatch:
     n = batch.num_rows
     rows = pa.array(np.arange(start, start + n, dtype=np.int64))
     nulls = pa.nulls(n, pa.string())
-    return pa.RecordBatch.from_arrays(batch.columns + [_keys(start, n), rows, pa.nulls(n, pa.int64()), nulls, nulls],
+    columns, errors = _valid_utf8(batch)
+    return pa.RecordBatch.from_arrays(columns + [_keys(start, n), rows, pa.nulls(n, pa.int64()), errors, nulls],
                                       schema=schema)
+
+
+def _valid_utf8(batch: pa.RecordBatch) -> tuple[list[pa.Array], pa.Array]:
+    """The batch's columns, and its __error__ column naming each record holding a string that is not valid UTF-8
+    (all null when every string is valid: one vectorized check per string column). Such a record is unreadable
+    like any other: its data columns are null, so no later code decodes the bytes."""
+    columns = batch.columns
+    messages: dict[int, list[str]] = {}
+    for field, col in zip(batch.schema, columns):
+        if holds_strings(field.type):
+            for i in invalid_rows(col).tolist():
+                messages.setdefault(i, []).append(f"column {field.name!r}: invalid UTF-8")
+    if not messages:
+        return columns, pa.nulls(batch.num_rows, pa.string())
+    mask = np.zeros(batch.num_rows, bool)
+    mask[list(messages)] = True
+    unread = pa.array(mask)
+    columns = [pc.if_else(unread, pa.scalar(None, col.type), col) for col in columns]
+    errors = [None] * batch.num_rows
+    for i, m in messages.items():
+        errors[i] = "; ".join(m)
+    return columns, pa.array(errors, pa.string())
 
 
 @functools.cache
@@ -114,7 +174,8 @@ def iter_parquet(path: str, columns: list[str] | None = None, batch_rows: int = 
         fs, where = arrow_filesystem(path)
         fragment = _parquet_format().make_fragment(where, fs)
         file_schema = fragment.physical_schema  # reads the footer: a bad file fails here
-        declared = fragment.metadata.num_rows
+        metadata = fragment.metadata
+        declared = metadata.num_rows
         # Data columns named like provenance columns would be ambiguous: the synthesized ones win.
         names = [n for n in file_schema.names if n not in PROVENANCE_COLUMNS]
         if columns is not None:
@@ -122,9 +183,16 @@ def iter_parquet(path: str, columns: list[str] | None = None, batch_rows: int = 
             names = [n for n in names if n in wanted]  # unknown requested names are ignored
         decoded = list(file_schema.names) if decode_all else names
         keep = None if decoded == names else [decoded.index(n) for n in names]   # of each decoded batch
+        _check_footer(metadata)
         batch_size = max(batch_rows, _READ_ROWS)
-        batches = fragment.to_batches(columns=decoded, batch_size=batch_size, batch_readahead=_readahead(),
-                                      fragment_readahead=0, memory_pool=_decode_pool())
+        if metadata.num_row_groups > 1 and declared < metadata.num_row_groups * _SMALL_ROW_GROUP:
+            # Tiny row groups: the scanner yields at least one batch per row group (200k row groups of one row:
+            # 200k batches, each paying every check's fixed cost: 308 s); this reader fills batches across them.
+            batches = pq.ParquetFile(fs.open_input_file(where), metadata=metadata).iter_batches(
+                batch_size=batch_size, columns=decoded)
+        else:
+            batches = fragment.to_batches(columns=decoded, batch_size=batch_size, batch_readahead=_readahead(),
+                                          fragment_readahead=0, memory_pool=_decode_pool())
     except _ARROW_ERRORS as e:
         raise _error(e) from e
     row = 0

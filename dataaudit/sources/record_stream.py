@@ -18,7 +18,8 @@ from .batch import BatchBuilder, one_line
 
 STREAM_ERRORS = (OSError, EOFError, zlib.error)  # gzip.BadGzipFile is an OSError
 
-# A record as a reader parses it: (values, error, warnings, encoded size in bytes, 1-based line where it starts)
+# A record as a reader parses it: (values, error, warnings, size in memory as the reader estimates it (its encoded
+# size, more for many JSON values: json_budget.memory_bytes), 1-based line where it starts)
 Record = tuple[dict, "str | None", list, int, int]
 
 

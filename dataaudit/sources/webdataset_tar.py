@@ -6,6 +6,11 @@ Only text, JSON, class labels and .npy are decoded, by our own code: webdataset'
 and a shard is untrusted input. Pickle-like members are reported, never loaded. Image members are kept as raw
 bytes in a binary column named by their extension ("jpg", "left.png"): only the image checks decode them,
 bounded (dataaudit.images).
+
+Bounds, so that one hostile member costs its sample, never the job: extended headers are looked at before tarfile
+reads them (tar_headers), a member holds at most max_member_bytes and a sample as much for all its members (the
+rest of it is flagged, not read), a .json member at most json_budget.MAX_VALUES values, and a batch is cut before a
+sample would take it past MAX_BATCH_BYTES.
 """
 from __future__ import annotations
 
@@ -25,10 +30,16 @@ from dataaudit.fields import IMAGE_EXTENSIONS
 from dataaudit.io import open_input
 
 from .base import ShardReadError
-from .batch import (BatchBuilder, BYTES, INT, INT64_MAX, INT64_MIN, LIST_EMPTY, LIST_FLOAT, LIST_INT, STR,
-                    flatten_object, json_value, one_line)
+from .batch import (MAX_BATCH_BYTES, BatchBuilder, BYTES, INT, INT64_MAX, INT64_MIN, LIST_EMPTY, LIST_FLOAT,
+                    LIST_INT, STR, flatten_object, json_value, one_line)
+from .json_budget import memory_bytes, over, over_budget
+from .record_stream import open_stream
+from .tar_headers import BoundedTarInfo
 
 MAX_MEMBER_BYTES = 256 << 20
+# tarfile's stream reads (and skips a member it is not asked for) in blocks of this size: its default of 10 KiB made
+# skipping 8 GiB of gzipped zeros take minutes. The gzip layer (ours) decompresses only what each read asks for.
+_READ_BLOCK = 1 << 20
 DECODED = {"txt", "json", "cls", "cls2", "index", "npy"}
 NOT_UNPICKLED = {"pkl", "pickle", "pth", "pt", "pyd", "npz"}
 
@@ -39,22 +50,6 @@ _STREAM_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAErro
 
 class _RecordError(Exception):
     """One member cannot be decoded; the message becomes (part of) the record's __error__."""
-
-
-class _HeaderTracker(tarfile.TarInfo):
-    """tarfile.next() turns a bad or missing header after the first into a silent end of archive.
-
-    Remembering which header error ended the stream lets us tell a real end-of-archive block from a
-    truncated or garbled shard.
-    """
-
-    @classmethod
-    def fromtarfile(cls, tarfile_):
-        try:
-            return super().fromtarfile(tarfile_)
-        except tarfile.HeaderError as e:
-            tarfile_.dataaudit_end = e
-            raise
 
 
 # webdataset's rule (tariterators.base_plus_ext and skip_meta), so the audit's records are the loader's samples
@@ -69,7 +64,7 @@ def split_member(name: str) -> tuple[str, str] | None:
     return None if m is None else (m.group(1), m.group(2).lower())
 
 
-def _gunzip(data: bytes, limit: int) -> bytes:
+def _gunzip(data: bytes, limit: int, budget: str) -> bytes:
     """Decompress (possibly multi-member) gzip without ever holding more than limit + 1 bytes of output."""
     out, total = [], 0
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
@@ -80,7 +75,7 @@ def _gunzip(data: bytes, limit: int) -> bytes:
             total += len(chunk)
             out.append(chunk)
             if total > limit:
-                raise _RecordError(f"gzip: decompresses to more than {limit} bytes (max_member_bytes)")
+                raise _RecordError(f"gzip: decompresses to more than {limit} bytes ({budget})")
             buf = d.unconsumed_tail
             if d.eof:
                 rest = d.unused_data
@@ -119,6 +114,9 @@ def _decode_npy(data: bytes, col: str) -> tuple[dict, list[str]]:
         raise _RecordError(f"invalid .npy header: {one_line(e)}") from None
     if dtype.hasobject:
         raise _RecordError("object array in .npy (would need unpickling; not loaded)")
+    # numpy's header parser takes any tuple of ints; np.load refuses negative dimensions (and reshape raises)
+    if not all(type(d) is int and d >= 0 for d in shape):
+        raise _RecordError(f"invalid .npy header: shape {shape} has a negative dimension")
     count = math.prod(shape)
     body = memoryview(data)[fp.tell():]
     if len(body) < count * dtype.itemsize:
@@ -137,19 +135,30 @@ def _decode_npy(data: bytes, col: str) -> tuple[dict, list[str]]:
     return values, []
 
 
-def decode_member(ext: str, data: bytes, limit: int) -> tuple[dict, list[str]]:
-    """Decode one member's bytes by its last suffix. Returns ({column: (kind, value)}, warnings)."""
+def decode_member(ext: str, data: bytes, limit: int, budget: str = "max_member_bytes"
+                  ) -> tuple[dict, list[str], int]:
+    """Decode one member's bytes by its last suffix. Returns ({column: (kind, value)}, warnings, bytes decoded, their
+    size in memory once decoded); `limit` bounds what gzip may decompress to, `budget` names that limit in the
+    error."""
     parts = ext.split(".")
     for _ in range(parts.count("gz")):
-        data = _gunzip(data, limit)
+        data = _gunzip(data, limit, budget)
     parts = [p for p in parts if p != "gz"]
+    values, warnings = _decode(parts, data)
+    return values, warnings, len(data), memory_bytes(data) if parts[-1] == "json" else len(data)
+
+
+def _decode(parts: list[str], data: bytes) -> tuple[dict, list[str]]:
     suffix = parts[-1]
     col = ".".join(parts[:-1]) or suffix
     if suffix == "txt":
         return {col: (STR, _utf8(data))}, []
     if suffix == "json":
+        text = _utf8(data)
+        if (n := over(data, text)) is not None:
+            raise _RecordError(over_budget(n))
         try:
-            obj = json.loads(_utf8(data))
+            obj = json.loads(text)
         except json.JSONDecodeError as e:
             raise _RecordError(f"invalid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
         except (ValueError, RecursionError) as e:
@@ -181,6 +190,8 @@ class _Record:
         self.errors: list[str] = []
         self.warnings: list[str] = []
         self.exts: set[str] = set()
+        self.nbytes = 0   # bytes its members decoded to, against the sample's budget
+        self.memory = 0   # what they take in memory (JSON values take more than their text), for the batch's
 
 
 def _end_of_archive_problem(tf: tarfile.TarFile) -> str | None:
@@ -200,7 +211,7 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
     rec: _Record | None = None
 
     def finish(r: _Record) -> None:
-        builder.add(r.key, r.values, "; ".join(r.errors) or None, r.warnings)
+        builder.add(r.key, r.values, "; ".join(r.errors) or None, r.warnings, size=r.memory)
 
     try:
         f = open_input(path)
@@ -208,8 +219,9 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
         raise ShardReadError(f"tar: {one_line(e)}") from e
     with f:
         try:
-            tf = tarfile.open(fileobj=f, mode="r|*", tarinfo=_HeaderTracker, encoding="utf-8",
-                              errors="surrogateescape")
+            # gzip by its magic bytes, decompressed by our stream; tarfile's own ("r|*") still takes bz2 and xz
+            tf = tarfile.open(fileobj=open_stream(f), mode="r|*", tarinfo=BoundedTarInfo, encoding="utf-8",
+                              errors="surrogateescape", bufsize=_READ_BLOCK)
         except _STREAM_ERRORS as e:
             raise ShardReadError(f"tar: {one_line(e)}") from e
         broken = None
@@ -231,6 +243,8 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
             key, ext = split
             if rec is None or key != rec.key:
                 if rec is not None:
+                    if len(builder) and builder.nbytes + rec.memory > MAX_BATCH_BYTES:
+                        yield builder.build()   # before, not after: a batch's column must stay under 2 GiB
                     finish(rec)
                     if builder.full(batch_rows):
                         yield builder.build()
@@ -257,6 +271,13 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
             if m.size > max_member_bytes:
                 rec.errors.append(f"{where}: {m.size} bytes exceeds max_member_bytes {max_member_bytes} (not read)")
                 continue
+            # A sample decodes at most what one member may (ten members of 256 MiB each overflowed Arrow's offsets).
+            left = max_member_bytes - rec.nbytes
+            budget = "max_member_bytes" if left == max_member_bytes else \
+                f"left of the sample's budget, max_member_bytes {max_member_bytes} for all its members"
+            if m.size > left:
+                rec.errors.append(f"{where}: {m.size} bytes exceeds the {left} {budget} (not read)")
+                continue
             try:
                 data = tf.extractfile(m).read()
             except _STREAM_ERRORS as e:
@@ -264,12 +285,16 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
                 break
             if image:
                 rec.values[ext] = (BYTES, data)   # the extension is unique in the sample (checked above)
+                rec.nbytes += len(data)
+                rec.memory += len(data)
                 continue
             try:
-                values, warnings = decode_member(ext, data, max_member_bytes)
+                values, warnings, decoded, memory = decode_member(ext, data, left, budget)
             except _RecordError as e:
                 rec.errors.append(f"{where}: {e}")
                 continue
+            rec.nbytes += decoded
+            rec.memory += memory
             rec.warnings.extend(f"{where}: {w}" for w in warnings)
             for col, value in values.items():
                 if col in rec.values:

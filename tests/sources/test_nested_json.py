@@ -144,32 +144,46 @@ def test_string_content_wraps_with_the_columns_part_key(tmp_path):
         parts, [{"role": "assistant", "content": [{"type": "text", "value": "hey"}]}]])
 
 
-def test_mixed_type_key_becomes_json_text_with_a_warning(tmp_path):
+def test_mixed_type_key_keeps_the_type_most_values_have(tmp_path):
+    """Rule (t): a tie goes to the type seen first; only the record holding the other type is noted."""
     t = read_jsonl(tmp_path, [{"meta": {"n": 1, "src": "a"}}, {"meta": {"n": "two", "src": "b"}}, {"meta": {}},
                               {"meta": {"src": "c"}}])
-    assert column(t, "meta") == (struct(n=S, src=S), [{"n": "1", "src": "a"}, {"n": '"two"', "src": "b"},
-                                                      {"n": None, "src": None}, {"n": None, "src": "c"}])
-    note = "column 'meta': meta.n read as JSON text (mixed types: int, str)"
-    assert t.column(WARNING).to_pylist() == [note, note, None, None]
+    assert column(t, "meta") == (struct(n=pa.int64(), src=S), [{"n": 1, "src": "a"}, {"n": None, "src": "b"},
+                                                               {"n": None, "src": None}, {"n": None, "src": "c"}])
+    assert t.column(WARNING).to_pylist() == [
+        None, "column 'meta': field_type: meta.n is text here, number in 1 of the batch's 2 values (value not read)",
+        None, None]
 
 
-def test_mixed_types_deep_inside_turns_make_the_enclosing_key_text(tmp_path):
+def test_mixed_types_deep_inside_turns_null_only_the_values_of_another_type(tmp_path):
     m0 = [{"role": "user", "content": "hi", "tool": {"args": [1, "x"]}},
           {"role": "assistant", "content": "ok", "tool": {"args": [3]}}]
     m1 = [{"role": "user", "content": "yo", "tool": {"args": [2]}}]
     t = read_jsonl(tmp_path, [{"messages": m0}, {"messages": m1}])
-    assert column(t, "messages") == (turns(role=S, content=S, tool=struct(args=S)), [
-        [{"role": "user", "content": "hi", "tool": {"args": '[1, "x"]'}},
-         {"role": "assistant", "content": "ok", "tool": {"args": "[3]"}}],
-        [{"role": "user", "content": "yo", "tool": {"args": "[2]"}}]])
-    note = "column 'messages': messages[].tool.args read as JSON text (mixed types: int, str)"
-    assert t.column(WARNING).to_pylist() == [note, note]   # once per record, however many turns
+    assert column(t, "messages") == (turns(role=S, content=S, tool=struct(args=pa.list_(pa.int64()))), [
+        [{"role": "user", "content": "hi", "tool": {"args": [1, None]}},
+         {"role": "assistant", "content": "ok", "tool": {"args": [3]}}],
+        [{"role": "user", "content": "yo", "tool": {"args": [2]}}]])
+    assert t.column(WARNING).to_pylist() == [   # the record of the odd value only, naming where it is
+        "column 'messages': field_type: messages[0].tool.args[1] is text here, number in 3 of the batch's 4 values "
+        "(value not read)", None]
+
+
+def test_a_content_of_another_type_does_not_hide_empty_replies(tmp_path):
+    """F01 one level down: one reply that is a number left every content JSON text ('""' for an empty reply)."""
+    rows = [{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": c}]}
+            for c in ["yo", "", 5, "fine"]]
+    t = read_jsonl(tmp_path, rows)
+    replies = [m[1]["content"] for m in column(t, "messages")[1]]
+    assert replies == ["yo", "", None, "fine"]
+    assert t.column(WARNING).to_pylist() == [
+        None, None, "column 'messages': field_type: messages[1].content is number here, text in 7 of the batch's 8 "
+        "values (value not read)", None]
 
 
 @pytest.mark.parametrize("values,why", [
     ([{"n": 2 ** 64}, {"n": 1}], "integers beyond int64"),
     ([{"n": 2 ** 60}, {"n": 0.5}], "integers beyond 2**53 next to floats"),
-    ([{"n": True}, {"n": 1}], "mixed types: bool, int"),
 ])
 def test_numbers_arrow_cannot_hold_exactly_become_text(tmp_path, values, why):
     t = read_jsonl(tmp_path, [{"o": v} for v in values])
@@ -193,21 +207,33 @@ def test_empty_objects_are_json_text_without_warnings(tmp_path):
     assert column(t, "meta") == (struct(a=pa.int64()), [{"a": None}, {"a": 1}])
 
 
-def test_column_that_fits_no_type_is_json_text_with_a_warning(tmp_path):
-    t = read_jsonl(tmp_path, [{"x": [1, "a"]}, {"x": {"k": 1}}, {"x": None}])
-    assert column(t, "x") == (S, ['[1, "a"]', '{"k": 1}', None])
-    note = "column 'x': nested values fit no single Arrow type (mixed types: dict, list), read as JSON text"
-    assert t.column(WARNING).to_pylist() == [note, note, None]
-    t = read_jsonl(tmp_path, [{"x": [[1], ["a"]]}], name="b.jsonl")
-    assert column(t, "x") == (S, ['[[1], ["a"]]'])
+def test_bool_and_int_in_one_key_keep_the_first_seen_on_a_tie(tmp_path):
+    t = read_jsonl(tmp_path, [{"o": {"n": True}}, {"o": {"n": 1}}])
+    assert column(t, "o") == (struct(n=pa.bool_()), [{"n": True}, {"n": None}])
     assert t.column(WARNING).to_pylist() == [
-        "column 'x': nested values fit no single Arrow type (mixed types: int, str), read as JSON text"]
+        None, "column 'o': field_type: o.n is number here, boolean in 1 of the batch's 2 values (value not read)"]
 
 
-def test_strings_and_nested_values_in_one_column_stay_json_text(tmp_path):
-    t = read_jsonl(tmp_path, [{"content": "plain"}, {"content": [{"type": "text", "text": "x"}]}])
-    assert column(t, "content") == (S, ['"plain"', '[{"type": "text", "text": "x"}]'])
-    assert t.column(WARNING).null_count == 2
+def test_values_of_another_type_anywhere_in_a_column_are_left_out_and_noted(tmp_path):
+    t = read_jsonl(tmp_path, [{"x": [1, "a"]}, {"x": {"k": 1}}, {"x": None}])
+    assert column(t, "x") == (pa.list_(pa.int64()), [[1, None], None, None])
+    assert t.column(WARNING).to_pylist() == [
+        "column 'x': field_type: x[1] is text here, number in 1 of the batch's 2 values (value not read)",
+        "column 'x': field_type: x is object here, list in 1 of the batch's 2 values (value not read)", None]
+    t = read_jsonl(tmp_path, [{"x": [[1], ["a"]]}], name="b.jsonl")
+    assert column(t, "x") == (pa.list_(pa.list_(pa.int64())), [[[1], [None]]])
+    assert t.column(WARNING).to_pylist() == [
+        "column 'x': field_type: x[1][0] is text here, number in 1 of the batch's 2 values (value not read)"]
+
+
+def test_strings_and_nested_values_in_one_column_keep_the_type_most_records_hold(tmp_path):
+    """F01: the string among conversations is flagged and left out; the conversations stay conversations."""
+    parts = [{"type": "text", "text": "x"}]
+    t = read_jsonl(tmp_path, [{"content": "plain"}, {"content": parts}, {"content": parts}])
+    assert column(t, "content") == (pa.list_(struct(type=S, text=S)), [None, parts, parts])
+    assert t.column(WARNING).to_pylist() == [
+        "field_type: column 'content' is text here, list or object in 2 of the batch's 3 records (value not read)",
+        None, None]
 
 
 def test_invalid_unicode_inside_nested_strings_is_escaped_with_a_warning(tmp_path):
@@ -245,8 +271,11 @@ def test_numpy_and_nested_lists_in_one_column():
     b.add("b", {"x": (NESTED, [[1, 2], [3]])})
     b.add("c", {"x": (NESTED, [4, None])})
     batch = b.build()
-    assert batch.column("x").type == pa.string()   # numbers and lists of numbers: no single type
-    assert batch.column("x").to_pylist() == ["[0, 1, 2]", "[[1, 2], [3]]", "[4, null]"]
+    assert batch.column("x").type == pa.list_(pa.int64())   # numbers most, the lists among them left out
+    assert batch.column("x").to_pylist() == [[0, 1, 2], [None, None], [4, None]]
+    assert batch.column(WARNING).to_pylist() == [
+        None, "column 'x': field_type: x[0] is list here, number in 4 of the batch's 6 values (value not read) "
+              "(+1 more)", None]
     b.add("a", {"x": (LIST_INT, np.arange(3, dtype=np.int32))})
     b.add("c", {"x": (NESTED, [4, None])})
     batch = b.build()

@@ -248,13 +248,20 @@ def test_tar_int_npy_and_fortran_order(tmp_path):
     assert t.column("x.dtype").to_pylist() == ["int64", "bool"]
 
 
-def test_tar_conflicting_json_types_fall_back_to_json_text(tmp_path):
+def test_tar_conflicting_json_types_flag_the_records_of_another_type(tmp_path):
+    """F01: a column keeps the type most records hold (the first seen on a tie); a record of another type is flagged
+    and its value left out, the others keep their own values (no JSON text that hides them)."""
     p = make_tar(tmp_path / "s.tar", [("a.json", b'{"v": "x", "w": 1}'), ("b.json", b'{"v": [1], "w": true}'),
                                       ("c.json", b'{"v": null}')])
     t = read_all(p)
-    assert t.column("v").to_pylist() == ['"x"', "[1]", None]
-    assert t.column("w").to_pylist() == ["1", "true", None]
+    assert t.column("v").to_pylist() == ["x", None, None]
+    assert t.column("w").to_pylist() == [1, None, None]
     assert t.column(ERROR).null_count == 3
+    assert t.column(WARNING).to_pylist() == [
+        None,
+        "field_type: column 'v' is list or object here, text in 1 of the batch's 2 records (value not read); "
+        "field_type: column 'w' is boolean here, number in 1 of the batch's 2 records (value not read)",
+        None]
 
 
 class _Trap:
