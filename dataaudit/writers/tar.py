@@ -89,7 +89,7 @@ def rewrite_tar(src: str, dst: str | os.PathLike, drop: np.ndarray, expected: in
             while True:
                 stream.recorded.clear()
                 try:
-                    m = tarfile.TarInfo.fromtarfile(headers)
+                    m = BoundedTarInfo.fromtarfile(headers)   # extended headers bounded, as the reader's
                 except tarfile.EOFHeaderError:
                     break                                  # a zero block: the end of the archive
                 keep = True
