@@ -20,7 +20,7 @@ RENDERED_CHARS = 2000
 
 
 class TemplateError(Exception):
-    """What a template's `raise_exception(message)` raises."""
+    """What a template's `raise_exception(message)` raises, and a rendering past its budget."""
 
 
 def _raise(message):
@@ -29,12 +29,14 @@ def _raise(message):
 
 def sandbox():
     """The environment every chat template is rendered in (here and in the audit's conversation lengths): Jinja2's
-    immutable sandbox with transformers' settings (trim_blocks, lstrip_blocks, loop controls), its
-    `raise_exception` (raises TemplateError) and a fixed `strftime_now` (a rendering never depends on the day)."""
+    immutable sandbox with transformers' settings (trim_blocks, lstrip_blocks, loop controls), rendering within
+    a time and size budget (dataaudit.tokenization.render), its `raise_exception` (raises TemplateError) and a
+    fixed `strftime_now` (a rendering never depends on the day)."""
     from jinja2.ext import loopcontrols
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+    from dataaudit.tokenization.render import BoundedSandbox
+
+    env = BoundedSandbox(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
     env.globals["raise_exception"] = _raise
     env.globals["strftime_now"] = lambda fmt: datetime(2024, 1, 1, tzinfo=timezone.utc).strftime(fmt)
     return env
