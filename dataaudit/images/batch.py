@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -176,6 +176,11 @@ def _probe_all(media: Media, limits: Limits) -> tuple[list[Probe], np.ndarray, n
             for k, p in _probe_window(blobs, limits).items():
                 out[k] = p
             del blobs
+    for k, first in media.same.items():      # the same file again: the same findings, under its own name
+        p, mine, theirs = out[first], media.where[k][1], media.where[first][1]
+        if p.error is not None and mine != theirs:
+            p = replace(p, error=p.error.replace(repr(theirs), repr(mine)))
+        out[k], nbytes[k], digest[k] = p, nbytes[first], digest[first]
     return out, nbytes, digest
 
 

@@ -79,6 +79,8 @@ class Media:
     files: list = field(default_factory=list)        # per image: the resolved file to read, or None
     sizes: list = field(default_factory=list)        # per image: bytes it holds (0 when not read)
     pre: list = field(default_factory=list)
+    same: dict = field(default_factory=dict)          # image -> an earlier image of the same file (read once)
+    _first: dict = field(default_factory=dict, repr=False)   # resolved file -> its first image
 
     def add_bytes(self, data: pa.Array, paths: list) -> None:
         """Images of one field: `data` their bytes (null: read the file `paths[i]`, when there is one)."""
@@ -96,6 +98,10 @@ class Media:
 
     def add_path(self, path: str) -> None:
         full, size, found = _sized(self.folder, path, self.limit)
+        if full is not None:       # a file many records name (one picture for every row) is read once
+            first = self._first.setdefault(full, len(self.where))
+            if first != len(self.where):
+                self.same[len(self.where)] = first
         self._append((-1, path), full, size, found)
 
     def _append(self, where, full, size, found) -> None:
@@ -117,7 +123,7 @@ class Media:
         """The images to read, in order, in runs holding at most `budget` bytes together (one larger image alone)."""
         run, held = [], 0
         for k, (size, found) in enumerate(zip(self.sizes, self.pre)):
-            if found is not None:
+            if found is not None or k in self.same:
                 continue
             if run and held + size > budget:
                 yield run

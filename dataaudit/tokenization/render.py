@@ -23,7 +23,7 @@ from dataaudit.tokenization.chat import TemplateError
 
 # Budgets of one rendering. Constants (a [data] key would be a new config setting): a chat conversation renders
 # in milliseconds and in about its own size; 16 Mi characters is ~4 M tokens, far over any context length.
-RENDER_SECONDS = 2.0
+RENDER_SECONDS = 1.0
 RENDER_MAX_CHARS = 16 << 20
 GIVE_UP_AFTER = 3
 _TICKS = 256          # steps between two looks at the clock
@@ -37,7 +37,7 @@ class RenderTimeout(RenderBudgetError):
     """A rendering that ran past RENDER_SECONDS."""
 
 
-def _too_long(size: int) -> RenderBudgetError:
+def _too_long() -> RenderBudgetError:
     return RenderBudgetError(f"chat template rendering over {RENDER_MAX_CHARS} characters (not tokenized)")
 
 
@@ -49,7 +49,7 @@ class _Budget(threading.local):
 class BoundedTemplate(Template):
     """A template whose `render` streams its output within RENDER_SECONDS and RENDER_MAX_CHARS."""
 
-    timeouts: int = 0
+    timeouts: int = 0       # renders of this template that ran out of time (per template: set on the instance)
 
     def render(self, *args, **kwargs) -> str:
         env: BoundedSandbox = self.environment      # type: ignore[assignment]
@@ -64,7 +64,7 @@ class BoundedTemplate(Template):
             for chunk in self.generate(*args, **kwargs):
                 size += len(chunk)
                 if size > RENDER_MAX_CHARS:
-                    raise _too_long(size)
+                    raise _too_long()
                 out.append(chunk)
                 env.tick()
             return "".join(out)
@@ -80,7 +80,7 @@ class _BoundedNamespace(Namespace):
 
     def __setitem__(self, name, value):
         if isinstance(value, (str, list, tuple)) and len(value) > RENDER_MAX_CHARS:
-            raise _too_long(len(value))
+            raise _too_long()
         super().__setitem__(name, value)
 
 
@@ -110,10 +110,10 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         if operator == "*":             # 'x' * n, [..] * n: refused before it is built
             for seq, n in ((left, right), (right, left)):
                 if isinstance(seq, (str, list, tuple)) and isinstance(n, int) and len(seq) * n > RENDER_MAX_CHARS:
-                    raise _too_long(len(seq) * n)
+                    raise _too_long()
         if operator == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)) \
                 and len(left) + len(right) > RENDER_MAX_CHARS:
-            raise _too_long(len(left) + len(right))
+            raise _too_long()
         if operator == "**" and isinstance(right, int) and abs(right) > 4096:   # a number of millions of digits
             raise RenderBudgetError(f"chat template computes a power of {right} (refused)")
         return super().call_binop(context, operator, left, right)
