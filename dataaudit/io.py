@@ -197,6 +197,17 @@ def exists(location: str | os.PathLike) -> bool:
     return _kind(location) is not None
 
 
+def special(location: str | os.PathLike) -> str | None:
+    """What a local path is when it is there but neither a regular file nor a folder, links followed ("a named
+    pipe (FIFO)", "a character device"), for a message better than "not found"; None otherwise."""
+    if is_uri(location):
+        return None
+    try:
+        return not_regular(os.stat(os.fspath(location)).st_mode)
+    except (OSError, ValueError):
+        return None
+
+
 def join(folder: str | os.PathLike, *names: str) -> str:
     """A location inside `folder` (URIs joined with '/')."""
     if is_uri(folder):
@@ -234,7 +245,8 @@ def walk(folder: str | os.PathLike) -> Iterator[tuple[str, list[str], list[str]]
 def glob(pattern: str) -> list[str]:
     """What a local glob pattern matches (`**` included), sorted: regular files, and FIFOs or devices (so that
     opening one reports it; folders and broken links are left out). `**` follows links to folders but enters no
-    folder twice, so a link loop ends (Python's glob would follow it until the path is too long)."""
+    folder twice (the real folders first), so a link loop ends: Python's glob followed it until the path was too
+    long."""
     import fnmatch
     import glob as globbing
 
@@ -254,20 +266,29 @@ def glob(pattern: str) -> list[str]:
         return bool(names) and (pats[0].startswith(".") or not names[0].startswith(".")) \
             and fnmatch.fnmatchcase(names[0], pats[0]) and match(names[1:], pats[1:])
 
-    found, seen = [], set()
-    for root, dirs, files in os.walk(top or os.curdir, followlinks=True):
-        here = os.stat(root)
-        if (here.st_dev, here.st_ino) in seen:     # entered already, through a link: a loop or a second way in
-            dirs[:] = []
-            continue
-        seen.add((here.st_dev, here.st_ino))
-        rel = os.path.relpath(root, top or os.curdir)
-        names = [] if rel == os.curdir else rel.split(os.sep)
-        for f in files:
-            if match(names + [f], wanted):
-                path = os.path.join(root, f) if top else os.path.join(*names, f)
-                if _globbed(path):
-                    found.append(path)
+    found, seen, links = [], set(), []
+
+    def visit(start: str, follow: bool) -> None:
+        for root, dirs, files in os.walk(start, followlinks=follow):
+            here = os.stat(root)
+            if (here.st_dev, here.st_ino) in seen:     # entered already: a link loop, or a second way in
+                dirs[:] = []
+                continue
+            seen.add((here.st_dev, here.st_ino))
+            dirs.sort()
+            if not follow:
+                links.extend(os.path.join(root, d) for d in dirs if os.path.islink(os.path.join(root, d)))
+            rel = os.path.relpath(root, top or os.curdir)
+            names = [] if rel == os.curdir else rel.split(os.sep)
+            for f in files:
+                if match(names + [f], wanted):
+                    path = os.path.join(root, f) if top else os.path.join(*names, f)
+                    if _globbed(path):
+                        found.append(path)
+
+    visit(top or os.curdir, False)      # the real folders first: a file is found under its own path
+    for link in links:                  # then the folders only links lead to
+        visit(link, True)
     return sorted(found)
 
 
