@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import datetime, timezone
 
 from jinja2 import Template
 from jinja2.sandbox import ImmutableSandboxedEnvironment, safe_range
 from jinja2.utils import Namespace
 
-from dataaudit.tokenization.chat import TemplateError
 
 # Budgets of one rendering. Constants (a [data] key would be a new config setting): a chat conversation renders
 # in milliseconds and in about its own size; 16 Mi characters is ~4 M tokens, far over any context length.
@@ -27,6 +27,27 @@ RENDER_SECONDS = 1.0
 RENDER_MAX_CHARS = 16 << 20
 GIVE_UP_AFTER = 3
 _TICKS = 256          # steps between two looks at the clock
+
+
+class TemplateError(Exception):
+    """What a template's `raise_exception(message)` raises, and a rendering past its budget."""
+
+
+def _raise(message):
+    raise TemplateError(message)
+
+
+def sandbox() -> "BoundedSandbox":
+    """The environment every chat template is rendered in (here and in the audit's conversation lengths): Jinja2's
+    immutable sandbox with transformers' settings (trim_blocks, lstrip_blocks, loop controls), rendering within
+    the budgets above, its `raise_exception` (raises TemplateError) and a fixed `strftime_now` (a rendering never
+    depends on the day)."""
+    from jinja2.ext import loopcontrols
+
+    env = BoundedSandbox(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+    env.globals["raise_exception"] = _raise
+    env.globals["strftime_now"] = lambda fmt: datetime(2024, 1, 1, tzinfo=timezone.utc).strftime(fmt)
+    return env
 
 
 class RenderBudgetError(TemplateError):
