@@ -15,8 +15,10 @@ shutil and tempfile on the first copy or upload.
 """
 from __future__ import annotations
 
+import errno
 import io
 import os
+import stat as st_mode
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator, NamedTuple
@@ -30,6 +32,44 @@ OBJECT_STORES = ("s3", "gcs", "abfs")   # pyarrow filesystems whose objects appe
 class FileStat(NamedTuple):
     size: int
     mtime_ns: int
+
+
+# What a path that is not a regular file is, by its stat mode (a FIFO would block the reader forever, a device
+# never ends): only regular files are opened, and this names the others.
+_NOT_REGULAR = ((st_mode.S_ISFIFO, "a named pipe (FIFO)"), (st_mode.S_ISCHR, "a character device"),
+                (st_mode.S_ISBLK, "a block device"), (st_mode.S_ISSOCK, "a socket"))
+
+
+class NotRegularFileError(OSError):
+    """A local path that names a FIFO, a device or a socket (or a link to one): never opened."""
+
+
+def not_regular(mode: int) -> str | None:
+    """What a stat mode is when it is neither a regular file nor a folder ("a named pipe (FIFO)"), else None."""
+    return next((what for test, what in _NOT_REGULAR if test(mode)), None)
+
+
+def _refuse(path: str, mode: int) -> None:
+    """Raise unless `mode` is a regular file's (a folder raises IsADirectoryError, as open() would)."""
+    if st_mode.S_ISREG(mode):
+        return
+    if st_mode.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+    raise NotRegularFileError(errno.EINVAL, f"not a regular file ({not_regular(mode) or 'not a file'})", path)
+
+
+def _open_regular(path: str) -> int:
+    """A read-only descriptor of a local regular file. Checked before the open (a device's open may act), and on
+    the open descriptor (the path may have been swapped in between); O_NONBLOCK makes opening a FIFO return at
+    once instead of waiting for a writer (on a regular file the flag does nothing)."""
+    _refuse(path, os.stat(path).st_mode)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        _refuse(path, os.fstat(fd).st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def is_uri(location: str | os.PathLike) -> bool:
@@ -64,18 +104,27 @@ def arrow_filesystem(location: str | os.PathLike):
 
 def arrow_source(location: str | os.PathLike):
     """(filesystem or None, path) for pyarrow functions taking `(path, filesystem=...)`: a local path is passed as
-    given (pyarrow's messages then name it as the user wrote it)."""
+    given (pyarrow's messages then name it as the user wrote it). pyarrow opens it by name, so a local path is
+    checked to be a regular file first (NotRegularFileError: a FIFO would block pyarrow's open)."""
     if is_uri(location):
         return _remote(location)
-    return None, os.fspath(location)
+    path = os.fspath(location)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None, path          # nothing there: pyarrow's own message names it
+    if not st_mode.S_ISDIR(mode):
+        _refuse(path, mode)
+    return None, path
 
 
 def open_input(location: str | os.PathLike, buffering: int = -1) -> IO[bytes]:
-    """A buffered, seekable binary file to read (`peek` works on it). OSError when it cannot be opened."""
+    """A buffered, seekable binary file to read (`peek` works on it). OSError when it cannot be opened;
+    NotRegularFileError for a FIFO, a device or a socket, never opened for reading."""
     if is_uri(location):
         fs, path = _remote(location)
         return io.BufferedReader(fs.open_input_file(path), buffer_size=buffering if buffering > 0 else COPY_CHUNK)
-    return open(os.fspath(location), "rb", buffering=buffering)
+    return open(os.fspath(location), "rb", buffering=buffering, opener=lambda path, _flags: _open_regular(path))
 
 
 def open_arrow(location: str | os.PathLike):
@@ -86,7 +135,9 @@ def open_arrow(location: str | os.PathLike):
     if is_uri(location):
         fs, path = _remote(location)
         return fs.open_input_file(path)
-    return pa.memory_map(os.fspath(location))
+    path = os.fspath(location)
+    _refuse(path, os.stat(path).st_mode)     # pyarrow opens it by name: a FIFO would block its open
+    return pa.memory_map(path)
 
 
 def read_parquet(location: str | os.PathLike, columns: list[str] | None = None, schema=None):
@@ -146,6 +197,17 @@ def exists(location: str | os.PathLike) -> bool:
     return _kind(location) is not None
 
 
+def special(location: str | os.PathLike) -> str | None:
+    """What a local path is when it is there but neither a regular file nor a folder, links followed ("a named
+    pipe (FIFO)", "a character device"), for a message better than "not found"; None otherwise."""
+    if is_uri(location):
+        return None
+    try:
+        return not_regular(os.stat(os.fspath(location)).st_mode)
+    except (OSError, ValueError):
+        return None
+
+
 def join(folder: str | os.PathLike, *names: str) -> str:
     """A location inside `folder` (URIs joined with '/')."""
     if is_uri(folder):
@@ -154,7 +216,9 @@ def join(folder: str | os.PathLike, *names: str) -> str:
 
 
 def walk(folder: str | os.PathLike) -> Iterator[tuple[str, list[str], list[str]]]:
-    """(folder, subfolders, files) top-down, like os.walk; a caller may prune the subfolders list in place."""
+    """(folder, subfolders, files) top-down, like os.walk; a caller may prune the subfolders list in place. Links
+    to folders are listed, never descended (a link loop would never end). `files` holds every other entry,
+    FIFOs and devices too: opening one raises NotRegularFileError, so the job reports it instead of dropping it."""
     if not is_uri(folder):
         yield from os.walk(os.fspath(folder))
         return
@@ -179,10 +243,62 @@ def walk(folder: str | os.PathLike) -> Iterator[tuple[str, list[str], list[str]]
 
 
 def glob(pattern: str) -> list[str]:
-    """The files a local glob pattern matches (`**` included), sorted."""
+    """What a local glob pattern matches (`**` included), sorted: regular files, and FIFOs or devices (so that
+    opening one reports it; folders and broken links are left out). `**` follows links to folders but enters no
+    folder twice (the real folders first), so a link loop ends: Python's glob followed it until the path was too
+    long."""
+    import fnmatch
     import glob as globbing
 
-    return sorted(m for m in globbing.glob(pattern, recursive=True) if os.path.isfile(m))
+    if "**" not in pattern:      # a bounded depth: Python's glob cannot loop
+        return sorted(m for m in globbing.glob(pattern) if _globbed(m))
+    parts = pattern.split(os.sep)
+    fixed = next(i for i, part in enumerate(parts) if globbing.has_magic(part))
+    top = os.sep.join(parts[:fixed]) or (os.sep if pattern.startswith(os.sep) else "")
+    wanted = parts[fixed:]
+
+    def match(names: list[str], pats: list[str]) -> bool:
+        if not pats:
+            return not names
+        if pats[0] == "**":      # zero or more folders, hidden ones excepted (as glob does)
+            return any(match(names[k:], pats[1:]) for k in range(len(names) + 1)
+                       if not any(n.startswith(".") for n in names[:k]))
+        return bool(names) and (pats[0].startswith(".") or not names[0].startswith(".")) \
+            and fnmatch.fnmatchcase(names[0], pats[0]) and match(names[1:], pats[1:])
+
+    found, seen, links = [], set(), []
+
+    def visit(start: str, follow: bool) -> None:
+        for root, dirs, files in os.walk(start, followlinks=follow):
+            here = os.stat(root)
+            if (here.st_dev, here.st_ino) in seen:     # entered already: a link loop, or a second way in
+                dirs[:] = []
+                continue
+            seen.add((here.st_dev, here.st_ino))
+            dirs.sort()
+            if not follow:
+                links.extend(os.path.join(root, d) for d in dirs if os.path.islink(os.path.join(root, d)))
+            rel = os.path.relpath(root, top or os.curdir)
+            names = [] if rel == os.curdir else rel.split(os.sep)
+            for f in files:
+                if match(names + [f], wanted):
+                    path = os.path.join(root, f) if top else os.path.join(*names, f)
+                    if _globbed(path):
+                        found.append(path)
+
+    visit(top or os.curdir, False)      # the real folders first: a file is found under its own path
+    for link in links:                  # then the folders only links lead to
+        visit(link, True)
+    return sorted(found)
+
+
+def _globbed(path: str) -> bool:
+    """A glob match the job takes: a regular file, or something that is no folder and no broken link (a FIFO,
+    a device: opening it reports it)."""
+    try:
+        return not st_mode.S_ISDIR(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def makedirs(folder: str | os.PathLike) -> None:

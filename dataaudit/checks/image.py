@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from dataaudit.images.pairs import BLANK, MISSING, NO_FIELD
-from dataaudit.images.probe import BOMB, CORRUPT, EMPTY, MISSING as FILE_MISSING, NOT_IMAGE, OUTSIDE, TOO_BIG
+from dataaudit.images.probe import (BOMB, CORRUPT, EMPTY, MISSING as FILE_MISSING, NOT_IMAGE, OUTSIDE, TOO_BIG,
+                                   UNSUPPORTED)
 
 from .base import CheckOutput, register
 
@@ -32,6 +33,14 @@ def image_empty(ib, **params) -> CheckOutput:
           description="Bytes that no image decoder identifies (an HTML error page, random bytes). value = bytes.")
 def not_an_image(ib, **params) -> CheckOutput:
     return _status(ib, NOT_IMAGE)
+
+
+@register("image_format_unsupported", target="image", severity="error", detail="image format not decoded",
+          description="An image in a format outside the decoders the audit allows (dataaudit.images.probe."
+                      "DECODE_FORMATS: EPS/PostScript, which Pillow runs through Ghostscript, and rare formats): "
+                      "named from its signature, never decoded, so nothing else about it is checked. value = bytes.")
+def image_format_unsupported(ib, **params) -> CheckOutput:
+    return _status(ib, UNSUPPORTED)
 
 
 @register("image_corrupt", target="image", severity="error", detail="image does not decode",

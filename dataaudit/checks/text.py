@@ -1,4 +1,5 @@
-"""Text checks: empty text, control characters, mojibake, long unbroken runs, repetition, non-text ratio.
+"""Text checks: empty text, control characters, mojibake, long unbroken runs, repetition (and the long texts it
+sees the start of), non-text ratio.
 
 Every check takes a pa.Array (or ChunkedArray) of string / large_string with nulls and returns one flag and
 one value per sample. The work is done by Arrow's RE2 regex kernels over the whole array and numpy over
@@ -24,6 +25,7 @@ from dataaudit.textops import codepoints
 from .base import CheckOutput, register
 from .text_common import (as_string_array, beyond, char_lengths, clip, count_regex, flatten_lists, null_mask,
                           rows_as_str, safe_ratio, segment_max, to_bool)
+from .text_long import CHUNK_BYTES, LONG_DOCUMENT_BYTES, byte_lengths, chunks, head
 from .text_repetition import DUP_NS, MIN_REPEAT_CHARS, TOP_NS, repetition_stats
 
 
@@ -330,6 +332,21 @@ def repetition(arr, **params) -> CheckOutput:
     repeats = bool(p.get("max_repeats"))
     if not names and not repeats:
         return CheckOutput(flagged=np.zeros(n, dtype=bool), value=np.zeros(n), detail=None)
+    # bounded memory: each text's first LONG_DOCUMENT_BYTES (long_document flags the others), CHUNK_BYTES at once
+    arr = head(arr, LONG_DOCUMENT_BYTES)
+    parts = [_repetition(arr.slice(a, b - a), p, names, repeats) for a, b in chunks(arr, CHUNK_BYTES)]
+    if len(parts) == 1:
+        return parts[0]
+    details = [part.detail if part.detail is not None else np.full(len(part.flagged), None, dtype=object)
+               for part in parts]
+    return CheckOutput(flagged=np.concatenate([part.flagged for part in parts]),
+                       value=np.concatenate([part.value for part in parts]),
+                       detail=None if all(part.detail is None for part in parts) else np.concatenate(details))
+
+
+def _repetition(arr: pa.Array, p: dict, names: list[str], repeats: bool) -> CheckOutput:
+    """The repetition check on a run of texts (see `repetition`)."""
+    n = len(arr)
     top_ns = tuple(k for k in TOP_NS if f"top_{k}_gram" in names)
     dup_ns = tuple(k for k in DUP_NS if f"dup_{k}_gram" in names)
     lines = "dup_line_frac" in names or "dup_line_char_frac" in names
@@ -364,6 +381,18 @@ def repetition(arr, **params) -> CheckOutput:
             else:
                 detail[i] = f"{k}={beyond(stats[k][i], thresholds[k])} > {thresholds[k]:g}{more}"
     return CheckOutput(flagged=flagged, value=np.asarray(value, dtype=np.float64), detail=detail)
+
+
+@register(
+    "long_document", target="text", severity="warning",
+    detail=f"{{value:.0f}} bytes: repetition statistics on the first {LONG_DOCUMENT_BYTES} bytes only",
+    description=f"A text longer than {LONG_DOCUMENT_BYTES} bytes (UTF-8). The n-gram and repetition statistics "
+                f"(`repetition`) are computed on its first {LONG_DOCUMENT_BYTES} bytes only (they need ~65x "
+                "the bytes they read in memory): a repetition after that point is not seen. Every other check "
+                "reads the whole text. value = bytes.")
+def long_document(arr, **params) -> CheckOutput:
+    lengths = byte_lengths(as_string_array(arr))
+    return CheckOutput(flagged=lengths > LONG_DOCUMENT_BYTES, value=lengths.astype(np.float64))
 
 
 # ------------------------------------------------------------------------------------------ non_text_ratio

@@ -183,16 +183,30 @@ def _at(seq, i):
     return None if seq is None or i >= len(seq) else seq[i]
 
 
+def _read_safetensors(path: Path) -> tuple[dict, dict[str, torch.Tensor]]:
+    """(metadata, tensors) of a safetensors file, from its bytes read once through dataaudit.io: only a regular
+    file is opened (safetensors' own open by name would block on a FIFO and map a device)."""
+    from safetensors.torch import load
+
+    from dataaudit.io import read_bytes
+
+    data = read_bytes(path)
+    if len(data) < 8:
+        raise ValueError(f"{path}: {len(data)} bytes, shorter than a safetensors header")
+    size = int.from_bytes(data[:8], "little")
+    if size > len(data) - 8:
+        raise ValueError(f"{path}: header of {size} bytes in a file of {len(data)}")
+    header = json.loads(data[8:8 + size])
+    return (header.get("__metadata__") or {}) if isinstance(header, dict) else {}, load(data)
+
+
 def load_snapshot(path) -> Snapshot:
     """Read a snapshot written by the guard (safetensors header + tensors; no code is executed)."""
-    from safetensors import safe_open
-
     path = Path(path)
-    with safe_open(str(path), framework="pt") as f:
-        meta = json.loads((f.metadata() or {})[_META_KEY])
-        if meta.get("format") != FORMAT:
-            raise ValueError(f"{path}: not a dataaudit guard snapshot (format {meta.get('format')!r})")
-        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    metadata, tensors = _read_safetensors(path)
+    meta = json.loads(metadata[_META_KEY])
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a dataaudit guard snapshot (format {meta.get('format')!r})")
     b = meta["batch"]
     values = {}
     for k, is_tensor in b["entries"]:

@@ -4,13 +4,14 @@ Image fields (dataaudit.fields) hold bytes, structs {bytes, path} (a path is rea
 or paths, one per record or a list of them. They are flattened into one row per image, with the record, the
 field and the position in the list it came from, so a flag names `images[1]` of record 7. Paths are resolved
 against the shard's folder: a path that leaves it (absolute, `..`, a symlink out) is flagged and never opened.
-The decodes run on a small thread pool: Pillow releases the GIL while it decodes.
+The images are read and probed in windows bounded by bytes (dataaudit.images.media), and none is kept: a
+thumbnail reads its image again. The decodes run on a small thread pool: Pillow releases the GIL while it decodes.
 """
 from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -18,10 +19,9 @@ import pyarrow.compute as pc
 import xxhash
 
 from dataaudit.fields import Column
-from dataaudit.io import read_bytes, stat
 
-from .probe import (BOMB, DEFAULT_MAX_BYTES, DEFAULT_MAX_PIXELS, HASH_SIDE, MISSING, OK, OUTSIDE, TOO_BIG, Probe,
-                    probe, quiet, thumbnail_png)
+from .media import IN_FLIGHT, Media, resolve_inside  # noqa: F401  (resolve_inside: the rule clean applies too)
+from .probe import BOMB, DEFAULT_MAX_BYTES, DEFAULT_MAX_PIXELS, HASH_SIDE, OK, Probe, probe, quiet, thumbnail_png
 
 DEFAULT_THREADS = min(4, os.cpu_count() or 1)
 
@@ -33,6 +33,7 @@ class Limits:
     max_pixels: int = DEFAULT_MAX_PIXELS
     max_bytes: int = DEFAULT_MAX_BYTES
     threads: int = DEFAULT_THREADS
+    in_flight: int = IN_FLIGHT      # image bytes held at once (dataaudit.images.media)
 
     @classmethod
     def from_data(cls, data: dict) -> "Limits":
@@ -57,37 +58,6 @@ def flat_images(column: pa.Array, many: bool) -> tuple[pa.Array, np.ndarray, np.
     return values.take(pa.array(keep, pa.int64())), rows[keep].astype(np.int64), pos[keep]
 
 
-def resolve_inside(folder: str, path: str) -> tuple[str | None, str | None]:
-    """(the file, None) when `path` names a file inside `folder` (symlinks resolved), else (None, why)."""
-    if "\0" in path:
-        return None, "path holds a NUL byte"
-    if os.path.isabs(path) or path.startswith(("/", "\\")) or (len(path) > 1 and path[1] == ":"):
-        return None, f"absolute path {path!r} (outside the shard's folder)"
-    root = os.path.realpath(folder)
-    full = os.path.realpath(os.path.join(root, path))
-    if full != root and not full.startswith(root + os.sep):
-        return None, f"path {path!r} resolves outside the shard's folder"
-    return full, None
-
-
-def _read_file(folder: str, path: str, limit: int) -> tuple[bytes | None, Probe | None]:
-    """The bytes of a referenced image, or the probe result saying why there are none."""
-    if "://" in path:
-        return None, Probe(MISSING, f"{path!r} is a URL (not downloaded)")
-    full, why = resolve_inside(folder, path)
-    if full is None:
-        return None, Probe(OUTSIDE, why)
-    try:
-        size = stat(full).size
-        if size > limit:
-            return None, Probe(TOO_BIG, f"file of {size} bytes > max_image_bytes {limit} (not read)")
-        return read_bytes(full, limit), None
-    except FileNotFoundError:
-        return None, Probe(MISSING, f"no such file: {path!r}")
-    except OSError as e:
-        return None, Probe(MISSING, f"cannot read {path!r}: {e.strerror or e}")
-
-
 @dataclass
 class ImageBatch:
     """One row per image of a batch: where it is, and what its probe found (see dataaudit.images.probe)."""
@@ -110,7 +80,7 @@ class ImageBatch:
     grey_std: np.ndarray        # float32, nan when not decoded
     digest: np.ndarray          # uint64: xxh3-64 of the bytes (0 when none)
     grey32: np.ndarray          # float32 [n, 32, 32] of the decoded images (zeros elsewhere), for phash
-    blobs: list                 # the bytes of each image (for thumbnails of the flagged ones), or None
+    media: Media                # where each image's bytes are (read again for the thumbnail of a flagged one)
 
     def __len__(self) -> int:
         return self.rows.size
@@ -135,14 +105,16 @@ class ImageBatch:
 
         out = []
         for i in idx:
-            png = thumbnail_png(self.blobs[i]) if self.blobs[i] is not None and self.status[i] != BOMB else None
+            data = self.media.fetch(i) if self.nbytes[i] >= 0 and self.status[i] != BOMB else None
+            png = thumbnail_png(data) if isinstance(data, bytes) else None
             out.append(None if png is None else "data:image/png;base64," + base64.b64encode(png).decode("ascii"))
         return out
 
     @classmethod
     def of(cls, batch: pa.RecordBatch, fields: tuple[Column, ...], folder: str, limits: Limits = Limits()) \
             -> "ImageBatch":
-        rows, field, pos, names, blobs, pre = [], [], [], [], [], []
+        rows, field, pos, names = [], [], [], []
+        media = Media(folder, limits.max_bytes)
         for f, col in enumerate(fields):
             values, r, p = flat_images(batch.column(col.name), col.many)
             n = len(values)
@@ -150,24 +122,18 @@ class ImageBatch:
             pos.append(p)
             field.append(np.full(n, f, np.int32))
             if col.image == "struct":
-                data = pc.struct_field(values, "bytes").to_pylist()
                 idx = values.type.get_field_index("path")
                 paths = pc.struct_field(values, "path").to_pylist() if idx >= 0 else [None] * n
+                media.add_bytes(pc.struct_field(values, "bytes"), paths)
             elif col.image == "bytes":
-                data, paths = values.to_pylist(), [None] * n
+                paths = [None] * n
+                media.add_bytes(values, paths)
             else:
-                data, paths = [None] * n, values.to_pylist()
-            for d, path in zip(data, paths):
-                names.append(path)
-                if d is None and path is not None:    # the image is a file next to the shard
-                    d, found = _read_file(folder, path, limits.max_bytes)
-                    pre.append(found)
-                elif d is None:                        # a struct with neither bytes nor path: no image
-                    pre.append(Probe(MISSING, "image struct with no bytes and no path"))
-                else:
-                    pre.append(None)
-                blobs.append(d)
-        probes = _probe_all(blobs, pre, limits)
+                paths = values.to_pylist()
+                for path in paths:
+                    media.add_path(path)
+            names += paths
+        probes, nbytes, digest = _probe_all(media, limits)
         n = len(probes)
         cat = lambda parts, dtype: np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)  # noqa: E731
         grey32 = np.zeros((n, HASH_SIDE, HASH_SIDE), np.float32)
@@ -182,32 +148,52 @@ class ImageBatch:
             pixels=np.array([p.pixels for p in probes], np.int64),
             frames=np.array([p.frames for p in probes], np.int64),
             transparency=np.array([p.transparency for p in probes], bool),
-            nbytes=np.array([-1 if b is None else len(b) for b in blobs], np.int64),
-            grey_std=np.array([p.grey_std for p in probes], np.float32),
-            digest=np.array([0 if b is None else xxhash.xxh3_64_intdigest(b) for b in blobs], np.uint64),
-            grey32=grey32, blobs=blobs)
+            nbytes=nbytes, grey_std=np.array([p.grey_std for p in probes], np.float32),
+            digest=digest, grey32=grey32, media=media)
 
     def decoded(self) -> np.ndarray:
         return self.status == OK
 
 
-def _probe_all(blobs: list, pre: list, limits: Limits) -> list[Probe]:
-    """The probe of every image: decodes spread over a few threads, a slice of the images each (one task per
-    image would spend more on the pool's bookkeeping, under the GIL, than a small JPEG takes to decode)."""
-    todo = [i for i, p in enumerate(pre) if p is None]
-    out = list(pre)
+def _probe_all(media: Media, limits: Limits) -> tuple[list[Probe], np.ndarray, np.ndarray]:
+    """The probe, bytes read (-1: none) and xxh3-64 digest (0: none) of every image, a window of bytes at a time
+    (dataaudit.images.media): each window's images are read, probed and let go before the next is read."""
+    n = len(media.pre)
+    out = list(media.pre)
+    nbytes = np.full(n, -1, np.int64)
+    digest = np.zeros(n, np.uint64)
+    with quiet():
+        for window in media.windows(limits.in_flight):
+            blobs = {}
+            for k in window:
+                data = media.fetch(k)
+                if isinstance(data, Probe):       # unreadable after all (a FIFO, gone since it was sized)
+                    out[k] = data
+                    continue
+                blobs[k] = data
+                nbytes[k] = len(data)
+                digest[k] = xxhash.xxh3_64_intdigest(data)
+            for k, p in _probe_window(blobs, limits).items():
+                out[k] = p
+            del blobs
+    for k, first in media.same.items():      # the same file again: the same findings, under its own name
+        p, mine, theirs = out[first], media.where[k][1], media.where[first][1]
+        if p.error is not None and mine != theirs:
+            p = replace(p, error=p.error.replace(repr(theirs), repr(mine)))
+        out[k], nbytes[k], digest[k] = p, nbytes[first], digest[first]
+    return out, nbytes, digest
+
+
+def _probe_window(blobs: dict[int, bytes], limits: Limits) -> dict[int, Probe]:
+    """The probes of one window's images: decodes spread over a few threads, a slice of the images each (one task
+    per image would spend more on the pool's bookkeeping, under the GIL, than a small JPEG takes to decode)."""
+    todo = list(blobs)
 
     def work(part: list[int]) -> list[Probe]:
-        return [probe(blobs[i], limits.max_pixels) for i in part]
+        return [probe(blobs[k], limits.max_pixels) for k in part]
 
-    with quiet():
-        if limits.threads > 1 and len(todo) > 1:
-            parts = [todo[k::limits.threads * 4] for k in range(limits.threads * 4)]
-            with ThreadPoolExecutor(limits.threads) as pool:
-                for part, probes in zip(parts, pool.map(work, parts)):
-                    for i, p in zip(part, probes):
-                        out[i] = p
-        else:
-            for i, p in zip(todo, work(todo)):
-                out[i] = p
-    return out
+    if limits.threads > 1 and len(todo) > 1:
+        parts = [todo[j::limits.threads * 4] for j in range(limits.threads * 4)]
+        with ThreadPoolExecutor(limits.threads) as pool:
+            return {k: p for part, probes in zip(parts, pool.map(work, parts)) for k, p in zip(part, probes)}
+    return dict(zip(todo, work(todo)))

@@ -9,6 +9,7 @@ still read), which is what makes the decode several times faster than a plain `l
 """
 from __future__ import annotations
 
+import functools
 import io
 import re
 import warnings
@@ -20,8 +21,16 @@ import numpy as np
 from dataaudit.fields import sniff_image_format
 
 # What a probe found, as a small int (ImageBatch.status).
-OK, EMPTY, NOT_IMAGE, CORRUPT, BOMB, MISSING, OUTSIDE, TOO_BIG = range(8)
-STATUS_NAMES = ("ok", "empty", "not an image", "corrupt", "bomb", "missing", "outside", "too big")
+OK, EMPTY, NOT_IMAGE, CORRUPT, BOMB, MISSING, OUTSIDE, TOO_BIG, UNSUPPORTED = range(9)
+STATUS_NAMES = ("ok", "empty", "not an image", "corrupt", "bomb", "missing", "outside", "too big", "unsupported")
+
+# The only formats Pillow may open here (`Image.open(formats=...)`, everywhere dataaudit opens an image): raster
+# formats that Pillow decodes itself. Left out: EPS/PostScript (Pillow hands it to Ghostscript, an interpreter,
+# with temporary files), WMF/EMF, the stub formats that need a handler from outside, and the rarer formats (fewer
+# parsers exposed to hostile bytes). An image in another format is named from its signature (UNSUPPORTED) and
+# never decoded. (An MPO opens as a JPEG.)
+DECODE_FORMATS = ("JPEG", "PNG", "WEBP", "GIF", "BMP", "DIB", "TIFF", "TGA", "PPM", "ICO", "JPEG2000",
+                  "AVIF", "QOI", "PCX", "SGI", "DDS", "PSD")
 
 DEFAULT_MAX_PIXELS = 89_478_485      # Pillow's own default MAX_IMAGE_PIXELS (a 1 GB RGBA image / 4 / 3)
 DEFAULT_MAX_BYTES = 256 << 20        # an image file larger than this is not read (like a WebDataset member)
@@ -59,11 +68,14 @@ def probe(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> Probe:
         return Probe(EMPTY, "0 bytes")
     # The caller silences Pillow's warnings (quiet()): warning filters are not thread-safe to change here.
     try:
-        im = Image.open(io.BytesIO(data))
+        im = Image.open(io.BytesIO(data), formats=decode_formats())
     except Image.DecompressionBombError as e:   # Pillow's own refusal, before it tells us the size
         declared = re.search(r"\((\d+) pixels\)", str(e))
         return Probe(BOMB, _message(e), format=sniff_image_format(data), pixels=int(declared.group(1)) if declared else -1)
     except UnidentifiedImageError:
+        other = refused_format(data)
+        if other is not None:
+            return Probe(UNSUPPORTED, f"{other} data: a format not decoded here (not opened)", format=other)
         return Probe(NOT_IMAGE, f"not an image Pillow can identify (starts {data[:8]!r})")
     except Exception as e:  # hostile headers raise anything: SyntaxError, struct.error, ValueError, ...
         return Probe(CORRUPT, _message(e))
@@ -97,6 +109,33 @@ def probe(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> Probe:
         return out
 
 
+@functools.cache
+def decode_formats() -> tuple[str, ...]:
+    """DECODE_FORMATS that this Pillow has a decoder for (`formats=` must name registered decoders only), in
+    Pillow's own order of trying them (so an image is identified as it always was)."""
+    from PIL import Image
+
+    Image.init()
+    return tuple(f for f in Image.ID if f in DECODE_FORMATS)
+
+
+def refused_format(data: bytes) -> str | None:
+    """The format Pillow would have opened `data` as, of those left out of DECODE_FORMATS (None: none): asked of
+    each plugin's signature test alone, on the first 16 bytes (what Image.open shows it), nothing is opened."""
+    from PIL import Image
+
+    Image.init()
+    head = data[:16]
+    for fmt in Image.ID:
+        accept = Image.OPEN[fmt][1] if fmt not in decode_formats() else None
+        try:
+            if accept is not None and accept(head):
+                return fmt
+        except Exception:   # a signature test that cannot read these bytes: not that format
+            continue
+    return None
+
+
 def _grey(im):
     """The image as 8-bit grey ("L"); 16-bit and float images scaled from their own range."""
     from PIL import Image
@@ -128,7 +167,7 @@ def thumbnail_png(data: bytes, side: int = 64, max_pixels: int = DEFAULT_MAX_PIX
         return None
     with quiet():
         try:
-            with Image.open(io.BytesIO(data)) as im:
+            with Image.open(io.BytesIO(data), formats=decode_formats()) as im:
                 if im.size[0] * im.size[1] > max_pixels:
                     return None
                 im.draft("RGB", (side, side))

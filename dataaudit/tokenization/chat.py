@@ -1,14 +1,14 @@
 """Render each side's chat template on a fixed conversation and compare what the model would receive.
 
 Templates are rendered in Jinja2's immutable sandbox (as transformers does: trim_blocks, lstrip_blocks), so a
-template from a downloaded folder cannot reach Python objects or files.
+template from a downloaded folder cannot reach Python objects or files, within a time and size budget
+(dataaudit.tokenization.render).
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 from dataaudit.tokenization.loading import TokenizerBundle
 from dataaudit.tokenization.ragged import Ragged, compare
+from dataaudit.tokenization.render import TemplateError, sandbox  # noqa: F401  (the conversation lengths' too)
 
 PROBE_CONVERSATION = (
     {"role": "system", "content": "You are a helpful assistant."},
@@ -17,27 +17,6 @@ PROBE_CONVERSATION = (
     {"role": "user", "content": "And in words?"},
 )
 RENDERED_CHARS = 2000
-
-
-class TemplateError(Exception):
-    """What a template's `raise_exception(message)` raises."""
-
-
-def _raise(message):
-    raise TemplateError(message)
-
-
-def sandbox():
-    """The environment every chat template is rendered in (here and in the audit's conversation lengths): Jinja2's
-    immutable sandbox with transformers' settings (trim_blocks, lstrip_blocks, loop controls), its
-    `raise_exception` (raises TemplateError) and a fixed `strftime_now` (a rendering never depends on the day)."""
-    from jinja2.ext import loopcontrols
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
-    env.globals["raise_exception"] = _raise
-    env.globals["strftime_now"] = lambda fmt: datetime(2024, 1, 1, tzinfo=timezone.utc).strftime(fmt)
-    return env
 
 
 def special_tokens(bundle: TokenizerBundle) -> dict[str, str | None]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,9 @@ SPECIAL_MAP_FILE = "special_tokens_map.json"
 CHAT_JINJA_FILE = "chat_template.jinja"
 CHAT_JSON_FILE = "chat_template.json"
 UNLIMITED_LENGTH = 10**9          # model_max_length at or above this is transformers' "no limit" sentinel
+# The largest tokenizer file read (the largest real tokenizer.json files are ~50 MB): a larger one is refused
+# before it is read (parsing it would need several times its size).
+MAX_FILE_BYTES = 256 << 20
 SPECIAL_ROLES = ("bos", "eos", "pad", "unk")
 _BYTE_TOKEN = re.compile(r"^<0x[0-9A-Fa-f]{2}>$")
 
@@ -105,13 +109,42 @@ def _model_vocab(model: dict) -> dict[str, int]:
     return dict(vocab)
 
 
-def _read_json(path: Path) -> Any:
+def _present(path: Path) -> bool:
+    """Whether a tokenizer file is there: a regular file (or a link to one). A FIFO, a device or a socket under
+    that name is an error, never opened (a FIFO blocks its reader, /dev/zero never ends)."""
+    from dataaudit.io import not_regular
+
     try:
-        text = path.read_text(encoding="utf-8")
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    what = not_regular(mode)
+    if what is not None:
+        raise TokenizerLoadError(f"{path}: not a regular file ({what})")
+    return not stat.S_ISDIR(mode)
+
+
+def _read_text(path: Path) -> str:
+    """A tokenizer file as text: only a regular file is opened (dataaudit.io), at most MAX_FILE_BYTES."""
+    from dataaudit.io import read_bytes
+
+    try:
+        data = read_bytes(path, MAX_FILE_BYTES)
     except OSError as exc:
-        raise TokenizerLoadError(f"{path}: cannot read: {exc.strerror}") from None
+        raise TokenizerLoadError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise TokenizerLoadError(f"{path}: larger than {MAX_FILE_BYTES} bytes (not read)")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise TokenizerLoadError(f"{path}: not UTF-8 text") from None
+
+
+def _read_json(path: Path) -> Any:
+    return _parse_json(path, _read_text(path))
+
+
+def _parse_json(path: Path, text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -150,9 +183,10 @@ def _template_specials(post: dict | None) -> tuple[str | None, str | None]:
 def _load_tokenizer_json(path: Path):
     from tokenizers import Tokenizer
 
-    _read_json(path)   # one clear error for a file that is not JSON at all
+    text = _read_text(path)
+    _parse_json(path, text)   # one clear error for a file that is not JSON at all
     try:
-        tok = Tokenizer.from_file(str(path))
+        tok = Tokenizer.from_str(text)    # the bytes read once, from the regular file checked
     except Exception as exc:   # the library raises its own untyped errors for a file it cannot use
         raise TokenizerLoadError(f"{path}: not a usable HF tokenizers file: {' '.join(str(exc).split())}") from None
     spec = json.loads(tok.to_str())
@@ -166,9 +200,10 @@ def _load_tokenizer_json(path: Path):
 def load_bundle(path: str | os.PathLike) -> TokenizerBundle:
     """A tokenizer.json file, or a folder holding one plus its optional config files."""
     p = Path(path)
+    _present(p)      # a FIFO or a device: one line naming it
     if p.is_dir():
         tok_file = p / TOKENIZER_FILE
-        if not tok_file.is_file():
+        if not _present(tok_file):
             raise TokenizerLoadError(f"{p}: folder has no {TOKENIZER_FILE} (only the HF tokenizers format is "
                                      "read; tokenizer.model / vocab.json + merges.txt are not)")
         folder = p
@@ -185,21 +220,18 @@ def load_bundle(path: str | os.PathLike) -> TokenizerBundle:
     if folder is not None:
         for name in (SPECIAL_MAP_FILE, CONFIG_FILE):     # the config wins over the special tokens map
             f = folder / name
-            if f.is_file():
+            if _present(f):
                 data = _read_json(f)
                 if not isinstance(data, dict):
                     raise TokenizerLoadError(f"{f}: expected a JSON object, got {type(data).__name__}")
                 config.update(data)
                 config_sources.update(dict.fromkeys(data, name))
                 files.append(str(f))
-        if (folder / CHAT_JINJA_FILE).is_file():
+        if _present(folder / CHAT_JINJA_FILE):
             f = folder / CHAT_JINJA_FILE
-            try:
-                chat, chat_source = f.read_text(encoding="utf-8"), CHAT_JINJA_FILE
-            except (OSError, UnicodeDecodeError) as exc:
-                raise TokenizerLoadError(f"{f}: cannot read: {exc}") from None
+            chat, chat_source = _read_text(f), CHAT_JINJA_FILE
             files.append(str(f))
-        elif (folder / CHAT_JSON_FILE).is_file():
+        elif _present(folder / CHAT_JSON_FILE):
             f = folder / CHAT_JSON_FILE
             data = _read_json(f)
             chat = data.get("chat_template") if isinstance(data, dict) else None

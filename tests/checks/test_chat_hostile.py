@@ -75,6 +75,7 @@ def test_a_50_mb_turn(tmp_path):
     summary, flags = audit(path)
     assert time.perf_counter() - started < 15     # ~3 s; a generous bound against a quadratic path
     assert rows_of(flags) == [
+        (0, "messages[1].content", "assistant", "long_document", W),   # repetition saw its first 8 MiB
         (0, "messages[1].content", "assistant", "repetition", W),
         (1, "messages", None, "no_assistant_turn", E),
         (1, "messages[1].role", turn_role("user"), "role_order", W),

@@ -127,3 +127,48 @@ def test_every_format_reads_the_same_through_a_uri(tmp_path):
         remote = pa.Table.from_batches(list(iter_shard(_uri(tmp_path / name))))
         assert remote.equals(local), name
         assert local.num_rows == (3 if name == "s.parquet" else 2), name
+
+
+def test_only_regular_files_are_opened(tmp_path):
+    """A FIFO would block its reader and /dev/zero never ends: both are refused before a byte is read (issue 38)."""
+    import os
+
+    os.mkfifo(tmp_path / "pipe.jsonl")
+    os.symlink("/dev/zero", tmp_path / "zero.jsonl")
+    (tmp_path / "fine.jsonl").write_bytes(b"{}\n")
+    os.symlink("fine.jsonl", tmp_path / "link.jsonl")              # a link to a regular file is followed
+    assert io.read_bytes(str(tmp_path / "link.jsonl")) == b"{}\n"
+    for name in ("pipe.jsonl", "zero.jsonl"):
+        with pytest.raises(io.NotRegularFileError, match="not a regular file"):
+            io.read_bytes(str(tmp_path / name))
+        assert not io.is_file(str(tmp_path / name))
+    assert [io.special(str(tmp_path / n)) for n in ("pipe.jsonl", "zero.jsonl", "link.jsonl", "none")] == \
+        ["a named pipe (FIFO)", "a character device", None, None]
+    with pytest.raises(IsADirectoryError):
+        io.open_input(str(tmp_path))
+    # a walk lists them (the job reports them as unreadable), a glob too
+    [(_, _, files)] = list(io.walk(str(tmp_path)))
+    assert sorted(files) == ["fine.jsonl", "link.jsonl", "pipe.jsonl", "zero.jsonl"]
+    assert [p.rsplit("/", 1)[1] for p in io.glob(str(tmp_path / "*.jsonl"))] == sorted(files)
+
+
+def test_a_double_star_glob_enters_no_folder_twice(tmp_path, monkeypatch):
+    """Links back up (`up -> ..`) made Python's glob run until the path was too long (issue 38, F12)."""
+    import os
+
+    _tree(tmp_path)
+    os.symlink("..", tmp_path / "a" / "up")
+    os.symlink(str(tmp_path / "a"), tmp_path / "a" / "b" / "loop")
+    os.symlink(str(tmp_path / "a" / "b"), tmp_path / "elsewhere")          # another way into a/b
+    (tmp_path / "a" / ".hidden").mkdir()
+    (tmp_path / "a" / ".hidden" / "h.jsonl").write_bytes(b"{}\n")
+    found = io.glob(str(tmp_path / "**" / "*.jsonl"))
+    assert sorted(set(found)) == sorted(found) and len(found) == 2      # each file once
+    assert {p.rsplit("/", 1)[1] for p in found} == {"one.jsonl", "two.jsonl"}
+    # links are followed (as Python's glob does), into folders not entered yet: `up` leads to top.txt once
+    assert io.glob(str(tmp_path / "a" / "**")) == [str(tmp_path / "a" / "b" / "two.jsonl"),
+                                                  str(tmp_path / "a" / "one.jsonl"),
+                                                  str(tmp_path / "a" / "up" / "top.txt")]
+    assert io.glob(str(tmp_path / "a" / ".hidden" / "**" / "*.jsonl")) == [str(tmp_path / "a" / ".hidden" / "h.jsonl")]
+    monkeypatch.chdir(tmp_path)
+    assert io.glob("**/one.jsonl") == ["a/one.jsonl"]

@@ -102,3 +102,21 @@ def test_cli_unreadable_snapshot_exits_2(tmp_path):
     r = CliRunner().invoke(main, ["replay", str(bad), "--model", "tests.guard.replay_model:make_loss"])
     assert r.exit_code == 2 and "not a readable guard snapshot" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_snapshot_that_is_a_fifo_or_a_device_is_refused_unread(tmp_path):
+    """safetensors' own open by name blocked on a FIFO (issue 38, F26): the bytes come through dataaudit.io."""
+    import os
+
+    import pytest
+
+    from dataaudit.io import NotRegularFileError
+
+    os.mkfifo(tmp_path / "pipe.safetensors")
+    os.symlink("/dev/zero", tmp_path / "zero.safetensors")
+    for name in ("pipe.safetensors", "zero.safetensors"):
+        with pytest.raises(NotRegularFileError, match="not a regular file"):
+            load_snapshot(tmp_path / name)
+    (tmp_path / "short.safetensors").write_bytes(b"\x10\x00")
+    with pytest.raises(ValueError, match="shorter than a safetensors header"):
+        load_snapshot(tmp_path / "short.safetensors")

@@ -1,0 +1,134 @@
+"""Where each image of a batch has its bytes, and their reading in windows bounded by bytes.
+
+An image's bytes are in the batch (a binary column, a struct's `bytes`) or in a file next to the shard (a path).
+None is held longer than its probe takes: the images are read, probed and let go a window at a time, a window
+holding at most IN_FLIGHT bytes (one image larger than that, up to [data] max_image_bytes, is a window alone), so
+4,096 references to 5 MB files, or 40 references to one 200 MB file, never sit in memory together. A file is
+sized (stat) before it is read: one over max_image_bytes is flagged unread, and only a regular file is opened
+(dataaudit.io refuses a FIFO or a device: its read would block or never end).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dataaudit.io import read_bytes, stat
+
+from .probe import MISSING, OUTSIDE, TOO_BIG, Probe
+
+# The image bytes one batch holds at once (copies of in-batch bytes and files read), before they are probed.
+# A constant, not a [data] key: it bounds memory, not what is checked (results are the same for any value).
+IN_FLIGHT = 256 << 20
+
+
+def resolve_inside(folder: str, path: str) -> tuple[str | None, str | None]:
+    """(the file, None) when `path` names a file inside `folder` (symlinks resolved), else (None, why)."""
+    if "\0" in path:
+        return None, "path holds a NUL byte"
+    if os.path.isabs(path) or path.startswith(("/", "\\")) or (len(path) > 1 and path[1] == ":"):
+        return None, f"absolute path {path!r} (outside the shard's folder)"
+    root = os.path.realpath(folder)
+    full = os.path.realpath(os.path.join(root, path))
+    if full != root and not full.startswith(root + os.sep):
+        return None, f"path {path!r} resolves outside the shard's folder"
+    return full, None
+
+
+def _sized(folder: str, path: str, limit: int) -> tuple[str | None, int, Probe | None]:
+    """(the file, its size, None) for a referenced image to read, or (None, 0, the probe saying why not)."""
+    if "://" in path:
+        return None, 0, Probe(MISSING, f"{path!r} is a URL (not downloaded)")
+    full, why = resolve_inside(folder, path)
+    if full is None:
+        return None, 0, Probe(OUTSIDE, why)
+    try:
+        size = stat(full).size
+    except FileNotFoundError:
+        return None, 0, Probe(MISSING, f"no such file: {path!r}")
+    except OSError as e:
+        return None, 0, Probe(MISSING, f"cannot read {path!r}: {e.strerror or e}")
+    if size > limit:
+        return None, 0, Probe(TOO_BIG, f"file of {size} bytes > max_image_bytes {limit} (not read)")
+    return full, size, None
+
+
+def _read(full: str, path: str, limit: int) -> bytes | Probe:
+    try:
+        data = read_bytes(full, limit)
+    except OSError as e:     # gone since, unreadable, or not a regular file (a FIFO, a device)
+        return Probe(MISSING, f"cannot read {path!r}: {e.strerror or e}")
+    if len(data) > limit:    # grew since it was sized
+        return Probe(TOO_BIG, f"file of more than {limit} bytes > max_image_bytes {limit} (not read)")
+    return data
+
+
+@dataclass
+class Media:
+    """The bytes of each image of a batch, by reference: an in-batch binary array and an index in it, or a file.
+    `pre`: the probe of an image known without reading it (missing, outside, too big), else None."""
+
+    folder: str
+    limit: int
+    arrays: list = field(default_factory=list)       # binary arrays holding in-batch bytes
+    where: list = field(default_factory=list)        # per image: (array index, element) or (-1, path)
+    files: list = field(default_factory=list)        # per image: the resolved file to read, or None
+    sizes: list = field(default_factory=list)        # per image: bytes it holds (0 when not read)
+    pre: list = field(default_factory=list)
+    same: dict = field(default_factory=dict)          # image -> an earlier image of the same file (read once)
+    _first: dict = field(default_factory=dict, repr=False)   # resolved file -> its first image
+
+    def add_bytes(self, data: pa.Array, paths: list) -> None:
+        """Images of one field: `data` their bytes (null: read the file `paths[i]`, when there is one)."""
+        a = len(self.arrays)
+        self.arrays.append(data)
+        lengths = pc.fill_null(pc.binary_length(data), -1).to_numpy(zero_copy_only=False) if len(data) \
+            else np.zeros(0, np.int64)
+        for i, (n, path) in enumerate(zip(lengths.tolist(), paths)):
+            if n >= 0:
+                self._append((a, i), None, n, None)
+            elif path is not None:
+                self.add_path(path)
+            else:
+                self._append((a, i), None, 0, Probe(MISSING, "image struct with no bytes and no path"))
+
+    def add_path(self, path: str) -> None:
+        full, size, found = _sized(self.folder, path, self.limit)
+        if full is not None:       # a file many records name (one picture for every row) is read once
+            first = self._first.setdefault(full, len(self.where))
+            if first != len(self.where):
+                self.same[len(self.where)] = first
+        self._append((-1, path), full, size, found)
+
+    def _append(self, where, full, size, found) -> None:
+        self.where.append(where)
+        self.files.append(full)
+        self.sizes.append(size)
+        self.pre.append(found)
+
+    def fetch(self, k: int) -> bytes | Probe:
+        """Image k's bytes (a file read now, bounded by the byte limit), or the probe saying why there are none."""
+        if self.pre[k] is not None:
+            return self.pre[k]
+        a, i = self.where[k]
+        if a >= 0:
+            return self.arrays[a][i].as_py()
+        return _read(self.files[k], i, self.limit)
+
+    def windows(self, budget: int = IN_FLIGHT) -> Iterator[list[int]]:
+        """The images to read, in order, in runs holding at most `budget` bytes together (one larger image alone)."""
+        run, held = [], 0
+        for k, (size, found) in enumerate(zip(self.sizes, self.pre)):
+            if found is not None or k in self.same:
+                continue
+            if run and held + size > budget:
+                yield run
+                run, held = [], 0
+            run.append(k)
+            held += size
+        if run:
+            yield run
