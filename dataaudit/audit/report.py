@@ -38,11 +38,15 @@ RENDERINGS = {
 
 def _conversation_notes(key: str, stat: dict) -> list[str]:
     """How a conversation field's tokens were counted, and what failed to render."""
-    notes = [f"{key}: {RENDERINGS.get(stat['rendering'], stat['rendering'])}"]
-    if stat["render_errors"]:
-        notes.append(f"{key}: {stat['render_errors']} conversations could not be rendered with the chat template "
-                     f"and are not counted (e.g. {stat['render_error']})")
-    return notes
+    return [f"{key}: {RENDERINGS.get(stat['rendering'], stat['rendering'])}"]
+
+
+def _render_notes(lengths: dict) -> list[str]:
+    """Conversations the chat template failed on: their lengths are not checked (--strict fails on these; the
+    trainer's template would fail on them too)."""
+    return [f"{key}: {stat['render_errors']} conversations could not be rendered with the chat template and are "
+            f"not counted (e.g. {stat['render_error']})"
+            for key, stat in lengths.items() if stat.get("rendering") is not None and stat["render_errors"]]
 
 
 def _over_context_note(key: str, stat: dict, ctx: int) -> str:
@@ -162,8 +166,10 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
             kept.extend(items[: 5 - len(kept)])
     lengths = _lengths(summaries, config)
     sections = _sections(summaries, config)
-    # wrong-typed configured fields, shards without text, columns no check reads: --strict fails on these
-    field_notes = [f"{s['path']}: {p}" for s in summaries for p in s["problems"]] + _field_notes(summaries, config)
+    # wrong-typed configured fields, shards without text, columns no check reads, conversations the template failed
+    # on: --strict fails on these
+    field_notes = [f"{s['path']}: {p}" for s in summaries for p in s["problems"]] + _field_notes(summaries, config) \
+        + _render_notes(lengths)
     totals["field_warnings"] = len(field_notes)
     notes = _notes(lengths, totals) + _unreadable_notes(summaries) + _read_notes(summaries, config) + field_notes
     for name, section in sections.items():

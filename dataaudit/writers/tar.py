@@ -20,6 +20,7 @@ import tarfile
 import numpy as np
 
 from dataaudit.io import open_input
+from dataaudit.sources.tar_headers import BoundedTarInfo
 from dataaudit.sources.webdataset_tar import split_member
 
 from .base import COPY_CHUNK, ShardMismatch, WriteOptions, atomic_stream, check_rows, compressed, is_gzip

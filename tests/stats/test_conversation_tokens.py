@@ -179,6 +179,7 @@ def test_a_template_that_does_not_compile_fails_every_record_not_the_shard(tmp_p
     assert stat["render_error"].startswith("TemplateSyntaxError: ")
     assert any(n.startswith("messages.tokens: 7 conversations could not be rendered") for n in report["notes"])
     assert report["totals"]["unreadable_shards"] == 0
+    assert report["totals"]["field_warnings"] == 1     # not a silent all-clear: --strict fails on it
 
 
 def test_reply_end_unknown_when_the_template_refuses_the_cut_conversation(tmp_path):
