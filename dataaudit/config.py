@@ -13,7 +13,7 @@ from typing import Any
 from dataaudit.errors import DataAuditError
 from dataaudit.extras import available, missing_message
 from dataaudit.fields import ROLES
-from dataaudit.io import exists, is_dir, is_file
+from dataaudit.io import exists, is_dir, is_file, special
 from dataaudit.tomlfile import read_toml
 
 
@@ -154,6 +154,8 @@ def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
         # conversations whose token lengths are counted)
         if is_dir(tok) and not is_file(tok / "tokenizer.json"):
             raise _fail(source, f"[data] tokenizer folder has no tokenizer.json: {tok}")
+        if special(tok):   # a FIFO or device would hang or fill memory when the tokenizer is read
+            raise _fail(source, f"[data] tokenizer is not a regular file ({special(tok)}): {tok}")
         if not exists(tok):
             raise _fail(source, f"[data] tokenizer file not found: {tok}")
         data["tokenizer"] = str(tok)

@@ -17,7 +17,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from dataaudit.io import is_file
+from dataaudit.io import is_file, special
 from dataaudit.sources.base import READ_ERRORS, ShardReadError
 from dataaudit.sources.delimited import delimited_records, iter_delimited
 from dataaudit.sources.json_array import holds_json_array, iter_json_array, json_records
@@ -184,7 +184,8 @@ def read_schema(path: str) -> pa.Schema | None:
     the shard cannot be read or is not there."""
     schema = format_of(path).schema_peek(path)
     if schema is None and not is_file(path):
-        raise ShardReadError(f"{os.fspath(path)}: no such file")
+        what = special(path)
+        raise ShardReadError(f"{os.fspath(path)}: " + (f"not a regular file ({what})" if what else "no such file"))
     return schema
 
 

@@ -56,7 +56,7 @@ def expand_shards(args: list[str]) -> list[str]:
     """Files as given, folders walked (sorted; the files of dataaudit's own jobs left out), globs expanded (sorted);
     duplicates dropped, order kept."""
     from dataaudit.formats import format_of, titles   # the readers load when a command runs, not for `--help`
-    from dataaudit.io import glob, is_dir, is_file
+    from dataaudit.io import glob, is_dir, is_file, special
 
     paths: list[str] = []
     for arg in args:
@@ -77,5 +77,6 @@ def expand_shards(args: list[str]) -> list[str]:
                 raise InputPathError(str(exc)) from None
             paths.append(arg)
         else:
-            raise InputPathError(f"{arg}: path not found")
+            what = special(arg)
+            raise InputPathError(f"{arg}: " + (f"not a regular file ({what})" if what else "path not found"))
     return list(dict.fromkeys(paths))

@@ -124,13 +124,16 @@ def test_f11_a_fifo_and_a_dev_zero_link_in_an_audited_folder_are_reported_not_op
     assert sorted(shards) == ["a.jsonl", "b.jsonl", "c.jsonl"]
     assert shards["a.jsonl"]["status"] == "ok"
     assert [shards[n]["status"] for n in ("b.jsonl", "c.jsonl")] == ["unreadable", "unreadable"]
+    assert [shards[n]["error"] for n in ("b.jsonl", "c.jsonl")] == [
+        f"{data / 'b.jsonl'}: not a regular file (a named pipe (FIFO))",
+        f"{data / 'c.jsonl'}: not a regular file (a character device)"]
     assert report["totals"]["samples"] == 1 and report["totals"]["unreadable_shards"] == 2
 
 
 def test_f11_a_named_fifo_is_one_line_exit_2(tmp_path):
     os.mkfifo(tmp_path / "b.jsonl")
     out = run_cli("audit", tmp_path / "b.jsonl", "--out", tmp_path / "out", timeout=60)
-    assert "b.jsonl" in _one_line_error(out)
+    assert _one_line_error(out).endswith("b.jsonl: not a regular file (a named pipe (FIFO))")
 
 
 def test_f11_the_door_opens_regular_files_only(tmp_path):
@@ -286,7 +289,9 @@ def test_f23c_a_tokenizer_that_is_a_fifo_or_a_device_is_one_line_exit_2(tmp_path
     for target in ("fifo.json", "/dev/zero"):
         (tmp_path / "t.toml").write_text(f'[data]\ntokenizer = "{target}"\n')
         out = run_cli("audit", shard, "--config", tmp_path / "t.toml", "--out", tmp_path / "out", timeout=60)
-        assert target in _one_line_error(out)
+        what = "a named pipe (FIFO)" if target == "fifo.json" else "a character device"
+        assert _one_line_error(out).endswith(f"[data] tokenizer is not a regular file ({what}): "
+                                             f"{tmp_path / target if target == 'fifo.json' else target}")
     for args in (("audit", shard, "--config"), ("tokenizer-drift", tok)):
         (tmp_path / "t.toml").write_text('[data]\ntokenizer = "tok"\n')
         extra = (tmp_path / "t.toml",) if args[0] == "audit" else (tok,)
