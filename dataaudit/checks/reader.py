@@ -25,6 +25,7 @@ def unreadable_record(batch: pa.RecordBatch) -> CheckOutput:
 
 
 @register("reader_warning", target="reader", severity="warning", detail="{value}",
-          description="The record was read but something in it was skipped (unpickleable member, non-adjacent key, unsafe path).")
+          description="The record was read but something in it was skipped (unpickleable member, non-adjacent key, "
+                      "unsafe path, a reserved member name, a value of another type than its column: `field_type:`).")
 def reader_warning(batch: pa.RecordBatch) -> CheckOutput:
     return _reader_message(batch.column(WARNING))
