@@ -239,22 +239,25 @@ def _planned_calls(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, 
             yield spec, kind, site, arg, params
 
 
-def _run(spec: CheckSpec, arg, params: dict, states: dict) -> CheckOutput:
-    """One call; a stateful check gets its shard state and its part from this batch is merged into it."""
+def _run(spec: CheckSpec, arg, params: dict, states: dict, merges: list) -> CheckOutput:
+    """One call; a stateful check gets its shard state, and its part from this batch is put in `merges` (merged
+    into the state when the whole batch has been checked: a batch that fails part way leaves no trace)."""
     if spec.state is None:
         return spec.fn(arg, **params)
     state = states.get(spec.name)
     if state is None:   # a caller that keeps no shard state: this batch's alone
         state = states[spec.name] = spec.state.start()
     out = spec.fn(arg, state, **params)
-    spec.state.merge(state, out.state)
+    merges.append((spec, state, out.state))
     return out
 
 
 def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, shard: str,
                 tokenizer=None, device=None, examples_per_check: int = 5,
                 states: dict[str, Any] | None = None) -> BatchResult:
-    """Every planned check on one batch. `states`: the shard's state of each stateful check (updated in place)."""
+    """Every planned check on one batch. `states`: the shard's state of each stateful check (updated in place when
+    every check has run: a batch that raises changes no state, so its records can be checked again). Each stateful
+    check runs at most once per batch (one id field, one text with token ids)."""
     n = batch.num_rows
     # A record the reader could not decode has no data to check: only its reader error is reported.
     usable = ~_to_numpy(pc.is_valid(batch.column(ERROR)))
@@ -264,9 +267,10 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
     texts = BatchTexts.of(batch, plan)
     states = {} if states is None else states
     images: list[ImageBatch] = []
+    merges: list = []
     for spec, kind, site, arg, params in _planned_calls(batch, plan, config, texts, device, shard, images):
         name = spec.name
-        out = _run(spec, arg, params, states)
+        out = _run(spec, arg, params, states, merges)
         flagged = _to_numpy(out.flagged).astype(bool, copy=False)
         idx = np.flatnonzero(flagged)
         rows = site.rows(idx)
@@ -300,8 +304,11 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
             for j, (i, r, s) in enumerate(zip(idx[first].tolist(), rows[first].tolist(), snippets))
         ]
     flags = pa.concat_tables(tables) if tables else FLAG_SCHEMA.empty_table()
-    return BatchResult(flags, flagged_rows, _lengths(batch, plan, texts, usable, tokenizer), examples,
-                       images[0] if images else None)
+    result = BatchResult(flags, flagged_rows, _lengths(batch, plan, texts, usable, tokenizer), examples,
+                         images[0] if images else None)
+    for spec, state, part in merges:
+        spec.state.merge(state, part)
+    return result
 
 
 def _lengths(batch, plan: FieldPlan, texts: BatchTexts, usable: np.ndarray, tokenizer) -> dict[str, np.ndarray]:

@@ -12,18 +12,23 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 
-from dataaudit.audit.batch import FLAG_SCHEMA, audit_batch
+from dataaudit.audit.batch import FLAG_SCHEMA, audit_batch, flag_table
 from dataaudit.audit.plan import FieldPlan, resolve_plan
 from dataaudit.checks import REGISTRY
 from dataaudit.checks.runnable import configured
 from dataaudit.config import AuditConfig
 from dataaudit.handlers import report_unreadable
+from dataaudit.provenance import KEY, LINE, ROW
 from dataaudit.sources import PROVENANCE_COLUMNS
 from dataaudit.sources.fingerprint import shard_fingerprint
 from dataaudit.stage import ShardStage
 from dataaudit.stats.images import ImageStats
 from dataaudit.stats.lengths import LengthStats
 from dataaudit.stats.conversation_lengths import ConversationTokens, load_length_tokenizer
+
+
+# Records a check may fail on in one shard before the failure is taken for the shard's (see AuditShard._isolate).
+MAX_FAILED_RECORDS = 16
 
 
 @dataclass
@@ -90,6 +95,7 @@ class _Work:
     tokenizer: Any = None
     flags: list[pa.Table] = field(default_factory=list)
     plans: dict[pa.Schema, FieldPlan] = field(default_factory=dict)
+    failed_records: int = 0     # records a check raised on (each an unreadable_record)
 
 
 class AuditShard(ShardStage):
@@ -139,8 +145,12 @@ class AuditShard(ShardStage):
             # the first batch of a schema also shows what its string columns hold (identifiers, JSON)
             plan = work.plans[batch.schema] = resolve_plan(batch.schema, cfg, batch)
             _note_plan(result, plan)
-        out = audit_batch(batch, plan, cfg, result.path, work.tokenizer, self.device, self.examples_per_check,
-                          result.states)
+        try:
+            out = audit_batch(batch, plan, cfg, result.path, work.tokenizer, self.device, self.examples_per_check,
+                              result.states)
+        except Exception as exc:   # noqa: BLE001  (a check broke on some record: find it, keep the others)
+            self._isolate(work, batch, exc)
+            return
         result.records += batch.num_rows
         result.flagged += int(np.count_nonzero(out.flagged_rows))
         if out.flags.num_rows:
@@ -161,6 +171,33 @@ class AuditShard(ShardStage):
                 lengths.add_to(stat, _context_for(key, plan, cfg))
             else:
                 stat.add(lengths, _context_for(key, plan, cfg))
+
+    def _isolate(self, work: _Work, batch: pa.RecordBatch, exc: Exception) -> None:
+        """A batch on which a check raised (audit_batch changed nothing): its halves are checked again, down to the
+        records that fail alone, each an `unreadable_record` naming the error. Past MAX_FAILED_RECORDS in a shard
+        the failure is the shard's (re-raised: the shard is `unreadable`), not a record's: a check broken on every
+        record would otherwise be retried twice per record."""
+        if work.failed_records >= MAX_FAILED_RECORDS:
+            raise exc
+        if batch.num_rows == 1:
+            work.failed_records += 1
+            result = work.result
+            severity = self.config.check("unreadable_record").severity
+            detail = f"a check failed on this record: {report_unreadable(exc, result.path)}"
+            work.flags.append(flag_table(batch, np.zeros(1, np.int64), result.path, [None], [None],
+                                         "unreadable_record", severity, np.zeros(1), [detail]))
+            result.records += 1
+            result.flagged += 1
+            result.checks["unreadable_record"] += 1
+            kept = result.examples.setdefault("unreadable_record", [])
+            if len(kept) < self.examples_per_check:
+                kept.append({"shard": result.path, "key": batch.column(KEY)[0].as_py(),
+                             "row": batch.column(ROW)[0].as_py(), "line": batch.column(LINE)[0].as_py(),
+                             "field": None, "value": 0.0, "detail": detail, "snippet": None})
+            return
+        half = batch.num_rows // 2
+        self.add(work, batch.slice(0, half))
+        self.add(work, batch.slice(half))
 
     def finish(self, work: _Work, error: str | None) -> tuple[ShardResult, pa.Table]:
         if error is not None:

@@ -105,11 +105,43 @@ def test_f20_a_broken_shard_is_unreadable_and_the_job_goes_on(three, tmp_path, m
     r.assert_bounded()
     assert r.rc == 1, r.stderr
     report = r.report(out)
-    # the reader bug breaks after the first batch: its 30 records stay counted; a check failure counts none of them
+    # the reader bug breaks after the first batch: its 30 records stay counted; a check failing on every record is
+    # taken for the shard's after 16 records that failed alone (each counted, an unreadable_record)
     assert _statuses(report["shards"], "samples") == [
-        ("a.jsonl", "ok", 40, None), ("boom.jsonl", "unreadable", 30 if mode == "read" else 0, error),
+        ("a.jsonl", "ok", 40, None), ("boom.jsonl", "unreadable", 30 if mode == "read" else 16, error),
         ("b.jsonl", "ok", 20, None)]
     assert report["totals"]["unreadable_shards"] == 1
+    assert report["checks"]["unreadable_record"]["flagged"] == (0 if mode == "read" else 16)
+
+
+def test_f20_a_check_that_fails_on_one_record_costs_that_record_only(three, tmp_path, monkeypatch):
+    """The batch is checked again in halves, down to the records that fail alone: each is an unreadable_record
+    naming the error, every other record is checked as usual (its flags and the stateful checks' sections too)."""
+    import pyarrow.parquet as pq
+
+    import dataaudit.audit.shard as shard
+    from dataaudit.config import load_config
+    from dataaudit.pipelines.audit import run_audit
+    from dataaudit.pipelines.engine import EngineOptions
+
+    real = shard.audit_batch
+
+    def fails_on_boom(batch, *a, **kw):
+        if any("BOOM" in (t or "") for t in batch.column("text").to_pylist()):
+            raise KeyError("a check broke")
+        return real(batch, *a, **kw)
+    monkeypatch.setattr(shard, "audit_batch", fails_on_boom)
+    texts = {3: "BOOM here", 17: "", 25: "BOOM again"}   # 17: an empty text, flagged as usual
+    path = _jsonl(tmp_path / "data" / "c.jsonl", 30, text=lambda i: texts.get(i, f"plain words of record {i}"))
+    report = run_audit([*three[:1], path], load_config(None), tmp_path / "out", options=EngineOptions("local"))
+    c = report["shards"][1]
+    assert (c["status"], c["samples"], c["checks"]) == ("ok", 30, {"empty_text": 1, "unreadable_record": 2})
+    flags = [(r["row"], r["check"], r["detail"]) for r in pq.read_table(tmp_path / "out" / "flags.parquet")
+             .to_pylist() if r["shard"] == path]
+    assert sorted(flags) == [(3, "unreadable_record", "a check failed on this record: KeyError: 'a check broke'"),
+                             (17, "empty_text", "empty string"),
+                             (25, "unreadable_record", "a check failed on this record: KeyError: 'a check broke'")]
+    assert report["duplicate_id"]["ids"] == 40 + 28     # the 28 records checked, each once (none twice)
 
 
 @pytest.mark.parametrize("error, text", [(MemoryError(), "MemoryError"),
