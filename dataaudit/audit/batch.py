@@ -22,6 +22,8 @@ from dataaudit.checks.text_common import char_lengths
 from dataaudit.config import AuditConfig
 from dataaudit.images.batch import ImageBatch, Limits
 from dataaudit.images.pairs import Pairs
+from dataaudit.pairs import KtoBatch, PairBatch, joined_sides
+from dataaudit.pairs import joined as joined_conversation
 from dataaudit.provenance import ERROR, KEY, LINE, ROW
 from dataaudit.stats.conversation_lengths import as_length_tokenizer, conversation_tokens
 from dataaudit.stats.token_lengths import token_lengths
@@ -192,9 +194,18 @@ def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, s
         yield "text", None, None
     if len(texts.json):
         yield "json", Site(None, texts.json), texts.json.values
+    pairs = plan.pairs if plan.pairs is not None and plan.pairs.layout != "kto" else None
+    # A pair's prompt and sides are seen together (prompt + chosen, prompt + rejected), as the trainer renders them.
+    joined = {c.name for c in (pairs.prompt, *pairs.sides)} if pairs and joined_sides(pairs) else set()
     for col in plan.text:
-        if col.kind == "conversation":
+        if col.kind == "conversation" and col.name not in joined:
             yield "conversation", Site(col.name), conversation(batch, col)[0]
+    for side in (pairs.sides if joined else ()):
+        yield "conversation", Site(""), joined_conversation(batch, pairs.prompt, side)
+    if pairs is not None:
+        yield "pair", Site(""), PairBatch.of(batch, pairs)
+    elif plan.pairs is not None:
+        yield "kto", Site(plan.pairs.label), KtoBatch(plan.pairs.label, batch.column(plan.pairs.label))
     if plan.id is not None:
         yield "ids", Site(plan.id), batch.column(plan.id)
     if plan.images:
