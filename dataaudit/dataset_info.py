@@ -9,6 +9,7 @@ import os
 from typing import Mapping
 
 from dataaudit.errors import DataAuditError
+from dataaudit.io import is_file, read_text
 
 NAME = "dataset_info.json"
 
@@ -18,10 +19,10 @@ class DatasetInfoError(DataAuditError, ValueError):
 
 
 @functools.lru_cache(maxsize=16)
-def _load(path: str) -> dict:
+def load(path: str) -> dict:
+    """The registry at `path` (read once); DatasetInfoError when it is not one."""
     try:
-        with open(path, encoding="utf-8") as f:
-            found = json.load(f)
+        found = json.loads(read_text(path))
     except (OSError, ValueError) as exc:
         raise DatasetInfoError(f"{path}: not a readable dataset_info.json ({' '.join(str(exc).split())})") from None
     if not isinstance(found, dict):
@@ -32,10 +33,10 @@ def _load(path: str) -> dict:
 def entry_for(shard: str, given: str | None = None) -> Mapping | None:
     """The entry whose `file_name` is this shard (given file, else one beside the shard); None when none."""
     path = given or os.path.join(os.path.dirname(shard), NAME)
-    if given is None and not os.path.isfile(path):
+    if given is None and not is_file(path):
         return None
     base = os.path.basename(shard)
-    for entry in _load(path).values():
+    for entry in load(path).values():
         if isinstance(entry, dict) and os.path.basename(str(entry.get("file_name", ""))) == base:
             return entry if entry.get("ranking") or (entry.get("columns") or {}).get("kto_tag") else None
     return None

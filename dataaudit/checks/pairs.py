@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataaudit.pairs import KtoBatch, PairBatch
-from dataaudit.textops._pair_kernels import common_prefix, edit_ratio
+from dataaudit.textops.pair_kernels import common_prefix, edit_ratio
 from dataaudit.textops.arrow import string_buffers
 
 from .base import CheckOutput, register

@@ -97,8 +97,8 @@ def audit(shards, out, config_path, tokenizer, context_length, strict, read, dat
              "dataset_info": str(dataset_info.resolve()) if dataset_info else None}
     paths = expand_shards(list(shards))
     if dataset_info:
-        from dataaudit.dataset_info import _load
-        _load(str(dataset_info.resolve()))     # a bad registry is a usage error now, not a failed shard later
+        from dataaudit.dataset_info import load
+        load(str(dataset_info.resolve()))     # a bad registry is a usage error now, not a failed shard later
     config = load_config(config_path, {k: v for k, v in given.items() if v is not None})
     require_fields(paths, FieldSpec.from_config(config.fields, config.data), f"{config.source}: [fields]")
     make_out_dir(out)

@@ -105,7 +105,7 @@ def clean(shards, audit_dir, dedup_dirs, contamination_dir, out, severity, check
     from dataaudit.clean.plan import drop_share
     for p in job.shards.values():   # before a byte is written: what each shard will lose
         console.print(f"{p.path}: dropping {p.drop.size} of {plural(p.rows, 'record')} ({drop_share(p):.1%})",
-                      highlight=False, markup=False)
+                      highlight=False, markup=False, soft_wrap=True)
     with job_progress(console, len(job.shards), {"clean": ("cleaning", "shards")}) as on_progress:
         report = run_clean(job, out, options, on_progress)
     _print_summary(console, report, out)
