@@ -225,7 +225,8 @@ class Fields:
                 "json": [c.name for c in self.json],
                 "numeric": list(self.numeric), "label": single(self.label), "input_ids": single(self.input_ids),
                 "attention_mask": single(self.attention_mask), "id": single(self.id),
-                "image_tensor": single(self.image_tensor), "pairs": [self.pairs.describe()] if self.pairs else []}
+                "image_tensor": single(self.image_tensor),
+                **({"pairs": [self.pairs.describe()]} if self.pairs else {})}   # only pair data has the role
 
     def formats(self) -> dict[str, str]:
         """field -> its format, for the text and JSON fields and the identifiers."""
@@ -353,6 +354,8 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
         numeric = tuple(n for n, c in cols.items() if n not in special and not n.endswith(SHAPE_SUFFIX)
                         and c.kind == "float" and c.per_sample)
     pairs = pair_layout(cols, spec, text) if not images else None
+    if spec.text is None:   # a one-turn struct is text as a pair's side only (else, as before, not checked)
+        text = [c for c in text if not c.single or (pairs is not None and c.name in pairs.columns)]
     taken = {c.top for c in text} | ({pairs.label} if pairs and pairs.label else set())
     json = tuple(c for c in cols.values() if c.hint == "json" and not c.nested and c.name not in taken)
     identifiers = tuple(n for n, c in cols.items() if n not in taken and not c.nested and c.kind == "string"
@@ -361,7 +364,7 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
                       and c.kind in ("string", "int") and n not in (label, ids, mask)), None)
     used = taken | {c.name for c in json} | {c.name for c in images} | set(numeric) | set(identifiers) | \
         {label, ids, mask, record_id, image_tensor}
-    unchecked = tuple(c for n, c in cols.items() if n not in used and not c.nested and c.kind == "other"
+    unchecked = tuple(c for n, c in cols.items() if n not in used and not c.nested and (c.kind == "other" or c.single)
                       and not n.endswith((DTYPE_SUFFIX, SHAPE_SUFFIX)))
     return Fields(tuple(text), numeric, label, ids, mask, json, record_id, identifiers, unchecked, tuple(problems),
                   tuple(images), image_tensor=image_tensor, pairs=pairs)

@@ -184,3 +184,14 @@ def test_pair_checks_see_the_batch_vectorized():
     assert common_prefix(ao, ad, bo, bd).tolist() == [3, 0, 0, 4]
     ratio = edit_ratio(ao, ad, bo, bd, 0.5, np.arange(4))
     assert ratio.tolist() == [0.5, 1 - 3 / 7, 1.0, 1.0]
+
+
+def test_one_turn_struct_outside_a_pair_is_not_checked(tmp_path):
+    """A struct {role, content} that is no side of a pair stays unchecked (never a conversation check's error)."""
+    p = _jsonl(tmp_path, "x.jsonl", [{"text": "hello there", "note": {"role": "user", "content": "hi"}}])
+    from dataaudit.formats import iter_shard
+
+    batch = next(iter(iter_shard(p)))
+    fields = resolve_schema(batch.schema, FieldSpec(), batch)
+    assert [c.name for c in fields.text] == ["text"] and [c.name for c in fields.unchecked] == ["note"]
+    assert fields.pairs is None
