@@ -7,7 +7,7 @@ and each side's own prompt where the layout lets them differ (implicit, v1). All
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -114,6 +114,7 @@ class PairBatch:
     layout: PairLayout
     chosen: Side
     rejected: Side
+    cache: dict = field(default_factory=dict)   # what several pair checks share (normalized replies)
 
     @property
     def records(self) -> int:

@@ -20,7 +20,7 @@ from .base import CheckOutput, register
 
 
 def _norm(arr: pa.Array) -> pa.Array:
-    return pc.utf8_lower(pc.utf8_trim_whitespace(pc.replace_substring_regex(arr, r"\s+", " ")))
+    return pc.utf8_lower(pc.utf8_trim_whitespace(pc.binary_join(pc.utf8_split_whitespace(arr), " ")))
 
 
 def _bool(arr) -> np.ndarray:
@@ -32,10 +32,13 @@ def _blank(arr: pa.Array) -> np.ndarray:
 
 
 def _normalized(pairs: PairBatch) -> tuple[pa.Array, pa.Array, np.ndarray]:
-    """(chosen, rejected) normalized, and whether both sides have text (the pairs the comparisons judge)."""
-    c, r = _norm(pairs.chosen.reply), _norm(pairs.rejected.reply)
-    both = ~_blank(c) & ~_blank(r)
-    return pc.fill_null(c, ""), pc.fill_null(r, ""), both
+    """(chosen, rejected) normalized, and whether both sides have text (the pairs the comparisons judge); once
+    per batch, whichever check asks first."""
+    if "normalized" not in pairs.cache:
+        c, r = _norm(pairs.chosen.reply), _norm(pairs.rejected.reply)
+        both = ~_blank(c) & ~_blank(r)
+        pairs.cache["normalized"] = pc.fill_null(c, ""), pc.fill_null(r, ""), both
+    return pairs.cache["normalized"]
 
 
 def _lengths(arr: pa.Array) -> np.ndarray:
@@ -72,6 +75,8 @@ def pair_identical(pairs: PairBatch, **params) -> CheckOutput:
 
 
 def _prefix(pairs: PairBatch):
+    if "prefix" in pairs.cache:
+        return pairs.cache["prefix"]
     c, r, both = _normalized(pairs)
     co, cd = string_buffers(c)
     ro, rd = string_buffers(r)
@@ -80,7 +85,8 @@ def _prefix(pairs: PairBatch):
     differ = both & (cl != rl)
     shorter_rejected = rl < cl
     prefix = differ & (shared == np.minimum(cl, rl))
-    return c, r, both, co, cd, ro, rd, prefix, shorter_rejected
+    pairs.cache["prefix"] = c, r, both, co, cd, ro, rd, prefix, shorter_rejected
+    return pairs.cache["prefix"]
 
 
 @register("pair_prefix", target="pair", severity="warning", params={"min_chars": 20},
