@@ -44,10 +44,17 @@ def joined(batch: pa.RecordBatch, prompt: Column, side: Column) -> Conversation:
                         role_keys=(prompt.role_key, side.role_key))
 
 
-def joined_sides(layout: PairLayout) -> bool:
-    """Whether each side is seen with a separate prompt conversation (else each side is its own transcript)."""
-    return layout.prompt is not None and layout.prompt.kind == "conversation" and \
-        all(c.kind == "conversation" for c in layout.sides)
+def joined_views(layout: PairLayout) -> tuple[set[str], list[tuple[Column, Column]]]:
+    """(the conversation columns the conversation checks never see alone, the (prompt, side) conversations they
+    see instead). A prompt conversation alone ends with the user: it is no `no_assistant_turn`; beside string
+    replies it is seen by the text checks only. Sides that are their own transcripts (implicit, v1) and KTO's
+    whole `messages` are seen as they are."""
+    p = layout.prompt
+    sides = layout.sides or tuple(c for c in (layout.completion,) if c is not None)
+    if p is None or p.kind != "conversation" or not sides:
+        return set(), []
+    conv = [s for s in sides if s.kind == "conversation"]
+    return {p.name, *(s.name for s in conv)}, [(p, s) for s in conv]
 
 
 @dataclass

@@ -112,7 +112,7 @@ class Conversation:
 
     def where(self, turns: np.ndarray) -> list[str]:
         """The path suffix of the turns `turns` (indexes into this batch's turns): `[3].role`, or for a joined
-        conversation the full path `chosen[0].from` (its site has no name)."""
+        conversation the whole path `chosen[0].from`."""
         if self.names is None:
             return [f"[{t}].{self.field.role_key}" for t in self.turn[turns].tolist()]
         return [f"{self.names[s]}[{t}].{self.role_keys[s]}"

@@ -195,3 +195,18 @@ def test_one_turn_struct_outside_a_pair_is_not_checked(tmp_path):
     fields = resolve_schema(batch.schema, FieldSpec(), batch)
     assert [c.name for c in fields.text] == ["text"] and [c.name for c in fields.unchecked] == ["note"]
     assert fields.pairs is None
+
+
+def test_prompt_conversation_is_never_judged_alone(tmp_path):
+    """A prompt conversation beside string replies, and KTO's prompt + completion conversations: no
+    no_assistant_turn on the prompt (the reply is in another column)."""
+    user = [{"role": "user", "content": "Capital of France?"}]
+    s = _jsonl(tmp_path, "s.jsonl", [{"messages": user, "chosen": LONG, "rejected": OTHER}])
+    assert _layout(s).describe() == "explicit prompt (prompt messages, chosen, rejected)"
+    assert _flags(s) == []
+    k = _jsonl(tmp_path, "k.jsonl", [{"prompt": user, "completion": [{"role": "assistant", "content": LONG}],
+                                      "label": True},
+                                     {"prompt": user, "completion": [{"role": "user", "content": LONG}],
+                                      "label": False}])
+    assert _layout(k).describe() == "KTO (prompt prompt, completion completion, label label)"
+    assert _flags(k) == [(1, "no_assistant_turn", "completion"), (1, "role_order", "completion[0].role")]
