@@ -156,7 +156,7 @@ def kto_label(kto: KtoBatch, **params) -> CheckOutput:
     else:
         flagged = np.ones(n, bool)
     detail = _none(n)
-    shown = values.to_pylist() if flagged.any() and not pa.types.is_boolean(values.type) else None
-    for i in np.flatnonzero(flagged):
-        detail[i] = "the label is null" if null[i] else f"the label is {shown[i]!r} ({values.type}), not a bool"
+    idx = np.flatnonzero(flagged)
+    for i, v in zip(idx.tolist(), values.take(pa.array(idx, pa.int64())).to_pylist()):   # flagged rows only
+        detail[i] = "the label is null" if null[i] else f"the label is {v!r} ({values.type}), not a bool"
     return CheckOutput(flagged=flagged, value=flagged.astype(np.float64), detail=detail)
