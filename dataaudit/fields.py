@@ -433,8 +433,9 @@ def _hinted_layout(cols: dict[str, Column], hint: Mapping) -> PairLayout | None:
 
 def pair_layout(cols: dict[str, Column], spec: FieldSpec, text: list[Column]) -> PairLayout | None:
     """The preference or KTO layout of a schema, else None (configured text fields: none, the user chose)."""
-    if spec.pairs is not None:
-        return _hinted_layout(cols, spec.pairs)
+    hinted = _hinted_layout(cols, spec.pairs) if spec.pairs is not None else None
+    if hinted is not None:
+        return hinted
     if spec.text is not None:
         return None
     get = cols.get
