@@ -25,7 +25,7 @@ FIELD_KEYS = ROLES   # [fields] keys: the roles of the one field rule
 # [data] keys of the config itself: facts about the data that field resolution, the length statistics and the
 # checks read. A check declares which [data] keys fill its parameters and may own more keys, which it validates
 # itself (CheckSpec.data, CheckSpec.resolve_data).
-DATA_FACTS = ("num_classes", "vocab_size", "pad_id", "context_length", "tokenizer", "numeric_dtype", "max_image_pixels",
+DATA_FACTS = ("dataset_info", "num_classes", "vocab_size", "pad_id", "context_length", "tokenizer", "numeric_dtype", "max_image_pixels",
               "max_image_bytes", "image_threads")
 CHECK_KEYS = ("enabled", "severity")
 # How much of a Parquet shard the audit decodes (`dataaudit audit --read`): every column of every row group, as a

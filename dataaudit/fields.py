@@ -108,6 +108,7 @@ class Column:
     # Arrow column's from the `<name>.shape` / `<name>.dtype` columns beside it in a sample batch (image tensors).
     ndim: int | None = None
     dtype: str | None = None
+    single: bool = False           # a conversation of one turn stored as a struct (LLaMA-Factory's `chosen`)
 
     @property
     def numeric(self) -> bool:
@@ -122,7 +123,7 @@ class Column:
         """The format as the summary and report show it."""
         if self.kind == "conversation":
             text = f"{self.text_key}[].{self.part_key}" if self.part_key else self.text_key
-            return f"conversation ({self.role_key}, {text})"
+            return f"{'turn' if self.single else 'conversation'} ({self.role_key}, {text})"
         if self.kind == "strings":
             return "list of texts"
         if self.hint == "json":
@@ -155,6 +156,7 @@ class FieldSpec:
     attention_mask: str | None = None
     auto_label: bool = False
     image_tensor: str | None = None
+    pairs: Mapping | None = field(default=None, compare=False)   # a dataset_info.json entry for this shard
 
     def __post_init__(self):
         for role in ("text", "image"):
@@ -209,6 +211,7 @@ class Fields:
     problems: tuple[str, ...] = field(default_factory=tuple)
     images: tuple[Column, ...] = ()
     image_tensor: str | None = None   # decoded images ([C, H, W] per sample); also numeric when float
+    pairs: "PairLayout | None" = None  # preference pairs or KTO records (dataaudit.fields, pair block)
 
     @property
     def primary_text(self) -> str | None:
@@ -222,7 +225,8 @@ class Fields:
                 "json": [c.name for c in self.json],
                 "numeric": list(self.numeric), "label": single(self.label), "input_ids": single(self.input_ids),
                 "attention_mask": single(self.attention_mask), "id": single(self.id),
-                "image_tensor": single(self.image_tensor)}
+                "image_tensor": single(self.image_tensor),
+                **({"pairs": [self.pairs.describe()]} if self.pairs else {})}   # only pair data has the role
 
     def formats(self) -> dict[str, str]:
         """field -> its format, for the text and JSON fields and the identifiers."""
@@ -235,6 +239,8 @@ class Fields:
         cols = [c.top for c in self.text] + [c.name for c in self.json] + [c.name for c in self.images]
         cols += [*self.numeric, self.label, self.input_ids, self.attention_mask, self.id]
         cols += [c + DTYPE_SUFFIX for c in self.numeric]
+        if self.pairs is not None and self.pairs.label:
+            cols.append(self.pairs.label)
         if self.image_tensor:
             cols += [self.image_tensor, self.image_tensor + SHAPE_SUFFIX, self.image_tensor + DTYPE_SUFFIX]
         return [c for c in dict.fromkeys(cols) if c]
@@ -347,7 +353,10 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
         special = {label, ids, mask}
         numeric = tuple(n for n, c in cols.items() if n not in special and not n.endswith(SHAPE_SUFFIX)
                         and c.kind == "float" and c.per_sample)
-    taken = {c.top for c in text}
+    pairs = pair_layout(cols, spec, text) if not images else None
+    if spec.text is None:   # a one-turn struct is text as a pair's side only (else, as before, not checked)
+        text = [c for c in text if not c.single or (pairs is not None and c.name in pairs.columns)]
+    taken = {c.top for c in text} | ({pairs.label} if pairs and pairs.label else set())
     json = tuple(c for c in cols.values() if c.hint == "json" and not c.nested and c.name not in taken)
     identifiers = tuple(n for n, c in cols.items() if n not in taken and not c.nested and c.kind == "string"
                         and (c.hint == "identifier" or is_identifier_name(n)))
@@ -355,10 +364,100 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
                       and c.kind in ("string", "int") and n not in (label, ids, mask)), None)
     used = taken | {c.name for c in json} | {c.name for c in images} | set(numeric) | set(identifiers) | \
         {label, ids, mask, record_id, image_tensor}
-    unchecked = tuple(c for n, c in cols.items() if n not in used and not c.nested and c.kind == "other"
+    unchecked = tuple(c for n, c in cols.items() if n not in used and not c.nested and (c.kind == "other" or c.single)
                       and not n.endswith((DTYPE_SUFFIX, SHAPE_SUFFIX)))
     return Fields(tuple(text), numeric, label, ids, mask, json, record_id, identifiers, unchecked, tuple(problems),
-                  tuple(images), image_tensor=image_tensor)
+                  tuple(images), image_tensor=image_tensor, pairs=pairs)
+
+
+# ---- Preference pairs and KTO (issue 30). A pair is one record: a prompt and two replies, each side checked as
+# a reply to that prompt; a KTO record is one reply and a bool label. Recognised by column names and kinds (or by
+# LLaMA-Factory's dataset_info.json, passed as FieldSpec.pairs); anything else is not a pair layout.
+PAIR_LAYOUTS = {"ranking": "LLaMA-Factory ranking", "explicit": "explicit prompt", "implicit": "implicit prompt",
+                "v1": "v1 chosen_messages/rejected_messages", "kto": "KTO"}
+PROMPT_NAMES = ("prompt", "conversations", "messages", "instruction", "question")
+KTO_LABELS = ("label", "kto_tag")
+
+
+@dataclass(frozen=True)
+class PairLayout:
+    """Which columns are the prompt, the two sides (or, for KTO, the reply) and the label.
+    layout: a key of PAIR_LAYOUTS. prompt: None when each side carries its own (implicit, v1: the turns before
+    the last). completion: KTO's reply column (None: the reply is the last turn of `prompt`, a conversation)."""
+
+    layout: str
+    prompt: Column | None = None
+    chosen: Column | None = None
+    rejected: Column | None = None
+    completion: Column | None = None
+    label: str | None = None
+
+    @property
+    def sides(self) -> tuple[Column, ...]:
+        return tuple(c for c in (self.chosen, self.rejected) if c is not None)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(c.name for c in (self.prompt, *self.sides, self.completion) if c is not None)
+
+    def describe(self) -> str:
+        lead = "conversation" if self.layout == "kto" and self.completion is None else "prompt"
+        parts = [f"{lead} {self.prompt.name}" if self.prompt else None,
+                 *(f"{c.name}" for c in self.sides), f"completion {self.completion.name}" if self.completion else None,
+                 f"label {self.label}" if self.label else None]
+        return f"{PAIR_LAYOUTS[self.layout]} ({', '.join(p for p in parts if p)})"
+
+
+def _side(c: Column | None) -> bool:
+    return c is not None and c.kind in ("string", "conversation") and not c.nested
+
+
+def _hinted_layout(cols: dict[str, Column], hint: Mapping) -> PairLayout | None:
+    """The layout dataset_info.json describes ({formatting, ranking, columns, tags}), when its columns are here."""
+    names = dict(hint.get("columns") or {})
+    if hint.get("ranking"):
+        chosen, rejected = cols.get(names.get("chosen", "chosen")), cols.get(names.get("rejected", "rejected"))
+        prompt = cols.get(names.get("messages") or names.get("prompt") or
+                          ("conversations" if hint.get("formatting") == "sharegpt" else "instruction"))
+        if _side(chosen) and _side(rejected):
+            return PairLayout("ranking", prompt if _side(prompt) else None, chosen, rejected)
+    if names.get("kto_tag") in cols:
+        reply, prompt = cols.get(names.get("response", "")), cols.get(names.get("prompt", ""))
+        if _side(reply):
+            return PairLayout("kto", prompt if _side(prompt) else None, completion=reply, label=names["kto_tag"])
+        conv = cols.get(names.get("messages", "conversations"))
+        if _side(conv):
+            return PairLayout("kto", conv, label=names["kto_tag"])
+    return None
+
+
+def pair_layout(cols: dict[str, Column], spec: FieldSpec, text: list[Column]) -> PairLayout | None:
+    """The preference or KTO layout of a schema, else None (configured text fields: none, the user chose)."""
+    hinted = _hinted_layout(cols, spec.pairs) if spec.pairs is not None else None
+    if hinted is not None:
+        return hinted
+    if spec.text is not None:
+        return None
+    get = cols.get
+    if _side(get("chosen_messages")) and _side(get("rejected_messages")):
+        return PairLayout("v1", None, get("chosen_messages"), get("rejected_messages"))
+    chosen, rejected = get("chosen"), get("rejected")
+    if _side(chosen) and _side(rejected):
+        prompt = next((get(n) for n in PROMPT_NAMES if _side(get(n))), None)
+        if prompt is None:
+            return PairLayout("implicit", None, chosen, rejected)
+        return PairLayout("ranking" if chosen.single else "explicit", prompt, chosen, rejected)
+    label = next((n for n in KTO_LABELS if n in cols), None)
+    if label is None:
+        return None
+    completion = get("completion")
+    if _side(completion):   # TRL unpaired: any label type (kto_label reports a non-bool one)
+        prompt = get("prompt")
+        return PairLayout("kto", prompt if _side(prompt) else None, completion=completion, label=label)
+    conv = next((get(n) for n in ("messages", "conversations") if get(n) is not None), None)
+    if cols[label].kind == "bool" and conv is not None and conv.kind == "conversation":
+        return PairLayout("kto", conv, label=label)
+    return None
 
 
 def missing_fields(spec: FieldSpec, schemas: Iterable[Iterable[Column]]) -> list[str]:
@@ -404,12 +503,15 @@ def _value_hint(values) -> str | None:
 
 
 def _conversation_keys(t) -> tuple[str, str, str | None] | None:
-    """(role key, text key, part key) when `t` is a list of turns, else None."""
+    """(role key, text key, part key) when `t` is a list of turns (or one turn: a struct), else None."""
     import pyarrow as pa
 
-    if not (pa.types.is_list(t) or pa.types.is_large_list(t)) or not pa.types.is_struct(t.value_type):
+    if pa.types.is_struct(t):
+        turn = {f.name: f.type for f in t}
+    elif not (pa.types.is_list(t) or pa.types.is_large_list(t)) or not pa.types.is_struct(t.value_type):
         return None
-    turn = {f.name: f.type for f in t.value_type}
+    else:
+        turn = {f.name: f.type for f in t.value_type}
     textual = lambda x: pa.types.is_string(x) or pa.types.is_large_string(x) or pa.types.is_null(x)  # noqa: E731
     role = next((k for k in ROLE_KEYS if k in turn and textual(turn[k])), None)
     for key in TURN_TEXT_KEYS:
@@ -549,7 +651,7 @@ def arrow_columns(schema, sample=None) -> list[Column]:
         keys = _conversation_keys(f.type)
         if keys is not None:
             out.append(Column(f.name, "conversation", str(f.type), role_key=keys[0], text_key=keys[1],
-                              part_key=keys[2]))
+                              part_key=keys[2], single=pa.types.is_struct(f.type)))
             continue
         kind = _kind(f.type)
         hint = None

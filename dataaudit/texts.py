@@ -49,6 +49,18 @@ def _flatten(lists: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     return values, parents, position
 
 
+def turn_lists(batch: pa.RecordBatch, col: Column) -> pa.Array:
+    """A conversation column as a list of turns: a one-turn struct (LLaMA-Factory's `chosen`) becomes a list of
+    one (a null struct: a null list), so its turn is named `chosen[0].value`."""
+    arr = _plain(batch.column(col.name))
+    if not col.single:
+        return arr
+    valid = _np(pc.is_valid(arr)).astype(bool)
+    offsets = np.zeros(len(arr) + 1, np.int32)
+    np.cumsum(valid, out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), arr.filter(pa.array(valid)), mask=pa.array(~valid))
+
+
 def _field(struct: pa.Array, key: str) -> pa.Array:
     return _plain(pc.struct_field(struct, key))
 
@@ -92,6 +104,19 @@ class Conversation:
     roles: pa.Array           # string role of each turn (null: missing or the turn is null)
     present: np.ndarray       # bool per record: the field is there (not null)
     counts: np.ndarray        # int64 turns per record
+    # A pair's side seen with its prompt (dataaudit.pairs.joined): per turn, the field it is in and its index there
+    names: tuple[str, ...] | None = None
+    source: np.ndarray | None = None
+    local: np.ndarray | None = None
+    role_keys: tuple[str, ...] | None = None
+
+    def where(self, turns: np.ndarray) -> list[str]:
+        """The path suffix of the turns `turns` (indexes into this batch's turns): `[3].role`, or for a joined
+        conversation the whole path `chosen[0].from`."""
+        if self.names is None:
+            return [f"[{t}].{self.field.role_key}" for t in self.turn[turns].tolist()]
+        return [f"{self.names[s]}[{t}].{self.role_keys[s]}"
+                for s, t in zip(self.source[turns].tolist(), self.local[turns].tolist())]
 
 
 @dataclass
@@ -165,7 +190,7 @@ def call_arguments(batch: pa.RecordBatch, fields: tuple[Column, ...]) -> Segment
     for col in fields:
         if col.kind != "conversation":
             continue
-        turns, rows, turn = _flatten(batch.column(col.name))
+        turns, rows, turn = _flatten(turn_lists(batch, col))
         roles = _field(turns, col.role_key) if col.role_key in _names(turns) else pa.nulls(len(turns), pa.string())
         if "tool_calls" in _names(turns) and col.text_key != "tool_calls":
             calls = _plain(pc.struct_field(turns, "tool_calls"))
@@ -203,7 +228,7 @@ def _nested(batch: pa.RecordBatch, col: Column) -> pa.Array:
 
 def conversation(batch: pa.RecordBatch, col: Column) -> tuple[Conversation, pa.Array, np.ndarray]:
     """The conversation view of one field, with the text of every turn and whether the turn has text."""
-    lists = _plain(batch.column(col.name))
+    lists = turn_lists(batch, col)
     turns, rows, turn = _flatten(lists)
     roles = _field(turns, col.role_key) if col.role_key in [f.name for f in turns.type] else \
         pa.nulls(len(turns), pa.string())
@@ -302,6 +327,7 @@ class DocumentText:
 
         self.spec = FieldSpec(text=configured or None)
         self._fields: dict[pa.Schema, tuple[Column, ...]] = {}
+        self._labels: dict[pa.Schema, str | None] = {}   # a KTO record's label column (part of its document)
         self.names: list[str] = []        # every field used so far, in order of first use
 
     def columns(self, schema: pa.Schema | None) -> list[str] | None:
@@ -310,14 +336,19 @@ class DocumentText:
 
         if schema is None:
             return None
-        return list(dict.fromkeys(c.top for c in resolve_schema(schema, self.spec).text))
+        fields = resolve_schema(schema, self.spec)
+        label = [fields.pairs.label] if fields.pairs is not None and fields.pairs.label else []
+        return list(dict.fromkeys([c.top for c in fields.text] + label))
 
     def fields(self, batch: pa.RecordBatch) -> tuple[Column, ...]:
         from dataaudit.fields import resolve_schema
 
         found = self._fields.get(batch.schema)
         if found is None:
-            found = self._fields[batch.schema] = resolve_schema(batch.schema, self.spec, batch).text
+            resolved = resolve_schema(batch.schema, self.spec, batch)
+            found = self._fields[batch.schema] = resolved.text
+            pairs = resolved.pairs
+            self._labels[batch.schema] = pairs.label if pairs is not None and pairs.layout == "kto" else None
             self.names += [c.name for c in found if c.name not in self.names]
         return found
 
@@ -326,7 +357,13 @@ class DocumentText:
         fields = self.fields(batch)
         if not fields:
             return pa.nulls(batch.num_rows, pa.string())
-        return record_text(batch, fields)
+        text = record_text(batch, fields)
+        label = self._labels.get(batch.schema)
+        if label is None:
+            return text
+        # KTO: the same reply with opposite labels is two records, not a duplicate to drop silently
+        tag = pc.binary_join_element_wise("\nlabel=", pc.fill_null(batch.column(label).cast(pa.string()), "null"), "")
+        return _plain(pc.binary_join_element_wise(text, tag, ""))
 
     @property
     def label(self) -> str | None:

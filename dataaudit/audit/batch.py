@@ -22,6 +22,8 @@ from dataaudit.checks.text_common import char_lengths
 from dataaudit.config import AuditConfig
 from dataaudit.images.batch import ImageBatch, Limits
 from dataaudit.images.pairs import Pairs
+from dataaudit.pairs import KtoBatch, PairBatch, joined_views
+from dataaudit.pairs import joined as joined_conversation
 from dataaudit.provenance import ERROR, KEY, LINE, ROW
 from dataaudit.stats.conversation_lengths import as_length_tokenizer, conversation_tokens
 from dataaudit.stats.token_lengths import token_lengths
@@ -104,6 +106,7 @@ class Site:
     name: str | None
     segments: Segments | ImageBatch | None = None
     images: ImageBatch | None = None
+    whole_where: bool = False   # `where` is a whole path (a pair's side seen with its prompt), else a suffix
 
     def rows(self, idx: np.ndarray) -> np.ndarray:
         return idx if self.segments is None else self.segments.rows[idx]
@@ -113,6 +116,8 @@ class Site:
             return self.segments.paths(idx)
         if out.where is None:
             return [self.name] * idx.size
+        if self.whole_where:
+            return [out.where[i] or self.name for i in idx.tolist()]
         return [self.name + (out.where[i] or "") for i in idx.tolist()]
 
     def roles(self, idx: np.ndarray) -> list:
@@ -192,9 +197,18 @@ def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, s
         yield "text", None, None
     if len(texts.json):
         yield "json", Site(None, texts.json), texts.json.values
+    pairs = plan.pairs if plan.pairs is not None and plan.pairs.layout != "kto" else None
+    # A pair's prompt and sides are seen together (prompt + chosen, prompt + rejected), as the trainer renders them.
+    alone, joined = joined_views(plan.pairs) if plan.pairs is not None else (set(), [])
     for col in plan.text:
-        if col.kind == "conversation":
+        if col.kind == "conversation" and col.name not in alone:
             yield "conversation", Site(col.name), conversation(batch, col)[0]
+    for prompt, side in joined:
+        yield "conversation", Site(side.name, whole_where=True), joined_conversation(batch, prompt, side)
+    if pairs is not None:
+        yield "pair", Site(""), PairBatch.of(batch, pairs)
+    elif plan.pairs is not None:
+        yield "kto", Site(plan.pairs.label), KtoBatch(plan.pairs.label, batch.column(plan.pairs.label))
     if plan.id is not None:
         yield "ids", Site(plan.id), batch.column(plan.id)
     if plan.images:

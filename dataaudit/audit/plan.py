@@ -47,17 +47,21 @@ class FieldPlan(Fields):
     skipped: dict[str, str] = field(default_factory=dict)
 
 
-def resolve_plan(schema: pa.Schema, config: AuditConfig, sample: pa.RecordBatch | None = None) -> FieldPlan:
-    """The plan of a schema; `sample` (a batch of it) lets string columns be recognised as identifiers or JSON."""
-    resolved, missing = _without_missing_extras(
-        resolve_schema(schema, FieldSpec.from_config(config.fields, config.data), sample))
+def resolve_plan(schema: pa.Schema, config: AuditConfig, sample: pa.RecordBatch | None = None,
+                 pairs: dict | None = None) -> FieldPlan:
+    """The plan of a schema; `sample` (a batch of it) lets string columns be recognised as identifiers or JSON;
+    `pairs`: the shard's dataset_info.json entry (its pair layout)."""
+    spec = replace(FieldSpec.from_config(config.fields, config.data), pairs=pairs)
+    resolved, missing = _without_missing_extras(resolve_schema(schema, spec, sample))
     text, numeric, label, ids = resolved.text, resolved.numeric, resolved.label, resolved.input_ids
     conversations = any(c.kind == "conversation" for c in text)
     has_target = {"text": bool(text), "json": bool(resolved.json) or conversations, "conversation": conversations,
                   "ids": resolved.id is not None, "image": bool(resolved.images), "pairs": bool(resolved.images),
                   "numeric": bool(numeric), "label": label is not None,
                   "tokens": ids is not None, "text_tokens": resolved.primary_text is not None and ids is not None,
-                  "image_tensor": resolved.image_tensor is not None, "reader": True}
+                  "image_tensor": resolved.image_tensor is not None, "reader": True,
+                  "pair": resolved.pairs is not None and resolved.pairs.layout != "kto",
+                  "kto": resolved.pairs is not None and resolved.pairs.layout == "kto"}
     skipped = {}
     for name in REGISTRY:
         why = skip_reason(name, config, has_target, "this shard")

@@ -121,6 +121,12 @@ class AuditShard(ShardStage):
             fingerprint = None     # the reader reports why the shard cannot be read
         return _Work(ShardResult(path, states=states, fingerprint=fingerprint), tokenizer)
 
+    def _registry(self, work: _Work) -> dict | None:
+        """The shard's dataset_info.json entry (given or beside it), when it describes a pair or KTO layout."""
+        from dataaudit.dataset_info import entry_for
+
+        return entry_for(work.result.path, self.config.data.get("dataset_info"))
+
     def columns(self, work: _Work, schema: pa.Schema | None) -> list[str] | None:
         # Parquet: the checks get only the columns some check needs (the footer tells us which exist). With the
         # default read mode (all-columns) the reader decodes every other column too and drops it at once, so a
@@ -128,7 +134,7 @@ class AuditShard(ShardStage):
         # decoded at all, and are named (`not_decoded`). A shard none of whose columns is checked is read in full.
         if schema is None:
             return None
-        footer_plan = resolve_plan(schema, self.config)
+        footer_plan = resolve_plan(schema, self.config, pairs=self._registry(work))
         work.result.problems += list(footer_plan.problems)
         for col in footer_plan.unchecked:     # columns the checks do not get: named here
             work.result.unchecked.setdefault(col.name, col.type_name)
@@ -143,7 +149,7 @@ class AuditShard(ShardStage):
         plan = work.plans.get(batch.schema)
         if plan is None:
             # the first batch of a schema also shows what its string columns hold (identifiers, JSON)
-            plan = work.plans[batch.schema] = resolve_plan(batch.schema, cfg, batch)
+            plan = work.plans[batch.schema] = resolve_plan(batch.schema, cfg, batch, self._registry(work))
             _note_plan(result, plan)
         try:
             out = audit_batch(batch, plan, cfg, result.path, work.tokenizer, self.device, self.examples_per_check,

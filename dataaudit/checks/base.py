@@ -24,6 +24,8 @@ Targets (what the function receives, always as its first argument):
   "image_tensor" NumericField of decoded image tensors ([C, H, W] per sample) -> torch tensors
   "text_tokens"  TextAndTokens: a record batch with both a text field and token ids (audit only)
   "reader"       the record batch itself, for the reader's findings (audit only; sees undecodable records too)
+  "pair"         dataaudit.pairs.PairBatch: both sides of every preference pair (audit only)
+  "kto"          dataaudit.pairs.KtoBatch: the label column of KTO records (audit only)
   "samples"      the list of samples a dataset yielded for one batch, before collation (guard only: the collate
                  guard; a sample may be None)
 """
@@ -39,7 +41,7 @@ SUMMARY_KEYS = frozenset(("path", "records", "flagged", "status", "error", "chec
                           "skipped", "problems", "schema_version", "totals", "shards", "notes", "config", "run",
                           "images", "formats", "unchecked", "fingerprint"))
 TARGET_KINDS = ("text", "json", "conversation", "ids", "image", "pairs", "numeric", "label", "tokens", "token_ids",
-                "image_tensor", "text_tokens", "reader", "samples")
+                "image_tensor", "text_tokens", "reader", "samples", "pair", "kto")
 TURNS = (None, "assistant", "other")   # which text segments a text check sees: all, assistant turns, all others
 
 

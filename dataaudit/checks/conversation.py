@@ -55,7 +55,7 @@ def _by_record(conv: Conversation, bad: np.ndarray, detail) -> CheckOutput:
     count = np.bincount(conv.rows[bad], minlength=conv.records).astype(np.float64)
     flagged = first >= 0
     where = np.full(conv.records, None, dtype=object)
-    where[flagged] = [f"[{t}].{conv.field.role_key}" for t in conv.turn[first[flagged]]]
+    where[flagged] = conv.where(first[flagged])
     role = np.full(conv.records, None, dtype=object)
     role[flagged] = conv.roles.take(pa.array(first[flagged], pa.int64())).to_pylist()
     return CheckOutput(flagged=flagged, value=count, detail=detail(first, count), where=where, role=role)

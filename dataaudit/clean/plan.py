@@ -26,6 +26,25 @@ from .selection import DROPPED_SCHEMA, Selection, flag_drops, group, keep_drops,
 WRITER_VERSION = 1     # bump when a writer's output bytes change: older parts are then redone
 
 
+# A clean that drops most of a shard usually means the audit misread its layout (issue 30: 0 of 300 preference
+# pairs kept): refuse unless the user raises the limit.
+DEFAULT_MAX_DROP = 0.5
+
+
+def drop_share(plan: "ShardPlan") -> float:
+    return plan.drop.size / plan.rows if plan.rows else 0.0
+
+
+def _refuse_heavy_drops(shards: dict, max_drop: float) -> None:
+    heavy = [(p, s) for p, s in shards.items() if drop_share(s) > max_drop]
+    if heavy:
+        p, s = max(heavy, key=lambda x: drop_share(x[1]))
+        more = f" (and {len(heavy) - 1} more shard{'s' if len(heavy) > 2 else ''})" if len(heavy) > 1 else ""
+        raise CleanRefused(f"{p} would lose {s.drop.size} of {s.rows} records ({drop_share(s):.1%}){more}, more "
+                           f"than --max-drop {max_drop:.0%}: nothing written; check the audit's findings, or "
+                           "raise --max-drop")
+
+
 @dataclass
 class ShardPlan:
     path: str
@@ -117,8 +136,10 @@ def _contamination_drops(folder: Path, paths: list[str], counts: list[int], fps:
 
 def plan_clean(paths: Sequence[str], args: Sequence[str], out: Path, selection: Selection, audit_dir: Path,
                dedup_dirs: Sequence[Path] = (), contamination_dir: Path | None = None, *,
-               skip_unreadable: bool = False, row_group_rows: int | None = None) -> CleanJob:
-    """Everything decided before a byte is written; CleanRefused (one line) for any reason not to clean."""
+               skip_unreadable: bool = False, row_group_rows: int | None = None,
+               max_drop: float = DEFAULT_MAX_DROP) -> CleanJob:
+    """Everything decided before a byte is written; CleanRefused (one line) for any reason not to clean, among
+    them a shard that would lose more than `max_drop` (a share, 0..1) of its records."""
     report = _read_json(join(audit_dir, audit.FILES.record), "audit")
     paths, skipped = audited(list(paths), report, skip_unreadable)
     if not paths:
@@ -152,6 +173,7 @@ def plan_clean(paths: Sequence[str], args: Sequence[str], out: Path, selection: 
         fp = fps[i]
         shards[p] = ShardPlan(p, str(outputs[i]), str(outputs[i].relative_to(out)), format_of(p).name, counts[i],
                               d.rows, d.offsets, d.codes, f"{d.digest()}-{fp['xxh3_128']}")
+    _refuse_heavy_drops(shards, max_drop)
     findings = {"audit": str(audit_dir), "dedup": [str(d) for d in dedup_dirs],
                 "contamination": None if contamination_dir is None else str(contamination_dir)}
     return CleanJob(shards, names, selection, findings, skipped, row_group_rows, str(out))

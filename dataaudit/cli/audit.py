@@ -85,13 +85,20 @@ def _skipped_by_reason(checks: dict) -> dict[str, list[str]]:
                    "column that cannot be decoded makes its shard unreadable, naming it); checked-columns decodes "
                    "only the columns the checks read (faster on shards with wide unchecked columns; a note names "
                    "the columns not decoded). Other formats always read whole records.")
+@click.option("--dataset-info", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="LLaMA-Factory's dataset_info.json: its formatting, ranking, columns and tags decide the "
+                   "preference/KTO layout of the shards it lists (default: the one beside each shard, if any).")
 @engine_options("one task per shard", local_workers=True)
-def audit(shards, out, config_path, tokenizer, context_length, strict, read, options):
+def audit(shards, out, config_path, tokenizer, context_length, strict, read, dataset_info, options):
     """Scan SHARD_OR_GLOB... (Parquet, WebDataset .tar/.tar.gz, JSONL, JSON arrays) and report every bad sample."""
     from rich.console import Console
 
-    given = {"tokenizer": str(tokenizer.resolve()) if tokenizer else None, "context_length": context_length}
+    given = {"tokenizer": str(tokenizer.resolve()) if tokenizer else None, "context_length": context_length,
+             "dataset_info": str(dataset_info.resolve()) if dataset_info else None}
     paths = expand_shards(list(shards))
+    if dataset_info:
+        from dataaudit.dataset_info import load
+        load(str(dataset_info.resolve()))     # a bad registry is a usage error now, not a failed shard later
     config = load_config(config_path, {k: v for k, v in given.items() if v is not None})
     require_fields(paths, FieldSpec.from_config(config.fields, config.data), f"{config.source}: [fields]")
     make_out_dir(out)

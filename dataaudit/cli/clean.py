@@ -78,9 +78,12 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
                    "instead of refusing.")
 @click.option("--row-group-rows", type=click.IntRange(1), default=None,
               help="Parquet: rows per row group of the output (default: the input's).")
+@click.option("--max-drop", type=click.FloatRange(0, 100), default=50.0, show_default=True,
+              help="Refuse (exit 2, nothing written) when any shard would lose more than this percentage of its "
+                   "records.")
 @engine_options("one task per shard", "shards")
 def clean(shards, audit_dir, dedup_dirs, contamination_dir, out, severity, checks, skip_unreadable, row_group_rows,
-          options):
+          max_drop, options):
     """Write SHARD_OR_GLOB... without the records the findings name, in their own format and layout."""
     from rich.console import Console
 
@@ -96,9 +99,13 @@ def clean(shards, audit_dir, dedup_dirs, contamination_dir, out, severity, check
     freeze_imports()
 
     job = plan_clean(paths, list(shards), out, selection, audit_dir, dedup_dirs, contamination_dir,
-                     skip_unreadable=skip_unreadable, row_group_rows=row_group_rows)
+                     skip_unreadable=skip_unreadable, row_group_rows=row_group_rows, max_drop=max_drop / 100)
     make_out_dir(out)
     console = Console(stderr=False)
+    from dataaudit.clean.plan import drop_share
+    for p in job.shards.values():   # before a byte is written: what each shard will lose
+        console.print(f"{p.path}: dropping {p.drop.size} of {plural(p.rows, 'record')} ({drop_share(p):.1%})",
+                      highlight=False, markup=False, soft_wrap=True)
     with job_progress(console, len(job.shards), {"clean": ("cleaning", "shards")}) as on_progress:
         report = run_clean(job, out, options, on_progress)
     _print_summary(console, report, out)

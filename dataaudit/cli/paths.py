@@ -64,13 +64,17 @@ def expand_shards(args: list[str]) -> list[str]:
             matches = glob(arg)
             if not matches:
                 raise InputPathError(f"{arg}: no file matches this pattern")
-            paths += matches
+            # LLaMA-Factory's dataset registry beside the shards describes them; it is not one
+            paths += [m for m in matches if os.path.basename(m) != "dataset_info.json"]
         elif is_dir(arg):
             found = _walk(arg)
             if not found:
                 raise InputPathError(f"{arg}: folder holds no {titles()} shard")
             paths += found
         elif is_file(arg):
+            if os.path.basename(arg) == "dataset_info.json":
+                raise InputPathError(f"{arg}: LLaMA-Factory's dataset registry, not a shard (it is read beside "
+                                     "the shards it lists, or named with --dataset-info)")
             try:
                 format_of(arg)
             except ValueError as exc:
