@@ -26,6 +26,7 @@ from dataaudit.provenance import ERROR, KEY, LINE, ROW
 from dataaudit.stats.conversation_lengths import as_length_tokenizer, conversation_tokens
 from dataaudit.stats.token_lengths import token_lengths
 from dataaudit.tensors import NumericField, from_arrow, tokens_from_arrow, with_shapes
+from dataaudit.tool_turns import tool_use
 from dataaudit.texts import Segments, call_arguments, conversation, record_text, segments, split_json_turns
 
 FLAG_SCHEMA = pa.schema([
@@ -195,6 +196,9 @@ def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, s
     for col in plan.text:
         if col.kind == "conversation":
             yield "conversation", Site(col.name), conversation(batch, col)[0]
+    for col in plan.text:
+        if col.kind == "conversation":   # its checks name the full path (the tools field too)
+            yield "tool_use", Site(""), tool_use(batch, col, plan.tools)
     if plan.id is not None:
         yield "ids", Site(plan.id), batch.column(plan.id)
     if plan.images:
