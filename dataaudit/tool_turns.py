@@ -51,6 +51,7 @@ class Record:
     calls: list[Call] = field(default_factory=list)
     empty_reasoning: list[str] = field(default_factory=list)   # paths of reasoning parts with no answer after
     tools: Any = None                                          # the record's tools (string or list), None: none
+    memo: dict = field(default_factory=dict)                   # what the checks derive once (its parsed tools)
 
 
 @dataclass
