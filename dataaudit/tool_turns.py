@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -50,6 +50,8 @@ class Record:
     steps: list[tuple[int, str, Any]] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     empty_reasoning: list[str] = field(default_factory=list)   # paths of reasoning parts with no answer after
+    texts: list[str | None] = field(default_factory=list)      # each turn's text (its text parts joined)
+    reasoning: list[tuple[int, str, str]] = field(default_factory=list)   # (turn, path, text) of each trace
     tools: Any = None                                          # the record's tools (string or list), None: none
     memo: dict = field(default_factory=dict)                   # what the checks derive once (its parsed tools)
 
@@ -63,6 +65,8 @@ class ToolUse:
     records: int                 # rows in the batch
     items: list[Record]
     results_seen: bool           # the field has result turns in this batch (a layout with results)
+    # the record as the chat template of `[data] tokenizer` renders it (None: no tokenizer with a template)
+    render: Callable[[Record], str] | None = None
 
 
 def _np(arr) -> np.ndarray:
@@ -124,9 +128,12 @@ def _call(turn: int, where: str, doc: Any, args_where: str, call_id: str | None 
     return Call(turn, where, name if isinstance(name, str) else None, _load(args), args_where, call_id)
 
 
-def _turn_calls(t: int, turn: dict, col: Column, role: str) -> tuple[list[Call], bool, bool, list[str]]:
-    """(calls, has answer text, has reasoning, reasoning parts with nothing after them) of one turn."""
-    calls, answer, reasoning, empty = [], False, False, []
+def _turn_calls(t: int, turn: dict, col: Column, role: str, rec: Record) -> tuple[list[Call], bool]:
+    """(calls, has answer text) of one turn; its text, reasoning traces and reasoning parts with nothing after
+    them go to `rec`."""
+    calls, answer, texts = [], False, []
+    if isinstance(turn.get("reasoning_content"), str) and col.text_key != "reasoning_content":
+        rec.reasoning.append((t, f"[{t}].reasoning_content", turn["reasoning_content"]))
     for k, c in enumerate(turn.get("tool_calls") or () if col.text_key != "tool_calls" else ()):
         c = c or {}
         fn = c.get("function") or {}
@@ -146,15 +153,21 @@ def _turn_calls(t: int, turn: dict, col: Column, role: str) -> tuple[list[Call],
             where = f"[{t}].{col.text_key}[{p}].{col.part_key}"
             if kind in CALL_PARTS:
                 calls.append(_call(t, where, value, where))
+            if kind in (None, "text") and isinstance(value, str):
+                texts.append(value)
             if kind in REASONING_PARTS:
-                reasoning, open_reasoning = True, where
+                open_reasoning = where
+                if isinstance(value, str):
+                    rec.reasoning.append((t, where, value))
             elif (kind in ANSWER_PARTS or kind is None) and (kind in CALL_PARTS or (value or "").strip()):
                 answer, open_reasoning = answer or kind not in CALL_PARTS, None
         if open_reasoning is not None:
-            empty.append(open_reasoning)
+            rec.empty_reasoning.append(open_reasoning)
+        text = "\n".join(texts)
     elif isinstance(text, str) and text.strip():
         answer = True
-    return calls, answer, reasoning, empty
+    rec.texts.append(text if isinstance(text, str) else None)
+    return calls, answer
 
 
 def _record(row: int, turns: list, col: Column, tools: Any) -> Record:
@@ -165,10 +178,12 @@ def _record(row: int, turns: list, col: Column, tools: Any) -> Record:
         rec.roles.append(role)
         low = (role or "").lower()
         if low in RESULT_ROLES:
+            text = turn.get(col.text_key)
+            rec.texts.append(text if isinstance(text, str) else
+                             "\n".join(p.get(col.part_key) or "" for p in text or () if isinstance(p, dict)))
             rec.steps.append((t, "result", turn.get("tool_call_id")))
             continue
-        calls, answer, _, empty = _turn_calls(t, turn, col, low)
-        rec.empty_reasoning += empty
+        calls, answer = _turn_calls(t, turn, col, low, rec)
         if calls:
             rec.calls += calls
             rec.steps.append((t, "call", calls))
@@ -179,7 +194,8 @@ def _record(row: int, turns: list, col: Column, tools: Any) -> Record:
     return rec
 
 
-def tool_use(batch: pa.RecordBatch, col: Column, tools_field: str | None) -> ToolUse:
+def tool_use(batch: pa.RecordBatch, col: Column, tools_field: str | None,
+             render: Callable[[Record], str] | None = None) -> ToolUse:
     """The tool-use records of conversation field `col` in `batch`."""
     lists = batch.column(col.name)
     if isinstance(lists, pa.ChunkedArray):
@@ -191,4 +207,4 @@ def tool_use(batch: pa.RecordBatch, col: Column, tools_field: str | None) -> Too
     declared = tools.take(take).to_pylist() if tools is not None else [None] * rows.size
     items = [_record(int(r), t, col, d) for r, t, d in zip(rows.tolist(), turns, declared)]
     results = any(kind == "result" for rec in items for _, kind, _ in rec.steps)
-    return ToolUse(col, tools_field, batch.num_rows, items, results)
+    return ToolUse(col, tools_field, batch.num_rows, items, results, render)

@@ -56,3 +56,30 @@ def think_empty_answer(arg, **params) -> CheckOutput:
     flagged = ends & paired
     return CheckOutput(flagged=flagged, value=flagged.astype(np.float64),
                        detail=np.where(flagged, "nothing after '</think>': the turn is all reasoning", None))
+
+
+PROBE_CHARS = 200   # a trace's first characters (stripped) must appear in the rendering
+
+
+@register("reasoning_dropped_by_template", target="tool_use", severity="warning",
+          params={"tokenizer": None}, data={"tokenizer": "tokenizer"}, required=("tokenizer",),
+          detail="the chat template leaves the reasoning out",
+          description="With `[data] tokenizer` holding a chat template: a reasoning trace (a reasoning part, a "
+                      "`reasoning_content` key) that the template's rendering of the conversation does not contain, "
+                      "as when a template ignores `reasoning_content` or keeps only the last turn's: the model is "
+                      "not trained on it. A tokenizer without a template checks nothing. value = such traces.")
+def reasoning_dropped_by_template(tu: ToolUse, tokenizer=None, **params) -> CheckOutput:
+    found = {}
+    for rec in tu.items if tu.render is not None else ():
+        traces = [(t, w, text.strip()[:PROBE_CHARS]) for t, w, text in rec.reasoning if text.strip()]
+        if not traces:
+            continue
+        try:
+            rendered = tu.render(rec)
+        except Exception:  # noqa: BLE001 (a render error is the token lengths' finding, counted there)
+            continue
+        hits = [(f"{tu.field.name}{w}", rec.roles[t], f"the chat template's rendering leaves out this reasoning "
+                 f"({probe[:40]!r}...)") for t, w, probe in traces if probe not in rendered]
+        if hits:
+            found[rec.row] = hits
+    return hits_output(tu, found, "traces")

@@ -159,3 +159,39 @@ def test_without_a_tools_column_names_are_not_checked(tmp_path):
     path = tmp_path / "bare.parquet"
     pq.write_table(pa.table({"messages": rows}), path)
     assert _tool_flags(path) == []
+
+
+# ------------------------------------------------------------------ reasoning as the chat template renders it
+
+# ChatML that ignores `reasoning_content`, and one that writes every trace in <think> before the content.
+KEEPS = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{% if m.reasoning_content %}<think>"
+         "{{ m.reasoning_content }}</think>{% endif %}{{ m['content'] }}<|im_end|>\n{% endfor %}")
+
+
+def _reasoning_record(tmp_path):
+    part = lambda kind, value: {"type": kind, "value": value}  # noqa: E731
+    rows = [{"messages": [{"role": "user", "content": [part("text", "a b")]},
+                          {"role": "assistant", "content": [part("reasoning", "c c c"), part("text", "a")]}]}]
+    path = tmp_path / "reasoning.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_reasoning_dropped_by_a_template_that_ignores_it(tmp_path):
+    from tests.stats.conversation_helpers import CHATML, tokenizer_folder
+
+    path = _reasoning_record(tmp_path)
+    drops = tokenizer_folder(tmp_path / "drops", CHATML)
+    keeps = tokenizer_folder(tmp_path / "keeps", KEEPS)
+    for folder, expected in ((drops, [(0, "messages[1].content[0].value", "assistant",
+                                       "reasoning_dropped_by_template", 1.0,
+                                       "the chat template's rendering leaves out this reasoning ('c c c'...)")]),
+                             (keeps, [])):
+        _, flags = audit_shard(str(path), build_config({"data": {"tokenizer": str(folder)}}))
+        assert sorted((r["row"], r["field"], r["role"], r["check"], r["value"], r["detail"])
+                      for r in flags.to_pylist() if r["check"] == "reasoning_dropped_by_template") == expected
+
+
+def test_reasoning_dropped_needs_a_tokenizer(tmp_path):
+    summary, _ = audit_shard(str(_reasoning_record(tmp_path)), build_config({}))
+    assert summary.skipped["reasoning_dropped_by_template"] == "not configured: tokenizer"
