@@ -90,7 +90,11 @@ def _active(lists: pa.Array, col: Column, tools: pa.Array | None) -> np.ndarray:
         hit |= _np(pc.fill_null(pc.is_in(roles, pa.array(RESULT_ROLES + CALL_ROLES)), False)).astype(bool)
     for key in ("tool_calls", "function_call", "reasoning_content"):
         if key in keys and key != col.text_key:
-            hit |= _np(pc.is_valid(pc.struct_field(turns, key))).astype(bool)
+            values = pc.struct_field(turns, key)
+            if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):   # `tool_calls: []` calls nothing
+                hit |= _np(pc.fill_null(pc.list_value_length(values), 0)) > 0
+            else:
+                hit |= _np(pc.is_valid(values)).astype(bool)
     if col.part_key is not None:
         parts = pc.struct_field(turns, col.text_key)
         if "type" in _names(parts.type.value_type):
