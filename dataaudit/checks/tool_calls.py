@@ -49,6 +49,7 @@ class Declared:
 
     readable: bool
     tools: dict[str, Tool] = field(default_factory=dict)
+    shape: str | None = None       # JSON that is not a list of tools: what it is instead (nothing is checked)
 
 
 def _no_nulls(x: Any) -> Any:
@@ -87,11 +88,12 @@ def _declared(doc: str, column: str, structs: bool) -> Declared:
     if structs:
         tools = _no_nulls(tools)
     if not isinstance(tools, list):
-        return Declared(False)
+        return Declared(False, shape=f"the tools are a JSON {type(tools).__name__}, not a list: calls not checked")
     out = Declared(True)
     for i, entry in enumerate(tools):
         inner = entry.get("function") if isinstance(entry, dict) and isinstance(entry.get("function"), dict) else entry
         if not isinstance(inner, dict) or not isinstance(inner.get("name"), str):
+            out.tools[f"\0{i}"] = Tool("", f"{column}[{i}]", invalid=f"tools[{i}] has no name: calls to it not checked")
             continue
         where = f"{column}[{i}]" + (".function" if inner is not entry else "") + ".parameters"
         out.tools.setdefault(inner["name"], _schema_tool(inner["name"], where, inner.get("parameters")))
@@ -115,14 +117,16 @@ def _turn_role(rec: Record, call: Call) -> str | None:
 
 @register("tool_schema_invalid", target="tool_use", severity="warning",
           detail="a tool's parameters are not a valid JSON Schema",
-          description="A tools entry whose `parameters` is not a valid JSON Schema (e.g. `\"type\": \"dict\"`): the "
-                      "model is shown a schema no validator reads, and its calls' arguments are not checked. "
-                      "value = such tools in the record.")
+          description="A tools entry whose `parameters` is not a valid JSON Schema (e.g. `\"type\": \"dict\"`), "
+                      "or has no name, or tools that are JSON but not a list: the model is shown tools no validator "
+                      "reads, and the calls to them are not checked. value = such tools in the record.")
 def tool_schema_invalid(tu: ToolUse, **params) -> CheckOutput:
     found = {}
     for rec in tu.items:
         decl = declared(tu, rec)
         hits = [(t.where, None, t.invalid) for t in (decl.tools.values() if decl else ()) if t.invalid]
+        if decl is not None and decl.shape:
+            hits.append((tu.tools_field, None, decl.shape))
         if hits:
             found[rec.row] = hits
     return hits_output(tu, found, "tools")
@@ -139,7 +143,7 @@ def tool_unknown(tu: ToolUse, **params) -> CheckOutput:
         decl = declared(tu, rec)
         if decl is None or not decl.readable:
             continue
-        names = sorted(decl.tools)
+        names = sorted(n for n in decl.tools if not n.startswith("\0"))   # unnamed entries aside
         offered = ", ".join(names[:NAMES_SHOWN]) + (", ..." if len(names) > NAMES_SHOWN else "")
         hits = [(c.where, _turn_role(rec, c), f"{c.name!r} is not one of the record's tools ({offered})" if names
                  else f"{c.name!r} is called but the record declares no tools")

@@ -195,3 +195,18 @@ def test_reasoning_dropped_by_a_template_that_ignores_it(tmp_path):
 def test_reasoning_dropped_needs_a_tokenizer(tmp_path):
     summary, _ = audit_shard(str(_reasoning_record(tmp_path)), build_config({}))
     assert summary.skipped["reasoning_dropped_by_template"] == "not configured: tokenizer"
+
+
+def test_tools_of_a_shape_not_understood_are_reported_not_checked(tmp_path):
+    turn = lambda who, value: {"from": who, "value": value}  # noqa: E731
+    conv = [turn("human", "Paris?"), turn("function_call", '{"name": "get_weather", "arguments": {"x": 1}}'),
+            turn("observation", "{}"), turn("gpt", "ok")]
+    tools = [json.dumps(WEATHER), json.dumps([{"description": "no name"}, WEATHER])]
+    path = tmp_path / "shapes.parquet"
+    pq.write_table(pa.table({"conversations": [conv, conv], "tools": tools}), path)
+    assert _tool_flags(path) == [
+        (0, "tools", None, "tool_schema_invalid", 1.0, "the tools are a JSON dict, not a list: calls not checked"),
+        (1, "conversations[1].value", "function_call", "tool_args_schema", 1.0,
+         "get_weather: 'city' is a required property"),
+        (1, "tools[0]", None, "tool_schema_invalid", 1.0, "tools[0] has no name: calls to it not checked"),
+    ]
