@@ -62,7 +62,7 @@ def _no_nulls(x: Any) -> Any:
 
 
 def _schema_tool(name: str, where: str, params: Any) -> Tool:
-    from jsonschema import exceptions, validators
+    from jsonschema import validators
 
     if params is None:
         return Tool(name, where)
@@ -70,12 +70,14 @@ def _schema_tool(name: str, where: str, params: Any) -> Tool:
         return Tool(name, where, invalid=f"{name}: parameters are {type(params).__name__}, not a JSON Schema object")
     try:
         cls = validators.validator_for(params, default=validators.Draft202012Validator)
-        cls.check_schema(params)
-    except exceptions.SchemaError as e:
-        at = ".".join(["parameters", *map(str, e.path)])
-        return Tool(name, where, invalid=f"{name}: {at}: {e.message}")
+        # every error, the shallowest first (check_schema's pick among several is not the same from run to run)
+        errors = sorted(cls(cls.META_SCHEMA).iter_errors(params),
+                        key=lambda e: (len(e.path), [str(p) for p in e.path], e.message))
     except Exception as e:  # noqa: BLE001 (a hostile schema: an unknown $schema, deep nesting)
         return Tool(name, where, invalid=f"{name}: parameters cannot be read as a JSON Schema ({type(e).__name__})")
+    if errors:
+        at = ".".join(["parameters", *map(str, errors[0].path)])
+        return Tool(name, where, invalid=f"{name}: {at}: {errors[0].message}")
     return Tool(name, where, validator=cls(params))
 
 
