@@ -62,6 +62,8 @@ PART_TEXT_KEYS = ("text", "value")
 ASSISTANT_ROLES = ("assistant", "gpt", "model", "bot", "chatbot")
 # Turns whose text is a JSON document (a function call and its result, ShareGPT tool data): checked as JSON.
 JSON_ROLES = ("function_call", "observation")
+# The column declaring the tools a conversation may call (dataaudit.tool_turns): a JSON string or a list of structs.
+TOOLS_NAMES = ("tools", "functions")
 
 # Flat text fields often left empty on purpose next to other text fields (Alpaca's `input`, Dolly's `context`, an
 # empty system prompt): their null and empty values are no text, so they are not flagged as empty text (a
@@ -212,6 +214,7 @@ class Fields:
     images: tuple[Column, ...] = ()
     image_tensor: str | None = None   # decoded images ([C, H, W] per sample); also numeric when float
     pairs: "PairLayout | None" = None  # preference pairs or KTO records (dataaudit.fields, pair block)
+    tools: str | None = None          # the tools declared beside a conversation (read by the tool-call checks)
 
     @property
     def primary_text(self) -> str | None:
@@ -243,6 +246,7 @@ class Fields:
             cols.append(self.pairs.label)
         if self.image_tensor:
             cols += [self.image_tensor, self.image_tensor + SHAPE_SUFFIX, self.image_tensor + DTYPE_SUFFIX]
+        cols.append(self.tools)
         return [c for c in dict.fromkeys(cols) if c]
 
 
@@ -362,12 +366,13 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
                         and (c.hint == "identifier" or is_identifier_name(n)))
     record_id = next((n for n, c in cols.items() if not c.nested and is_identifier_name(n)
                       and c.kind in ("string", "int") and n not in (label, ids, mask)), None)
+    tools = _tools_column(cols, text)
     used = taken | {c.name for c in json} | {c.name for c in images} | set(numeric) | set(identifiers) | \
-        {label, ids, mask, record_id, image_tensor}
+        {label, ids, mask, record_id, image_tensor, tools}
     unchecked = tuple(c for n, c in cols.items() if n not in used and not c.nested and (c.kind == "other" or c.single)
                       and not n.endswith((DTYPE_SUFFIX, SHAPE_SUFFIX)))
     return Fields(tuple(text), numeric, label, ids, mask, json, record_id, identifiers, unchecked, tuple(problems),
-                  tuple(images), image_tensor=image_tensor, pairs=pairs)
+                  tuple(images), image_tensor=image_tensor, pairs=pairs, tools=tools)
 
 
 # ---- Preference pairs and KTO (issue 30). A pair is one record: a prompt and two replies, each side checked as
@@ -458,6 +463,16 @@ def pair_layout(cols: dict[str, Column], spec: FieldSpec, text: list[Column]) ->
     if cols[label].kind == "bool" and conv is not None and conv.kind == "conversation":
         return PairLayout("kto", conv, label=label)
     return None
+
+
+def _tools_column(cols: dict[str, Column], text: list[Column]) -> str | None:
+    """The tools column beside a conversation: the first of TOOLS_NAMES holding JSON text or structs (an OpenAI
+    `tools` list in Parquet), unless it is read as text."""
+    if not any(c.kind == "conversation" for c in text):
+        return None
+    taken = {c.top for c in text}
+    return next((n for n in TOOLS_NAMES if n in cols and n not in taken and not cols[n].nested
+                 and (cols[n].hint == "json" or cols[n].kind == "other")), None)
 
 
 def missing_fields(spec: FieldSpec, schemas: Iterable[Iterable[Column]]) -> list[str]:

@@ -25,9 +25,10 @@ from dataaudit.images.pairs import Pairs
 from dataaudit.pairs import KtoBatch, PairBatch, joined_views
 from dataaudit.pairs import joined as joined_conversation
 from dataaudit.provenance import ERROR, KEY, LINE, ROW
-from dataaudit.stats.conversation_lengths import as_length_tokenizer, conversation_tokens
+from dataaudit.stats.conversation_lengths import as_length_tokenizer, conversation_tokens, reasoning_renderer
 from dataaudit.stats.token_lengths import token_lengths
 from dataaudit.tensors import NumericField, from_arrow, tokens_from_arrow, with_shapes
+from dataaudit.tool_turns import tool_use
 from dataaudit.texts import Segments, call_arguments, conversation, record_text, segments, split_json_turns
 
 FLAG_SCHEMA = pa.schema([
@@ -187,7 +188,7 @@ def _text_site(texts: BatchTexts, turns: str | None) -> Site:
 
 
 def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, shard: str, config: AuditConfig,
-            images: list):
+            images: list, tokenizer=None):
     """(target kind, site, argument) for every field of the batch, in the order the checks visit them:
     reader findings, text, JSON, conversations, ids, images, image-text pairs, numeric columns, image tensor, label,
     tokens, token ids, text with its token ids. A text target's site is None: each check's site depends on the
@@ -209,6 +210,9 @@ def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, s
         yield "pair", Site(""), PairBatch.of(batch, pairs)
     elif plan.pairs is not None:
         yield "kto", Site(plan.pairs.label), KtoBatch(plan.pairs.label, batch.column(plan.pairs.label))
+    for col in plan.text:
+        if col.kind == "conversation":   # its checks name the full path (the tools field too)
+            yield "tool_use", Site(""), tool_use(batch, col, plan.tools, reasoning_renderer(tokenizer))
     if plan.id is not None:
         yield "ids", Site(plan.id), batch.column(plan.id)
     if plan.images:
@@ -234,14 +238,14 @@ def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, s
 
 
 def _planned_calls(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, texts: BatchTexts, device,
-                   shard: str, images: list):
+                   shard: str, images: list, tokenizer=None):
     """(check, target kind, site, first argument, params) for every check that runs on this batch."""
     on: dict[str, list[tuple[CheckSpec, Target]]] = {}
     for name, spec in REGISTRY.items():
         if name not in plan.skipped:
             for target in spec.targets:
                 on.setdefault(target.kind, []).append((spec, target))
-    for kind, site, arg in _fields(batch, plan, texts, device, shard, config, images):
+    for kind, site, arg in _fields(batch, plan, texts, device, shard, config, images, tokenizer):
         for spec, target in on.get(kind, ()):
             params = spec.params_for(target, config.check(spec.name).params)
             # A target whose parameters are incomplete is left out; the check runs on its other targets.
@@ -282,7 +286,7 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
     states = {} if states is None else states
     images: list[ImageBatch] = []
     merges: list = []
-    for spec, kind, site, arg, params in _planned_calls(batch, plan, config, texts, device, shard, images):
+    for spec, kind, site, arg, params in _planned_calls(batch, plan, config, texts, device, shard, images, tokenizer):
         name = spec.name
         out = _run(spec, arg, params, states, merges)
         flagged = _to_numpy(out.flagged).astype(bool, copy=False)

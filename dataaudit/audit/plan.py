@@ -56,6 +56,7 @@ def resolve_plan(schema: pa.Schema, config: AuditConfig, sample: pa.RecordBatch 
     text, numeric, label, ids = resolved.text, resolved.numeric, resolved.label, resolved.input_ids
     conversations = any(c.kind == "conversation" for c in text)
     has_target = {"text": bool(text), "json": bool(resolved.json) or conversations, "conversation": conversations,
+                  "tool_use": conversations,
                   "ids": resolved.id is not None, "image": bool(resolved.images), "pairs": bool(resolved.images),
                   "numeric": bool(numeric), "label": label is not None,
                   "tokens": ids is not None, "text_tokens": resolved.primary_text is not None and ids is not None,

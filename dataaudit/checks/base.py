@@ -14,6 +14,8 @@ Targets (what the function receives, always as its first argument):
   "json"         pa.Array of strings that should each be one JSON document (JSON columns, function-call and
                  observation turns)                                   -> numpy arrays
   "conversation" dataaudit.texts.Conversation (turns of one conversation field, roles, counts per record)
+  "tool_use"     dataaudit.tool_turns.ToolUse (tool calls, results, reasoning parts and declared tools of one
+                 conversation field; only its tool-use records)
   "ids"          pa.Array of the record id column (audit only)
   "image"        dataaudit.images.ImageBatch: every image of the batch, probed once (audit only)
   "pairs"        dataaudit.images.Pairs: per record, its images and its caption or conversation (audit only)
@@ -40,8 +42,8 @@ SEVERITIES = ("info", "warning", "error")
 SUMMARY_KEYS = frozenset(("path", "records", "flagged", "status", "error", "checks", "lengths", "examples", "fields",
                           "skipped", "problems", "schema_version", "totals", "shards", "notes", "config", "run",
                           "images", "formats", "unchecked", "fingerprint"))
-TARGET_KINDS = ("text", "json", "conversation", "ids", "image", "pairs", "numeric", "label", "tokens", "token_ids",
-                "image_tensor", "text_tokens", "reader", "samples", "pair", "kto")
+TARGET_KINDS = ("text", "json", "conversation", "tool_use", "ids", "image", "pairs", "numeric", "label", "tokens",
+                "token_ids", "image_tensor", "text_tokens", "reader", "samples", "pair", "kto")
 TURNS = (None, "assistant", "other")   # which text segments a text check sees: all, assistant turns, all others
 
 

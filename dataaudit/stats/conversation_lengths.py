@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -38,6 +38,7 @@ import pyarrow.compute as pc
 from dataaudit.fields import ASSISTANT_ROLES, Column
 from dataaudit.stats.lengths import REPLY_NONE, REPLY_UNKNOWN
 from dataaudit.texts import conversation
+from dataaudit.tool_turns import Record
 
 CHAT_TEMPLATE = "chat_template"
 ROLE_PREFIXED = "role_prefixed"
@@ -265,3 +266,30 @@ def conversation_tokens(tokenizer, batch: pa.RecordBatch, col: Column) -> Conver
         return ConversationTokens(tokens, reply_end, np.arange(n, dtype=np.int64), ROLE_PREFIXED)
     tokens, reply_end, rows, errors, first = _templated(lt, conv.roles, text, starts, last)
     return ConversationTokens(tokens, reply_end, rows, CHAT_TEMPLATE, errors, first)
+
+
+def reasoning_renderer(tokenizer) -> Callable[[Record], str] | None:
+    """A tool-use record (dataaudit.tool_turns) rendered as the trainer would with the tokenizer's chat template:
+    messages with OpenAI roles, `reasoning_content` (the convention templates that keep traces read) and
+    `tool_calls`; None without a template (nothing to compare the traces with)."""
+    lt = None if tokenizer is None else as_length_tokenizer(tokenizer)
+    if lt is None or lt.template is None:
+        return None
+
+    def render(rec: Record) -> str:
+        traces: dict[int, list[str]] = {}
+        for t, _, text in rec.reasoning:
+            traces.setdefault(t, []).append(text)
+        calls = {t: c for t, kind, c in rec.steps if kind == "call"}
+        messages = []
+        for t, (role, text) in enumerate(zip(rec.roles, rec.texts)):
+            m = {"role": TEMPLATE_ROLES.get((role or "").lower(), role or ""), "content": text or ""}
+            if t in traces:
+                m["reasoning_content"] = "\n".join(traces[t])
+            if t in calls:
+                m["tool_calls"] = [{"type": "function", "function": {"name": c.name or "", "arguments":
+                                    c.args if isinstance(c.args, dict) else {}}} for c in calls[t]]
+            messages.append(m)
+        return lt.compiled().render(messages=messages, add_generation_prompt=False, **lt.variables)
+
+    return render

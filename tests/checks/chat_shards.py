@@ -195,7 +195,7 @@ SHARE = [
     ([turn("human", "Hi"), turn("human", "Hello?"), turn("gpt", "Hi!")], "[]"),
     # 6 an observation that is not JSON
     ([turn("human", "Look it up."), turn("function_call", '{"name": "lookup", "arguments": {}}'),
-      turn("observation", "not json at all"), turn("gpt", "Hm.")], "[]"),
+      turn("observation", "not json at all"), turn("gpt", "Hm.")], TOOLS),
     # 7 unknown role
     ([turn("human", "Hi"), turn("moderator", "Keep it civil."), turn("gpt", "Sure.")], None),
 ]

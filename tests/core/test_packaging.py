@@ -34,7 +34,7 @@ def test_core_dependencies_are_light_and_extras_hold_the_rest():
     names = lambda reqs: {r.split("[")[0].split(">")[0].split("=")[0].strip() for r in reqs}  # noqa: E731
     core = names(PYPROJECT["project"]["dependencies"])
     extras = {k: names(v) for k, v in PYPROJECT["project"]["optional-dependencies"].items()}
-    assert core == {"numpy", "pyarrow", "click", "rich", "jinja2", "xxhash", "numba", "scipy"}
+    assert core == {"numpy", "pyarrow", "click", "rich", "jinja2", "xxhash", "numba", "scipy", "jsonschema"}
     assert extras["guard"] == {"torch", "safetensors", "webdataset"}
     assert extras["images"] == {"pillow"}
     assert extras["tokenizers"] == {"tokenizers"}
