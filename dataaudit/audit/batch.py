@@ -211,7 +211,8 @@ def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, s
     elif plan.pairs is not None:
         yield "kto", Site(plan.pairs.label), KtoBatch(plan.pairs.label, batch.column(plan.pairs.label))
     for col in plan.text:
-        if col.kind == "conversation":   # its checks name the full path (the tools field too)
+        # its checks name the full path (the tools field too); a one-turn struct (a pair's side) holds no turn list
+        if col.kind == "conversation" and not col.single:
             yield "tool_use", Site(""), tool_use(batch, col, plan.tools, reasoning_renderer(tokenizer))
     if plan.id is not None:
         yield "ids", Site(plan.id), batch.column(plan.id)
