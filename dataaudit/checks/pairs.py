@@ -13,7 +13,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataaudit.pairs import KtoBatch, PairBatch
-from dataaudit.textops.pair_kernels import common_prefix, edit_ratio
 from dataaudit.textops.arrow import string_buffers
 
 from .base import CheckOutput, register
@@ -80,6 +79,8 @@ def _prefix(pairs: PairBatch):
     c, r, both = _normalized(pairs)
     co, cd = string_buffers(c)
     ro, rd = string_buffers(r)
+    from dataaudit.textops.pair_kernels import common_prefix   # numba loads only where pairs are checked
+
     shared = common_prefix(co, cd, ro, rd)
     cl, rl = np.diff(co), np.diff(ro)
     differ = both & (cl != rl)
@@ -117,6 +118,8 @@ def pair_prefix(pairs: PairBatch, min_chars: int = 20, **params) -> CheckOutput:
 def pair_near_identical(pairs: PairBatch, threshold: float = 0.95, **params) -> CheckOutput:
     c, r, both, co, cd, ro, rd, prefix, _ = _prefix(pairs)
     rows = np.flatnonzero(both & ~prefix & ~_bool(pc.equal(c, r)))
+    from dataaudit.textops.pair_kernels import edit_ratio
+
     ratio = edit_ratio(co, cd, ro, rd, float(threshold), rows.astype(np.int64))
     near = ratio >= threshold
     return CheckOutput(flagged=near, value=np.maximum(ratio, 0.0), where=pairs.rejected.path)
@@ -137,6 +140,8 @@ def pair_prompt_mismatch(pairs: PairBatch, **params) -> CheckOutput:
     differ = present & ~_bool(pc.fill_null(pc.equal(cp, rp), True))
     co, cd = string_buffers(pc.fill_null(cp, ""))
     ro, rd = string_buffers(pc.fill_null(rp, ""))
+    from dataaudit.textops.pair_kernels import common_prefix
+
     at = common_prefix(co, cd, ro, rd).astype(np.float64)
     return CheckOutput(flagged=differ, value=at, where=pairs.rejected.path,
                        detail=np.where(differ, "the rejected side's prompt differs from the chosen side's",

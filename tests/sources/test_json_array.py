@@ -374,8 +374,10 @@ def test_folder_walk_takes_json_arrays_not_metadata_objects(tmp_path):
     write(tmp_path, "dataset_info.json", b'{"sft": {"file_name": "sft.json"}}')
     jl = write(tmp_path, "b.jsonl", b'{"a": 1}\n')
     assert expand_shards([str(tmp_path)]) == [str(jl), str(arr)]
-    meta = tmp_path / "dataset_info.json"
-    assert expand_shards([str(meta)]) == [str(meta)]    # named explicitly: read (one record)
+    with pytest.raises(InputPathError, match="dataset_info.json: LLaMA-Factory's dataset registry, not a shard"):
+        expand_shards([str(tmp_path / "dataset_info.json")])
+    meta = write(tmp_path, "meta.json", b'{"sft": {"file_name": "sft.json"}}')
+    assert expand_shards([str(meta)]) == [str(meta)]    # another object named explicitly: read (one record)
     only_meta = tmp_path / "meta"
     only_meta.mkdir()
     write(only_meta, "manifest.json", b"{}")
