@@ -19,8 +19,10 @@ from tests.paths import REPO
 SECONDS = 60
 PEAK_MIB = 2048
 
-# Runs the command in a child and prints its peak RSS (MiB) last on stderr: RUSAGE_CHILDREN after the wait is
-# the largest peak among the children this wrapper waited for (the command and the workers it reaped).
+# Runs the command in a child and prints its peak RSS (KiB) last on stderr: RUSAGE_CHILDREN after the wait is
+# the largest peak among the children this wrapper waited for (the command and the workers it reaped). A small
+# wrapper spawns the command, not pytest: Linux carries the spawner's high-water mark into ru_maxrss at exec, and
+# pytest's own is ~3 GB late in a full run.
 _WRAPPER = (
     "import resource, subprocess, sys\n"
     "rc = subprocess.run(sys.argv[1:]).returncode\n"
