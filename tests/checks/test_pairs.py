@@ -10,6 +10,7 @@ import pytest
 
 from dataaudit.fields import FieldSpec, resolve_schema
 from tests.checks.chat_shards import audit, rows_of, write
+from tests.paths import needs_shared
 
 KEYS = ("row", "check", "field")
 PAIR_CHECKS = {"pair_empty_side", "pair_identical", "pair_near_identical", "pair_prefix", "pair_prompt_mismatch",
@@ -155,6 +156,7 @@ def test_dedup_document_is_the_whole_pair_and_kto_keeps_its_label(tmp_path):
     assert DocumentText()(next(iter(iter_shard(k)))).to_pylist() == ["Q\nA\nlabel=true", "Q\nA\nlabel=false"]
 
 
+@needs_shared   # the generator cycles over the real pairs of posttrain/dpo_en_demo.json
 @pytest.mark.parametrize("layout", ["ranking", "v1", "kto"])
 def test_generated_plants_found(tmp_path, layout):
     """fixtures/pair_data.py: every plant found at its row, check and field; no pair flag elsewhere (the full
