@@ -9,6 +9,8 @@ command function, so `dataaudit --help` loads none of them (tests/core/test_star
 from __future__ import annotations
 
 import os
+import signal
+import threading
 
 import click
 
@@ -38,6 +40,10 @@ class DataAuditGroup(click.Group):
             where = exc.filename or ctx.invoked_subcommand
             raise InputError(f"{where}: {exc.strerror or exc}") from None
         except (KeyboardInterrupt, click.Abort):
+            # The exit is decided: another Ctrl-C while the workers are torn down (a user pressing twice, or the
+            # group's signal reaching us again) must not turn exit 130 into a death by signal.
+            if threading.current_thread() is threading.main_thread():   # (signal handlers are set there only)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
             click.echo(f"Error: {ctx.invoked_subcommand}: interrupted", err=True)
             ctx.exit(130)
 
