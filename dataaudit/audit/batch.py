@@ -25,7 +25,8 @@ from dataaudit.images.pairs import Pairs
 from dataaudit.pairs import KtoBatch, PairBatch, joined_views
 from dataaudit.pairs import joined as joined_conversation
 from dataaudit.provenance import ERROR, KEY, LINE, ROW
-from dataaudit.stats.conversation_lengths import as_length_tokenizer, conversation_tokens, reasoning_renderer
+from dataaudit.stats.conversation_lengths import as_length_tokenizer, reasoning_renderer
+from dataaudit.stats.rendered_records import RenderedBatch, render_batch
 from dataaudit.stats.token_lengths import token_lengths
 from dataaudit.tensors import NumericField, from_arrow, tokens_from_arrow, with_shapes
 from dataaudit.tool_turns import tool_use
@@ -153,6 +154,12 @@ class BatchTexts:
     json: Segments
     first: np.ndarray
     sides: dict[str, Segments] = field(default_factory=dict)   # the prose of each side, once a check asks
+    rendered: Any = None      # the records rendered with the tokenizer (RenderedBatch), shared by checks and lengths
+
+    def render(self, batch: pa.RecordBatch, plan: FieldPlan, tokenizer) -> RenderedBatch:
+        if self.rendered is None:
+            self.rendered = render_batch(batch, plan, as_length_tokenizer(tokenizer))
+        return self.rendered
 
     @classmethod
     def of(cls, batch: pa.RecordBatch, plan: FieldPlan) -> "BatchTexts":
@@ -214,6 +221,10 @@ def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, s
         # its checks name the full path (the tools field too); a one-turn struct (a pair's side) holds no turn list
         if col.kind == "conversation" and not col.single:
             yield "tool_use", Site(""), tool_use(batch, col, plan.tools, reasoning_renderer(tokenizer))
+    if tokenizer is not None:
+        yield "rendered", Site(""), texts.render(batch, plan, tokenizer)
+        if pairs is not None:
+            yield "rendered_pair", Site(""), texts.render(batch, plan, tokenizer)
     if plan.id is not None:
         yield "ids", Site(plan.id), batch.column(plan.id)
     if plan.images:
@@ -331,29 +342,36 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
 
 
 def _lengths(batch, plan: FieldPlan, texts: BatchTexts, usable: np.ndarray, tokenizer) -> dict[str, np.ndarray]:
-    """Per text field, the characters of each usable record that has it (a conversation: all its turns), and its
-    tokens with `tokenizer` (a conversation: rendered as the model sees it, a ConversationTokens; see
-    dataaudit.stats.conversation_lengths); per token-ids field, the tokens the model sees."""
-    out = {}
-    tokenizer = None if tokenizer is None else as_length_tokenizer(tokenizer)
+    """Per text field, the characters of each usable record that has it (a conversation: all its turns); with
+    `tokenizer`, the tokens of each record as the trainer renders it (a ConversationTokens per view, see
+    dataaudit.stats.rendered_records), and of each flat text field no view covers; per token-ids field, the
+    tokens the model sees."""
+    out: dict[str, Any] = {}
     segs = texts.prose
     seg_chars = char_lengths(segs.values) if len(segs) else np.zeros(0, np.int64)   # measured once (empty_text)
     has_value = _to_numpy(pc.is_valid(segs.values)).astype(bool) if len(segs) else np.zeros(0, bool)
+    present_in: dict[str, np.ndarray] = {}
     for f, col in enumerate(plan.text):
         mine = (segs.field == f) & has_value
         present = np.zeros(batch.num_rows, bool)
         present[segs.rows[mine]] = True
         present &= usable
+        present_in[col.name] = present
         chars = np.bincount(segs.rows[mine], weights=seg_chars[mine], minlength=batch.num_rows)
         out[col.name] = chars[present].astype(np.int64)
-        if tokenizer is not None:
-            rows = np.flatnonzero(present)
-            mine = batch.take(pa.array(rows, pa.int64()))
-            if col.kind == "conversation":
-                out[col.name + ".tokens"] = conversation_tokens(tokenizer, mine, col)
+    if tokenizer is not None:
+        rendered = texts.render(batch, plan, tokenizer)
+        covered = set()
+        for view in rendered.views:
+            out[view.key + ".tokens"] = view.tokens.take(usable & view.has_turns)
+            covered.update(view.columns)
+        for col in plan.text:
+            if col.name in covered or col.kind == "conversation":
                 continue
-            one = record_text(mine, (col,)) if rows.size else pa.array([], pa.string())
-            out[col.name + ".tokens"] = token_lengths(tokenizer.tokenizer, one)
+            rows = np.flatnonzero(present_in[col.name])
+            one = record_text(batch.take(pa.array(rows, pa.int64())), (col,)) if rows.size else \
+                pa.array([], pa.string())
+            out[col.name + ".tokens"] = token_lengths(as_length_tokenizer(tokenizer).tokenizer, one)
     if plan.input_ids is not None:
         keep = pa.array(usable)
         ids = batch.column(plan.input_ids).filter(keep)

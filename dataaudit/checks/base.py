@@ -28,6 +28,9 @@ Targets (what the function receives, always as its first argument):
   "reader"       the record batch itself, for the reader's findings (audit only; sees undecodable records too)
   "pair"         dataaudit.pairs.PairBatch: both sides of every preference pair (audit only)
   "kto"          dataaudit.pairs.KtoBatch: the label column of KTO records (audit only)
+  "rendered"     dataaudit.stats.rendered_records.RenderedBatch: every record rendered as the trainer does and
+                 tokenized, with where its trained tokens start (audit only, with `[data] tokenizer`)
+  "rendered_pair" the same, yielded for preference pairs only (both sides rendered with their prompt)
   "samples"      the list of samples a dataset yielded for one batch, before collation (guard only: the collate
                  guard; a sample may be None)
 """
@@ -43,7 +46,8 @@ SUMMARY_KEYS = frozenset(("path", "records", "flagged", "status", "error", "chec
                           "skipped", "problems", "schema_version", "totals", "shards", "notes", "config", "run",
                           "images", "formats", "unchecked", "fingerprint"))
 TARGET_KINDS = ("text", "json", "conversation", "tool_use", "ids", "image", "pairs", "numeric", "label", "tokens",
-                "token_ids", "image_tensor", "text_tokens", "reader", "samples", "pair", "kto")
+                "token_ids", "image_tensor", "text_tokens", "reader", "samples", "pair", "kto",
+                "rendered", "rendered_pair")
 TURNS = (None, "assistant", "other")   # which text segments a text check sees: all, assistant turns, all others
 
 

@@ -41,6 +41,9 @@ from dataaudit.texts import conversation
 from dataaudit.tool_turns import Record
 
 CHAT_TEMPLATE = "chat_template"
+# The turns a trainer trains on by default (LLaMA-Factory, TRL's assistant-only loss): the assistant's replies
+# and its tool calls; every other turn is prompt.
+TRAINED_ROLES = (*ASSISTANT_ROLES, "function_call")
 ROLE_PREFIXED = "role_prefixed"
 ERROR_CHARS = 200
 TOKENIZER_FILE = "tokenizer.json"
@@ -138,7 +141,10 @@ class ConversationTokens:
     """The token lengths of the conversations of one field in a batch. `tokens`: one per measured conversation
     (those that rendered), in record order; `reply_end`, aligned: where the conversation's last assistant turn
     ends, in tokens (REPLY_NONE: it has none; REPLY_UNKNOWN: not located), computed only for conversations over
-    the context length (0 elsewhere); `rows`: the measured records' positions in the batch given."""
+    the context length (0 elsewhere); `rows`: the measured records' positions in the batch given.
+    `train_start`, aligned: where the first trained turn's text starts, in tokens (REPLY_NONE: nothing is
+    trained; REPLY_UNKNOWN: not located), computed for the conversations at or over the context length (0
+    elsewhere); `heads`: for those, row -> their first context_length token ids (what the trainer keeps)."""
 
     tokens: np.ndarray
     reply_end: np.ndarray
@@ -146,6 +152,8 @@ class ConversationTokens:
     rendering: str
     render_errors: int = 0
     render_error: str | None = None
+    train_start: np.ndarray | None = None
+    heads: dict[int, np.ndarray] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -154,6 +162,43 @@ class ConversationTokens:
         """Into a LengthStats (dataaudit.stats.lengths)."""
         stat.add_conversations(self.tokens, self.reply_end, context_length, self.rendering, self.render_errors,
                                self.render_error)
+
+    def take(self, keep: np.ndarray) -> "ConversationTokens":
+        """Only the measured records whose batch row `keep` (bool per batch row) marks."""
+        mine = keep[self.rows]
+        return replace(self, tokens=self.tokens[mine], reply_end=self.reply_end[mine], rows=self.rows[mine],
+                       train_start=None if self.train_start is None else self.train_start[mine])
+
+
+@dataclass
+class Messages:
+    """The turns of every record of a batch as a trainer renders them: per turn its role (as the data has it)
+    and text, `starts` (records + 1 offsets into the turns), and whether the turn is trained (the assistant's).
+    raw: no roles nor template: the texts are concatenated as they are (a string prompt + a string reply)."""
+
+    roles: pa.Array
+    text: pa.Array
+    starts: np.ndarray
+    trained: np.ndarray
+    raw: bool = False
+
+    @property
+    def records(self) -> int:
+        return self.starts.size - 1
+
+    def turn_index(self, last: bool) -> np.ndarray:
+        """Per record, the flattened index of its first (or last) trained turn; -1 when none is."""
+        out = np.full(self.records, -1, np.int64)
+        which = np.flatnonzero(self.trained)
+        rows = np.searchsorted(self.starts, which, side="right") - 1
+        if last:
+            np.maximum.at(out, rows, which)
+        else:
+            big = np.iinfo(np.int64).max
+            tmp = np.full(self.records, big, np.int64)
+            np.minimum.at(tmp, rows, which)
+            out = np.where(tmp == big, -1, tmp)
+        return out
 
 
 def _error_text(exc: BaseException) -> str:
@@ -188,84 +233,117 @@ def _offsets(counts: np.ndarray) -> np.ndarray:
     return out
 
 
-def _role_prefixed(lt: LengthTokenizer, roles: pa.Array, text: pa.Array, starts: np.ndarray,
-                   last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(tokens, reply_end) of every record: `"<role>: <text>\\n"` per turn, concatenated."""
-    n = starts.size - 1
-    lines = pc.binary_join_element_wise(pc.fill_null(roles, ""), ": ", pc.fill_null(text, ""), "\n", "")
+def _ends(lt: LengthTokenizer, tokens: np.ndarray, encodings, located, first: np.ndarray, last: np.ndarray):
+    """(reply_end, train_start, heads) of measured records from their encodings: `located(j, turn, at_text)` is the
+    token offset where record j's rendering reaches turn `turn` (at_text: the start of its text; else its end),
+    or None when it cannot be told."""
+    reply_end = np.where(last >= 0, 0, REPLY_NONE).astype(np.int64)
+    train_start = np.where(first >= 0, 0, REPLY_NONE).astype(np.int64)
+    heads: dict[int, np.ndarray] = {}
+    ctx = lt.context_length
+    if ctx is None:
+        return reply_end, train_start, heads
+    for j in np.flatnonzero(tokens >= ctx).tolist():
+        heads[j] = np.asarray(encodings[j].ids[:ctx], dtype=np.int64)
+        if first[j] >= 0:
+            at = located(j, int(first[j]), True)
+            train_start[j] = REPLY_UNKNOWN if at is None else at
+        if tokens[j] > ctx and last[j] >= 0:
+            at = located(j, int(last[j]), False)
+            reply_end[j] = REPLY_UNKNOWN if at is None else at
+    return reply_end, train_start, heads
+
+
+def _joined(lt: LengthTokenizer, msgs: Messages) -> ConversationTokens:
+    """Without a template: `"<role>: <text>\\n"` per turn (raw: the texts alone), concatenated."""
+    n, starts = msgs.records, msgs.starts
+    if msgs.raw:
+        lines, heads_len = pc.fill_null(msgs.text, ""), np.zeros(len(msgs.text), np.int64)
+    else:
+        lines = pc.binary_join_element_wise(pc.fill_null(msgs.roles, ""), ": ", pc.fill_null(msgs.text, ""), "\n",
+                                            "")
+        heads_len = pc.utf8_length(pc.fill_null(msgs.roles, "")).to_numpy(zero_copy_only=False).astype(np.int64) + 2
     joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(starts.astype(np.int32)), lines), "")
     encodings = lt.tokenizer.encode_batch(joined.to_pylist(), add_special_tokens=False)
     tokens = np.fromiter((len(e) for e in encodings), dtype=np.int64, count=n)
-    reply_end = np.where(last >= 0, 0, REPLY_NONE).astype(np.int64)
-    if lt.context_length is None:
-        return tokens, reply_end
     line_end = np.cumsum(pc.utf8_length(lines).to_numpy(zero_copy_only=False).astype(np.int64))
+    line_start = np.concatenate([[0], line_end[:-1]]) if line_end.size else line_end
     before = np.concatenate([[0], line_end])[starts[:-1]]       # characters before each record's first turn
-    for r in np.flatnonzero((tokens > lt.context_length) & (last >= 0)).tolist():
-        reply_end[r] = _tokens_before(encodings[r], int(line_end[last[r]] - before[r]))
-    return tokens, reply_end
+
+    def located(j, turn, at_text):
+        chars = (line_start[turn] + heads_len[turn] if at_text else line_end[turn]) - before[j]
+        return _tokens_before(encodings[j], int(chars))
+
+    first, last = msgs.turn_index(False), msgs.turn_index(True)
+    reply_end, train_start, heads = _ends(lt, tokens, encodings, located, first, last)
+    return ConversationTokens(tokens, reply_end, np.arange(n, dtype=np.int64), ROLE_PREFIXED,
+                              train_start=train_start, heads=heads)
 
 
-def _templated(lt: LengthTokenizer, roles: pa.Array, text: pa.Array, starts: np.ndarray,
-               last: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, str | None]:
-    """(tokens, reply_end, rendered records, errors, one error) with the chat template."""
-    n = starts.size - 1
-    role_names = [TEMPLATE_ROLES.get(r.lower(), r) if r is not None else "" for r in roles.to_pylist()]
-    messages = [{"role": r, "content": t if t is not None else ""} for r, t in zip(role_names, text.to_pylist())]
-    starts_py, last_py = starts.tolist(), last.tolist()
-    rendered, ok, errors, first = [], [], 0, None
+def _templated(lt: LengthTokenizer, msgs: Messages) -> ConversationTokens:
+    """With the chat template: one render per record; where a turn starts or ends from a render of the record's
+    turns before it (with the generation prompt) or up to it, a prefix of the whole rendering."""
+    starts = msgs.starts
+    role_names = [TEMPLATE_ROLES.get(r.lower(), r) if r is not None else "" for r in msgs.roles.to_pylist()]
+    messages = [{"role": r, "content": t if t is not None else ""} for r, t in zip(role_names, msgs.text.to_pylist())]
+    starts_py = starts.tolist()
+    rendered, ok, errors, first_error = [], [], 0, None
 
-    def render(msgs):
-        return lt.compiled().render(messages=msgs, add_generation_prompt=False, **lt.variables)
+    def render(msgs, prompt=False):
+        return lt.compiled().render(messages=msgs, add_generation_prompt=prompt, **lt.variables)
 
-    for r in range(n):
+    for r in range(msgs.records):
         try:
             rendered.append(render(messages[starts_py[r]:starts_py[r + 1]]))
             ok.append(r)
         except Exception as exc:   # a template error of any kind fails this conversation, never the shard
             errors += 1
             message = _error_text(exc)
-            first = message if first is None else min(first, message)
+            first_error = message if first_error is None else min(first_error, message)
     ok_rows = np.asarray(ok, dtype=np.int64)
     encodings = lt.tokenizer.encode_batch(rendered, add_special_tokens=False) if rendered else []
     tokens = np.fromiter((len(e) for e in encodings), dtype=np.int64, count=len(encodings))
-    mine = last[ok_rows] if ok_rows.size else np.zeros(0, np.int64)
-    reply_end = np.where(mine >= 0, 0, REPLY_NONE).astype(np.int64)
-    if lt.context_length is None:
-        return tokens, reply_end, ok_rows, errors, first
-    for j in np.flatnonzero((tokens > lt.context_length) & (mine >= 0)).tolist():
+
+    def located(j, turn, at_text):
         r = ok[j]
-        if last_py[r] == starts_py[r + 1] - 1:      # the last reply is the last turn: it ends the rendering
-            reply_end[j] = tokens[j]
-            continue
+        if not at_text and turn == starts_py[r + 1] - 1:
+            return int(tokens[j])                     # the last turn ends the rendering
         try:
-            prefix = render(messages[starts_py[r]:last_py[r] + 1])
-        except Exception:   # the template refuses the conversation cut after its reply: where it ends is unknown
-            reply_end[j] = REPLY_UNKNOWN
-            continue
+            prefix = render(messages[starts_py[r]:turn], True) if at_text else \
+                render(messages[starts_py[r]:turn + 1])
+        except Exception:   # the template refuses the cut conversation: where the turn is is unknown
+            return None
         if rendered[j].startswith(prefix):
-            reply_end[j] = _tokens_before(encodings[j], len(prefix))
-        else:   # the template renders a prefix otherwise: its own tokens
-            reply_end[j] = len(lt.tokenizer.encode(prefix, add_special_tokens=False))
-    return tokens, reply_end, ok_rows, errors, first
+            return _tokens_before(encodings[j], len(prefix))
+        # the template renders a prefix otherwise: the end of a reply is its own tokens; a start is not told
+        return None if at_text else len(lt.tokenizer.encode(prefix, add_special_tokens=False))
+
+    first, last = msgs.turn_index(False), msgs.turn_index(True)
+    first, last = (first[ok_rows], last[ok_rows]) if ok_rows.size else (np.zeros(0, np.int64),) * 2
+    reply_end, train_start, heads = _ends(lt, tokens, encodings, located, first, last)
+    return ConversationTokens(tokens, reply_end, ok_rows, CHAT_TEMPLATE, errors, first_error, train_start, heads)
+
+
+def conversation_messages(batch: pa.RecordBatch, col: Column) -> Messages:
+    """The turns of a conversation field as Messages (trained: the assistant's turns and its tool calls)."""
+    conv, text, _ = conversation(batch, col)
+    trained = pc.fill_null(pc.is_in(pc.utf8_lower(conv.roles), pa.array(TRAINED_ROLES)), False)
+    return Messages(conv.roles, text, _offsets(conv.counts), trained.to_numpy(zero_copy_only=False).astype(bool))
+
+
+def messages_tokens(tokenizer, msgs: Messages) -> ConversationTokens:
+    """The token length of every record's rendering (see the module docstring), with `tokenizer` a
+    LengthTokenizer (or a bare tokenizers.Tokenizer)."""
+    lt = as_length_tokenizer(tokenizer)
+    if lt.template is None or msgs.raw:
+        return _joined(lt, msgs)
+    return _templated(lt, msgs)
 
 
 def conversation_tokens(tokenizer, batch: pa.RecordBatch, col: Column) -> ConversationTokens:
     """The token length of every record's conversation in `col` (every record of `batch` is measured: give the
     batch of the records wanted), with `tokenizer` a LengthTokenizer (or a bare tokenizers.Tokenizer)."""
-    lt = as_length_tokenizer(tokenizer)
-    conv, text, _ = conversation(batch, col)
-    n = batch.num_rows
-    starts = _offsets(conv.counts)
-    assistant = pc.fill_null(pc.is_in(pc.utf8_lower(conv.roles), pa.array(ASSISTANT_ROLES)), False)
-    last = np.full(n, -1, np.int64)            # the record's last assistant turn, as a flattened turn index
-    which = np.flatnonzero(assistant.to_numpy(zero_copy_only=False))
-    np.maximum.at(last, conv.rows[which], which)
-    if lt.template is None:
-        tokens, reply_end = _role_prefixed(lt, conv.roles, text, starts, last)
-        return ConversationTokens(tokens, reply_end, np.arange(n, dtype=np.int64), ROLE_PREFIXED)
-    tokens, reply_end, rows, errors, first = _templated(lt, conv.roles, text, starts, last)
-    return ConversationTokens(tokens, reply_end, rows, CHAT_TEMPLATE, errors, first)
+    return messages_tokens(tokenizer, conversation_messages(batch, col))
 
 
 def reasoning_renderer(tokenizer) -> Callable[[Record], str] | None:
