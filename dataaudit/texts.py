@@ -23,7 +23,7 @@ TURN_SEPARATOR = "\n"     # the texts of one record, in record_text
 CALL_KEYS = ("tool_calls", "function_call")
 
 
-def _plain(arr) -> pa.Array:
+def plain_array(arr) -> pa.Array:
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     if pa.types.is_null(arr.type):
@@ -37,9 +37,9 @@ def _np(arr) -> np.ndarray:
     return arr.to_numpy(zero_copy_only=False)
 
 
-def _flatten(lists: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+def flatten_lists(lists: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """(values, parent row, position in its list) of a list array (null lists have no values)."""
-    lists = _plain(lists)
+    lists = plain_array(lists)
     values = pc.list_flatten(lists)
     parents = _np(pc.list_parent_indices(lists)).astype(np.int64)
     idx = np.arange(parents.size, dtype=np.int64)
@@ -52,7 +52,7 @@ def _flatten(lists: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
 def turn_lists(batch: pa.RecordBatch, col: Column) -> pa.Array:
     """A conversation column as a list of turns: a one-turn struct (LLaMA-Factory's `chosen`) becomes a list of
     one (a null struct: a null list), so its turn is named `chosen[0].value`."""
-    arr = _plain(batch.column(col.name))
+    arr = plain_array(batch.column(col.name))
     if not col.single:
         return arr
     valid = _np(pc.is_valid(arr)).astype(bool)
@@ -62,7 +62,7 @@ def turn_lists(batch: pa.RecordBatch, col: Column) -> pa.Array:
 
 
 def _field(struct: pa.Array, key: str) -> pa.Array:
-    return _plain(pc.struct_field(struct, key))
+    return plain_array(pc.struct_field(struct, key))
 
 
 def _turn_text(turns: pa.Array, col: Column) -> tuple[pa.Array, np.ndarray]:
@@ -70,9 +70,9 @@ def _turn_text(turns: pa.Array, col: Column) -> tuple[pa.Array, np.ndarray]:
     text parts; a turn made only of non-text parts (an image) has no text: it is not a text segment."""
     text = pc.struct_field(turns, col.text_key)
     if col.part_key is None:
-        return _plain(text), np.ones(len(turns), bool)
-    text = _plain(text)
-    parts, parents, _ = _flatten(text)
+        return plain_array(text), np.ones(len(turns), bool)
+    text = plain_array(text)
+    parts, parents, _ = flatten_lists(text)
     part_text = _field(parts, col.part_key)
     is_text = np.ones(len(parts), bool)
     if "type" in [f.name for f in parts.type]:
@@ -89,7 +89,7 @@ def _turn_text(turns: pa.Array, col: Column) -> tuple[pa.Array, np.ndarray]:
     all_parts = np.bincount(parents, minlength=n)
     has_text = (counts > 0) | (all_parts == 0)
     joined = pc.if_else(pc.is_null(text), pa.nulls(n, pa.string()), joined)
-    return _plain(joined), has_text
+    return plain_array(joined), has_text
 
 
 @dataclass
@@ -180,7 +180,7 @@ def _arguments(calls: pa.Array) -> pa.Array | None:
     if "arguments" not in _names(calls):
         return None
     args = pc.struct_field(calls, "arguments")
-    return _plain(args) if pa.types.is_string(args.type) or pa.types.is_large_string(args.type) else None
+    return plain_array(args) if pa.types.is_string(args.type) or pa.types.is_large_string(args.type) else None
 
 
 def call_arguments(batch: pa.RecordBatch, fields: tuple[Column, ...]) -> Segments:
@@ -190,18 +190,18 @@ def call_arguments(batch: pa.RecordBatch, fields: tuple[Column, ...]) -> Segment
     for col in fields:
         if col.kind != "conversation":
             continue
-        turns, rows, turn = _flatten(turn_lists(batch, col))
+        turns, rows, turn = flatten_lists(turn_lists(batch, col))
         roles = _field(turns, col.role_key) if col.role_key in _names(turns) else pa.nulls(len(turns), pa.string())
         if "tool_calls" in _names(turns) and col.text_key != "tool_calls":
-            calls = _plain(pc.struct_field(turns, "tool_calls"))
+            calls = plain_array(pc.struct_field(turns, "tool_calls"))
             if pa.types.is_list(calls.type) or pa.types.is_large_list(calls.type):
-                flat, parent, pos = _flatten(calls)
+                flat, parent, pos = flatten_lists(calls)
                 args = _arguments(flat)
                 if args is not None:
                     keep = np.flatnonzero(_np(pc.is_valid(args)).astype(bool))
                     parts.append(Segments(args.take(pa.array(keep, pa.int64())), rows[parent[keep]],
                                           np.zeros(keep.size, np.int32), turn[parent[keep]],
-                                          _plain(roles.take(pa.array(parent[keep], pa.int64()))), (col,),
+                                          plain_array(roles.take(pa.array(parent[keep], pa.int64()))), (col,),
                                           np.char.add(np.char.add("tool_calls[", pos[keep].astype(str)),
                                                       "].function.arguments").astype(object)))
         if "function_call" in _names(turns) and col.text_key != "function_call":
@@ -210,7 +210,7 @@ def call_arguments(batch: pa.RecordBatch, fields: tuple[Column, ...]) -> Segment
                 keep = np.flatnonzero(_np(pc.is_valid(args)).astype(bool))
                 parts.append(Segments(args.take(pa.array(keep, pa.int64())), rows[keep],
                                       np.zeros(keep.size, np.int32), turn[keep],
-                                      _plain(roles.take(pa.array(keep, pa.int64()))), (col,),
+                                      plain_array(roles.take(pa.array(keep, pa.int64()))), (col,),
                                       np.full(keep.size, "function_call.arguments", dtype=object)))
     if not parts:
         return segments(batch, ())
@@ -229,7 +229,7 @@ def _nested(batch: pa.RecordBatch, col: Column) -> pa.Array:
 def conversation(batch: pa.RecordBatch, col: Column) -> tuple[Conversation, pa.Array, np.ndarray]:
     """The conversation view of one field, with the text of every turn and whether the turn has text."""
     lists = turn_lists(batch, col)
-    turns, rows, turn = _flatten(lists)
+    turns, rows, turn = flatten_lists(lists)
     roles = _field(turns, col.role_key) if col.role_key in [f.name for f in turns.type] else \
         pa.nulls(len(turns), pa.string())
     text, has_text = _turn_text(turns, col)
@@ -258,10 +258,10 @@ def _pieces(batch: pa.RecordBatch, fields: tuple[Column, ...]):
             sel = pa.array(keep, pa.int64())
             yield text.take(sel), conv.rows[keep], conv.turn[keep], conv.roles.take(sel)
         elif col.kind == "strings":
-            values, rows, pos = _flatten(batch.column(col.name))
-            yield _plain(values), rows, pos, pa.nulls(len(values), pa.string())
+            values, rows, pos = flatten_lists(batch.column(col.name))
+            yield plain_array(values), rows, pos, pa.nulls(len(values), pa.string())
         else:
-            values = _plain(_nested(batch, col) if col.nested else batch.column(col.name))
+            values = plain_array(_nested(batch, col) if col.nested else batch.column(col.name))
             rows = np.arange(n, dtype=np.int64)
             if col.optional or col.caption:
                 # Bug fix: an optional field's null or empty value (Alpaca's empty `input`) is no text, not an
@@ -281,7 +281,7 @@ def segments(batch: pa.RecordBatch, fields: tuple[Column, ...]) -> Segments:
         values.append(v)
         rows.append(r)
         turn.append(t)
-        roles.append(_plain(ro))
+        roles.append(plain_array(ro))
         field.append(np.full(len(r), i, np.int32))
     if not values:
         empty = np.zeros(0, np.int64)
@@ -314,7 +314,7 @@ def record_text(batch: pa.RecordBatch, fields: tuple[Column, ...], separator: st
     np.cumsum(counts, out=offsets[1:])
     lists = pa.ListArray.from_arrays(pa.array(offsets), segs.values.take(pa.array(order, pa.int64())))
     joined = pc.binary_join(lists, separator)
-    return _plain(pc.if_else(pa.array(counts > 0), joined, pa.nulls(n, pa.string())))
+    return plain_array(pc.if_else(pa.array(counts > 0), joined, pa.nulls(n, pa.string())))
 
 
 class DocumentText:
@@ -363,7 +363,7 @@ class DocumentText:
             return text
         # KTO: the same reply with opposite labels is two records, not a duplicate to drop silently
         tag = pc.binary_join_element_wise("\nlabel=", pc.fill_null(batch.column(label).cast(pa.string()), "null"), "")
-        return _plain(pc.binary_join_element_wise(text, tag, ""))
+        return plain_array(pc.binary_join_element_wise(text, tag, ""))
 
     @property
     def label(self) -> str | None:

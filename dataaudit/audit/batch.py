@@ -26,6 +26,7 @@ from dataaudit.pairs import KtoBatch, PairBatch, joined_views
 from dataaudit.pairs import joined as joined_conversation
 from dataaudit.provenance import ERROR, KEY, LINE, ROW
 from dataaudit.stats.conversation_lengths import as_length_tokenizer, reasoning_renderer
+from dataaudit.stats.reasoning_lengths import reasoning_lengths
 from dataaudit.stats.rendered_records import RenderedBatch, render_batch
 from dataaudit.stats.token_lengths import token_lengths
 from dataaudit.tensors import NumericField, from_arrow, tokens_from_arrow, with_shapes
@@ -359,6 +360,9 @@ def _lengths(batch, plan: FieldPlan, texts: BatchTexts, usable: np.ndarray, toke
         present_in[col.name] = present
         chars = np.bincount(segs.rows[mine], weights=seg_chars[mine], minlength=batch.num_rows)
         out[col.name] = chars[present].astype(np.int64)
+        if col.kind == "conversation":
+            lt = None if tokenizer is None else as_length_tokenizer(tokenizer).tokenizer
+            out.update(reasoning_lengths(batch, col, segs, mine, usable, lt))
     if tokenizer is not None:
         rendered = texts.render(batch, plan, tokenizer)
         covered = set()

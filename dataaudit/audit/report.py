@@ -51,6 +51,9 @@ def _render_notes(lengths: dict) -> list[str]:
 
 def _over_context_note(key: str, stat: dict, ctx: int) -> str:
     share = stat["over_context"] / stat["count"]
+    if key.endswith(REASONING_TOKENS):
+        return (f"{key}: the reasoning alone of {stat['over_context']} records ({share:.1%}) is longer than the "
+                f"context length {ctx}: where the chat template keeps the reasoning, the answer after it is cut away")
     if stat.get("truncated_replies") is None:
         return (f"{key}: {stat['over_context']} samples ({share:.1%}) are longer than the context length {ctx} "
                 "and will be truncated")
@@ -62,16 +65,23 @@ def _over_context_note(key: str, stat: dict, ctx: int) -> str:
     return note
 
 
+REASONING_TOKENS = ".reasoning.tokens"
+
+
 def _notes(lengths: dict, totals: dict) -> list[str]:
     notes = []
     for key, stat in lengths.items():
+        if key.endswith(".reasoning") and (answer := lengths.get(key[:-len(".reasoning")] + ".answer")):
+            notes.append(f"{key[:-len('.reasoning')]}: {stat['count']} records carry reasoning: a median of "
+                         f"{stat['quantiles']['p50']:.0f} characters of reasoning for {answer['quantiles']['p50']:.0f} "
+                         "of answer")
         if stat.get("rendering") is not None:
             notes += _conversation_notes(key, stat)
         ctx = stat["context_length"]
         if not ctx or not stat["count"]:
             continue
         p90 = stat["quantiles"]["p90"]
-        if p90 is not None and p90 < SHORT_FRACTION * ctx:
+        if p90 is not None and p90 < SHORT_FRACTION * ctx and not key.endswith(REASONING_TOKENS):
             notes.append(f"{key}: 90% of samples have at most {p90:.0f} tokens, under a quarter of the context "
                          f"length {ctx}: most of each sequence is padding unless samples are packed")
         if stat["over_context"]:
