@@ -82,6 +82,14 @@ else
   echo "=== image_recall, image_throughput, image_dedup_recall: skipped ($SHARED/images missing)"
 fi
 
+# Post-training data: the pair plants are built from ../shared/data/posttrain; the tool plants are generated
+if [[ -d "$SHARED/posttrain" ]]; then
+  step pair_recall "$PY" benchmarks/pair_recall.py
+else
+  echo "=== pair_recall: skipped ($SHARED/posttrain missing)"
+fi
+step tool_recall "$PY" benchmarks/tool_recall.py --strict
+
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "run_all: FAILED: ${failed[*]} (outputs in $RESULTS/)"
   exit 1
