@@ -46,6 +46,7 @@ class View:
     columns: tuple[str, ...]
     tokens: ConversationTokens
     has_turns: np.ndarray
+    messages: Messages
 
 
 @dataclass
@@ -171,6 +172,66 @@ def render_batch(batch: pa.RecordBatch, plan: Fields, tokenizer: LengthTokenizer
     flat = [c for c in plan.text if c.kind == "string" and c.name not in taken and not c.caption]
     if not found and len(flat) > 1 and (view := _flat_view(batch, flat)) is not None:
         found.append(view)
-    views = [View(key, path, side, cols, messages_tokens(tokenizer, msgs), np.diff(msgs.starts) > 0)
+    views = [View(key, path, side, cols, messages_tokens(tokenizer, msgs), np.diff(msgs.starts) > 0, msgs)
              for key, path, side, cols, msgs in found]
     return RenderedBatch(batch.num_rows, views, tokenizer.context_length)
+
+
+OPEN_MARK, CLOSE_MARK = "\u27e6", "\u27e7"     # around the trained spans of an example
+EXAMPLE_CHARS = 2000
+EXAMPLE_BEFORE = 500                               # characters kept before the first trained span of a long one
+
+
+def _spans(tokenizer: LengthTokenizer, msgs: Messages, row: int) -> tuple[str, list[tuple[int, int]]] | None:
+    """(the rendering of record `row`, the character spans of its trained turns); None when it does not render
+    or a span cannot be located."""
+    lo, hi = int(msgs.starts[row]), int(msgs.starts[row + 1])
+    roles = msgs.roles.slice(lo, hi - lo).to_pylist()
+    texts = [t or "" for t in msgs.text.slice(lo, hi - lo).to_pylist()]
+    trained = msgs.trained[lo:hi].tolist()
+    if tokenizer.template is None or msgs.raw:
+        pieces = [t if msgs.raw else f"{r or ''}: {t}\n" for r, t in zip(roles, texts)]
+        spans, at = [], 0
+        for r, t, piece, on in zip(roles, texts, pieces, trained):
+            start = at + (0 if msgs.raw else len(r or "") + 2)
+            if on:
+                spans.append((start, start + len(t)))
+            at += len(piece)
+        return "".join(pieces), spans
+    from dataaudit.stats.conversation_lengths import TEMPLATE_ROLES
+
+    messages = [{"role": TEMPLATE_ROLES.get((r or "").lower(), r or ""), "content": t} for r, t in zip(roles, texts)]
+    template = tokenizer.compiled()
+    try:
+        full = template.render(messages=messages, add_generation_prompt=False, **tokenizer.variables)
+        spans = []
+        for t in (i for i, on in enumerate(trained) if on):
+            before = template.render(messages=messages[:t], add_generation_prompt=True, **tokenizer.variables)
+            upto = template.render(messages=messages[:t + 1], add_generation_prompt=False, **tokenizer.variables)
+            if not (full.startswith(before) and full.startswith(upto)):
+                return None
+            spans.append((len(before), len(upto)))
+    except Exception:   # noqa: BLE001 (a render error is counted by the lengths; no example then)
+        return None
+    return full, spans
+
+
+def trained_example(rendered: RenderedBatch, tokenizer: LengthTokenizer) -> dict | None:
+    """The first record of the batch with a trained turn, rendered, its trained spans between OPEN_MARK and
+    CLOSE_MARK (at most EXAMPLE_CHARS characters around the first span): {"row", "field", "text"}; None when no
+    record has one that renders."""
+    for view in rendered.views:
+        msgs = view.messages
+        rows = np.searchsorted(msgs.starts, np.flatnonzero(msgs.trained), side="right") - 1
+        for row in dict.fromkeys(rows.tolist()):
+            found = _spans(tokenizer, msgs, row)
+            if found is None or not found[1]:
+                continue
+            text, spans = found
+            for start, end in reversed(spans):
+                text = text[:start] + OPEN_MARK + text[start:end] + CLOSE_MARK + text[end:]
+            if len(text) > EXAMPLE_CHARS:
+                cut = max(0, spans[0][0] - EXAMPLE_BEFORE)
+                text = ("..." if cut else "") + text[cut:cut + EXAMPLE_CHARS] + "..."
+            return {"row": int(row), "field": view.key, "text": text}
+    return None

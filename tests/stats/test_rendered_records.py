@@ -120,3 +120,20 @@ def test_alpaca_lengths_are_per_rendered_record(tmp_path):
     assert "instruction+input+output.tokens: 1 conversations (33.3%) are longer than the context length 9; 1 of " \
            "them lose part of their last assistant reply to truncation" in report["notes"]
     assert report["lengths"]["instruction"]["count"] == 3      # characters stay per field
+
+
+def test_trained_example_marks_the_trained_spans(tmp_path):
+    from dataaudit.stats.rendered_records import trained_example
+
+    columns = {"messages": [turns(("user", "a")), turns(("user", "a"), ("assistant", "b b"), ("user", "c"),
+                                                        ("assistant", "b"))]}
+    batch = pa.RecordBatch.from_pydict(columns)
+    plan = resolve_plan(batch.schema, build_config({}), batch)
+    chatml = load_length_tokenizer(str(tokenizer_folder(tmp_path / "tok")))
+    example = trained_example(render_batch(batch, plan, chatml), chatml)
+    assert example == {"row": 1, "field": "messages", "text":
+                       "<|im_start|>user\na<|im_end|>\n<|im_start|>assistant\n\u27e6b b<|im_end|>\n\u27e7"
+                       "<|im_start|>user\nc<|im_end|>\n<|im_start|>assistant\n\u27e6b<|im_end|>\n\u27e7"}
+    plain = load_length_tokenizer(str(tokenizer_folder(tmp_path / "plain", template=None) / "tokenizer.json"))
+    example = trained_example(render_batch(batch, plan, plain), plain)
+    assert example["text"] == "user: a\nassistant: \u27e6b b\u27e7\nuser: c\nassistant: \u27e6b\u27e7\n"
