@@ -182,7 +182,7 @@ def _text_site(texts: BatchTexts, turns: str | None) -> Site:
     """The prose segments a text check sees: all, or one side of the conversations (split once per batch)."""
     if turns is None:
         return Site(None, texts.prose)
-    if turns not in texts.sides:
+    if turns not in texts.sides and turns != "trained":
         assistant = texts.prose.assistant()
         empty = texts.prose.take(np.zeros(0, np.int64))
         if not assistant.any():                 # no conversation (a flat text column): no copy of every text
@@ -192,6 +192,10 @@ def _text_site(texts: BatchTexts, turns: str | None) -> Site:
         else:
             texts.sides["assistant"] = texts.prose.take(np.flatnonzero(assistant))
             texts.sides["other"] = texts.prose.take(np.flatnonzero(~assistant))
+    if turns == "trained" and turns not in texts.sides:
+        outside = _to_numpy(pc.is_null(texts.prose.roles)).astype(bool) if len(texts.prose) else np.zeros(0, bool)
+        keep = texts.prose.assistant() | outside
+        texts.sides[turns] = texts.prose if keep.all() else texts.prose.take(np.flatnonzero(keep))
     return Site(None, texts.sides[turns])
 
 
@@ -266,8 +270,22 @@ def _planned_calls(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, 
                 continue
             if kind == "text":
                 site = _text_site(texts, spec.turns)
+                if spec.split_turns:
+                    yield from ((spec, kind, part, part.segments.values, {**params, "in_conversation": inside})
+                                for part, inside in _split_turns(site) if len(part.segments))
+                    continue
                 arg = site.segments.values
             yield spec, kind, site, arg, params
+
+
+def _split_turns(site: Site) -> list[tuple[Site, bool]]:
+    """A text site as (its segments outside conversations, False) and (its conversation turns, True)."""
+    segs = site.segments
+    inside = _to_numpy(pc.is_valid(segs.roles)).astype(bool) if len(segs) else np.zeros(0, bool)
+    if inside.all() or not inside.any():
+        return [(site, bool(inside.any()))]
+    return [(Site(None, segs.take(np.flatnonzero(~inside))), False),
+            (Site(None, segs.take(np.flatnonzero(inside))), True)]
 
 
 def _run(spec: CheckSpec, arg, params: dict, states: dict, merges: list) -> CheckOutput:

@@ -48,7 +48,9 @@ SUMMARY_KEYS = frozenset(("path", "records", "flagged", "status", "error", "chec
 TARGET_KINDS = ("text", "json", "conversation", "tool_use", "ids", "image", "pairs", "numeric", "label", "tokens",
                 "token_ids", "image_tensor", "text_tokens", "reader", "samples", "pair", "kto",
                 "rendered", "rendered_pair")
-TURNS = (None, "assistant", "other")   # which text segments a text check sees: all, assistant turns, all others
+# Which text segments a text check sees: all, the assistant's turns, all others (flat text included), or what is
+# trained (the assistant's turns and flat text: a conversation's prompt turns are not).
+TURNS = (None, "assistant", "other", "trained")
 
 
 class SettingError(ValueError):
@@ -153,13 +155,17 @@ class CheckSpec:
     # of checks on one field (lower first: those computing a reduction the others reuse).
     guard_default: int | None = None
     guard_rank: int = 9
-    # Text checks: "assistant" sees only the assistant's turns, "other" every text but those (None: all).
+    # Text checks: "assistant" sees only the assistant's turns, "other" every text but those, "trained" the
+    # assistant's turns and text outside conversations (None: all).
     turns: str | None = None
     # The guard runs a check on its first target only, unless this is set: then on every target it has.
     guard_all_targets: bool = False
     # explain(arg, value, **params) -> FieldDetail: the report's details, built by the audit only for a batch the
     # check flagged (the guard never pays for it); None: the `detail` format string.
     explain: Callable[..., FieldDetail] | None = None
+    # A text check called apart on the text outside conversations and on conversation turns, with the param
+    # `in_conversation` False / True (a chat reply is not a web document: some statistics do not fit it).
+    split_turns: bool = False
 
     @property
     def target(self) -> str:
@@ -189,7 +195,7 @@ def register(name: str, *, target: str | tuple[str, ...] | Mapping[str, Mapping[
              resolve_data: Callable[[dict, Path | None], None] | None = None, state: ShardState | None = None,
              guard_default: int | None = None, guard_rank: int = 9, turns: str | None = None,
              guard_all_targets: bool = False,
-             explain: Callable[..., FieldDetail] | None = None):
+             explain: Callable[..., FieldDetail] | None = None, split_turns: bool = False):
     """Decorator: add a check function to the registry under a stable name.
 
     target: a kind, a tuple of kinds, or {kind: the params fixed on it}; the check runs on each, in that order.
@@ -210,7 +216,7 @@ def register(name: str, *, target: str | tuple[str, ...] | Mapping[str, Mapping[
             raise ValueError(f"stateful check {name!r} would overwrite the report's own {name!r}")
         REGISTRY[name] = CheckSpec(name, targets, severity, dict(params or {}), fn, detail, description,
                                    tuple(required), dict(data or {}), resolve_data, state, guard_default,
-                                   guard_rank, turns, guard_all_targets, explain)
+                                   guard_rank, turns, guard_all_targets, explain, split_turns)
         return fn
 
     return wrap

@@ -305,11 +305,16 @@ _GOPHER = {"dup_line_frac": 0.30, "dup_line_char_frac": 0.20,
 # times ("how many", a repeated 10-gram) already passes a threshold (GSM8K word problems do), so under min_words
 # words an n-gram fraction counts in proportion to the words (the same repeated amount as min_words words need).
 _REP_PARAMS = {**_GOPHER, "max_repeats": 5, "min_repeat_chars": MIN_REPEAT_CHARS, "skip_structure": True,
-               "min_words": 150, "min_chars": 0}
+               "min_words": 150, "min_chars": 0, "turn_dup_frac": 0.5}
+# The duplicate fractions of whole documents: on a chat reply, a numbered list of steps, a quoted premise or a
+# song's chorus repeats lines and n-grams by design (0.10-0.33 on LLaMA-Factory's DPO and KTO demos: every flag
+# there on a reply that was not a loop), while a reply looping one sentence 8+ times repeats most of itself.
+# On conversation turns each must also pass turn_dup_frac (0: the document thresholds alone).
+_DOCUMENT_STATS = ("dup_line_frac", "dup_line_char_frac", *(f"dup_{k}_gram" for k in range(5, 11)))
 
 
 @register(
-    "repetition", target="text", severity="warning", params=dict(_REP_PARAMS),
+    "repetition", target="text", turns="trained", split_turns=True, severity="warning", params=dict(_REP_PARAMS),
     detail="repetition statistic at {value:.2f}x its threshold",
     description="Gopher (MassiveText) repetition filter, as datatrove's GopherRepetitionFilter: duplicated "
                 "line fraction, characters in duplicated lines, characters in the most frequent word 2/3/4-"
@@ -322,10 +327,16 @@ _REP_PARAMS = {**_GOPHER, "max_repeats": 5, "min_repeat_chars": MIN_REPEAT_CHARS
                 "marker and count as words only when 50+ words long. A threshold of None/0 disables its "
                 "statistic; an n-gram statistic of a text of W < min_words words counts "
                 "x W/min_words (one phrase said twice in a short text is no repetition); all need >= min_chars "
-                "characters. value = largest statistic/threshold ratio (> 1 means flagged).",
+                "characters. In conversations only the assistant's turns are judged (a prompt is not trained on, "
+                "and a few-shot prompt repeats its pattern by design), with the top 2/3/4-gram fractions and sentence runs as for documents, the duplicated line and 5..10-gram "
+                "fractions (made for web documents: lists and quotes repeat) only over turn_dup_frac (a loop "
+                "repeats most of the reply; 0: the document thresholds). value = largest statistic/threshold "
+                "ratio (> 1 means flagged).",
 )
-def repetition(arr, **params) -> CheckOutput:
+def repetition(arr, in_conversation: bool = False, **params) -> CheckOutput:
     p = {**_REP_PARAMS, **params}
+    if in_conversation and p["turn_dup_frac"]:
+        p.update({k: max(float(p[k]), float(p["turn_dup_frac"])) for k in _DOCUMENT_STATS if p.get(k)})
     arr = as_string_array(arr)
     n = len(arr)
     names = [k for k in _GOPHER if p.get(k)]
