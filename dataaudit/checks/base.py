@@ -27,7 +27,10 @@ Targets (what the function receives, always as its first argument):
   "text_tokens"  TextAndTokens: a record batch with both a text field and token ids (audit only)
   "reader"       the record batch itself, for the reader's findings (audit only; sees undecodable records too)
   "pair"         dataaudit.pairs.PairBatch: both sides of every preference pair (audit only)
-  "kto"          dataaudit.pairs.KtoBatch: the label column of KTO records (audit only)
+  "kto"          dataaudit.pairs.KtoBatch: the label column of KTO records, with each record's prompt and reply
+                 (audit only)
+  "ranked"       dataaudit.pairs.RankBatch: the responses of reward data with ranked responses and their scores
+                 or ranks (audit only)
   "samples"      the list of samples a dataset yielded for one batch, before collation (guard only: the collate
                  guard; a sample may be None)
 """
@@ -43,7 +46,7 @@ SUMMARY_KEYS = frozenset(("path", "records", "flagged", "status", "error", "chec
                           "skipped", "problems", "schema_version", "totals", "shards", "notes", "config", "run",
                           "images", "formats", "unchecked", "fingerprint"))
 TARGET_KINDS = ("text", "json", "conversation", "tool_use", "ids", "image", "pairs", "numeric", "label", "tokens",
-                "token_ids", "image_tensor", "text_tokens", "reader", "samples", "pair", "kto")
+                "token_ids", "image_tensor", "text_tokens", "reader", "samples", "pair", "kto", "ranked")
 TURNS = (None, "assistant", "other")   # which text segments a text check sees: all, assistant turns, all others
 
 
