@@ -116,7 +116,7 @@ def ranked_scores(ranked: RankBatch, **params) -> CheckOutput:
             detail[i] = f"{what[:-1]} {ranked.score_pos[first_bad[i]]} is {'missing' if v is None else v}"
     lay = ranked.layout
     where = np.full(n, lay.scores or lay.responses.name, dtype=object)
-    for i in np.flatnonzero(flagged & (first_bad >= 0) & ~missing & ~mismatch).tolist():
+    for i in np.flatnonzero(flagged & (first_bad >= 0) & ~missing & ~mismatch & ranked.numeric).tolist():
         k = ranked.score_pos[first_bad[i]]
         where[i] = f"{lay.scores}[{k}]" if lay.scores else f"{lay.responses.name}[{k}].{lay.score_key}"
     return CheckOutput(flagged=flagged, value=np.maximum(count, 0).astype(np.float64), detail=detail, where=where)
