@@ -15,7 +15,8 @@ and reply labelled true in one record and false in another. Flags are made per b
 LATER record of a contradiction within a shard (value = the shard row of the earlier, opposite record); the
 earlier record is not flagged. Contradictions between shards cannot be flagged (the records are in another
 shard's flags): they are counted in report.json's `contradictory_preference` section with the shard and row of
-both records. Pairs with an empty side or two equal replies are no preference and are left out.
+both records, once per distinct preference of the later shard (its repeated records count once: a shard keeps
+each key with its first row). Pairs with an empty side or two equal replies are no preference and are left out.
 
 Each record is one 64-bit key: XXH3 (the dedup's exact-duplicate hash, dataaudit.dedup.exact) of the normalized
 prompt and the two replies in a canonical order (the lower string first), its last bit replaced by the direction
@@ -209,9 +210,9 @@ def contra_notes(section: dict) -> list[str]:
     eg = [f"{e['shard']} row {e['row']} vs row {e['opposite_row']}" for e in section["examples_within_shards"][:2]]
     eg += [f"{e['second']['shard']} row {e['second']['row']} vs {e['first']['shard']} row {e['first']['row']}"
            for e in section["examples_across_shards"][:2]]
-    return [f"contradictory_preference: {section['contradictions']} records prefer the opposite of an earlier "
-            f"record (same prompt, preference reversed; {section['within_shards']} within a shard, "
-            f"{section['across_shards']} across shards); e.g. {'; '.join(eg)}"]
+    return [f"contradictory_preference: {section['contradictions']} preferences reverse an earlier one (same "
+            f"prompt, preference reversed; {section['within_shards']} records within a shard, "
+            f"{section['across_shards']} distinct preferences across shards); e.g. {'; '.join(eg)}"]
 
 
 @register("contradictory_preference", target=("pair", "kto"), severity="warning",

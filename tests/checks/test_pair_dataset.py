@@ -167,8 +167,8 @@ def test_contradictions_within_and_across_shards(tmp_path, batch_rows):
     }
     assert report["checks"]["contradictory_preference"]["flagged"] == 3
     assert [n for n in report["notes"] if n.startswith("contradictory_preference")] == [
-        f"contradictory_preference: 5 records prefer the opposite of an earlier record (same prompt, preference "
-        f"reversed; 3 within a shard, 2 across shards); e.g. {first} row 2 vs row 0; {first} row 3 vs row 2; "
+        f"contradictory_preference: 5 preferences reverse an earlier one (same prompt, preference reversed; 3 "
+        f"records within a shard, 2 distinct preferences across shards); e.g. {first} row 2 vs row 0; {first} row 3 vs row 2; "
         f"{second} row 0 vs {first} row 1; {second} row 3 vs {first} row 0"]
     assert [e["row"] for e in report["examples"]["contradictory_preference"]] == [2, 3, 2]
 
@@ -242,3 +242,19 @@ def test_real_dpo_demo():
         "chars_ratio": 0.9442, "geometric_mean_ratio": 0.8051, "length_bias": False}
     assert report["contradictory_preference"]["contradictions"] == 0
     assert report["contradictory_preference"]["keyed"] == 300
+
+
+def test_real_dpo_demo_against_its_swapped_copy(tmp_path):
+    """Every pair of dpo_en_demo.json reversed in a second shard: each of its 295 distinct preferences (5 of the
+    300 records repeat another) contradicts the first shard, at the same row."""
+    path = shared_file("posttrain/dpo_en_demo.json")
+    records = json.loads(path.read_text())
+    swapped = tmp_path / "swapped.json"
+    swapped.write_text(json.dumps([{**r, "chosen": r["rejected"], "rejected": r["chosen"]} for r in records]))
+    report, (_, flags) = _report([str(path), str(swapped)])
+    section = report["contradictory_preference"]
+    assert {k: section[k] for k in ("records", "keyed", "contradictions", "within_shards", "across_shards")} == \
+        {"records": 600, "keyed": 600, "contradictions": 295, "within_shards": 0, "across_shards": 295}
+    assert all(e["first"]["row"] == e["second"]["row"] for e in section["examples_across_shards"])
+    assert len(section["examples_across_shards"]) == 20 and _rows(flags, "contradictory_preference") == []
+    assert report["pair_stats"]["chars_ratio"] == 1.0 and report["pair_stats"]["geometric_mean_ratio"] == 1.0
