@@ -242,8 +242,8 @@ class Fields:
         cols = [c.top for c in self.text] + [c.name for c in self.json] + [c.name for c in self.images]
         cols += [*self.numeric, self.label, self.input_ids, self.attention_mask, self.id]
         cols += [c + DTYPE_SUFFIX for c in self.numeric]
-        if self.pairs is not None and self.pairs.label:
-            cols.append(self.pairs.label)
+        if self.pairs is not None:
+            cols += list(self.pairs.reads)
         if self.image_tensor:
             cols += [self.image_tensor, self.image_tensor + SHAPE_SUFFIX, self.image_tensor + DTYPE_SUFFIX]
         cols.append(self.tools)
@@ -357,10 +357,10 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
         special = {label, ids, mask}
         numeric = tuple(n for n, c in cols.items() if n not in special and not n.endswith(SHAPE_SUFFIX)
                         and c.kind == "float" and c.per_sample)
-    pairs = pair_layout(cols, spec, text) if not images else None
+    pairs = pair_layout(cols, spec, text, problems) if not images else None
     if spec.text is None:   # a one-turn struct is text as a pair's side only (else, as before, not checked)
         text = [c for c in text if not c.single or (pairs is not None and c.name in pairs.columns)]
-    taken = {c.top for c in text} | ({pairs.label} if pairs and pairs.label else set())
+    taken = {c.top for c in text} | (set(pairs.reads) if pairs else set())
     json = tuple(c for c in cols.values() if c.hint == "json" and not c.nested and c.name not in taken)
     identifiers = tuple(n for n, c in cols.items() if n not in taken and not c.nested and c.kind == "string"
                         and (c.hint == "identifier" or is_identifier_name(n)))
@@ -379,9 +379,18 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
 # a reply to that prompt; a KTO record is one reply and a bool label. Recognised by column names and kinds (or by
 # LLaMA-Factory's dataset_info.json, passed as FieldSpec.pairs); anything else is not a pair layout.
 PAIR_LAYOUTS = {"ranking": "LLaMA-Factory ranking", "explicit": "explicit prompt", "implicit": "implicit prompt",
-                "v1": "v1 chosen_messages/rejected_messages", "kto": "KTO"}
+                "v1": "v1 chosen_messages/rejected_messages", "kto": "KTO", "ranked": "ranked responses"}
 PROMPT_NAMES = ("prompt", "conversations", "messages", "instruction", "question")
 KTO_LABELS = ("label", "kto_tag")
+# Reward-model data with more than two responses ("ranked"): a list of responses and, per response, a number.
+# Either a list of strings beside a list of numbers (`responses` + `scores`/`ranks`), or UltraFeedback's list of
+# structs, each holding its response and its number (`completions[].response` + `completions[].overall_score`).
+# Ranks (RANK_NAMES): lower is better; any other number: higher is better.
+RESPONSE_NAMES = ("responses", "completions")
+SCORE_NAMES = ("scores", "ratings", "rewards", "ranks", "rankings", "ranking")
+RESPONSE_TEXT_KEYS = ("response", "text", "content", "output", "completion")
+RESPONSE_SCORE_KEYS = ("overall_score", "score", "rating", "reward", "rank")
+RANK_NAMES = ("ranks", "rankings", "ranking", "rank")
 
 
 @dataclass(frozen=True)
@@ -396,6 +405,12 @@ class PairLayout:
     rejected: Column | None = None
     completion: Column | None = None
     label: str | None = None
+    # ranked: the responses column (a list of strings, or of structs whose `text_key` holds the response), and
+    # the number of each response: the column `scores` (a list beside it) or the struct key `score_key`.
+    responses: Column | None = None
+    text_key: str | None = None
+    scores: str | None = None
+    score_key: str | None = None
 
     @property
     def sides(self) -> tuple[Column, ...]:
@@ -403,13 +418,29 @@ class PairLayout:
 
     @property
     def columns(self) -> tuple[str, ...]:
-        return tuple(c.name for c in (self.prompt, *self.sides, self.completion) if c is not None)
+        return tuple(c.name for c in (self.prompt, *self.sides, self.completion, self.responses) if c is not None)
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """Columns the pair checks read that no other role may: the label, a ranked layout's responses and scores."""
+        return tuple(n for n in (self.label, self.responses.name if self.responses else None, self.scores) if n)
+
+    @property
+    def ranks(self) -> bool:
+        """A ranked layout's numbers are ranks (lower is better), not scores."""
+        return (self.scores or self.score_key or "") in RANK_NAMES
 
     def describe(self) -> str:
         lead = "conversation" if self.layout == "kto" and self.completion is None else "prompt"
+        if self.responses is not None:
+            r = self.responses.name
+            shown = (f"responses {r}[].{self.text_key}", f"{'ranks' if self.ranks else 'scores'} {r}[].{self.score_key}") \
+                if self.text_key else (f"responses {r}", f"{'ranks' if self.ranks else 'scores'} {self.scores}")
+        else:
+            shown = ()
         parts = [f"{lead} {self.prompt.name}" if self.prompt else None,
                  *(f"{c.name}" for c in self.sides), f"completion {self.completion.name}" if self.completion else None,
-                 f"label {self.label}" if self.label else None]
+                 f"label {self.label}" if self.label else None, *shown]
         return f"{PAIR_LAYOUTS[self.layout]} ({', '.join(p for p in parts if p)})"
 
 
@@ -436,8 +467,95 @@ def _hinted_layout(cols: dict[str, Column], hint: Mapping) -> PairLayout | None:
     return None
 
 
-def pair_layout(cols: dict[str, Column], spec: FieldSpec, text: list[Column]) -> PairLayout | None:
-    """The preference or KTO layout of a schema, else None (configured text fields: none, the user chose)."""
+_LISTED = ("list<", "large_list<", "fixed_size_list<")
+_NUMBER_TYPE = r"^(u?int(8|16|32|64)|halffloat|float|double|decimal.*)$"
+
+
+def _list_struct_fields(type_name: str) -> dict[str, str] | None:
+    """The fields (name -> type name) of a list of structs, read from its Arrow type name
+    (`list<item: struct<model: string, response: string, overall_score: double>>`), else None. The rule sees
+    Columns, not Arrow types: the type name is the struct's description."""
+    head = next((p for p in _LISTED if type_name.startswith(p)), None)
+    if head is None:
+        return None
+    inner = type_name[len(head):]
+    inner = inner.split(": ", 1)[1] if ": " in inner.split("<", 1)[0] else inner   # `item: ` (the element's name)
+    if not inner.startswith("struct<"):
+        return None
+    body = inner[len("struct<"):]
+    out, depth, start = {}, 0, 0
+    for i, ch in enumerate(body):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            if depth == 0:
+                part = body[start:i]
+                if ": " in part:
+                    name, t = part.strip().split(": ", 1)
+                    out[name] = t
+                return out
+            depth -= 1
+        elif ch == "," and depth == 0:
+            name, t = body[start:i].strip().split(": ", 1)
+            out[name] = t
+            start = i + 1
+    return None
+
+
+def _listed(c: Column | None) -> bool:
+    return c is not None and c.type_name.startswith(_LISTED) and not c.nested
+
+
+def _ranked_layout(cols: dict[str, Column], problems: list[str]) -> PairLayout | None:
+    """A list of responses with a number each (RESPONSE_NAMES, SCORE_NAMES), else None. A responses column
+    beside a score column the rule cannot pair with it, or structs without a response or a number, is named
+    in `problems` as not checked (never flags)."""
+    import re
+
+    name = next((n for n in RESPONSE_NAMES if n in cols and not cols[n].nested), None)
+    if name is None:
+        return None
+    col = cols[name]
+    prompt = next((cols[n] for n in PROMPT_NAMES if _side(cols.get(n))), None)
+    scores = next((n for n in SCORE_NAMES if n in cols and not cols[n].nested), None)
+    if col.kind == "strings":
+        if scores is None:
+            return None    # a list of texts (several samples of a reply): text, not reward data
+        if _listed(cols[scores]):
+            return PairLayout("ranked", prompt, responses=col, scores=scores)
+        problems.append(f"columns {name!r} ({col.type_name}) and {scores!r} ({cols[scores].type_name}) look like "
+                        f"reward data, but {scores!r} is not a list (one number per response): the ranked "
+                        "responses were not checked")
+        return None
+    fields = _list_struct_fields(col.type_name) if _listed(col) else None
+    if fields is None:
+        return None
+    text_key = next((k for k in RESPONSE_TEXT_KEYS if fields.get(k) in ("string", "large_string")), None)
+    score_key = next((k for k in RESPONSE_SCORE_KEYS if k in fields and re.match(_NUMBER_TYPE, fields[k])), None)
+    if text_key is not None and score_key is not None:
+        return PairLayout("ranked", prompt, responses=col, text_key=text_key, score_key=score_key)
+    if text_key is not None or any(k in fields for k in RESPONSE_SCORE_KEYS):
+        problems.append(f"column {name!r} ({col.type_name}) looks like reward data, but its items have no "
+                        f"{'number (' + ', '.join(RESPONSE_SCORE_KEYS) + ')' if text_key else 'response text (' + ', '.join(RESPONSE_TEXT_KEYS) + ')'}"
+                        f": the ranked responses were not checked")
+    return None
+
+
+def _pair_columns_note(cols: dict[str, Column]) -> str | None:
+    """A note for `chosen`/`rejected` (or v1's `*_messages`) columns whose shape is no pair layout."""
+    for a, b in (("chosen", "rejected"), ("chosen_messages", "rejected_messages")):
+        if a in cols and b in cols and not (_side(cols[a]) and _side(cols[b])):
+            return (f"columns {a!r} ({cols[a].type_name}) and {b!r} ({cols[b].type_name}) look like a preference "
+                    "pair but are not a layout the pair checks read (each side a string, a turn or a list of "
+                    "messages): the pair was not checked")
+    return None
+
+
+def pair_layout(cols: dict[str, Column], spec: FieldSpec, text: list[Column],
+                problems: list[str] | None = None) -> PairLayout | None:
+    """The preference, KTO or ranked layout of a schema, else None (configured text fields: none, the user
+    chose). Pair-like columns the rule cannot read are named in `problems` (never a silent all-clear)."""
+    problems = [] if problems is None else problems
     hinted = _hinted_layout(cols, spec.pairs) if spec.pairs is not None else None
     if hinted is not None:
         return hinted
@@ -452,6 +570,13 @@ def pair_layout(cols: dict[str, Column], spec: FieldSpec, text: list[Column]) ->
         if prompt is None:
             return PairLayout("implicit", None, chosen, rejected)
         return PairLayout("ranking" if chosen.single else "explicit", prompt, chosen, rejected)
+    note = _pair_columns_note(cols)
+    if note is not None:
+        problems.append(note)
+        return None
+    ranked = _ranked_layout(cols, problems)
+    if ranked is not None:
+        return ranked
     label = next((n for n in KTO_LABELS if n in cols), None)
     if label is None:
         return None

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataaudit.fields import Column, PairLayout
+from dataaudit.provenance import ROW
 from dataaudit.texts import Conversation, conversation
 
 # An implicit-prompt pair in Anthropic HH form: the prompt is everything up to the last "\n\nAssistant:".
@@ -114,14 +115,41 @@ def _string_side(batch: pa.RecordBatch, col: Column, implicit: bool) -> Side:
     return Side(col.name, reply, path, pc.if_else(pc.is_valid(values), prompt, pa.nulls(len(values), pa.string())))
 
 
+def transcript(batch: pa.RecordBatch, col: Column | None) -> pa.Array:
+    """Per record, the whole text of one column: a string as it is; a conversation's turns as role FIELD_JOIN
+    text, joined by TURN_JOIN (so two prompts are equal exactly when their roles and texts are); "" where the
+    record has none (and when `col` is None)."""
+    n = batch.num_rows
+    if col is None:
+        return pa.array([""] * n, pa.string())
+    if col.kind != "conversation":
+        values = batch.column(col.name)
+        values = values.cast(pa.string()) if not pa.types.is_string(values.type) else values
+        return pc.fill_null(values, "")
+    conv, text, _ = conversation(batch, col)
+    keys = pc.binary_join_element_wise(pc.fill_null(conv.roles, ""), pc.fill_null(text, ""), FIELD_JOIN)
+    return _joined_per_row(keys, conv.rows, n, TURN_JOIN)
+
+
+def batch_rows(batch: pa.RecordBatch) -> np.ndarray:
+    """Each record's row in its shard (the reader's provenance column; 0.. without one)."""
+    if ROW in batch.schema.names:
+        return np.asarray(_np(pc.fill_null(batch.column(ROW), -1)), dtype=np.int64)
+    return np.arange(batch.num_rows, dtype=np.int64)
+
+
 @dataclass
 class PairBatch:
-    """The "pair" target: both sides of every record of a batch."""
+    """The "pair" target: both sides of every record of a batch. `prompt`: each record's prompt as one string
+    (`transcript` of the shared prompt column; for implicit and v1, the chosen side's own prompt; None when built
+    without one); `rows`: each record's row in the shard."""
 
     layout: PairLayout
     chosen: Side
     rejected: Side
     cache: dict = field(default_factory=dict)   # what several pair checks share (normalized replies)
+    prompt: pa.Array | None = None
+    rows: np.ndarray | None = None
 
     @property
     def records(self) -> int:
@@ -132,12 +160,92 @@ class PairBatch:
         own = layout.prompt is None     # implicit and v1: each side carries its prompt
         sides = [_conversation_side(batch, c, own) if c.kind == "conversation" else
                  _string_side(batch, c, own) for c in layout.sides]
-        return cls(layout, *sides)
+        prompt = pc.fill_null(sides[0].prompt, "") if own else transcript(batch, layout.prompt)
+        return cls(layout, *sides, prompt=prompt, rows=batch_rows(batch))
 
 
 @dataclass
 class KtoBatch:
-    """The "kto" target: the label column of KTO records, as stored."""
+    """The "kto" target: the label column of KTO records, as stored; `text`: each record's prompt and reply as one
+    string (`transcript` of the prompt, FIELD_JOIN twice, `transcript` of the completion; KTO's single
+    conversation as it is); `rows`: each record's row in the shard."""
 
     name: str
     values: pa.Array
+    text: pa.Array | None = None
+    rows: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, batch: pa.RecordBatch, layout: PairLayout) -> "KtoBatch":
+        text = transcript(batch, layout.prompt)
+        if layout.completion is not None:
+            text = pc.binary_join_element_wise(text, transcript(batch, layout.completion), FIELD_JOIN * 2)
+        return cls(layout.label, batch.column(layout.label), text, batch_rows(batch))
+
+
+@dataclass
+class RankBatch:
+    """The "ranked" target: every response of every record of a batch, flattened, with its number.
+
+    text: one string per response (null: none); row: its record in the batch; pos: its index in the record's
+    list; path: where it is (`responses[2]`, `completions[2].response`). count: responses per record (-1: the list
+    is null). scores: one value per score, flattened (`score_row`, `score_pos` as for responses), as stored (a
+    number array, or whatever the column holds); score_count: scores per record (-1: null list). numeric: the
+    scores are numbers. ranks: lower is better (a rank column), else higher is better."""
+
+    layout: PairLayout
+    records: int
+    text: pa.Array
+    row: np.ndarray
+    pos: np.ndarray
+    path: np.ndarray
+    count: np.ndarray
+    scores: pa.Array
+    score_row: np.ndarray
+    score_pos: np.ndarray
+    score_count: np.ndarray
+    numeric: bool
+    ranks: bool
+
+    @classmethod
+    def of(cls, batch: pa.RecordBatch, layout: PairLayout) -> "RankBatch":
+        n = batch.num_rows
+        col = layout.responses
+        lists = batch.column(col.name)
+        items, row, pos = _flatten(lists)
+        count = _list_counts(lists)
+        if layout.text_key is not None:
+            text = pc.struct_field(items, layout.text_key)
+            scores, score_row, score_pos = pc.struct_field(items, layout.score_key), row, pos
+            score_count = count
+            label = f".{layout.text_key}"
+        else:
+            text = items
+            score_lists = batch.column(layout.scores)
+            scores, score_row, score_pos = _flatten(score_lists)
+            score_count = _list_counts(score_lists)
+            label = ""
+        text = text.cast(pa.string()) if not pa.types.is_string(text.type) else text
+        t = scores.type
+        numeric = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_null(t)
+        path = np.char.add(np.char.add(f"{col.name}[", pos.astype(str)), f"]{label}").astype(object)
+        return cls(layout, n, text, row, pos, path, count, scores, score_row, score_pos, score_count, numeric,
+                   layout.ranks)
+
+
+def _flatten(lists) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """(values, record, position in the record's list) of a list column (null lists hold none)."""
+    if isinstance(lists, pa.ChunkedArray):
+        lists = lists.combine_chunks()
+    values = pc.list_flatten(lists)
+    row = np.asarray(_np(pc.list_parent_indices(lists)), dtype=np.int64)
+    counts = np.bincount(row, minlength=len(lists))
+    starts = np.zeros(len(lists), np.int64)
+    starts[1:] = np.cumsum(counts)[:-1]
+    return values, row, np.arange(row.size, dtype=np.int64) - starts[row]
+
+
+def _list_counts(lists) -> np.ndarray:
+    if isinstance(lists, pa.ChunkedArray):
+        lists = lists.combine_chunks()
+    return np.asarray(_np(pc.fill_null(pc.list_value_length(lists), -1)), dtype=np.int64)

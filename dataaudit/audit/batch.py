@@ -22,7 +22,7 @@ from dataaudit.checks.text_common import char_lengths
 from dataaudit.config import AuditConfig
 from dataaudit.images.batch import ImageBatch, Limits
 from dataaudit.images.pairs import Pairs
-from dataaudit.pairs import KtoBatch, PairBatch, joined_views
+from dataaudit.pairs import KtoBatch, PairBatch, RankBatch, joined_views
 from dataaudit.pairs import joined as joined_conversation
 from dataaudit.provenance import ERROR, KEY, LINE, ROW
 from dataaudit.stats.conversation_lengths import as_length_tokenizer, reasoning_renderer
@@ -210,7 +210,7 @@ def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, s
         yield "text", None, None
     if len(texts.json):
         yield "json", Site(None, texts.json), texts.json.values
-    pairs = plan.pairs if plan.pairs is not None and plan.pairs.layout != "kto" else None
+    pairs = plan.pairs if plan.pairs is not None and plan.pairs.layout not in ("kto", "ranked") else None
     # A pair's prompt and sides are seen together (prompt + chosen, prompt + rejected), as the trainer renders them.
     alone, joined = joined_views(plan.pairs) if plan.pairs is not None else (set(), [])
     for col in plan.text:
@@ -220,8 +220,10 @@ def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, s
         yield "conversation", Site(side.name, whole_where=True), joined_conversation(batch, prompt, side)
     if pairs is not None:
         yield "pair", Site(""), PairBatch.of(batch, pairs)
+    elif plan.pairs is not None and plan.pairs.layout == "ranked":
+        yield "ranked", Site(""), RankBatch.of(batch, plan.pairs)
     elif plan.pairs is not None:
-        yield "kto", Site(plan.pairs.label), KtoBatch(plan.pairs.label, batch.column(plan.pairs.label))
+        yield "kto", Site(plan.pairs.label), KtoBatch.of(batch, plan.pairs)
     for col in plan.text:
         # its checks name the full path (the tools field too); a one-turn struct (a pair's side) holds no turn list
         if col.kind == "conversation" and not col.single:

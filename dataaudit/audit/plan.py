@@ -61,10 +61,11 @@ def resolve_plan(schema: pa.Schema, config: AuditConfig, sample: pa.RecordBatch 
                   "numeric": bool(numeric), "label": label is not None,
                   "tokens": ids is not None, "text_tokens": resolved.primary_text is not None and ids is not None,
                   "image_tensor": resolved.image_tensor is not None, "reader": True,
-                  "pair": resolved.pairs is not None and resolved.pairs.layout != "kto",
+                  "pair": resolved.pairs is not None and resolved.pairs.layout not in ("kto", "ranked"),
                   "kto": resolved.pairs is not None and resolved.pairs.layout == "kto",
+                  "ranked": resolved.pairs is not None and resolved.pairs.layout == "ranked",
                   "rendered": bool(text),   # yielded with a tokenizer (the checks require one)
-                  "rendered_pair": resolved.pairs is not None and resolved.pairs.layout != "kto"}
+                  "rendered_pair": resolved.pairs is not None and resolved.pairs.layout not in ("kto", "ranked")}
     skipped = {}
     for name in REGISTRY:
         why = skip_reason(name, config, has_target, "this shard")

@@ -27,7 +27,10 @@ Targets (what the function receives, always as its first argument):
   "text_tokens"  TextAndTokens: a record batch with both a text field and token ids (audit only)
   "reader"       the record batch itself, for the reader's findings (audit only; sees undecodable records too)
   "pair"         dataaudit.pairs.PairBatch: both sides of every preference pair (audit only)
-  "kto"          dataaudit.pairs.KtoBatch: the label column of KTO records (audit only)
+  "kto"          dataaudit.pairs.KtoBatch: the label column of KTO records, with each record's prompt and reply
+                 (audit only)
+  "ranked"       dataaudit.pairs.RankBatch: the responses of reward data with ranked responses and their scores
+                 or ranks (audit only)
   "rendered"     dataaudit.stats.rendered_records.RenderedBatch: every record rendered as the trainer does and
                  tokenized, with where its trained tokens start (audit only, with `[data] tokenizer`)
   "rendered_pair" the same, yielded for preference pairs only (both sides rendered with their prompt)
@@ -46,7 +49,7 @@ SUMMARY_KEYS = frozenset(("path", "records", "flagged", "status", "error", "chec
                           "skipped", "problems", "schema_version", "totals", "shards", "notes", "config", "run",
                           "images", "formats", "unchecked", "fingerprint"))
 TARGET_KINDS = ("text", "json", "conversation", "tool_use", "ids", "image", "pairs", "numeric", "label", "tokens",
-                "token_ids", "image_tensor", "text_tokens", "reader", "samples", "pair", "kto",
+                "token_ids", "image_tensor", "text_tokens", "reader", "samples", "pair", "kto", "ranked",
                 "rendered", "rendered_pair")
 # Which text segments a text check sees: all, the assistant's turns, all others (flat text included), or what is
 # trained (the assistant's turns and flat text: a conversation's prompt turns are not).

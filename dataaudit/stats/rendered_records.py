@@ -8,6 +8,7 @@ A view is one rendering per record (dataaudit.stats.conversation_lengths renders
                               explicit `prompt` + `chosen`, Anthropic HH transcripts) are concatenated raw, as
                               the trainer does for non-conversational data: prompt text + reply text
   KTO                         its conversation, or prompt + completion
+  ranked responses            not rendered (its fields are measured one by one)
   flat fields (Alpaca)        `system` / `system_prompt` as the system turn, the other fields but the reply joined
                               by a newline as the user turn (an empty `input` left out), the reply field
                               (RESPONSE_NAMES) as the assistant turn: LLaMA-Factory's alpaca conversion. Without a
@@ -164,7 +165,8 @@ def render_batch(batch: pa.RecordBatch, plan: Fields, tokenizer: LengthTokenizer
     found = []
     taken: set[str] = set()
     if plan.pairs is not None:
-        found += _pair_views(batch, plan)
+        if plan.pairs.layout != "ranked":     # reward data with ranked responses: measured field by field
+            found += _pair_views(batch, plan)
         taken |= set(plan.pairs.columns)
     for col in plan.text:
         if col.kind == "conversation" and col.name not in taken and not col.single:
