@@ -32,13 +32,16 @@ sys.path.insert(0, str(REPO))
 from fixtures import pair_data  # noqa: E402
 
 PAIR_CHECKS = ("pair_empty_side", "pair_identical", "pair_near_identical", "pair_prefix", "pair_prompt_mismatch",
-               "kto_label")
+               "kto_label", "contradictory_preference", "pair_truncated_identical", "no_trainable_tokens")
+# The recall runs render each record with a tokenizer and cut it to a context (pair_truncated_identical,
+# no_trainable_tokens); the throughput runs read text alone, as the flat audit they are compared with.
+RENDERED = ["--tokenizer", str(pair_data.TOKENIZER), "--context-length", str(pair_data.CONTEXT_LENGTH)]
 
 
-def audit(path: Path, out: Path) -> tuple[list[dict], float]:
+def audit(path: Path, out: Path, rendered: bool = False) -> tuple[list[dict], float]:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "dataaudit.cli", "audit", str(path), "--out", str(out)],
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "dataaudit.cli", "audit", str(path), "--out", str(out),
+                           *(RENDERED if rendered else [])], capture_output=True, text=True)
     took = time.perf_counter() - start
     if done.returncode not in (0, 1):
         raise SystemExit(f"audit of {path} failed: {done.stderr.strip()}")
@@ -83,7 +86,7 @@ def main() -> None:
         tmp = Path(tmp)
         truth = pair_data.generate(tmp / "data", a.records)
         for layout, t in truth.items():
-            flags, took = audit(tmp / "data" / t["file"], tmp / f"out-{layout}")
+            flags, took = audit(tmp / "data" / t["file"], tmp / f"out-{layout}", rendered=True)
             s = score(t, flags)
             kinds = ", ".join(f"{k} {v[0]}/{v[1]}" for k, v in s["kinds"].items())
             print(f"{layout:14s} recall {s['recall']:.3f} ({kinds}); false pair flags on "

@@ -14,7 +14,7 @@ from tests.paths import needs_shared
 
 KEYS = ("row", "check", "field")
 PAIR_CHECKS = {"pair_empty_side", "pair_identical", "pair_near_identical", "pair_prefix", "pair_prompt_mismatch",
-               "kto_label", "special_tokens", "empty_reply", "empty_text", "no_assistant_turn",
+               "kto_label", "pair_truncated_identical", "contradictory_preference", "special_tokens", "empty_reply", "empty_text", "no_assistant_turn",
                "last_turn_not_assistant", "role_order"}
 LONG = ("The capital of France is Paris, a city on the Seine known for its museums, its cafes and the tower "
         "built for the world's fair of 1889.")
@@ -164,12 +164,14 @@ def test_generated_plants_found(tmp_path, layout):
     from fixtures import pair_data
 
     truth = pair_data.generate(tmp_path, records=300, rate=0.02)[layout]
-    _, flags = audit(str(tmp_path / truth["file"]))
+    # rendered with a tokenizer and cut to a context: the `truncated` plants (a prompt past the context)
+    data = {"tokenizer": str(pair_data.TOKENIZER), "context_length": pair_data.CONTEXT_LENGTH}
+    _, flags = audit(str(tmp_path / truth["file"]), {"data": data})
     got = {tuple(r) for r in rows_of(flags, KEYS)}
     want = {(p["row"], p["check"], p["field"]) for p in truth["plants"]}
     assert want <= got
     planted = {p["row"] for p in truth["plants"]}
-    pair_checks = {c for c in PAIR_CHECKS if c.startswith(("pair_", "kto_"))}
+    pair_checks = {c for c in PAIR_CHECKS if c.startswith(("pair_", "kto_", "contradictory"))}
     assert [r for r in got if r[1] in pair_checks and r[0] not in planted] == []
 
 
