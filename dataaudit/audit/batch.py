@@ -27,7 +27,7 @@ from dataaudit.pairs import joined as joined_conversation
 from dataaudit.provenance import ERROR, KEY, LINE, ROW
 from dataaudit.stats.conversation_lengths import as_length_tokenizer, conversation_tokens, reasoning_renderer
 from dataaudit.stats.token_lengths import token_lengths
-from dataaudit.tensors import NumericField, from_arrow, tokens_from_arrow, with_shapes
+from dataaudit.tensors import NumericField, TrainedTokens, from_arrow, tokens_from_arrow, with_shapes
 from dataaudit.tool_turns import tool_use
 from dataaudit.texts import Segments, call_arguments, conversation, record_text, segments, split_json_turns
 
@@ -191,7 +191,7 @@ def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, s
             images: list, tokenizer=None):
     """(target kind, site, argument) for every field of the batch, in the order the checks visit them:
     reader findings, text, JSON, conversations, ids, images, image-text pairs, numeric columns, image tensor, label,
-    tokens, token ids, text with its token ids. A text target's site is None: each check's site depends on the
+    tokens, token ids, trained tokens (labels, train mask), text with its token ids. A text target's site is None: each check's site depends on the
     turns it sees. The images are probed once (appended to `images`, for the shard's image statistics)."""
     yield "reader", Site(None), batch
     if plan.text:
@@ -233,6 +233,9 @@ def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, s
         tf = tokens_from_arrow(batch.column(plan.input_ids), mask, device)
         yield "tokens", Site(plan.input_ids), tf
         yield "token_ids", Site(plan.input_ids), tf.ids
+        for name, labels in ((plan.token_labels, True), (plan.train_mask, False)):
+            if name is not None:   # what the loss trains: flags name the labels / mask field
+                yield "trained", Site(name), TrainedTokens(tf, _numeric(batch, name, device), labels)
         if plan.primary_text is not None:
             yield "text_tokens", Site(plan.input_ids), TextAndTokens(batch, plan.primary_text, plan.input_ids,
                                                                       plan.attention_mask, shard)

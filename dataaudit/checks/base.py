@@ -23,6 +23,8 @@ Targets (what the function receives, always as its first argument):
   "label"        NumericField of class labels                        -> torch tensors
   "tokens"       TokenFields (token ids + optional attention mask)   -> torch tensors
   "token_ids"    NumericField of the token ids alone                 -> torch tensors
+  "trained"      TrainedTokens: token ids (+ attention mask) and, per token, its label or train-mask value (what
+                 the loss trains; one per labels / train-mask field)   -> torch tensors
   "image_tensor" NumericField of decoded image tensors ([C, H, W] per sample) -> torch tensors
   "text_tokens"  TextAndTokens: a record batch with both a text field and token ids (audit only)
   "reader"       the record batch itself, for the reader's findings (audit only; sees undecodable records too)
@@ -41,9 +43,9 @@ SEVERITIES = ("info", "warning", "error")
 # Keys of a shard summary and of report.json: a stateful check's name must not be one of them.
 SUMMARY_KEYS = frozenset(("path", "records", "flagged", "status", "error", "checks", "lengths", "examples", "fields",
                           "skipped", "problems", "schema_version", "totals", "shards", "notes", "config", "run",
-                          "images", "formats", "unchecked", "fingerprint"))
+                          "images", "formats", "unchecked", "fingerprint", "trained_example"))
 TARGET_KINDS = ("text", "json", "conversation", "tool_use", "ids", "image", "pairs", "numeric", "label", "tokens",
-                "token_ids", "image_tensor", "text_tokens", "reader", "samples", "pair", "kto")
+                "token_ids", "trained", "image_tensor", "text_tokens", "reader", "samples", "pair", "kto")
 TURNS = (None, "assistant", "other")   # which text segments a text check sees: all, assistant turns, all others
 
 
