@@ -147,9 +147,7 @@ def resolve_batch(named: Mapping[Any, Any], display: Callable[[Any], str], cfg: 
         names = [n for n in runnable if target in runnable[n]]
         # Reduce-once ordering on one field: checks computing a row reduction the others reuse run first.
         names.sort(key=lambda n: REGISTRY[n].guard_rank)
-        return tuple(CheckCall(n, fname, cfg.check(n).severity,
-                               tuple(sorted((k, tuple(v) if isinstance(v, list) else v)   # hashable
-                                            for k, v in runnable[n][target].items())))
+        return tuple(CheckCall(n, fname, cfg.check(n).severity, tuple(sorted(runnable[n][target].items())))
                      for n in names)
 
     plans = []

@@ -256,3 +256,17 @@ def test_end_tokens_of_a_real_tokenizer(tmp_path):
         build_config({"data": {"eos_token_id": "</s>"}})
     with pytest.raises(ConfigError, match=r"end_token_ids must be a list of token ids"):
         build_config({"checks": {"eos_never_trained": {"end_token_ids": ["</s>"]}}})
+
+
+def test_device_guard_on_the_meta_device_reads_nothing_back():
+    """mask / warn / raise with token labels on a device where any data-dependent read raises."""
+    cfg = build_config({"data": {"vocab_size": 100, "eos_token_id": [2]}})
+    batch = {"input_ids": torch.zeros(4, 8, dtype=torch.int64), "attention_mask": torch.ones(4, 8, dtype=torch.int64),
+             "labels": torch.full((4, 8), -100, dtype=torch.int64)}
+    for policy in ("mask", "warn", "raise"):
+        g = DeviceGuard([batch], cfg, device=torch.device("meta"), policy=policy, checks="all", profile=False)
+        out, _ = g.process(dict(batch))
+        assert out["labels"].device.type == "meta"
+        assert [c.label for c in g.plan.calls if c.field == "labels"] == [
+            "no_trainable_tokens:labels", "labels_misaligned:labels", "label_id_out_of_range:labels",
+            "eos_never_trained:labels"]
