@@ -191,8 +191,9 @@ def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, s
             images: list, tokenizer=None):
     """(target kind, site, argument) for every field of the batch, in the order the checks visit them:
     reader findings, text, JSON, conversations, ids, images, image-text pairs, numeric columns, image tensor, label,
-    tokens, token ids, trained tokens (labels, train mask), text with its token ids. A text target's site is None: each check's site depends on the
-    turns it sees. The images are probed once (appended to `images`, for the shard's image statistics)."""
+    tokens, token ids, trained tokens (labels, train mask), text with its token ids. A text target's site is None:
+    each check's site depends on the turns it sees. The images are probed once (appended to `images`, for the
+    shard's image statistics)."""
     yield "reader", Site(None), batch
     if plan.text:
         yield "text", None, None

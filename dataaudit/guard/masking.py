@@ -1,7 +1,8 @@
 """The mask policy's one rule: neutralize the flagged samples of a batch with tensor ops only (no host read).
 
-Label and token labels -> the ignore index, a train mask -> 0, token ids -> the pad id, the float inputs (numeric fields, the image tensor) -> 0 and
-the attention mask -> 1 (finite activations); a per-sample loss weight of 0.0 for them, 1.0 for the others.
+Label and token labels -> the ignore index, a train mask -> 0, token ids -> the pad id, the float inputs (numeric
+fields, the image tensor) -> 0 and the attention mask -> 1 (finite activations); a per-sample loss weight of 0.0
+for them, 1.0 for the others.
 Shared by DeviceGuard and OnDeviceGuard.
 """
 from __future__ import annotations

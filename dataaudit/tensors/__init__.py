@@ -38,7 +38,8 @@ from dataaudit.tensors.rows import (
 from dataaudit.tensors.torch_batch import from_tensor, tokens_from_tensor
 
 __all__ = [
-    "DTYPE_CODE", "DTYPE_NAMES", "FLOAT_DTYPES", "INTEGER_DTYPES", "NumericField", "TokenFields", "TrainedTokens", "aligned_index",
+    "DTYPE_CODE", "DTYPE_NAMES", "FLOAT_DTYPES", "INTEGER_DTYPES", "NumericField", "TokenFields", "TrainedTokens",
+    "aligned_index",
     "dense_rows", "dense_view", "dtype_code", "dtype_name", "element_position", "from_arrow", "from_tensor",
     "has_memo", "host_np",
     "memo", "row_reduce", "same_dense_layout", "seg_all", "seg_any", "seg_broadcast", "seg_count", "seg_lengths",

@@ -187,7 +187,8 @@ def test_guard_skip_and_mask_policies_and_the_eos_check_on_request():
     assert kept == []   # the one batch holds error rows: skipped whole
     (masked,) = DeviceGuard([_batch()], cfg, policy="mask", profile=False)
     assert masked["loss_weight"].tolist() == [1.0, 0.0, 1.0, 0.0]
-    assert (masked["labels"][[1, 3]] == -100).all() and torch.equal(masked["labels"][[0, 2]], _batch()["labels"][[0, 2]])
+    assert (masked["labels"][[1, 3]] == -100).all()
+    assert torch.equal(masked["labels"][[0, 2]], _batch()["labels"][[0, 2]])
     plan = GuardPlan(cfg, checks=["eos_never_trained"])
     res = plan.run(_batch())
     assert res.to_dict() == {"eos_never_trained:labels": {"flagged": [False, False, False, True],
