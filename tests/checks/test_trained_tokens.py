@@ -172,7 +172,7 @@ def _batch():
 
 def test_guard_raises_on_a_2d_labels_batch_naming_the_labels_field():
     cfg = build_config({"data": {"vocab_size": 100, "eos_token_id": [2, 99]}})
-    g = DeviceGuard([_batch()], cfg, policy="raise", profile=False)
+    g = DeviceGuard([_batch()], cfg, policy="raise", profile=False, snapshot_dir=None)
     assert [c.label for c in g.plan.resolve(_batch()) for c in c.calls if c.field == "labels"] == [
         "no_trainable_tokens:labels", "labels_misaligned:labels", "label_id_out_of_range:labels"]
     with pytest.raises(BadBatchError) as ei:
@@ -183,9 +183,9 @@ def test_guard_raises_on_a_2d_labels_batch_naming_the_labels_field():
 
 def test_guard_skip_and_mask_policies_and_the_eos_check_on_request():
     cfg = build_config({"data": {"vocab_size": 100, "eos_token_id": 2}})
-    kept = list(DeviceGuard([_batch()], cfg, policy="skip", profile=False))
+    kept = list(DeviceGuard([_batch()], cfg, policy="skip", profile=False, snapshot_dir=None))
     assert kept == []   # the one batch holds error rows: skipped whole
-    (masked,) = DeviceGuard([_batch()], cfg, policy="mask", profile=False)
+    (masked,) = DeviceGuard([_batch()], cfg, policy="mask", profile=False, snapshot_dir=None)
     assert masked["loss_weight"].tolist() == [1.0, 0.0, 1.0, 0.0]
     assert (masked["labels"][[1, 3]] == -100).all()
     assert torch.equal(masked["labels"][[0, 2]], _batch()["labels"][[0, 2]])
@@ -265,7 +265,8 @@ def test_device_guard_on_the_meta_device_reads_nothing_back():
     batch = {"input_ids": torch.zeros(4, 8, dtype=torch.int64), "attention_mask": torch.ones(4, 8, dtype=torch.int64),
              "labels": torch.full((4, 8), -100, dtype=torch.int64)}
     for policy in ("mask", "warn", "raise"):
-        g = DeviceGuard([batch], cfg, device=torch.device("meta"), policy=policy, checks="all", profile=False)
+        g = DeviceGuard([batch], cfg, device=torch.device("meta"), policy=policy, checks="all", profile=False,
+                        snapshot_dir=None)
         out, _ = g.process(dict(batch))
         assert out["labels"].device.type == "meta"
         assert [c.label for c in g.plan.calls if c.field == "labels"] == [
