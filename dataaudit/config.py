@@ -44,7 +44,8 @@ DATA_RANGES = {"num_classes": (1, INT32_MAX), "vocab_size": (1, INT32_MAX), "con
 PARAM_TYPES = {"num_classes": (int, "an integer"), "vocab_size": (int, "an integer"),
                "context_length": (int, "an integer"), "pad_id": (int, "an integer"),
                "min": ((int, float), "a number"), "max": ((int, float), "a number"),
-               "inference_tokenizer": (str, "a path (a string)"), "tokenizer": (str, "a path (a string)")}
+               "inference_tokenizer": (str, "a path (a string)"), "tokenizer": (str, "a path (a string)"),
+               "end_token_ids": (list, "a list of token ids")}
 PARAM_RANGES = {k: DATA_RANGES[k] for k in ("num_classes", "vocab_size", "context_length", "pad_id")}
 
 
@@ -135,7 +136,7 @@ def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
             if not isinstance(names, list) or not names or not all(isinstance(f, str) and f for f in names):
                 raise _fail(source, f"[fields] {key} must be a field name or a list of them, got {fields[key]!r}")
             fields[key] = names
-    for key in ("label", "input_ids", "attention_mask", "image_tensor"):
+    for key in ("label", "input_ids", "attention_mask", "image_tensor", "token_labels", "train_mask"):
         if key in fields and (not isinstance(fields[key], str) or not fields[key]):
             raise _fail(source, f"[fields] {key} must be one column name, got {fields[key]!r}")
     for key, (low, high) in DATA_RANGES.items():
@@ -264,6 +265,8 @@ def _param_value(source: str, check: str, key: str, default: Any, value: Any) ->
     for v in value if isinstance(value, list) else [value]:
         _number_in_range(source, check, key, default[0] if isinstance(default, (list, tuple)) and default else default,
                          v)
+    if key == "end_token_ids" and not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+        raise _fail(source, f"[checks.{check}] {key} must be a list of token ids (integers), got {value!r}")
     if key == "expected" and check == "dtype_mismatch":
         _dtype_names(source, f"[checks.{check}] {key}", value)
     return value

@@ -20,6 +20,11 @@ problem, reported, and never silently replaced by another column):
   label           configured, else (only when the data has classes) "label", "labels", "cls"
   input_ids       configured, else "input_ids"
   attention_mask  configured, else "attention_mask"
+  token_labels    configured, else (only beside input_ids) "labels" when it holds a list of integers per sample
+                  (HF causal-LM labels: aligned with input_ids, -100 = not trained); a scalar "labels" stays a class
+                  label
+  train_mask      configured, else (only beside input_ids) the first of "assistant_masks", "assistant_mask",
+                  "loss_mask" holding a list of numbers per sample (1 = trained token, 0 = not)
   image_tensor    configured, else the first of "pixel_values", "image", "images", "img", "pixels" that is an image
                   tensor: float or uint8, 3 dims per sample ([C, H, W]; a guard tensor of 4 dims). An Arrow column's
                   dims are those stored beside it in `<name>.shape` (WebDataset .npy; the first sample's when the
@@ -47,7 +52,11 @@ TEXT_NAMES = ("text", "content")
 LABEL_NAMES = ("label", "labels", "cls")
 DTYPE_SUFFIX = ".dtype"   # WebDataset .npy members carry their per-sample dtype in "<name>.dtype"
 SHAPE_SUFFIX = ".shape"
-ROLES = ("text", "image", "numeric", "label", "input_ids", "attention_mask", "image_tensor")
+ROLES = ("text", "image", "numeric", "label", "input_ids", "attention_mask", "image_tensor", "token_labels",
+         "train_mask")
+# What is trained in tokenized data (beside input_ids): per-token labels, or a 0/1 mask of the trained tokens.
+TOKEN_LABEL_NAMES = ("labels",)
+TRAIN_MASK_NAMES = ("assistant_masks", "assistant_mask", "loss_mask")
 IMAGE_TENSOR_NAMES = ("pixel_values", "image", "images", "img", "pixels")
 # string: one text per record; strings: a list of texts; conversation: a list of turns (structs with a role and a
 # text, the text possibly a list of parts); other: nothing a check reads (struct, binary, list of structs, ...)
@@ -117,6 +126,15 @@ class Column:
         return self.kind in ("float", "int", "bool")
 
     @property
+    def sequence(self) -> bool:
+        """One flat list of values per sample: a guard tensor [B, T], an Arrow list of scalars (not a list of lists),
+        a stored `.shape` of one dim."""
+        if self.ndim is not None:
+            return self.ndim == 1
+        t = self.type_name
+        return t.startswith(("list<", "large_list<", "fixed_size_list<")) and t.count("list<") == 1
+
+    @property
     def top(self) -> str:
         """The top-level column a reader must read for this one."""
         return self.name.split(".", 1)[0] if self.nested else self.name
@@ -159,6 +177,8 @@ class FieldSpec:
     auto_label: bool = False
     image_tensor: str | None = None
     pairs: Mapping | None = field(default=None, compare=False)   # a dataset_info.json entry for this shard
+    token_labels: str | None = None
+    train_mask: str | None = None
 
     def __post_init__(self):
         for role in ("text", "image"):
@@ -177,11 +197,13 @@ class FieldSpec:
                    numeric=None if numeric is None else tuple(numeric),
                    label=fields.get("label"), input_ids=fields.get("input_ids"),
                    attention_mask=fields.get("attention_mask"), auto_label="num_classes" in data,
-                   image_tensor=fields.get("image_tensor"))
+                   image_tensor=fields.get("image_tensor"), token_labels=fields.get("token_labels"),
+                   train_mask=fields.get("train_mask"))
 
     def configured(self) -> dict[str, tuple[str, ...]]:
         """role -> the names the user gave for it."""
-        out = {role: (getattr(self, role),) for role in ("label", "input_ids", "attention_mask", "image_tensor")
+        out = {role: (getattr(self, role),) for role in ("label", "input_ids", "attention_mask", "image_tensor",
+                                                         "token_labels", "train_mask")
                if getattr(self, role) is not None}
         if self.image:
             out = {"image": self.image, **out}
@@ -215,6 +237,8 @@ class Fields:
     image_tensor: str | None = None   # decoded images ([C, H, W] per sample); also numeric when float
     pairs: "PairLayout | None" = None  # preference pairs or KTO records (dataaudit.fields, pair block)
     tools: str | None = None          # the tools declared beside a conversation (read by the tool-call checks)
+    token_labels: str | None = None   # per-token labels beside input_ids (-100: not trained)
+    train_mask: str | None = None     # per-token 0/1 mask of the trained tokens beside input_ids
 
     @property
     def primary_text(self) -> str | None:
@@ -228,7 +252,8 @@ class Fields:
                 "json": [c.name for c in self.json],
                 "numeric": list(self.numeric), "label": single(self.label), "input_ids": single(self.input_ids),
                 "attention_mask": single(self.attention_mask), "id": single(self.id),
-                "image_tensor": single(self.image_tensor),
+                "image_tensor": single(self.image_tensor), "token_labels": single(self.token_labels),
+                "train_mask": single(self.train_mask),
                 **({"pairs": [self.pairs.describe()]} if self.pairs else {})}   # only pair data has the role
 
     def formats(self) -> dict[str, str]:
@@ -240,7 +265,8 @@ class Fields:
     def columns(self) -> list[str]:
         """Every top-level column some role uses, plus the per-sample dtype companions of numeric columns."""
         cols = [c.top for c in self.text] + [c.name for c in self.json] + [c.name for c in self.images]
-        cols += [*self.numeric, self.label, self.input_ids, self.attention_mask, self.id]
+        cols += [*self.numeric, self.label, self.input_ids, self.attention_mask, self.token_labels, self.train_mask,
+                 self.id]
         cols += [c + DTYPE_SUFFIX for c in self.numeric]
         if self.pairs is not None:
             cols += list(self.pairs.reads)
@@ -255,7 +281,11 @@ _EXPECTED = {"text": ("text (a string, a list of strings or a conversation)", la
              "numeric": ("numbers", lambda c: c.numeric and c.per_sample),
              "label": ("numbers", lambda c: c.numeric),
              "input_ids": ("numbers", lambda c: c.numeric),
-             "attention_mask": ("numbers", lambda c: c.numeric)}
+             "attention_mask": ("numbers", lambda c: c.numeric),
+             "token_labels": ("a list of integers per sample (token labels)",
+                              lambda c: c.kind == "int" and c.per_sample and c.sequence),
+             "train_mask": ("a list of 0/1 numbers per sample (a mask of the trained tokens)",
+                            lambda c: c.numeric and c.per_sample and c.sequence)}
 
 
 def _image_tensor(cols: dict[str, Column], configured: str | None, problems: list[str]) -> str | None:
@@ -311,6 +341,23 @@ def _auto_text(cols: dict[str, Column]) -> list[Column]:
     return sorted(found, key=lambda c: TEXT_NAMES.index(c.name) if c.name in TEXT_NAMES else len(TEXT_NAMES))
 
 
+def _trained(cols: dict[str, Column], spec: FieldSpec, ids: str | None, pick) -> tuple[str | None, str | None]:
+    """(token labels, train mask): the configured columns (a problem when not a list per sample), else, beside
+    input_ids, a "labels" list of integers per sample (a scalar one is a class label: left to `label`) and the
+    first train-mask name holding a list of numbers per sample. A column the user configured as the class label
+    is never token labels."""
+    labels = pick("token_labels", spec.token_labels) if spec.token_labels is not None else None
+    mask = pick("train_mask", spec.train_mask) if spec.train_mask is not None else None
+    if ids is None:
+        return labels, mask
+    fits_labels, fits_mask = _EXPECTED["token_labels"][1], _EXPECTED["train_mask"][1]
+    if spec.token_labels is None:
+        labels = next((n for n in TOKEN_LABEL_NAMES if n in cols and n != spec.label and fits_labels(cols[n])), None)
+    if spec.train_mask is None:
+        mask = next((n for n in TRAIN_MASK_NAMES if n in cols and fits_mask(cols[n])), None)
+    return labels, mask
+
+
 def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
     """The fields of one schema (or batch) under `spec`."""
     cols = {c.name: c for c in columns if c.name not in RESERVED_NAMES}
@@ -347,14 +394,15 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
         # Bug fix: Alpaca's empty `input` (most records) was flagged empty_text in every record that has none.
         text = [replace(c, optional=True) if c.kind == "string" and c.name.lower() in OPTIONAL_TEXT_NAMES else c
                 for c in text]
-    label = pick("label", spec.label, LABEL_NAMES if spec.auto_label else ())
     ids = pick("input_ids", spec.input_ids, ("input_ids",))
+    token_labels, train_mask = _trained(cols, spec, ids, pick)
+    label = pick("label", spec.label, tuple(n for n in LABEL_NAMES if n != token_labels) if spec.auto_label else ())
     mask = pick("attention_mask", spec.attention_mask, ("attention_mask",))
     image_tensor = _image_tensor(cols, spec.image_tensor, problems)
     if spec.numeric is not None:
         numeric = tuple(n for n in spec.numeric if pick("numeric", n) is not None)
     else:
-        special = {label, ids, mask}
+        special = {label, ids, mask, token_labels, train_mask}
         numeric = tuple(n for n, c in cols.items() if n not in special and not n.endswith(SHAPE_SUFFIX)
                         and c.kind == "float" and c.per_sample)
     pairs = pair_layout(cols, spec, text, problems) if not images else None
@@ -365,14 +413,16 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
     identifiers = tuple(n for n, c in cols.items() if n not in taken and not c.nested and c.kind == "string"
                         and (c.hint == "identifier" or is_identifier_name(n)))
     record_id = next((n for n, c in cols.items() if not c.nested and is_identifier_name(n)
-                      and c.kind in ("string", "int") and n not in (label, ids, mask)), None)
+                      and c.kind in ("string", "int") and n not in (label, ids, mask, token_labels, train_mask)),
+                     None)
     tools = _tools_column(cols, text)
     used = taken | {c.name for c in json} | {c.name for c in images} | set(numeric) | set(identifiers) | \
-        {label, ids, mask, record_id, image_tensor, tools}
+        {label, ids, mask, record_id, image_tensor, tools, token_labels, train_mask}
     unchecked = tuple(c for n, c in cols.items() if n not in used and not c.nested and (c.kind == "other" or c.single)
                       and not n.endswith((DTYPE_SUFFIX, SHAPE_SUFFIX)))
     return Fields(tuple(text), numeric, label, ids, mask, json, record_id, identifiers, unchecked, tuple(problems),
-                  tuple(images), image_tensor=image_tensor, pairs=pairs, tools=tools)
+                  tuple(images), image_tensor=image_tensor, pairs=pairs, tools=tools, token_labels=token_labels,
+                  train_mask=train_mask)
 
 
 # ---- Preference pairs and KTO (issue 30). A pair is one record: a prompt and two replies, each side checked as

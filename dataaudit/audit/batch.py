@@ -29,7 +29,7 @@ from dataaudit.stats.conversation_lengths import as_length_tokenizer, reasoning_
 from dataaudit.stats.reasoning_lengths import reasoning_lengths
 from dataaudit.stats.rendered_records import RenderedBatch, render_batch
 from dataaudit.stats.token_lengths import token_lengths
-from dataaudit.tensors import NumericField, from_arrow, tokens_from_arrow, with_shapes
+from dataaudit.tensors import NumericField, TrainedTokens, from_arrow, tokens_from_arrow, with_shapes
 from dataaudit.tool_turns import tool_use
 from dataaudit.texts import Segments, call_arguments, conversation, record_text, segments, split_json_turns
 
@@ -48,6 +48,7 @@ class BatchResult:
     lengths: dict[str, np.ndarray] = field(default_factory=dict)   # stats key -> lengths of usable rows
     examples: dict[str, list[dict]] = field(default_factory=dict)
     images: ImageBatch | None = None                                # the batch's probed images, if any
+    rendered: RenderedBatch | None = None      # the records rendered with the tokenizer (with one configured)
 
 
 def _to_numpy(x) -> np.ndarray:
@@ -203,8 +204,9 @@ def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, s
             images: list, tokenizer=None):
     """(target kind, site, argument) for every field of the batch, in the order the checks visit them:
     reader findings, text, JSON, conversations, ids, images, image-text pairs, numeric columns, image tensor, label,
-    tokens, token ids, text with its token ids. A text target's site is None: each check's site depends on the
-    turns it sees. The images are probed once (appended to `images`, for the shard's image statistics)."""
+    tokens, token ids, trained tokens (labels, train mask), text with its token ids. A text target's site is None:
+    each check's site depends on the turns it sees. The images are probed once (appended to `images`, for the
+    shard's image statistics)."""
     yield "reader", Site(None), batch
     if plan.text:
         yield "text", None, None
@@ -251,6 +253,9 @@ def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, s
         tf = tokens_from_arrow(batch.column(plan.input_ids), mask, device)
         yield "tokens", Site(plan.input_ids), tf
         yield "token_ids", Site(plan.input_ids), tf.ids
+        for name, labels in ((plan.token_labels, True), (plan.train_mask, False)):
+            if name is not None:   # what the loss trains: flags name the labels / mask field
+                yield "trained", Site(name), TrainedTokens(tf, _numeric(batch, name, device), labels)
         if plan.primary_text is not None:
             yield "text_tokens", Site(plan.input_ids), TextAndTokens(batch, plan.primary_text, plan.input_ids,
                                                                       plan.attention_mask, shard)
@@ -268,7 +273,7 @@ def _planned_calls(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, 
         for spec, target in on.get(kind, ()):
             params = spec.params_for(target, config.check(spec.name).params)
             # A target whose parameters are incomplete is left out; the check runs on its other targets.
-            if spec.missing(params):
+            if spec.missing(params, target):
                 continue
             if kind == "text":
                 site = _text_site(texts, spec.turns)
@@ -356,7 +361,7 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
         ]
     flags = pa.concat_tables(tables) if tables else FLAG_SCHEMA.empty_table()
     result = BatchResult(flags, flagged_rows, _lengths(batch, plan, texts, usable, tokenizer), examples,
-                         images[0] if images else None)
+                         images[0] if images else None, texts.rendered)
     for spec, state, part in merges:
         spec.state.merge(state, part)
     return result

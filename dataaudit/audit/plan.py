@@ -12,10 +12,12 @@ from dataaudit.extras import available, missing_message
 from dataaudit.fields import Fields, FieldSpec, resolve_schema
 
 # target kinds whose data needs an optional dependency: the checks on them run on torch tensors or decoded images
-NEEDS = {"numeric": "torch", "label": "torch", "tokens": "torch", "token_ids": "torch", "image_tensor": "torch",
+NEEDS = {"numeric": "torch", "label": "torch", "tokens": "torch", "token_ids": "torch", "trained": "torch",
+         "image_tensor": "torch",
          "text_tokens": "torch", "image": "PIL", "pairs": "PIL"}
 # what each leaves unchecked when missing (the fields are dropped from the plan, named in `problems`)
-_DROPPED = {"torch": dict(numeric=(), label=None, input_ids=None, attention_mask=None, image_tensor=None),
+_DROPPED = {"torch": dict(numeric=(), label=None, input_ids=None, attention_mask=None, image_tensor=None,
+                          token_labels=None, train_mask=None),
             "PIL": dict(images=())}
 _WHAT = {"torch": "numeric, label, token and image-tensor checks", "PIL": "image checks"}
 
@@ -23,7 +25,8 @@ _WHAT = {"torch": "numeric, label, token and image-tensor checks", "PIL": "image
 def _columns_needing(resolved: Fields, module: str) -> list[str]:
     if module == "PIL":
         return [c.name for c in resolved.images]
-    return [c for c in (*resolved.numeric, resolved.label, resolved.input_ids, resolved.image_tensor) if c]
+    return [c for c in (*resolved.numeric, resolved.label, resolved.input_ids, resolved.token_labels,
+                        resolved.train_mask, resolved.image_tensor) if c]
 
 
 def _without_missing_extras(resolved: Fields) -> tuple[Fields, set[str]]:
@@ -59,7 +62,9 @@ def resolve_plan(schema: pa.Schema, config: AuditConfig, sample: pa.RecordBatch 
                   "tool_use": conversations,
                   "ids": resolved.id is not None, "image": bool(resolved.images), "pairs": bool(resolved.images),
                   "numeric": bool(numeric), "label": label is not None,
-                  "tokens": ids is not None, "text_tokens": resolved.primary_text is not None and ids is not None,
+                  "tokens": ids is not None,
+                  "trained": ids is not None and (resolved.token_labels or resolved.train_mask) is not None,
+                  "text_tokens": resolved.primary_text is not None and ids is not None,
                   "image_tensor": resolved.image_tensor is not None, "reader": True,
                   "pair": resolved.pairs is not None and resolved.pairs.layout not in ("kto", "ranked"),
                   "kto": resolved.pairs is not None and resolved.pairs.layout == "kto",

@@ -191,7 +191,7 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
         "shards": [{"path": s["path"], "samples": s["records"], "flagged": s["flagged"], "status": s["status"],
                     "error": s["error"], "checks": s["checks"], "fields": s["fields"], "formats": s["formats"],
                     "unchecked": s["unchecked"], "problems": s["problems"], "fingerprint": s.get("fingerprint"),
-                    "not_decoded": s.get("not_decoded") or []}
+                    "not_decoded": s.get("not_decoded") or [], "trained_example": s.get("trained_example")}
                    for s in summaries],
         "lengths": lengths,
         "images": merge_states([s.get("images", {}) for s in summaries]),

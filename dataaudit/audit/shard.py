@@ -14,11 +14,12 @@ import pyarrow as pa
 
 from dataaudit.audit.batch import FLAG_SCHEMA, audit_batch, flag_table
 from dataaudit.audit.plan import FieldPlan, resolve_plan
+from dataaudit.audit.trained_example import rendered_example, trained_example
 from dataaudit.checks import REGISTRY
 from dataaudit.checks.runnable import configured
 from dataaudit.config import AuditConfig
 from dataaudit.handlers import report_unreadable
-from dataaudit.provenance import KEY, LINE, ROW
+from dataaudit.provenance import ERROR, KEY, LINE, ROW
 from dataaudit.sources import PROVENANCE_COLUMNS
 from dataaudit.sources.fingerprint import shard_fingerprint
 from dataaudit.stage import ShardStage
@@ -49,6 +50,8 @@ class ShardResult:
     images: dict[str, ImageStats] = field(default_factory=dict)  # image field -> its images' statistics
     not_decoded: list[str] = field(default_factory=list)  # Parquet columns not decoded (--read checked-columns)
     fingerprint: dict | None = None   # the file as read: size, mtime_ns, xxh3_128 (what `clean` checks it against)
+    # its first record with trained tokens, decoded with [data] tokenizer (dataaudit.audit.trained_example)
+    trained_example: dict | None = None
     # Stateful check -> its state over this shard (None: the check is not configured), in registry order.
     states: dict[str, Any] = field(default_factory=dict)
 
@@ -60,7 +63,7 @@ class ShardResult:
             "examples": self.examples, "fields": self.fields, "skipped": dict(sorted(self.skipped.items())),
             "problems": self.problems, "formats": self.formats, "unchecked": self.unchecked,
             "images": {k: v.state() for k, v in sorted(self.images.items())}, "fingerprint": self.fingerprint,
-            "not_decoded": self.not_decoded,
+            "not_decoded": self.not_decoded, "trained_example": self.trained_example,
             **self.states,
         }
 
@@ -159,6 +162,12 @@ class AuditShard(ShardStage):
             return
         result.records += batch.num_rows
         result.flagged += int(np.count_nonzero(out.flagged_rows))
+        if result.trained_example is None and work.tokenizer is not None:
+            usable = ~batch.column(ERROR).is_valid().to_numpy(zero_copy_only=False)
+            result.trained_example = trained_example(batch, plan, work.tokenizer.tokenizer,
+                                                     cfg.check("no_trainable_tokens").params["ignore_index"], usable)
+            if result.trained_example is None and out.rendered is not None:
+                result.trained_example = rendered_example(batch, out.rendered, work.tokenizer)
         if out.flags.num_rows:
             work.flags.append(out.flags)
             per_check = out.flags.group_by("check").aggregate([("row", "count_distinct")])

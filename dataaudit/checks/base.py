@@ -23,6 +23,8 @@ Targets (what the function receives, always as its first argument):
   "label"        NumericField of class labels                        -> torch tensors
   "tokens"       TokenFields (token ids + optional attention mask)   -> torch tensors
   "token_ids"    NumericField of the token ids alone                 -> torch tensors
+  "trained"      TrainedTokens: token ids (+ attention mask) and, per token, its label or train-mask value (what
+                 the loss trains; one per labels / train-mask field)   -> torch tensors
   "image_tensor" NumericField of decoded image tensors ([C, H, W] per sample) -> torch tensors
   "text_tokens"  TextAndTokens: a record batch with both a text field and token ids (audit only)
   "reader"       the record batch itself, for the reader's findings (audit only; sees undecodable records too)
@@ -47,9 +49,9 @@ SEVERITIES = ("info", "warning", "error")
 # Keys of a shard summary and of report.json: a stateful check's name must not be one of them.
 SUMMARY_KEYS = frozenset(("path", "records", "flagged", "status", "error", "checks", "lengths", "examples", "fields",
                           "skipped", "problems", "schema_version", "totals", "shards", "notes", "config", "run",
-                          "images", "formats", "unchecked", "fingerprint"))
+                          "images", "formats", "unchecked", "fingerprint", "trained_example"))
 TARGET_KINDS = ("text", "json", "conversation", "tool_use", "ids", "image", "pairs", "numeric", "label", "tokens",
-                "token_ids", "image_tensor", "text_tokens", "reader", "samples", "pair", "kto", "ranked",
+                "token_ids", "trained", "image_tensor", "text_tokens", "reader", "samples", "pair", "kto", "ranked",
                 "rendered", "rendered_pair")
 # Which text segments a text check sees: all, the assistant's turns, all others (flat text included), or what is
 # trained (the assistant's turns and flat text: a conversation's prompt turns are not).
@@ -103,10 +105,13 @@ class TextAndTokens:
 @dataclass(frozen=True)
 class Target:
     """One kind of field a check runs on, with the parameters fixed on that kind (they win over the config's):
-    dtype_mismatch runs on labels and token ids with expected="int" whatever [data] numeric_dtype says."""
+    dtype_mismatch runs on labels and token ids with expected="int" whatever [data] numeric_dtype says. `required`:
+    params this target needs beyond the check's own (no_trainable_tokens needs a tokenizer and a context length
+    on rendered records only)."""
 
     kind: str
     params: Mapping[str, Any] = field(default_factory=dict)
+    required: tuple[str | tuple[str, ...], ...] = ()
 
 
 def _no_notes(section: dict) -> list[str]:
@@ -179,10 +184,11 @@ class CheckSpec:
         """The call's parameters on `target`: the configured ones, then the target's fixed ones."""
         return {**params, **target.params} if target.params else dict(params)
 
-    def missing(self, params: Mapping[str, Any]) -> list[str]:
-        """The required params not set in `params` ("min or max" for a group none of which is set)."""
+    def missing(self, params: Mapping[str, Any], target: Target | None = None) -> list[str]:
+        """The required params not set in `params` ("min or max" for a group none of which is set), the check's and
+        `target`'s."""
         out = []
-        for req in self.required:
+        for req in self.required + (target.required if target is not None else ()):
             group = (req,) if isinstance(req, str) else req
             if all(params.get(p) is None for p in group):
                 out.append(" or ".join(group))
@@ -198,17 +204,20 @@ def register(name: str, *, target: str | tuple[str, ...] | Mapping[str, Mapping[
              resolve_data: Callable[[dict, Path | None], None] | None = None, state: ShardState | None = None,
              guard_default: int | None = None, guard_rank: int = 9, turns: str | None = None,
              guard_all_targets: bool = False,
-             explain: Callable[..., FieldDetail] | None = None, split_turns: bool = False):
+             explain: Callable[..., FieldDetail] | None = None, split_turns: bool = False,
+             target_required: Mapping[str, tuple] | None = None):
     """Decorator: add a check function to the registry under a stable name.
 
     target: a kind, a tuple of kinds, or {kind: the params fixed on it}; the check runs on each, in that order.
     turns: for a text check, "assistant" or "other" restricts it to those conversation turns (one function can
-    be registered twice, once per side, with different severities)."""
+    be registered twice, once per side, with different severities). target_required: {kind: params} a target
+    needs beyond `required`."""
     assert severity in SEVERITIES, severity
     assert turns in TURNS, turns
     kinds = {target: {}} if isinstance(target, str) else target if isinstance(target, Mapping) else \
         dict.fromkeys(target, {})
-    targets = tuple(Target(kind, dict(fixed)) for kind, fixed in kinds.items())
+    targets = tuple(Target(kind, dict(fixed), tuple((target_required or {}).get(kind, ())))
+                    for kind, fixed in kinds.items())
     assert targets and all(t.kind in TARGET_KINDS for t in targets), targets
 
     def wrap(fn):

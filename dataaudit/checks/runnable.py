@@ -22,7 +22,7 @@ def _has(has_target: Mapping[str, bool], kind: str) -> bool:
 
 def configured(spec: CheckSpec, settings) -> bool:
     """Enabled, with every required parameter set on at least one target (whatever fields the data has)."""
-    return settings.enabled and any(not spec.missing(spec.params_for(t, settings.params)) for t in spec.targets)
+    return settings.enabled and any(not spec.missing(spec.params_for(t, settings.params), t) for t in spec.targets)
 
 
 def _target_reason(spec: CheckSpec, target: Target, params: Mapping, has_target: Mapping[str, bool],
@@ -31,7 +31,7 @@ def _target_reason(spec: CheckSpec, target: Target, params: Mapping, has_target:
         if target.kind == "samples":   # the samples a dataset yielded exist only in the collate guard
             return "runs in the collate guard only"
         return f"no {target.kind} field in {where}"
-    missing = spec.missing(spec.params_for(target, params))
+    missing = spec.missing(spec.params_for(target, params), target)
     return "not configured: " + ", ".join(missing) if missing else None
 
 
@@ -40,10 +40,14 @@ def skip_reason(name: str, config, has_target: Mapping[str, bool], where: str,
     """Why check `name` cannot run on data that has the targets in `has_target` (None: it can run).
 
     Disabled, or on every target (`targets`, default all of the check's) no such field or a required setting
-    missing; the reason given is the first target's. `where` names the data in the message ("this shard", "the
-    batch")."""
+    missing; the reason given is that of the first target whose field the data has, else the first target's.
+    `where` names the data in the message ("this shard", "the batch")."""
     spec, settings = REGISTRY[name], config.check(name)
     if not settings.enabled:
         return "disabled in config"
-    reasons = [_target_reason(spec, t, settings.params, has_target, where) for t in (targets or spec.targets)]
-    return None if None in reasons else reasons[0]
+    targets = targets or spec.targets
+    reasons = [_target_reason(spec, t, settings.params, has_target, where) for t in targets]
+    if None in reasons:
+        return None
+    # a target whose field is there says what is missing ("not configured: tokenizer"), else the first target's
+    return next((r for t, r in zip(targets, reasons) if _has(has_target, t.kind)), reasons[0])

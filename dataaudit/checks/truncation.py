@@ -1,5 +1,7 @@
-"""What a record still trains on once the trainer has rendered it and cut it to the context length (target
-"rendered": dataaudit.stats.rendered_records, with `[data] tokenizer` and `[data] context_length`).
+"""What a record still trains on once the trainer has rendered it and cut it to the context length (targets
+"rendered" and "rendered_pair": dataaudit.stats.rendered_records, with `[data] tokenizer` and
+`[data] context_length`): pair_truncated_identical, and no_trainable_tokens's rendered half (registered with its
+tokenized half in dataaudit.checks.trained_tokens: one check, one name, two kinds of data).
 
 Cutting keeps the first context_length tokens (right-side truncation, what trainers do by default). Only the
 records at or over the context length are located (their trained start, their first tokens); the others keep
@@ -15,7 +17,7 @@ from .base import CheckOutput, register
 # The target is a dataaudit.stats.rendered_records.RenderedBatch, built by the audit; not imported here (the
 # statistics import the checks, never the other way round).
 
-# Both run only with a tokenizer and a context length (`[data]`), skipped with a note otherwise.
+# They run only with a tokenizer and a context length (`[data]`), skipped with a note otherwise.
 _PARAMS = {"tokenizer": None, "context_length": None}
 _NEEDS = {"data": {"tokenizer": "tokenizer", "context_length": "context_length"},
           "required": ("tokenizer", "context_length")}
@@ -25,16 +27,9 @@ def _empty(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return np.zeros(n, bool), np.zeros(n, np.float64), np.full(n, None, object), np.full(n, None, object)
 
 
-@register("no_trainable_tokens", target="rendered", severity="error", params={**_PARAMS, "train_on_prompt": False},
-          **_NEEDS,
-          detail="truncation to the context length cuts every trained token",
-          description="With `[data] tokenizer` and `[data] context_length`: the record rendered as the trainer does "
-                      "(its chat template, or role-prefixed turns; a pair's side with its prompt; Alpaca's fields "
-                      "as user and assistant turns) has its first trained token (the assistant's first reply) past "
-                      "the context length, so the cut leaves nothing to learn from: the loss is NaN or 0. "
-                      "`train_on_prompt = true` (every token trained) turns it off. value = the first trained "
-                      "token's position.")
-def no_trainable_tokens(rendered, train_on_prompt: bool = False, **params) -> CheckOutput:
+def untrained_rendered(rendered, train_on_prompt: bool = False) -> CheckOutput:
+    """no_trainable_tokens on rendered records (dataaudit.checks.trained_tokens registers it on both its
+    targets): the first trained token past the context length. value = that token's position."""
     flagged, value, detail, where = _empty(rendered.records)
     ctx = rendered.context_length
     if train_on_prompt or ctx is None:

@@ -8,7 +8,8 @@ from typing import Iterable, Sequence
 from dataaudit.cli.common import InputError, plural
 from dataaudit.fields import FieldSpec
 
-ROLE_ORDER = ("text", "json", "numeric", "image_tensor", "label", "input_ids", "attention_mask", "id")
+ROLE_ORDER = ("text", "json", "numeric", "image_tensor", "label", "input_ids", "attention_mask", "token_labels",
+              "train_mask", "id")
 PEEK_ROWS = 256   # JSONL and tar shards have no schema: their first records stand for it
 
 

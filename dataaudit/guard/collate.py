@@ -27,7 +27,8 @@ import torch
 from dataaudit.guard.payload import GuardedBatch, checks_to_payload
 from dataaudit.guard.plan import BatchChecks, GuardPlan, empty_checks
 from dataaudit.provenance import GUARD, KEY, ROW, SHARD
-from dataaudit.tensors import from_arrow, from_tensor, tokens_from_arrow, tokens_from_tensor, with_shapes
+from dataaudit.tensors import (TrainedTokens, from_arrow, from_tensor, tokens_from_arrow, tokens_from_tensor,
+                               with_shapes)
 
 log = logging.getLogger("dataaudit.guard")
 
@@ -145,11 +146,15 @@ class CollateGuard:
                 args.append(built[p.key])
                 continue
             vals = [_as_array(d.get(p.key)) for d in dicts]
-            if p.target == "tokens":
+            if p.target in ("tokens", "trained"):
                 masks = None
                 if p.mask_key is not None:
                     masks = [_as_array(d.get(p.mask_key)) for d in dicts]
-                args.append(_token_fields(vals, masks))
+                if p.target == "tokens":
+                    args.append(_token_fields(vals, masks))
+                else:   # the sample's ids (and mask) with its labels / train mask, ragged or stacked alike
+                    ids = [_as_array(d.get(p.ids_key)) for d in dicts]
+                    args.append(TrainedTokens(_token_fields(ids, masks), _numeric_field(vals), p.labels))
             elif p.target == "label" and all(v is not None and v.ndim == 0 for v in vals):
                 args.append(from_tensor(torch.from_numpy(np.stack(vals))))
             else:

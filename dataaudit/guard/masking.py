@@ -1,7 +1,8 @@
 """The mask policy's one rule: neutralize the flagged samples of a batch with tensor ops only (no host read).
 
-Label -> the ignore index, token ids -> the pad id, the float inputs (numeric fields, the image tensor) -> 0 and
-the attention mask -> 1 (finite activations); a per-sample loss weight of 0.0 for them, 1.0 for the others.
+Label and token labels -> the ignore index, a train mask -> 0, token ids -> the pad id, the float inputs (numeric
+fields, the image tensor) -> 0 and the attention mask -> 1 (finite activations); a per-sample loss weight of 0.0
+for them, 1.0 for the others.
 Shared by DeviceGuard and OnDeviceGuard.
 """
 from __future__ import annotations
@@ -50,6 +51,9 @@ def mask_batch(plan, data, act: torch.Tensor, ignore_index: int, pad_id: int):
     if plan.ids_key is not None:
         x = named[plan.ids_key]
         named[plan.ids_key] = x.masked_fill(rows_of(x), _fill(x, pad_id, "pad_id", plan.ids_key))
+    for k, labels in getattr(plan, "trained_keys", ()):   # token labels -> ignore index, a train mask -> 0
+        y = named[k]
+        named[k] = y.masked_fill(rows_of(y), _fill(y, ignore_index, "ignore_index", k) if labels else 0)
     if plan.mask_key is not None and plan.mask_key in named:
         m = named[plan.mask_key]
         named[plan.mask_key] = m.masked_fill(rows_of(m), 1)

@@ -23,7 +23,7 @@ from dataaudit.checks import REGISTRY
 from dataaudit.config import AuditConfig, load_config
 from dataaudit.guard.resolve import (COLLATE_DEFAULT_CHECKS, GUARD_DEFAULT_CHECKS, CheckCall, FieldChecks,
                                      requested_checks, resolve_batch)
-from dataaudit.tensors import from_tensor, tokens_from_tensor
+from dataaudit.tensors import TrainedTokens, from_tensor, tokens_from_tensor
 
 
 @dataclass
@@ -137,7 +137,8 @@ class GuardPlan:
         Only checks the config enables run; a check whose required setting is missing (the label range check
         without num_classes) is listed in `skipped` with the reason, never silently passed.
     names: for tuple/list batches, the name of each position (("pixels", "label")); dict batches use their keys.
-    fields: overrides of the config's [fields] (numeric, label, input_ids, attention_mask, image_tensor).
+    fields: overrides of the config's [fields] (numeric, label, input_ids, attention_mask, image_tensor,
+        token_labels, train_mask).
     before_collate: the plan of the collate guard, which also has the samples themselves (target "samples").
     """
 
@@ -191,10 +192,10 @@ class GuardPlan:
         self._all_calls = tuple(c for p in self.fields for c in p.calls)
         one = self.fields[0] if len(self.fields) == 1 else None
         self._one = ((one.key,) + one.fns[0]) \
-            if one is not None and one.target not in ("tokens", "samples") and len(one.calls) == 1 \
+            if one is not None and one.target not in ("tokens", "trained", "samples") and len(one.calls) == 1 \
             else None  # run's straight-line path: (batch key, registered function, params)
         self.label_key, self.ids_key, self.mask_key = r.label_key, r.ids_key, r.mask_key
-        self.numeric_keys, self.image_key = r.numeric_keys, r.image_key
+        self.numeric_keys, self.image_key, self.trained_keys = r.numeric_keys, r.image_key, r.trained_keys
         return self.fields
 
     @property
@@ -218,7 +219,7 @@ class GuardPlan:
             for p in self.fields or ():
                 keep = tuple(c for c in p.calls if c.label not in labels)
                 if keep:
-                    out.append(FieldChecks(p.target, p.key, p.name, keep, p.mask_key))
+                    out.append(FieldChecks(p.target, p.key, p.name, keep, p.mask_key, p.ids_key, p.labels))
             out = self._without[labels] = tuple(out)
         return out
 
@@ -245,6 +246,9 @@ class GuardPlan:
             if p.target == "tokens":
                 m = named.get(p.mask_key) if p.mask_key is not None else None
                 args.append(tokens_from_tensor(x, m))
+            elif p.target == "trained":   # the ids (and mask) with the labels / train mask
+                m = named.get(p.mask_key) if p.mask_key is not None else None
+                args.append(TrainedTokens(tokens_from_tensor(named[p.ids_key], m), from_tensor(x), p.labels))
             else:  # one field per tensor: an image tensor's numeric checks reuse its reductions
                 if p.key not in built:
                     built[p.key] = from_tensor(x)
@@ -258,7 +262,7 @@ class GuardPlan:
         b = None
         for p, arg in zip(plans, args):
             n = arg.ids.num_samples if p.target == "tokens" else len(arg) if p.target == "samples" \
-                else arg.num_samples
+                else arg.tokens.ids.num_samples if p.target == "trained" else arg.num_samples
             if b is None:
                 b = n
             elif n != b:

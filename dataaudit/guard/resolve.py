@@ -27,7 +27,7 @@ GUARD_DEFAULT_CHECKS = tuple(sorted((n for n, s in REGISTRY.items() if s.guard_d
                                     key=lambda n: REGISTRY[n].guard_default))
 # The collate guard adds the checks only samples before collation need (a null or empty field).
 COLLATE_DEFAULT_CHECKS = GUARD_DEFAULT_CHECKS + ("missing_value",)
-GUARD_TARGETS = ("numeric", "image_tensor", "label", "tokens", "samples")   # samples: the collate guard's
+GUARD_TARGETS = ("numeric", "image_tensor", "label", "tokens", "trained", "samples")   # samples: the collate guard's
 
 
 @dataclass(frozen=True)
@@ -48,11 +48,13 @@ class CheckCall:
 class FieldChecks:
     """A tensor of the batch (or ids + attention mask) and the checks run on it."""
 
-    target: str                         # numeric | image_tensor | label | tokens | samples
+    target: str                         # numeric | image_tensor | label | tokens | trained | samples
     key: Any                            # batch key (str for dicts, int position for tuples; None for samples)
     name: str                           # report name
     calls: tuple[CheckCall, ...]
-    mask_key: Any = None                # tokens: the attention mask's key
+    mask_key: Any = None                # tokens, trained: the attention mask's key
+    ids_key: Any = None                 # trained: the token ids' key (`key` is the labels / train mask)
+    labels: bool = True                 # trained: `key` holds labels (else a 0/1 train mask)
     fns: tuple = ()                     # (registered function, params dict) per call, looked up once
 
     def __post_init__(self):
@@ -72,6 +74,7 @@ class ResolvedBatch:
     mask_key: Any
     numeric_keys: tuple
     image_key: Any
+    trained_keys: tuple = ()            # (key, holds labels) of the token labels and train mask the batch has
 
 
 def requested_checks(checks) -> tuple[str, ...]:
@@ -89,7 +92,8 @@ def requested_checks(checks) -> tuple[str, ...]:
             raise ConfigError(f"guard: unknown check {name!r} (known: {', '.join(sorted(REGISTRY))})")
         if REGISTRY[name].target not in GUARD_TARGETS:
             raise ConfigError(f"guard: {name!r} is a {REGISTRY[name].target} check; the guard runs numeric, "
-                              "image tensor, label and token checks on tensors (text checks run in the audit)")
+                              "image tensor, label, token and trained-token checks on tensors (text checks run in "
+                              "the audit)")
         out.append(name)
     return tuple(dict.fromkeys(out))
 
@@ -117,9 +121,13 @@ def resolve_batch(named: Mapping[Any, Any], display: Callable[[Any], str], cfg: 
     label, ids, mask = (by_name.get(n) for n in (resolved.label, resolved.input_ids, resolved.attention_mask))
     numeric = [by_name[n] for n in resolved.numeric]
     image = by_name.get(resolved.image_tensor)
+    # [B, T] labels beside [B, T] input_ids are token labels (a [B] `labels` stays a class label)
+    trained = [(by_name[n], is_labels) for n, is_labels in ((resolved.token_labels, True),
+                                                            (resolved.train_mask, False)) if n in by_name]
 
     has = {"numeric": bool(numeric), "label": label is not None, "tokens": ids is not None,
-           "image_tensor": image is not None, "samples": before_collate}
+           "trained": ids is not None and bool(trained), "image_tensor": image is not None,
+           "samples": before_collate}
     skipped: dict[str, str] = {}
     runnable: dict[str, dict[str, dict]] = {}   # check -> target kind -> params
     for name in requested:
@@ -131,7 +139,7 @@ def resolve_batch(named: Mapping[Any, Any], display: Callable[[Any], str], cfg: 
         if why is None:
             params = cfg.check(name).params
             runnable[name] = {t.kind: spec.params_for(t, params) for t in targets
-                              if has[t.kind] and not spec.missing(spec.params_for(t, params))}
+                              if has[t.kind] and not spec.missing(spec.params_for(t, params), t)}
         else:
             skipped[name] = why
 
@@ -153,8 +161,10 @@ def resolve_batch(named: Mapping[Any, Any], display: Callable[[Any], str], cfg: 
         plans.append(FieldChecks("label", label, display(label), calls("label", display(label))))
     if ids is not None:
         plans.append(FieldChecks("tokens", ids, display(ids), calls("tokens", display(ids)), mask))
+        for k, is_labels in trained:   # flags name the labels / train mask
+            plans.append(FieldChecks("trained", k, display(k), calls("trained", display(k)), mask, ids, is_labels))
     return ResolvedBatch(tuple(p for p in plans if p.calls), skipped, resolved.problems, label, ids, mask,
-                         tuple(numeric), image)
+                         tuple(numeric), image, tuple(trained))
 
 
 __all__ = ["CheckCall", "FieldChecks", "ResolvedBatch", "GUARD_DEFAULT_CHECKS", "COLLATE_DEFAULT_CHECKS",

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from dataaudit.fields import Column, Fields
 from dataaudit.pairs import HH_REPLY
-from dataaudit.stats.conversation_lengths import (ConversationTokens, LengthTokenizer, Messages,
+from dataaudit.stats.conversation_lengths import (TEMPLATE_ROLES, ConversationTokens, LengthTokenizer, Messages,
                                                   conversation_messages, messages_tokens)
 
 RESPONSE_NAMES = ("output", "response", "completion", "answer")
@@ -179,12 +179,8 @@ def render_batch(batch: pa.RecordBatch, plan: Fields, tokenizer: LengthTokenizer
     return RenderedBatch(batch.num_rows, views, tokenizer.context_length)
 
 
-OPEN_MARK, CLOSE_MARK = "\u27e6", "\u27e7"     # around the trained spans of an example
-EXAMPLE_CHARS = 2000
-EXAMPLE_BEFORE = 500                               # characters kept before the first trained span of a long one
 
-
-def _spans(tokenizer: LengthTokenizer, msgs: Messages, row: int) -> tuple[str, list[tuple[int, int]]] | None:
+def trained_spans(tokenizer: LengthTokenizer, msgs: Messages, row: int) -> tuple[str, list[tuple[int, int]]] | None:
     """(the rendering of record `row`, the character spans of its trained turns); None when it does not render
     or a span cannot be located."""
     lo, hi = int(msgs.starts[row]), int(msgs.starts[row + 1])
@@ -200,8 +196,6 @@ def _spans(tokenizer: LengthTokenizer, msgs: Messages, row: int) -> tuple[str, l
                 spans.append((start, start + len(t)))
             at += len(piece)
         return "".join(pieces), spans
-    from dataaudit.stats.conversation_lengths import TEMPLATE_ROLES
-
     messages = [{"role": TEMPLATE_ROLES.get((r or "").lower(), r or ""), "content": t} for r, t in zip(roles, texts)]
     template = tokenizer.compiled()
     try:
@@ -216,24 +210,3 @@ def _spans(tokenizer: LengthTokenizer, msgs: Messages, row: int) -> tuple[str, l
     except Exception:   # noqa: BLE001 (a render error is counted by the lengths; no example then)
         return None
     return full, spans
-
-
-def trained_example(rendered: RenderedBatch, tokenizer: LengthTokenizer) -> dict | None:
-    """The first record of the batch with a trained turn, rendered, its trained spans between OPEN_MARK and
-    CLOSE_MARK (at most EXAMPLE_CHARS characters around the first span): {"row", "field", "text"}; None when no
-    record has one that renders."""
-    for view in rendered.views:
-        msgs = view.messages
-        rows = np.searchsorted(msgs.starts, np.flatnonzero(msgs.trained), side="right") - 1
-        for row in dict.fromkeys(rows.tolist()):
-            found = _spans(tokenizer, msgs, row)
-            if found is None or not found[1]:
-                continue
-            text, spans = found
-            for start, end in reversed(spans):
-                text = text[:start] + OPEN_MARK + text[start:end] + CLOSE_MARK + text[end:]
-            if len(text) > EXAMPLE_CHARS:
-                cut = max(0, spans[0][0] - EXAMPLE_BEFORE)
-                text = ("..." if cut else "") + text[cut:cut + EXAMPLE_CHARS] + "..."
-            return {"row": int(row), "field": view.key, "text": text}
-    return None

@@ -1,6 +1,6 @@
 """The data model the checks run on: one representation of numeric data for Arrow columns and torch batches.
 
-    field.py        NumericField / TokenFields and the cached element layout
+    field.py        NumericField / TokenFields / TrainedTokens and the cached element layout
     dtypes.py       storage dtype codes and names (torch, numpy, Arrow)
     arrow.py        from_arrow / tokens_from_arrow: the audit's Arrow columns
     torch_batch.py  from_tensor / tokens_from_tensor: the guard's batch tensors, on any device
@@ -9,7 +9,7 @@
 """
 from dataaudit.tensors.arrow import from_arrow, tokens_from_arrow, with_shapes
 from dataaudit.tensors.dtypes import DTYPE_CODE, DTYPE_NAMES, FLOAT_DTYPES, INTEGER_DTYPES, dtype_code, dtype_name
-from dataaudit.tensors.field import NumericField, TokenFields, with_valid
+from dataaudit.tensors.field import NumericField, TokenFields, TrainedTokens, with_valid
 from dataaudit.tensors.reductions import (
     aligned_index,
     element_position,
@@ -38,7 +38,8 @@ from dataaudit.tensors.rows import (
 from dataaudit.tensors.torch_batch import from_tensor, tokens_from_tensor
 
 __all__ = [
-    "DTYPE_CODE", "DTYPE_NAMES", "FLOAT_DTYPES", "INTEGER_DTYPES", "NumericField", "TokenFields", "aligned_index",
+    "DTYPE_CODE", "DTYPE_NAMES", "FLOAT_DTYPES", "INTEGER_DTYPES", "NumericField", "TokenFields", "TrainedTokens",
+    "aligned_index",
     "dense_rows", "dense_view", "dtype_code", "dtype_name", "element_position", "from_arrow", "from_tensor",
     "has_memo", "host_np",
     "memo", "row_reduce", "same_dense_layout", "seg_all", "seg_any", "seg_broadcast", "seg_count", "seg_lengths",

@@ -140,6 +140,18 @@ class TokenFields:
     mask: NumericField | None = None
 
 
+@dataclass
+class TrainedTokens:
+    """What is trained in a batch of tokenized records: its token ids (and attention mask) and, per token, either
+    its label (`labels`: trained where != ignore_index, HF's -100) or a train mask (`labels` False: trained where
+    != 0). The labels / mask are aligned with the ids: element i of a sample is token i (HF causal-LM labels are
+    shifted inside the model, not in the data)."""
+
+    tokens: TokenFields
+    trained: NumericField
+    labels: bool = True
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Layout invariant of every field the constructors (arrow.py, torch_batch.py) build: elements are grouped by
 # sample in ascending sample order (sample is non-decreasing). Segment reductions do not need it;

@@ -29,7 +29,7 @@ def test_automatic_roles():
                            "score.dtype"]
     assert f.roles() == {"text": ["text"], "image": [], "json": [], "numeric": ["features", "score"], "label": [],
                          "input_ids": ["input_ids"], "attention_mask": ["attention_mask"], "id": ["id"],
-                         "image_tensor": []}
+                         "image_tensor": [], "token_labels": [], "train_mask": []}
     assert f.formats() == {"text": "text", "id": "identifier (not audited as prose)"}
 
 

@@ -170,7 +170,9 @@ def test_default_act_on_error_only(samples):
         "token_id_out_of_range:input_ids", "all_padding:input_ids", "too_long:input_ids"]
     assert g.plan.skipped == {"null_sample": "runs in the collate guard only",   # the collate guard's
                               **dict.fromkeys(("image_constant", "image_value_range", "image_channels"),
-                                              "no image_tensor field in the batch")}
+                                              "no image_tensor field in the batch"),
+                              **dict.fromkeys(("no_trainable_tokens", "labels_misaligned", "label_id_out_of_range"),
+                                              "no trained field in the batch")}
     error_steps = {f.step for f in g.findings if f.severity == "error"}
     assert {f.action for f in g.findings if f.step in error_steps and f.severity == "error"} == {"skipped"}
     assert len(out) == 80 - len(error_steps) and len(error_steps) == 16
@@ -239,7 +241,9 @@ def test_same_config_file_drives_the_guard():
                          "label_out_of_range": "not configured: num_classes",
                          "too_long": "not configured: context_length",
                          **dict.fromkeys(("image_constant", "image_value_range", "image_channels"),
-                                         "no image_tensor field in the batch")}
+                                         "no image_tensor field in the batch"),
+                         **dict.fromkeys(("no_trainable_tokens", "labels_misaligned", "label_id_out_of_range"),
+                                         "no trained field in the batch")}
     assert res.calls[0].severity == "error" and dict(res.calls[0].params) == {"min": None, "max": 100.0}
     g = DeviceGuard([x], cfg, policy="mask", profile=False)
     (out,) = list(g)

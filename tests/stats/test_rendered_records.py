@@ -123,17 +123,26 @@ def test_alpaca_lengths_are_per_rendered_record(tmp_path):
 
 
 def test_trained_example_marks_the_trained_spans(tmp_path):
-    from dataaudit.stats.rendered_records import trained_example
+    from dataaudit.audit.trained_example import rendered_example
+    from dataaudit.provenance import ROW
 
     columns = {"messages": [turns(("user", "a")), turns(("user", "a"), ("assistant", "b b"), ("user", "c"),
-                                                        ("assistant", "b"))]}
+                                                        ("assistant", "b"))], ROW: [10, 11]}
     batch = pa.RecordBatch.from_pydict(columns)
     plan = resolve_plan(batch.schema, build_config({}), batch)
     chatml = load_length_tokenizer(str(tokenizer_folder(tmp_path / "tok")))
-    example = trained_example(render_batch(batch, plan, chatml), chatml)
-    assert example == {"row": 1, "field": "messages", "text":
+    example = rendered_example(batch, render_batch(batch, plan, chatml), chatml)
+    assert example == {"record": 11, "field": "messages", "text":
                        "<|im_start|>user\na<|im_end|>\n<|im_start|>assistant\n\u27e6b b<|im_end|>\n\u27e7"
                        "<|im_start|>user\nc<|im_end|>\n<|im_start|>assistant\n\u27e6b<|im_end|>\n\u27e7"}
     plain = load_length_tokenizer(str(tokenizer_folder(tmp_path / "plain", template=None) / "tokenizer.json"))
-    example = trained_example(render_batch(batch, plan, plain), plain)
+    example = rendered_example(batch, render_batch(batch, plan, plain), plain)
     assert example["text"] == "user: a\nassistant: \u27e6b b\u27e7\nuser: c\nassistant: \u27e6b\u27e7\n"
+
+
+def test_audit_shows_a_rendered_example_per_shard(tmp_path):
+    folder = tokenizer_folder(tmp_path / "tok", template=None)
+    shard = write_shard(tmp_path / "sft.parquet", {"messages": SFT})
+    report = audit(tmp_path, [shard], {"tokenizer": str(folder / "tokenizer.json")})
+    assert report["shards"][0]["trained_example"] == {
+        "record": 0, "field": "messages", "text": "user: a a a a a a\nassistant: \u27e6b\u27e7\n"}
