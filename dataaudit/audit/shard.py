@@ -163,11 +163,7 @@ class AuditShard(ShardStage):
         result.records += batch.num_rows
         result.flagged += int(np.count_nonzero(out.flagged_rows))
         if result.trained_example is None and work.tokenizer is not None:
-            usable = ~batch.column(ERROR).is_valid().to_numpy(zero_copy_only=False)
-            result.trained_example = trained_example(batch, plan, work.tokenizer.tokenizer,
-                                                     cfg.check("no_trainable_tokens").params["ignore_index"], usable)
-            if result.trained_example is None and out.rendered is not None:
-                result.trained_example = rendered_example(batch, out.rendered, work.tokenizer)
+            result.trained_example = self._example(batch, plan, out, work)
         if out.flags.num_rows:
             work.flags.append(out.flags)
             per_check = out.flags.group_by("check").aggregate([("row", "count_distinct")])
@@ -186,6 +182,20 @@ class AuditShard(ShardStage):
                 lengths.add_to(stat, _context_for(key, plan, cfg))
             else:
                 stat.add(lengths, _context_for(key, plan, cfg))
+
+    def _example(self, batch: pa.RecordBatch, plan: FieldPlan, out, work: _Work) -> dict | None:
+        """The shard's decoded example from this batch, if it has one: tokenized records first, else the rendered
+        ones. An example is an illustration: whatever breaks it (a decode, a template) leaves none, never the
+        shard unread."""
+        try:
+            usable = ~batch.column(ERROR).is_valid().to_numpy(zero_copy_only=False)
+            found = trained_example(batch, plan, work.tokenizer.tokenizer,
+                                    self.config.check("no_trainable_tokens").params["ignore_index"], usable)
+            if found is None and out.rendered is not None:
+                found = rendered_example(batch, out.rendered, work.tokenizer)
+            return found
+        except Exception:   # noqa: BLE001 (see the docstring)
+            return None
 
     def _isolate(self, work: _Work, batch: pa.RecordBatch, exc: Exception) -> None:
         """A batch on which a check raised (audit_batch changed nothing): its halves are checked again, down to the

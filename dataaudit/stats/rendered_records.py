@@ -197,8 +197,8 @@ def trained_spans(tokenizer: LengthTokenizer, msgs: Messages, row: int) -> tuple
             at += len(piece)
         return "".join(pieces), spans
     messages = [{"role": TEMPLATE_ROLES.get((r or "").lower(), r or ""), "content": t} for r, t in zip(roles, texts)]
-    template = tokenizer.compiled()
     try:
+        template = tokenizer.compiled()     # raises its syntax error again: no example then
         full = template.render(messages=messages, add_generation_prompt=False, **tokenizer.variables)
         spans = []
         for t in (i for i, on in enumerate(trained) if on):
