@@ -17,12 +17,16 @@ dataaudit.fields) is rendered into one text per record, then batch-encoded with 
 - `role_prefixed`: no template. Each turn is `"<role>: <text>\\n"` with the role as the data has it, the turns of a
   conversation concatenated: Arrow string kernels over the flattened turns, no per-record loop.
 
-The end of the last assistant reply (the last turn whose role is on the assistant's side, fields.ASSISTANT_ROLES,
-its end-of-turn markup included) is located only for conversations longer than the context length, the ones
+The end of the last trained turn (the last turn whose role is on the assistant's side, TRAINED_ROLES, its
+end-of-turn markup included) is located only for conversations longer than the context length, the ones
 truncation cuts: as a character offset into the rendering (the rendering of the conversation up to that turn
 with a template; summed turn lengths without one), turned into tokens with the encoding's character offsets.
 Cutting keeps the first context_length tokens (right-side truncation, what training code does when it cuts a
-sequence to the context): the reply loses part of itself when it ends past the cut.
+sequence to the context): the reply loses part of itself when it ends past the cut. Where the first trained turn's
+text starts is located the same way (the rendering of the turns before it with the generation prompt), for the
+conversations at or over the context length, with their first context_length token ids: what the checks of
+dataaudit.checks.truncation judge. `Messages` is any record's turns (dataaudit.stats.rendered_records builds them
+for pairs and Alpaca records).
 """
 from __future__ import annotations
 
