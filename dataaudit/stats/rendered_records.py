@@ -145,16 +145,24 @@ def _flat_view(batch: pa.RecordBatch, flat: list[Column]) -> tuple[str, str, Non
     user = [c for c in flat if c is not reply and c not in system]
     n = batch.num_rows
 
-    def text(cols):   # the fields' non-empty values joined by a newline (null: none has one)
-        vals = [pc.if_else(pc.equal(pc.fill_null(v, ""), ""), pa.nulls(n, pa.string()), v) for v in
-                (batch.column(c.name).cast(pa.string()) for c in cols)]
-        return pc.binary_join_element_wise(*vals, "\n", null_handling="skip") if vals else pa.nulls(n, pa.string())
-
     def nonblank(values):
         return pc.if_else(pc.equal(pc.fill_null(values, ""), ""), pa.nulls(n, pa.string()), values)
 
-    msgs = _one_turn(nonblank(text(system)) if system else pa.nulls(n, pa.string()), "system", False)
-    msgs = concat(concat(msgs, _one_turn(nonblank(text(user)), "user", False)),
+    def text(cols):
+        """The fields' non-empty values of each record joined by a newline (null: none has one). Lists joined,
+        not binary_join_element_wise(null_handling="skip"): pyarrow 26 drops the rows whose inputs are all null."""
+        if not cols:
+            return pa.nulls(n, pa.string())
+        flat = pa.concat_arrays([nonblank(batch.column(c.name).cast(pa.string())) for c in cols])
+        flat = flat.take(pa.array(np.arange(n * len(cols)).reshape(len(cols), n).T.ravel()))   # record by record
+        valid = flat.is_valid().to_numpy(zero_copy_only=False).astype(bool)
+        offsets = np.zeros(n + 1, np.int32)
+        np.cumsum(valid.reshape(n, len(cols)).sum(axis=1), out=offsets[1:])
+        return nonblank(pc.binary_join(pa.ListArray.from_arrays(pa.array(offsets), flat.filter(pa.array(valid))),
+                                       "\n"))
+
+    msgs = _one_turn(text(system), "system", False)
+    msgs = concat(concat(msgs, _one_turn(text(user), "user", False)),
                   _one_turn(batch.column(reply.name), "assistant", True))
     names = tuple(c.name for c in flat)
     return "+".join(names), reply.name, None, names, msgs

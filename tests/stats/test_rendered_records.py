@@ -146,3 +146,11 @@ def test_audit_shows_a_rendered_example_per_shard(tmp_path):
     report = audit(tmp_path, [shard], {"tokenizer": str(folder / "tokenizer.json")})
     assert report["shards"][0]["trained_example"] == {
         "record": 0, "field": "messages", "text": "user: a a a a a a\nassistant: \u27e6b\u27e7\n"}
+
+
+def test_alpaca_records_with_nothing_in_them_render_as_no_turns(tmp_path):
+    # pyarrow's binary_join_element_wise(null_handling="skip") dropped the all-null rows: a check failed on them
+    columns = {"instruction": [None, "", "a"], "input": [None, "", "c"], "output": [None, None, "b"]}
+    view = _views(tmp_path, columns, ctx=3, template=False)["instruction+input+output"]
+    assert view.has_turns.tolist() == [False, False, True]
+    assert view.tokens.tokens.tolist() == [0, 0, 7]      # "user: a\nc\n" 4 tokens + "assistant: b\n" 3
