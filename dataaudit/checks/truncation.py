@@ -56,7 +56,8 @@ def pair_truncated_identical(rendered, **params) -> CheckOutput:
     sides, ctx = rendered.sides(), rendered.context_length
     if sides is None or ctx is None:
         return CheckOutput(flagged, value, detail, where=where)
-    chosen, rejected = (dict(zip(v.tokens.rows[list(v.tokens.heads)].tolist(), v.tokens.heads.values()))
+    # heads of the records at or over the context whose side has a reply (an empty side is pair_empty_side's)
+    chosen, rejected = ({int(v.tokens.rows[j]): h for j, h in v.tokens.heads.items() if v.replied[v.tokens.rows[j]]}
                         for v in sides)
     longer = set(np.concatenate([v.tokens.rows[v.tokens.tokens > ctx] for v in sides]).tolist())
     for row in sorted(chosen.keys() & rejected.keys() & longer):

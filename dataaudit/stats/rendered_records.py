@@ -38,8 +38,8 @@ SYSTEM_NAMES = ("system", "system_prompt")
 @dataclass
 class View:
     """One rendering of every record: its stats key, the field a flag on it names (`path`), the pair side it
-    is (None: not a pair), the columns it covers, its tokens (a ConversationTokens: the rendered records) and,
-    per record, whether it has any turn in the view (a record without one is not measured)."""
+    is (None: not a pair), the columns it covers, its tokens (a ConversationTokens: the rendered records),
+    per record whether it has any turn in the view (a record without one is not measured), and its turns."""
 
     key: str
     path: str
@@ -48,6 +48,15 @@ class View:
     tokens: ConversationTokens
     has_turns: np.ndarray
     messages: Messages
+
+    @property
+    def replied(self) -> np.ndarray:
+        """bool per record: it has a trained turn (a pair's side with a reply)."""
+        msgs = self.messages
+        rows = np.searchsorted(msgs.starts, np.flatnonzero(msgs.trained), side="right") - 1
+        out = np.zeros(msgs.records, bool)
+        out[rows] = True
+        return out
 
 
 @dataclass

@@ -154,3 +154,12 @@ def test_alpaca_records_with_nothing_in_them_render_as_no_turns(tmp_path):
     view = _views(tmp_path, columns, ctx=3, template=False)["instruction+input+output"]
     assert view.has_turns.tolist() == [False, False, True]
     assert view.tokens.tokens.tolist() == [0, 0, 7]      # "user: a\nc\n" 4 tokens + "assistant: b\n" 3
+
+
+def test_a_side_without_reply_is_not_truncated_identical(tmp_path):
+    # the prompt fills the context; a missing chosen reply is pair_empty_side's finding, not a cut pair's
+    columns = {"prompt": ["a a a a a", "a a a a a"], "chosen": [None, " b"], "rejected": [" c", " c"]}
+    shard = write_shard(tmp_path / "pairs.parquet", columns)
+    folder = tokenizer_folder(tmp_path / "tok", template=None)
+    audit(tmp_path, [shard], {"tokenizer": str(folder / "tokenizer.json"), "context_length": 3})
+    assert [r for r, *_ in _flags(tmp_path, "pair_truncated_identical")] == [1]
