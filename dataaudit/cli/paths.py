@@ -65,7 +65,13 @@ def expand_shards(args: list[str]) -> list[str]:
             if not matches:
                 raise InputPathError(f"{arg}: no file matches this pattern")
             # LLaMA-Factory's dataset registry beside the shards describes them; it is not one
-            paths += [m for m in matches if os.path.basename(m) != "dataset_info.json"]
+            matches = [m for m in matches if os.path.basename(m) != "dataset_info.json"]
+            for m in matches:      # each match is a named file: an unsupported one is the same one line
+                try:
+                    format_of(m)
+                except ValueError as exc:
+                    raise InputPathError(str(exc)) from None
+            paths += matches
         elif is_dir(arg):
             found = _walk(arg)
             if not found:
