@@ -72,9 +72,9 @@ def _skipped_by_reason(checks: dict) -> dict[str, list[str]]:
               help=f"Folder for {FILES.record}, {FLAGS} and {FILES.page} (created if missing).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
               help="audit.toml: fields, data facts (num_classes, vocab_size, ...) and per-check settings.")
-@click.option("--tokenizer", type=click.Path(dir_okay=False, path_type=Path),
-              help="tokenizer.json: token lengths, and its special tokens searched for in the text "
-                   "(= [data] tokenizer).")
+@click.option("--tokenizer", type=click.Path(path_type=Path),
+              help="tokenizer.json, or a folder holding one with its tokenizer_config.json: token lengths, and its "
+                   "special tokens searched for in the text (= [data] tokenizer).")
 @click.option("--context-length", type=click.IntRange(min=1),
               help="Context length the lengths are compared with (= [data] context_length).")
 @click.option("--strict", is_flag=True,

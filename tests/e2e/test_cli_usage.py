@@ -73,3 +73,48 @@ def test_a_folder_walk_leaves_out_the_files_of_dataaudit_jobs(tmp_path):
     bench_clean = touch("contam/gsm8k/clean.jsonl")        # the clean benchmark subset is data
     other = touch("plain/flags.parquet")                    # no job record beside it: data
     assert expand_shards([str(tmp_path)]) == sorted([bench_clean, data, other])
+
+
+def test_a_quoted_glob_of_unsupported_files_is_one_line_and_exit_2_in_every_command(tmp_path):
+    """A glob matching a .txt file is refused as naming that file is (issue 36): one line, exit 2, no traceback."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in ("a.txt", "b.txt"):
+        (corpus / name).write_text("first line\nsecond line\n")
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(json.dumps({"text": "what is the capital of a country far away from here"}) + "\n")
+    pattern, out = str(corpus / "*.txt"), str(tmp_path / "out")
+    for args in (["audit", pattern, "--out", out], ["dedup", pattern, "--out", out],
+                 ["contamination", "--train", pattern, "--benchmark", f"b={bench}", "--out", out],
+                 ["clean", pattern, "--audit", str(tmp_path / "audit"), "--out", out]):
+        res = CliRunner().invoke(main, args)
+        assert res.exit_code == 2, (args, res.output)
+        assert res.exception is None or isinstance(res.exception, SystemExit), (args, res.exception)
+        [line] = res.output.splitlines()
+        assert line.startswith(f"Error: {corpus / 'a.txt'}: unsupported shard format (expected "), (args, line)
+        assert "plain text has no records" in line
+
+
+def test_tokenizer_option_takes_a_folder_as_the_config_does(tmp_path):
+    """`--tokenizer DIR` (tokenizer.json + tokenizer_config.json) is accepted wherever `[data] tokenizer = DIR` is
+    (issue 36): both audits count the same conversation tokens with the folder's chat template."""
+    from tests.stats.conversation_helpers import tokenizer_folder
+
+    tok = tokenizer_folder(tmp_path / "tok")
+    shard = tmp_path / "chat.jsonl"
+    shard.write_text(json.dumps({"messages": [{"role": "user", "content": "hello"},
+                                              {"role": "assistant", "content": "hello there"}]}) + "\n")
+    cfg = tmp_path / "audit.toml"
+    cfg.write_text(f"[data]\ntokenizer = {json.dumps(str(tok))}\n")
+    by_option = CliRunner().invoke(main, ["audit", str(shard), "--tokenizer", str(tok), "--out",
+                                          str(tmp_path / "a"), "--engine", "local"])
+    by_config = CliRunner().invoke(main, ["audit", str(shard), "--config", str(cfg), "--out", str(tmp_path / "b"),
+                                          "--engine", "local"])
+    assert by_option.exit_code == by_config.exit_code == 0, by_option.output
+    a, b = (json.loads((tmp_path / o / "report.json").read_text()) for o in ("a", "b"))
+    assert a["lengths"] and a["lengths"] == b["lengths"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = CliRunner().invoke(main, ["audit", str(shard), "--tokenizer", str(empty), "--out", str(tmp_path / "c")])
+    assert res.exit_code == 2
+    assert res.output.splitlines()[-1].endswith(f"[data] tokenizer folder has no tokenizer.json: {empty}")
