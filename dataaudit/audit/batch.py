@@ -272,6 +272,8 @@ def _planned_calls(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, 
     for kind, site, arg in _fields(batch, plan, texts, device, shard, config, images, tokenizer):
         for spec, target in on.get(kind, ()):
             params = spec.params_for(target, config.check(spec.name).params)
+            if kind == "ids":   # ids are compared under the same column name only (checks.record_ids)
+                params = {**params, "column": site.name}
             # A target whose parameters are incomplete is left out; the check runs on its other targets.
             if spec.missing(params, target):
                 continue

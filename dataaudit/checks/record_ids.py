@@ -1,6 +1,7 @@
 """duplicate_id: a record whose id (the record id column of the field rule: `id`, `uuid`, `*_id`, ...) was already
 used by an earlier record of the same shard; ids shared between shards are counted in report.json's
-`duplicate_id` section.
+`duplicate_id` section, between id columns of the same name only (one file's `id` and another's `doc_id` are
+unrelated numberings, whatever values they share).
 
 The id column is hashed to 64 bits without a per-record Python loop (Arrow casts ints to their decimal text, so
 the id 5 and the id "5" are the same id; `word_hash_of` of the UTF-8 bytes, vectorized; XXH3 for the rare id over
@@ -11,7 +12,8 @@ record, as base64 of little-endian arrays (12 bytes a distinct id: 1M ids are a 
 disjoint chunks merged like a binary counter, so a batch is looked up with `searchsorted` in a few chunks and
 re-encodes only what it merges (amortized O(log n) an id, not O(shard) a batch). Decoded chunks are cached by
 the identity of their base64 string. Merging one shard's state into the total counts the ids the total already
-has: the duplicates across shards. 64-bit hashes: a false duplicate needs ~4e9 distinct ids to be likely.
+has: the duplicates across shards. Each hash is salted with the id column's name (XOR with its XXH3), so ids of
+differently named columns never meet. 64-bit hashes: a false duplicate needs ~4e9 distinct ids to be likely.
 """
 from __future__ import annotations
 
@@ -51,8 +53,9 @@ def _as_text(ids) -> pa.Array:
     return as_string_array(ids)
 
 
-def hash_ids(ids) -> tuple[np.ndarray, np.ndarray]:
-    """(uint64 hash of every id, whether it has one): null and empty ids have none (hash 0)."""
+def hash_ids(ids, column: str = "") -> tuple[np.ndarray, np.ndarray]:
+    """(uint64 hash of every id, whether it has one): null and empty ids have none (hash 0). `column`: the id
+    column's name, salting the hashes (the same id under another column name is another id)."""
     text = _as_text(ids)
     n = len(text)
     out = np.zeros(n, np.uint64)
@@ -64,6 +67,8 @@ def hash_ids(ids) -> tuple[np.ndarray, np.ndarray]:
         out[short] = token_hashes_of_strings(text.take(pa.array(short, pa.int64())))
     for i in np.flatnonzero(valid & (lengths > LONG_ID_BYTES)).tolist():
         out[i] = xxhash.xxh3_64_intdigest(data[offsets[i]:offsets[i + 1]].tobytes())
+    if column:
+        out[valid] ^= np.uint64(xxhash.xxh3_64_intdigest(column.encode("utf-8")))
     return out, valid
 
 
@@ -228,12 +233,13 @@ def notes(section: dict) -> list[str]:
           detail="duplicate id (first at row {value:.0f})",
           description="A record whose id is the id of an earlier record of the same shard (null and empty ids "
                       "are missing, not duplicates; the int 5 and the string \"5\" are one id). Ids shared by "
-                      "several shards are counted in report.json's `duplicate_id` section. value = row of the "
-                      "id's first record.")
-def duplicate_id(ids, state: dict, **params) -> CheckOutput:
+                      "several shards under the same id column name are counted in report.json's `duplicate_id` "
+                      "section. value = row of the id's first record.")
+def duplicate_id(ids, state: dict, column: str = "", **params) -> CheckOutput:
+    """`column`: the id column's name (the audit passes it): ids are compared under the same name only."""
     n = len(ids)
     base = state["records"]
-    hashes, valid = hash_ids(ids)
+    hashes, valid = hash_ids(ids, column)
     present = np.flatnonzero(valid)
     uniq, first, inverse = np.unique(hashes[present], return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)

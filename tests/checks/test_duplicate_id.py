@@ -117,6 +117,21 @@ def test_duplicates_across_shards_are_counted_in_the_report(tmp_path):
                                                   ("b.jsonl", 3, "duplicate id 'd' (first at row 1)")]
 
 
+def test_ids_across_shards_are_compared_under_the_same_column_name_only(tmp_path):
+    """Issue 36: one file's `id` and another file's `doc_id` (both small integers) are unrelated numberings, not
+    repeats; a third file's `id` repeats the first's."""
+    a = _shard(tmp_path, [0, 1, 2, 3], name="a.parquet", type_=pa.int64())
+    b = _shard(tmp_path, [0, 1, 2, 3], name="b.parquet", column="doc_id", type_=pa.int64())
+    c = _shard(tmp_path, [3, 4], name="c.parquet", type_=pa.int64())
+    report = run_audit([a, b, c], build_config({}), tmp_path / "out", options=EngineOptions("local"))
+    section = report["duplicate_id"]
+    assert (section["ids"], section["distinct"], section["duplicates_within_shards"],
+            section["duplicates_across_shards"]) == (10, 9, 0, 1)
+    assert section["examples_across_shards"] == [{"id": 3, "shards": [a, c]}]
+    [note] = [n for n in report["notes"] if n.startswith("duplicate_id:")]
+    assert note == "duplicate_id: 1 of 10 record ids are repeats (0 within a shard, 1 across shards); e.g. 3"
+
+
 def test_no_id_column_no_section(tmp_path):
     path = write(tmp_path / "t.parquet", {"text": ["one text", "another text"]})
     report = run_audit([path], build_config({}), tmp_path / "out", options=EngineOptions("local"))
