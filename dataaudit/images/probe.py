@@ -76,6 +76,11 @@ def probe(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> Probe:
         other = refused_format(data)
         if other is not None:
             return Probe(UNSUPPORTED, f"{other} data: a format not decoded here (not opened)", format=other)
+        signed = sniff_image_format(data)
+        if signed is not None and signed != "BMP":   # (BMP's "BM" starts plain text too: no signature of an image)
+            # an image's signature, then a header or stream no decoder reads: a broken image, not some other data
+            return Probe(CORRUPT, f"{signed} signature, but the image does not read (starts {data[:16]!r})",
+                         format=signed)
         return Probe(NOT_IMAGE, f"not an image Pillow can identify (starts {data[:8]!r})")
     except Exception as e:  # hostile headers raise anything: SyntaxError, struct.error, ValueError, ...
         return Probe(CORRUPT, _message(e))

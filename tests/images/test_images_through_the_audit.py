@@ -181,3 +181,24 @@ def test_a_list_of_image_structs_names_the_image_by_its_position(tmp_path):
     assert res.exit_code == 1, res.output
     assert flags == [("l.parquet", "0", "images[1]", "image_empty"), ("l.parquet", "1", "images", "missing_image")]
     assert report["shards"][0]["formats"]["images"] == "list of images {bytes, path}"
+
+
+def test_a_png_signature_with_a_broken_stream_is_corrupt_not_a_non_image(tmp_path):
+    """Issue 36: the PNG signature, then a header no decoder reads (a bad IHDR checksum, or nothing after the
+    signature), is a broken image (image_corrupt), not other data (not_an_image); a truncated stream after a good
+    header stays image_corrupt, and bytes with no image signature stay not_an_image."""
+    png = picture(seed=2, fmt="PNG")
+    shard = make_tar(tmp_path / "s.tar", [
+        ("a.png", png[:29] + b"\0\0\0\0" + png[33:]), ("a.txt", b"IHDR checksum zeroed"),
+        ("b.png", png[:8]), ("b.txt", b"the signature alone"),
+        ("c.png", png[: len(png) // 2]), ("c.txt", b"truncated stream"),
+        ("d.png", b"<html>404 not found</html>"), ("d.txt", b"an error page"),
+    ])
+    res, report, flags = cli_audit([shard], tmp_path / "out")
+    assert res.exit_code == 1, res.output
+    assert flags == [("s.tar", "a", "png", "image_corrupt"), ("s.tar", "b", "png", "image_corrupt"),
+                     ("s.tar", "c", "png", "image_corrupt"), ("s.tar", "d", "png", "not_an_image")]
+    details = [e["detail"] for e in report["examples"]["image_corrupt"]]
+    assert details[:2] == [
+        "PNG signature, but the image does not read (starts b'\\x89PNG\\r\\n\\x1a\\n\\x00\\x00\\x00\\rIHDR')",
+        "PNG signature, but the image does not read (starts b'\\x89PNG\\r\\n\\x1a\\n')"]
