@@ -54,7 +54,8 @@ def _factory(spec: str):
 
 
 def _name(t: dict) -> str:
-    return f"row {t['position']}: shard {t['shard']}, key {t['key']}, record {t['row']}"
+    # "position": the sample's index in the batch; "row": the record's index in its shard (as everywhere else)
+    return f"position {t['position']}: shard {t['shard']}, key {t['key']}, row {t['row']}"
 
 
 @click.command("replay")
@@ -94,14 +95,14 @@ def replay(snapshot, model, device, mode, threshold, out):
     except OSError as exc:
         raise InputError(f"{out}: cannot write: {exc.strerror}") from None
     what = f"loss above {threshold:g}" if threshold is not None else "non-finite loss"
-    click.echo(f"replay {snapshot} (step {snap.step}, {plural(result['batch_rows'], 'row')}, {mode}): "
+    click.echo(f"replay {snapshot} (step {snap.step}, {plural(result['batch_rows'], 'sample')}, {mode}): "
                f"{plural(result['forward_passes'], 'forward pass', 'forward passes')}")
     if result["culprits"]:
         click.echo(f"{plural(len(result['culprits']), 'culprit')} ({what} alone):")
         for t in result["culprits"]:
             click.echo("  " + _name(t))
     if result["together"]:
-        click.echo(f"{plural(len(result['together']), 'row')} give a {what} only together:")
+        click.echo(f"{plural(len(result['together']), 'sample')} give a {what} only together:")
         for t in result["together"]:
             click.echo("  " + _name(t))
     if not result["reproduced"]:

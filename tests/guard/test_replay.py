@@ -52,9 +52,15 @@ def test_samples_that_fail_only_together(tmp_path):
     x[2, 0] = x[6, 0] = -6.0   # 10 - 6 > 0 alone, 10 - 12 < 0 together: log -> NaN
     batch = {"features": x, "__key__": [f"g{i}" for i in range(8)], "__shard__": ["t.jsonl"] * 8,
              "__row__": list(range(8))}
-    r = replay(load_snapshot(snapshot_of(batch, tmp_path, make_group_loss())), make_group_loss())
+    path = snapshot_of(batch, tmp_path, make_group_loss())
+    r = replay(load_snapshot(path), make_group_loss())
     assert r["culprits"] == [] and [t["position"] for t in r["together"]] == list(range(8))
     assert r["forward_passes"] == 5  # full, [0:4], [4:6], [6], then [7] alone: fine -> no single culprit
+    p = cli(path, "--model", "tests.guard.replay_model:make_group_loss")
+    assert p.returncode == 1, p.stderr
+    assert p.stdout.splitlines()[1:4] == ["8 samples give a non-finite loss only together:",
+                                          "  position 0: shard t.jsonl, key g0, row 0",
+                                          "  position 1: shard t.jsonl, key g1, row 1"]
 
 
 def cli(*args, cwd=REPO):
@@ -64,17 +70,22 @@ def cli(*args, cwd=REPO):
 
 
 def test_cli_prints_the_culprit_and_writes_json(tmp_path):
-    path = snapshot_of(batches(1, bad_step=0)[0], tmp_path)
+    # the third batch: the culprit is at position 37 of the batch, row 165 of its shard (issue 36: "row" is only
+    # ever the record's index in its shard)
+    path = snapshot_of(batches(3, bad_step=2)[2], tmp_path)
     p = cli(path, "--model", "tests.guard.replay_model:make_loss")
     assert p.returncode == 1, p.stderr
-    assert "64 rows, bisect): 9 forward passes" in p.stdout
-    assert "1 culprit (non-finite loss alone):\n  row 37: shard s.parquet, key k37, record 37\n" in p.stdout
+    assert p.stdout.splitlines() == [
+        f"replay {path} (step 0, 64 samples, bisect): 9 forward passes",
+        "1 culprit (non-finite loss alone):",
+        "  position 37: shard s.parquet, key k165, row 165",
+        f"wrote {path.with_suffix('.replay.json')}"]
     def strict(constant):   # NaN / Infinity are not JSON: strict readers (jq, JavaScript) refuse them
         raise AssertionError(f"non-JSON constant {constant} in replay.json")
 
     result = json.loads(path.with_suffix(".replay.json").read_text(), parse_constant=strict)
     assert result["loss"]["value"] == "inf"
-    assert result["culprits"] == [{"position": 37, "shard": "s.parquet", "key": "k37", "row": 37}]
+    assert result["culprits"] == [{"position": 37, "shard": "s.parquet", "key": "k165", "row": 165}]
     assert (result["mode"], result["forward_passes"], result["step"]) == ("bisect", 9, 0)
     p = cli(path, "--model", "tests.guard.replay_model:make_group_loss", "--per-sample",
             "--out", tmp_path / "r.json")
