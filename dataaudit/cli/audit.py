@@ -28,19 +28,25 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     from dataaudit.audit.report import not_decoded_columns
 
     t = report["totals"]
-    table = Table(title=f"dataaudit audit: {plural(t['samples'], 'sample')} in {plural(t['shards'], 'shard')}")
-    table.add_column("check")
-    table.add_column("severity")
-    table.add_column("flagged", justify="right")
-    # Every check that ran has a row, 0 included: "0 flagged" is only worth something next to what was checked.
-    for name, c in report["checks"].items():
-        if c["ran"] or c["flagged"]:
-            style = {"error": "red", "warning": "yellow"}.get(c["severity"], "") if c["flagged"] else "dim"
+    title = f"dataaudit audit: {plural(t['samples'], 'sample')} in {plural(t['shards'], 'shard')}"
+    # The checks that flagged something have a row; those that ran clean are one line counting them.
+    flagged = {name: c for name, c in report["checks"].items() if c["flagged"]}
+    clean = [name for name, c in report["checks"].items() if c["ran"] and not c["flagged"]]
+    if flagged:
+        table = Table(title=title)
+        table.add_column("check")
+        table.add_column("severity")
+        table.add_column("flagged", justify="right")
+        for name, c in flagged.items():
+            style = {"error": "red", "warning": "yellow"}.get(c["severity"], "")
             table.add_row(name, f"[{style}]{c['severity']}[/]" if style else c["severity"], str(c["flagged"]))
-    if not table.rows:
-        table.add_row("(no check ran)", "", "0")
-    console.print(table)
-    for reason, names in _skipped_by_reason(report["checks"]).items():
+        console.print(table)
+    else:
+        console.print(title, highlight=False, markup=False)
+    if clean or not flagged:
+        console.print(f"clean: {plural(len(clean), 'check')} ran with no flag" if clean else "no check ran",
+                      highlight=False, markup=False)
+    for reason, names in _skipped_by_reason(report["checks"], t["shards"]).items():
         console.print(f"not run ({reason}): {', '.join(names)}", highlight=False, soft_wrap=True, markup=False)
     skipped = not_decoded_columns(report)
     console.print(f"flagged {t['flagged']} / {t['samples']} samples; unreadable shards: {t['unreadable_shards']}"
@@ -57,12 +63,16 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     print_wrote(console, out, [FILES.record, FLAGS, FILES.page])
 
 
-def _skipped_by_reason(checks: dict) -> dict[str, list[str]]:
-    """The checks that ran on no shard, grouped by the reason report.json gives for each."""
+def _skipped_by_reason(checks: dict, shards: int) -> dict[str, list[str]]:
+    """The checks that ran on no shard, grouped by the reason report.json gives for each (a shard's reason, "no
+    numeric field in this shard", said of them all when there are several)."""
     grouped: dict[str, list[str]] = {}
     for name, c in checks.items():
         if not c["ran"] and not c["flagged"]:
-            grouped.setdefault(c.get("skipped") or "not run", []).append(name)
+            reason = c.get("skipped") or "not run"
+            if shards > 1:
+                reason = reason.replace("in this shard", "in any shard")
+            grouped.setdefault(reason, []).append(name)
     return grouped
 
 

@@ -96,13 +96,34 @@ def test_clean_chat_data_exits_0_with_no_flags(tmp_path):
     res, report, flags = cli_audit([path], tmp_path / "out")
     assert res.exit_code == 0, res.output
     assert flags.num_rows == 0 and report["totals"]["flagged"] == 0
-    # every check that ran is a row with its count, 0 included; the others are named with the reason
-    rows = {ln.split("│")[1].strip(): ln.split("│")[3].strip() for ln in _lines(res.output)
-            if ln.count("│") == 4 and "check" not in ln}
+    # no flagged check: no table, one line counting the checks that ran clean; the others named with the reason
+    assert not any("│" in ln for ln in _lines(res.output))
     ran = [name for name, c in report["checks"].items() if c["ran"]]
-    assert list(rows) == ran and set(rows.values()) == {"0"}
     assert {"empty_reply", "role_order", "json_invalid", "duplicate_id"} <= set(ran)
+    assert [ln for ln in _lines(res.output) if ln][:2] == ["dataaudit audit: 2 samples in 1 shard",
+                                                          f"clean: {len(ran)} checks ran with no flag"]
     assert "not run (no numeric field in this shard): nonfinite, extreme_span, constant, out_of_range, " \
            "dtype_mismatch, missing_value" in _lines(res.output)
     assert "not run (runs in the collate guard only): null_sample" in _lines(res.output)
-    assert "(no check ran)" not in res.output
+    assert "no check ran" not in res.output
+
+
+def test_the_console_lists_flagged_checks_and_counts_the_clean_ones(tmp_path):
+    """Issue 36: only the checks that flagged are rows; one line counts those that ran clean; a reason given per
+    shard reads for all of them when the audit covers several."""
+    import json
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text(json.dumps({"id": 1, "text": "hello world this is fine"}) + "\n" + json.dumps({"id": 1, "text": ""})
+                 + "\n")
+    b.write_text(json.dumps({"id": 2, "text": "another text here"}) + "\n")
+    res, report, flags = cli_audit([str(a), str(b)], tmp_path / "out")
+    assert res.exit_code == 0, res.output          # warnings only
+    rows = [[cell.strip() for cell in ln.split("│")[1:4]] for ln in _lines(res.output)
+            if ln.count("│") == 4 and "check" not in ln]
+    assert rows == [["empty_text", "warning", "1"], ["duplicate_id", "warning", "1"]]
+    clean = [n for n, c in report["checks"].items() if c["ran"] and not c["flagged"]]
+    assert len(clean) > 5 and f"clean: {len(clean)} checks ran with no flag" in _lines(res.output)
+    assert "not run (no numeric field in any shard): nonfinite, extreme_span, constant, out_of_range, " \
+           "dtype_mismatch, missing_value" in _lines(res.output)
+    assert not any("in this shard" in ln for ln in _lines(res.output))
