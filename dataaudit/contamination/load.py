@@ -28,7 +28,7 @@ from dataaudit.errors import DataAuditError
 from dataaudit.formats import BY_NAME, MAX_RECORD, Format, format_of, supported
 from dataaudit.io import exists, join, open_input, stat
 from dataaudit.sources.base import ERROR, LINE, PROVENANCE_COLUMNS, READ_ERRORS
-from dataaudit.sources.json_array import holds_json_array
+from dataaudit.sources.json_array import holds_json_array, wrapped_member
 from dataaudit.sources.record_stream import open_stream
 from dataaudit.writers.base import WriteOptions, is_gzip
 
@@ -222,16 +222,18 @@ def _records(path: str, fmt: Format) -> list[tuple[dict, int | None]]:
 
 
 def _json_recs(path: str, records: list[tuple[dict, int | None]]) -> tuple[list[_Rec], str | None]:
-    """A JSON file's items: its records, or the elements of the one array of objects a single top-level object
-    holds ({"version": 1, "data": [...]}); and that array's field."""
+    """A JSON file's items: its records as the reader reads them (the elements of a wrapper object's array,
+    {"version": 1, "data": [...]}, the reader's rule for every command: sources.json_array); and that array's
+    field. A lone object holding containers that is no wrapper is refused (a benchmark item is flat)."""
+    nested = wrapped_member(path)
+    if nested is not None:
+        return [_Rec(i, f"row {i} of {nested!r}", obj, line) for i, (obj, line) in enumerate(records)], nested
     if len(records) == 1 and not holds_json_array(path):
         obj, line = records[0]
-        lists = [k for k, v in obj.items() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)]
-        if len(lists) == 1:
-            return [_Rec(i, f"row {i} of {lists[0]!r}", o) for i, o in enumerate(obj[lists[0]])], lists[0]
         if any(isinstance(v, (list, dict)) for v in obj.values()):
+            lists = sum(isinstance(v, list) and bool(v) and all(isinstance(x, dict) for x in v) for v in obj.values())
             raise BenchmarkError(f"{path}: expected a JSON array of objects, or an object holding exactly one such "
-                                 f"array (found {len(lists)})")
+                                 f"array (found {lists})")
     return [_Rec(i, f"line {line}", obj, line) for i, (obj, line) in enumerate(records)], None
 
 

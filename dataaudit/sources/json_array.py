@@ -6,7 +6,10 @@ element is tracked exactly (UTF-8 text such as Chinese is common) so errors can 
 where each element starts (__line__; pretty-printed arrays put one record over many lines). A malformed element
 cannot be resynchronised in general: records read before it stay valid and the shard then fails with
 ShardReadError. A top-level object is one record; objects that follow it (JSON Lines named .json) are one record
-each. Row = record index (0-based), key = the row as text. An element holding more JSON values than json_budget
+each. A file holding one object alone, one of whose members is a non-empty array of objects and no other member
+is (`{"version": "1.0", "data": [{...}, ...]}`), is a wrapper: its records are that array's elements (`wrapped`),
+for every command alike (decided by a first pass over the object, one member value at a time; the records are then
+read in a second pass). Row = record index (0-based), key = the row as text. An element holding more JSON values than json_budget
 allows is skipped unparsed (its end found by a vectorized scan) and is a row with __error__; the next one is read.
 """
 from __future__ import annotations
@@ -244,6 +247,91 @@ class _Records:
     def __init__(self, win: _Window, limit: int):
         self.win, self.limit = win, limit
         self.count = 0
+        self.wrapped: str | None = None   # the member whose array holds the records of a wrapper object
+
+    def _restart(self) -> _Window:
+        """A new window at the first value of the file (the stream rewound, a byte order mark skipped)."""
+        stream = self.win._stream
+        stream.seek(0)
+        win = _Window(stream, self.win._chunk)
+        if win.next_char() == "\ufeff":
+            win.advance(1, 3)
+            win.next_char()
+        return win
+
+    def _member_name(self) -> str | None:
+        """The name of the member at the window's position, past its ':' (None: not a member)."""
+        win = self.win
+        if win.next_char() != '"':
+            return None
+        name = win.value(self.limit)[0]
+        if win.next_char() != ":":
+            return None
+        win.advance(1, 1)
+        win.next_char()
+        return name
+
+    def _wrapped_key(self) -> str | None:
+        """For the top-level object at the window's position: the member holding the records when the object is a
+        wrapper (exactly one member is a non-empty array of objects, and nothing follows the object), else None.
+        Reads the object one member value (one element of an array) at a time; the window is left anywhere."""
+        win, lists = self.win, []
+        try:
+            win.advance(1, 1)    # '{'
+            if win.next_char() == "}":
+                return None
+            while True:
+                name = self._member_name()
+                if name is None:
+                    return None
+                if win.text[win.pos] == "[":
+                    win.advance(1, 1)
+                    elements, objects = 0, True
+                    ch = win.next_char()
+                    while ch != "]":
+                        if elements:
+                            if ch != ",":
+                                return None
+                            win.advance(1, 1)
+                            win.next_char()
+                        value = win.value(self.limit)[0]
+                        objects = objects and type(value) in (dict, _Over)
+                        elements += 1
+                        ch = win.next_char()
+                    win.advance(1, 1)
+                    if elements and objects:
+                        lists.append(name)
+                else:
+                    win.value(self.limit)
+                ch = win.next_char()
+                if ch == "}":
+                    win.advance(1, 1)
+                    break
+                if ch != ",":
+                    return None
+                win.advance(1, 1)
+            return lists[0] if len(lists) == 1 and not win.next_char() and not win.broken else None
+        except (_Syntax, _Incomplete, _TooBig, IndexError):   # the one-record reading reports what is wrong
+            return None
+
+    def _members(self, key: str, warnings: list[str]):
+        """The records of a wrapper object (`_wrapped_key` found it): the elements of its member `key`."""
+        win = self.win
+        win.advance(1, 1)        # '{'
+        while True:
+            name = self._member_name()
+            if name == key and win.next_char() == "[":
+                win.advance(1, 1)
+                yield from self._array(warnings)
+                warnings = []
+            elif name is None:
+                raise _Fatal(f"the file changed while it was read (at line {win.line}, byte {win.pos_byte})")
+            else:
+                win.value(self.limit)
+            ch = win.next_char()
+            win.advance(1, 1)
+            if ch == "}":
+                return
 
     def __iter__(self):
         win = self.win
@@ -259,7 +347,13 @@ class _Records:
             win.advance(1, 1)
             yield from self._array(warnings)
         elif first == "{":
-            yield from self._objects(warnings)
+            key = self._wrapped_key()
+            self.win = win = self._restart()
+            if key is None:
+                yield from self._objects(warnings)
+            else:
+                self.wrapped = key
+                yield from self._members(key, warnings)
         else:
             obj = self._value()[0]
             raise _Fatal(f"top-level value is a {_JSON_TYPES.get(type(obj), type(obj).__name__)}, "
@@ -365,6 +459,21 @@ def holds_json_array(path: str, probe_bytes: int = 1 << 16) -> bool:
     except STREAM_ERRORS:
         return True
     return head.removeprefix(codecs.BOM_UTF8).lstrip(b" \t\n\r")[:1] == b"["
+
+
+def wrapped_member(path: str, max_record_bytes: int = MAX_RECORD_BYTES) -> str | None:
+    """The member of a wrapper object whose array holds the file's records (`{"data": [...]}`: "data"), as the
+    reader takes them; None for any other file (an array, objects one after another, one record, unreadable)."""
+    try:
+        with open_input(path) as raw:
+            win = _Window(open_stream(raw), CHUNK_BYTES)
+            first = win.next_char()
+            if first == "\ufeff":
+                win.advance(1, 3)
+                first = win.next_char()
+            return _Records(win, max_record_bytes)._wrapped_key() if first == "{" else None
+    except STREAM_ERRORS:
+        return None
 
 
 def json_records(path: str, max_record_bytes: int = MAX_RECORD_BYTES, *, chunk_bytes: int = CHUNK_BYTES

@@ -118,3 +118,41 @@ def test_tokenizer_option_takes_a_folder_as_the_config_does(tmp_path):
     res = CliRunner().invoke(main, ["audit", str(shard), "--tokenizer", str(empty), "--out", str(tmp_path / "c")])
     assert res.exit_code == 2
     assert res.output.splitlines()[-1].endswith(f"[data] tokenizer folder has no tokenizer.json: {empty}")
+
+
+def test_a_wrapped_json_file_is_read_as_its_records_by_every_command(tmp_path):
+    """Issue 36: {"version": ..., "data": [...]} is the records of "data" for audit, dedup, contamination and clean
+    alike (one rule, in the reader), and clean writes the wrapper back without the dropped records."""
+    import pyarrow.parquet as pq
+
+    fox = "the quick brown fox jumps over the lazy dog near the river bank today"
+    recs = [{"text": f"record number {i} is about topic {i} and nothing else at all"} for i in range(8)]
+    recs[5], recs[6], recs[7] = dict(recs[2]), {"text": ""}, {"text": fox}
+    data = tmp_path / "data"
+    data.mkdir()
+    shard = data / "w.json"
+    shard.write_text(json.dumps({"version": "1.0", "data": recs}, indent=2))
+    bench = tmp_path / "bench.jsonl"
+    bench.write_text(json.dumps({"text": fox}) + "\n")
+
+    def run(*args):
+        return CliRunner().invoke(main, [*map(str, args), "--engine", "local"])
+
+    res = run("audit", shard, "--out", tmp_path / "a")
+    assert res.exit_code == 0, res.output
+    report = json.loads((tmp_path / "a" / "report.json").read_text())
+    assert report["totals"]["samples"] == 8 and report["shards"][0]["fields"] == {"text": ["text"]}
+    flags = pq.read_table(tmp_path / "a" / "flags.parquet").to_pylist()
+    assert [(f["row"], f["line"], f["check"]) for f in flags] == [(6, 22, "empty_text")]
+    assert run("dedup", shard, "--out", tmp_path / "d").exit_code == 0
+    kept = pq.read_table(tmp_path / "d" / "keep.parquet").column("row").to_pylist()
+    assert kept == [0, 1, 2, 3, 4, 6, 7]
+    res = run("contamination", "--train", shard, "--benchmark", f"b={bench}", "--decontaminate-train",
+              "--out", tmp_path / "c")
+    assert res.exit_code == 1, res.output
+    assert [(r["row"], r["line"]) for r in pq.read_table(tmp_path / "c" / "decontaminate.parquet").to_pylist()] \
+        == [(7, 25)]
+    res = run("clean", shard, "--audit", tmp_path / "a", "--dedup", tmp_path / "d", "--contamination",
+              tmp_path / "c", "--check", "empty_text", "--out", tmp_path / "cl")
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "cl" / "w.json").read_text()) == {"version": "1.0", "data": recs[:5]}

@@ -198,9 +198,53 @@ def test_missing_file(tmp_path):
 # --- top-level objects, BOM, gzip ----------------------------------------------------------------------------
 
 def test_top_level_object_is_one_record(tmp_path):
-    t, err = read(write(tmp_path, "a.json", b'{"data": [{"q": "a"}, {"q": "b"}], "version": "1"}\n'))
+    t, err = read(write(tmp_path, "a.json", b'{"data": [1, 2], "tags": [], "version": "1"}\n'))
     assert err is None and t.num_rows == 1 and t.column(KEY).to_pylist() == ["0"]
-    assert t.column("data").to_pylist() == [[{"q": "a"}, {"q": "b"}]] and t.column("version").to_pylist() == ["1"]
+    assert t.column("data").to_pylist() == [[1, 2]] and t.column("version").to_pylist() == ["1"]
+
+
+WRAPPED = {"version": "1.0", "data": [{"q": "a"}, {"q": "b", "n": [1, 2]}, {"q": "c"}], "source": {"site": "x"}}
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_wrapper_object_is_read_as_the_records_of_its_one_array(tmp_path, gz):
+    """Issue 36: {"version": ..., "data": [...]} (one object alone, exactly one member a non-empty array of
+    objects) is read as that array's records, with their lines and byte spans (a writer keeps the wrapper)."""
+    from dataaudit.sources.json_array import element_spans, wrapped_member
+
+    text = ("\ufeff" + json.dumps(WRAPPED, indent=1)).encode()
+    path = write(tmp_path, "w.json.gz" if gz else "w.json", gzip.compress(text) if gz else text)
+    t, err = read(path, batch_rows=2)
+    assert err is None and t.column("q").to_pylist() == ["a", "b", "c"]
+    assert t.column(KEY).to_pylist() == ["0", "1", "2"] and t.column(ROW).to_pylist() == [0, 1, 2]
+    lines = text.decode().splitlines()
+    assert [lines[n - 1].strip() for n in t.column(LINE).to_pylist()] == ["{"] * 3
+    assert t.column(LINE).to_pylist() == [4, 7, 14]
+    assert t.column(WARNING).to_pylist() == ["UTF-8 byte order mark ignored", None, None]
+    assert wrapped_member(str(path)) == "data"
+    with open(path, "rb") as f:
+        spans = element_spans(gzip.GzipFile(fileobj=f) if gz else f)
+    assert [json.loads(text[s:s + n]) for s, n, _ in spans.tolist()] == WRAPPED["data"]
+
+
+@pytest.mark.parametrize("data", [
+    b'{"a": [{"q": 1}], "b": [{"q": 2}]}',                 # two arrays of objects: no one array holds the records
+    b'{"data": [{"q": 1}, 2]}',                             # an array not all objects
+    b'{"data": []}',                                        # empty
+    b'{"data": [{"q": 1}]}\n{"data": [{"q": 2}]}\n',        # objects one after another (JSON Lines named .json)
+])
+def test_objects_that_are_no_wrapper_stay_records(tmp_path, data):
+    from dataaudit.sources.json_array import wrapped_member
+
+    path = write(tmp_path, "a.json", data)
+    t, err = read(path)
+    assert err is None and t.num_rows == data.count(b"\n") + (not data.endswith(b"\n"))
+    assert wrapped_member(str(path)) is None
+
+
+def test_a_broken_wrapper_fails_as_the_one_record_it_would_be(tmp_path):
+    t, err = read(write(tmp_path, "a.json", b'{"data": [{"q": 1}, {"q": 2]}'))
+    assert t is None and err.startswith("json: ")
 
 
 def test_json_lines_named_json_are_records(tmp_path):
