@@ -8,7 +8,7 @@ DEMO_OUT ?= out/demo
 
 .PHONY: setup kernels demo test bench clean
 
-# Every extra (see README, Install). pipelines/ installs as dataaudit.pipelines (pyproject's package-dir), for which
+# Every extra (see docs/install.md). pipelines/ installs as dataaudit.pipelines (pyproject's package-dir), for which
 # setuptools' editable mode prints an informational "Editable installation" notice as a warning: filtered here.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
-# The audit's text kernels compiled ahead of time (README, Performance): each command starts ~0.45 s faster. A no-op
+# The audit's text kernels compiled ahead of time (docs/install.md): each command starts ~0.45 s faster. A no-op
 # when built for these sources; where it cannot build (no C compiler), the commands use numba's JIT kernels.
 kernels: setup
 	-$(VENV)/bin/dataaudit build-kernels
