@@ -48,11 +48,14 @@ def _print_summary(console: Console, result: dict, json_path: Path, html_path: P
     console.print(table)
     console.print(f"identical ids on {beh['identical']} of {beh['texts']} texts; {beh['texts_per_second']} texts/s",
                   highlight=False)
+    from rich.markup import escape
+
+    # messages quote the tokenizers' tokens ('[/INST]' is rich markup): escaped, never read as markup
     for r in result["reasons"]:
-        console.print(f"[{_STYLE[r['level']]}]{r['level']}[/] {r['code']}: {r['message']}", highlight=False)
+        console.print(f"[{_STYLE[r['level']]}]{r['level']}[/] {r['code']}: {escape(r['message'])}", highlight=False)
     for side in ("train", "infer"):
         for h in result["hazards"][side]:
-            console.print(f"[yellow]hazard[/] ({side}) {h['code']}: {h['message']}", highlight=False)
+            console.print(f"[yellow]hazard[/] ({side}) {h['code']}: {escape(h['message'])}", highlight=False)
     console.print(f"wrote {json_path}, {html_path}", highlight=False, soft_wrap=True)
 
 

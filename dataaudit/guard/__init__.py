@@ -12,7 +12,7 @@ registry, whose text checks use pyarrow.compute).
         ...
     print(guard.summary())
 
-See README.md, "The training guard".
+See docs/guard.md.
 """
 from dataaudit.guard.collate import CollateError, CollateGuard
 from dataaudit.guard.device import DeviceGuard

@@ -21,7 +21,7 @@ from dataaudit.fields import Column, FieldSpec, resolve
 # What the guard runs by default (when `checks` is not given), each only where the config enables it and its
 # required settings are there: the checks registered with a `guard_default` position, in that order. Chosen for
 # what breaks or silently poisons a training step, at a cost near the memory bandwidth of one read of the batch
-# (see README, "The training guard"; each registration says why it is in or opt-in). The others run when named
+# (see docs/guard.md; each registration says why it is in or opt-in). The others run when named
 # (checks=[...]) or with "all".
 GUARD_DEFAULT_CHECKS = tuple(sorted((n for n, s in REGISTRY.items() if s.guard_default is not None),
                                     key=lambda n: REGISTRY[n].guard_default))

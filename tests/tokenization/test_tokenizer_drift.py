@@ -328,3 +328,25 @@ def test_textset_and_bundle_loading(toks, tmp_path):
     ts = TextSet()
     ts.add("x", "probe", "p")
     assert len(ts) == 1 and np.array_equal(Ragged.from_lists([[1], []]).lengths, [1, 0])
+
+
+def test_summary_prints_token_text_as_text_not_markup(tmp_path):
+    """A hazard quoting '[/INST]' (rich markup syntax) crashed the summary after the reports were written."""
+    import io
+
+    from rich.console import Console
+
+    from dataaudit.cli.tokenizer_drift import _print_summary
+
+    side = {"tokens": 10, "roundtrip_failures": 0, "unk_rate": 0.0, "byte_fallback_rate": None}
+    result = {"verdict": "compatible", "static": {"vocab": {"size": {"train": 5, "infer": 5}}},
+              "behaviour": {"texts": 2, "by_source": {"probe": {"texts": 2}, "sample": {"texts": 0}}, "train": side,
+                            "infer": side, "identical": 2, "texts_per_second": 100},
+              "reasons": [{"level": "compatible", "code": "special_in_text", "message": "'[/INST]' is [bold]text"}],
+              "hazards": {"train": [{"code": "special_in_text", "message": "'[/INST]' appears as text"}],
+                          "infer": []}}
+    out = io.StringIO()
+    _print_summary(Console(file=out, width=200), result, tmp_path / "a.json", tmp_path / "a.html")
+    printed = out.getvalue()
+    assert "compatible special_in_text: '[/INST]' is [bold]text" in printed
+    assert "hazard (train) special_in_text: '[/INST]' appears as text" in printed
