@@ -151,6 +151,25 @@ def _sections(summaries: list[dict], config: AuditConfig) -> dict[str, dict]:
     return out
 
 
+SWEEPING_SHARE = 0.9     # a check with thresholds flagging this share of the records (of at least SWEEPING_MIN)
+SWEEPING_MIN = 20
+
+
+def _sweeping_notes(checks: dict, samples: int) -> list[str]:
+    """A check with thresholds that flags nearly every record: its thresholds usually do not fit this data (28-pixel
+    MNIST digits are all image_too_small); the note names the settings to change."""
+    notes = []
+    for name, c in checks.items():
+        limits = {k: v for k, v in c["params"].items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if samples < SWEEPING_MIN or not limits or c["flagged"] < SWEEPING_SHARE * samples:
+            continue
+        settings = ", ".join(f"{k} = {v}" for k, v in list(limits.items())[:4])
+        notes.append(f"{name}: flags {c['flagged']} of {samples} records ({c['flagged'] / samples:.0%}): a check "
+                     f"that flags nearly everything usually has thresholds that do not fit this data; its settings "
+                     f"are per dataset: [checks.{name}] {settings}")
+    return notes
+
+
 def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
     samples = sum(s["records"] for s in summaries)
     flagged = sum(s["flagged"] for s in summaries)
@@ -181,7 +200,8 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
     field_notes = [f"{s['path']}: {p}" for s in summaries for p in s["problems"]] + _field_notes(summaries, config) \
         + _render_notes(lengths)
     totals["field_warnings"] = len(field_notes)
-    notes = _notes(lengths, totals) + _unreadable_notes(summaries) + _read_notes(summaries, config) + field_notes
+    notes = _notes(lengths, totals) + _unreadable_notes(summaries) + _read_notes(summaries, config) + field_notes \
+        + _sweeping_notes(checks, samples)
     for name, section in sections.items():
         notes += REGISTRY[name].state.notes(section)
     report = {
