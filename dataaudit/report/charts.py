@@ -37,8 +37,8 @@ def histogram_svg(histogram: dict, unit: str, context_length: int | None, counte
     pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
     sx = lambda x: LEFT + pw * _symlog(x) / _symlog(top_x)  # noqa: E731
     sy = lambda y: TOP + ph * (1 - y / top_y)  # noqa: E731
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
-           'font-family="sans-serif" font-size="10">']
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="100%" viewBox="0 0 {W} {H}" '
+           'font-family="sans-serif" font-size="10" class="chart">']
     for lo, hi, n in zip(edges[:-1], edges[1:], counts):
         if n:
             x0, x1 = sx(lo), sx(hi)
@@ -64,6 +64,28 @@ def histogram_svg(histogram: dict, unit: str, context_length: int | None, counte
     out.append(f'<text x="{LEFT + pw / 2:.1f}" y="{H - 6}" text-anchor="middle">{escape(xlabel)}</text>')
     out.append(f'<text transform="translate(12,{TOP + ph / 2:.1f}) rotate(-90)" text-anchor="middle">'
                f'{escape(counted)}</text></svg>')
+    return "".join(out)
+
+
+def bars_svg(checks: list[dict], colours: dict[str, str]) -> str:
+    """Flags per check as horizontal bars, one per check in `checks` (name, flagged, severity; in that order), in
+    the severity's colour; a bar links to the check's examples where the page has them (`linked`). Width 100% of the page, height by the rows."""
+    bw, row, label = 900, 22, 200
+    top = max((c["flagged"] for c in checks), default=0) or 1
+    h = row * len(checks) + 8
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="100%" viewBox="0 0 {bw} {h}" font-family="sans-serif" '
+           'font-size="12" class="bars" role="img" aria-label="flagged records per check">']
+    for i, c in enumerate(checks):
+        y = 4 + i * row
+        name = escape(c["name"])
+        length = max((bw - label - 70) * c["flagged"] / top, 1.0)
+        colour = colours.get(c["severity"], AXIS)
+        bar = (f'<g class="bar" data-check="{name}" data-count="{c["flagged"]}">'
+               f'<text x="{label - 6}" y="{y + 15}" text-anchor="end">{name}</text>'
+               f'<rect x="{label}" y="{y + 3}" width="{length:.1f}" height="{row - 6}" fill="{colour}"/>'
+               f'<text x="{label + length + 5:.1f}" y="{y + 15}">{c["flagged"]}</text></g>')
+        out.append(f'<a href="#check-{name}">{bar}</a>' if c.get("linked") else bar)
+    out.append("</svg>")
     return "".join(out)
 
 

@@ -6,15 +6,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from markupsafe import Markup
+
 from dataaudit.report.diff import examples_with_segments
 from dataaudit.report.render import write_page
 
 
 def write_report_html(path: Path, report: dict) -> None:
-    """The page of `dataaudit audit`, with a length histogram per length statistic."""
-    from dataaudit.report.charts import length_charts   # only the audit page draws charts
+    """The page of `dataaudit audit`: the overview first (verdict, flags per check, shard x check matrix, worst
+    records), then the examples, a length histogram per length statistic, and the reference tables collapsed."""
+    from dataaudit.report.charts import bars_svg, length_charts   # only the audit page draws charts
+    from dataaudit.report.overview import overview
 
-    write_page(path, report=report, charts=length_charts(report))
+    view = overview(report)
+    write_page(path, report=report, charts=length_charts(report), overview=view,
+               bars=Markup(bars_svg(view["checks"], view["colours"])) if view["checks"] else None)
 
 
 def write_dedup_html(path: Path, report: dict) -> None:
