@@ -45,6 +45,13 @@ def untrained_rendered(rendered, train_on_prompt: bool = False) -> CheckOutput:
     return CheckOutput(flagged, value, detail, where=where)
 
 
+def _replied_heads(view) -> dict[int, np.ndarray]:
+    """Batch row -> first context_length ids, of the records at or over the context whose side has a reply (an
+    empty side is pair_empty_side's)."""
+    replied, rows = view.replied, view.tokens.rows
+    return {int(rows[j]): h for j, h in view.tokens.heads.items() if replied[rows[j]]}
+
+
 @register("pair_truncated_identical", target="rendered_pair", severity="error", params=_PARAMS, **_NEEDS,
           detail="both sides are the same tokens once cut to the context length",
           description="With `[data] tokenizer` and `[data] context_length`: prompt + chosen and prompt + rejected, "
@@ -56,9 +63,7 @@ def pair_truncated_identical(rendered, **params) -> CheckOutput:
     sides, ctx = rendered.sides(), rendered.context_length
     if sides is None or ctx is None:
         return CheckOutput(flagged, value, detail, where=where)
-    # heads of the records at or over the context whose side has a reply (an empty side is pair_empty_side's)
-    chosen, rejected = ({int(v.tokens.rows[j]): h for j, h in v.tokens.heads.items() if v.replied[v.tokens.rows[j]]}
-                        for v in sides)
+    chosen, rejected = (_replied_heads(v) for v in sides)
     longer = set(np.concatenate([v.tokens.rows[v.tokens.tokens > ctx] for v in sides]).tolist())
     for row in sorted(chosen.keys() & rejected.keys() & longer):
         if np.array_equal(chosen[row], rejected[row]):
