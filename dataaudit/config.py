@@ -14,6 +14,7 @@ from dataaudit.errors import DataAuditError
 from dataaudit.extras import available, missing_message
 from dataaudit.fields import ROLES
 from dataaudit.io import exists, is_dir, is_file, special
+from dataaudit.text_records import TEXT_UNITS
 from dataaudit.tomlfile import read_toml
 
 
@@ -26,7 +27,7 @@ FIELD_KEYS = ROLES   # [fields] keys: the roles of the one field rule
 # checks read. A check declares which [data] keys fill its parameters and may own more keys, which it validates
 # itself (CheckSpec.data, CheckSpec.resolve_data).
 DATA_FACTS = ("dataset_info", "num_classes", "vocab_size", "pad_id", "context_length", "tokenizer", "numeric_dtype", "max_image_pixels",
-              "max_image_bytes", "image_threads")
+              "max_image_bytes", "image_threads", "text_records")
 CHECK_KEYS = ("enabled", "severity")
 # How much of a Parquet shard the audit decodes (`dataaudit audit --read`): every column of every row group, as a
 # training loader does (a column that cannot be decoded makes the shard unreadable), or only the columns the
@@ -142,6 +143,8 @@ def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
     for key, (low, high) in DATA_RANGES.items():
         if key in data:
             data[key] = _integer(source, f"[data] {key}", data[key], low, high)
+    if "text_records" in data and data["text_records"] not in TEXT_UNITS:
+        raise _fail(source, f"[data] text_records must be one of {', '.join(TEXT_UNITS)}, got {data['text_records']!r}")
     if "numeric_dtype" in data:
         data["numeric_dtype"] = _dtype_names(source, "[data] numeric_dtype", data["numeric_dtype"])
     if "tokenizer" in data and (not isinstance(data["tokenizer"], str) or not data["tokenizer"]):

@@ -23,6 +23,7 @@ from dataaudit.sources.delimited import delimited_records, iter_delimited
 from dataaudit.sources.json_array import holds_json_array, iter_json_array, json_records
 from dataaudit.sources.jsonl import iter_jsonl, jsonl_records
 from dataaudit.sources.parquet import iter_parquet, read_parquet_schema
+from dataaudit.sources.plain_text import iter_text, text_records
 from dataaudit.sources.record_stream import Record
 from dataaudit.sources.webdataset_tar import MAX_MEMBER_BYTES, iter_webdataset
 from dataaudit.writers.base import WriteOptions
@@ -39,7 +40,7 @@ class Format:
     embeds_media = False       # media inside the shard (tar members), not referenced by path beside it
 
     def read(self, path: str, columns: list[str] | None, batch_rows: int, limit: int,
-             decode_all: bool) -> Iterator[pa.RecordBatch]:
+             decode_all: bool, text_unit: str) -> Iterator[pa.RecordBatch]:
         raise NotImplementedError
 
     def schema_peek(self, path: str) -> pa.Schema | None:
@@ -47,7 +48,7 @@ class Format:
         records carry their own fields."""
         return None
 
-    def records(self, path: str, limit: int) -> Iterator[Record] | None:
+    def records(self, path: str, limit: int, text_unit: str = "line") -> Iterator[Record] | None:
         """The parsed records before they become Arrow, for formats that parse one object per record (None for
         the others: their Arrow batches are what they hold)."""
         return None
@@ -63,7 +64,7 @@ class Format:
 class Parquet(Format):
     name, title, suffixes, shown = "parquet", "Parquet", (".parquet", ".pq"), ".parquet/.pq"
 
-    def read(self, path, columns, batch_rows, limit, decode_all):
+    def read(self, path, columns, batch_rows, limit, decode_all, text_unit):
         return iter_parquet(path, columns, batch_rows, decode_all=decode_all)
 
     def schema_peek(self, path):
@@ -79,7 +80,7 @@ class WebDataset(Format):
     name, title, suffixes, shown = "webdataset", "WebDataset", (".tar", ".tar.gz", ".tgz"), ".tar/.tar.gz/.tgz"
     embeds_media = True
 
-    def read(self, path, columns, batch_rows, limit, decode_all):
+    def read(self, path, columns, batch_rows, limit, decode_all, text_unit):
         return iter_webdataset(path, columns, batch_rows, max_member_bytes=limit)
 
     def write(self, src, dst, drop, expected, options):
@@ -92,10 +93,10 @@ class Jsonl(Format):
     name, title = "jsonl", "JSONL"
     suffixes, shown = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz"), ".jsonl/.jsonl.gz/.ndjson"
 
-    def read(self, path, columns, batch_rows, limit, decode_all):
+    def read(self, path, columns, batch_rows, limit, decode_all, text_unit):
         return iter_jsonl(path, columns, batch_rows, max_line_bytes=limit)
 
-    def records(self, path, limit):
+    def records(self, path, limit, text_unit="line"):
         return jsonl_records(path, limit)
 
     def write(self, src, dst, drop, expected, options):
@@ -107,10 +108,10 @@ class Jsonl(Format):
 class JsonArray(Format):
     name, title, suffixes, shown = "json", "JSON-array", (".json", ".json.gz"), ".json/.json.gz"
 
-    def read(self, path, columns, batch_rows, limit, decode_all):
+    def read(self, path, columns, batch_rows, limit, decode_all, text_unit):
         return iter_json_array(path, columns, batch_rows, max_record_bytes=limit)
 
-    def records(self, path, limit):
+    def records(self, path, limit, text_unit="line"):
         return json_records(path, limit)
 
     def write(self, src, dst, drop, expected, options):
@@ -123,14 +124,33 @@ class JsonArray(Format):
         return holds_json_array(path)
 
 
+class Text(Format):
+    name, title, suffixes, shown = "text", "plain text", (".txt", ".txt.gz", ".text"), ".txt/.txt.gz/.text"
+
+    def read(self, path, columns, batch_rows, limit, decode_all, text_unit):
+        return iter_text(path, columns, batch_rows, text_unit, limit)
+
+    def records(self, path, limit, text_unit="line"):
+        return text_records(path, text_unit, limit)
+
+    def write(self, src, dst, drop, expected, options):
+        from dataaudit.writers.plain_text import rewrite_text
+
+        return rewrite_text(src, dst, drop, expected, options.text_unit, options)
+
+    def walked(self, path):
+        # a folder's notes (README.txt, LICENSE.txt, requirements.txt) are no data; named, any is read
+        return os.path.basename(path).lower().split(".")[0] not in NOT_DATA_NAMES
+
+
 class Csv(Format):
     name, title, suffixes, shown = "csv", "CSV", (".csv", ".csv.gz"), ".csv/.csv.gz"
     delimiter = ","
 
-    def read(self, path, columns, batch_rows, limit, decode_all):
+    def read(self, path, columns, batch_rows, limit, decode_all, text_unit):
         return iter_delimited(path, self.delimiter, columns, batch_rows, max_line_bytes=limit)
 
-    def records(self, path, limit):
+    def records(self, path, limit, text_unit="line"):
         # by position, the first row included: a benchmark file may or may not have a header row
         return delimited_records(path, self.delimiter, header=False, max_line_bytes=limit)
 
@@ -145,8 +165,11 @@ class Tsv(Csv):
     delimiter = "\t"
 
 
-FORMATS: tuple[Format, ...] = (Parquet(), WebDataset(), Jsonl(), JsonArray(), Csv(), Tsv())
+FORMATS: tuple[Format, ...] = (Parquet(), WebDataset(), Jsonl(), JsonArray(), Csv(), Tsv(), Text())
 BY_NAME = {f.name: f for f in FORMATS}
+# The notes a dataset folder holds beside its shards, by file name before the first dot: a walk skips them.
+NOT_DATA_NAMES = frozenset({"readme", "license", "licence", "copying", "notice", "authors", "changelog", "changes",
+                            "citation", "requirements", "version", "manifest"})
 MAX_RECORD = MAX_MEMBER_BYTES      # the default limit of one record (tar member, JSON line or element)
 
 
@@ -170,13 +193,7 @@ def format_of(path: str | os.PathLike) -> Format:
     for fmt in FORMATS:
         if name.endswith(fmt.suffixes):
             return fmt
-    hint = ""
-    if name.endswith((".txt", ".txt.gz", ".md", ".text")):
-        # plain text has no records: where one record ends is the user's choice (a line, a paragraph, the file)
-        hint = ("; plain text has no records: write one JSON object per record, e.g. "
-                "python -c 'import json,sys; [print(json.dumps({\"text\": l.rstrip(\"\\n\")})) for l in sys.stdin]' "
-                "< corpus.txt > corpus.jsonl")
-    raise ValueError(f"{os.fspath(path)}: unsupported shard format (expected {supported()}){hint}")
+    raise ValueError(f"{os.fspath(path)}: unsupported shard format (expected {supported()})")
 
 
 def read_schema(path: str) -> pa.Schema | None:
@@ -207,17 +224,19 @@ def peek_schema(path: str, rows: int = 256) -> pa.Schema | None:
 
 
 def iter_shard(path: str, columns: list[str] | None = None, batch_rows: int = 4096, *,
-               max_member_bytes: int = MAX_RECORD, decode_all: bool = False) -> Iterator[pa.RecordBatch]:
+               max_member_bytes: int = MAX_RECORD, decode_all: bool = False,
+               text_unit: str = "line") -> Iterator[pa.RecordBatch]:
     """Record batches of one shard: data columns plus __key__, __row__, __line__, __error__, __warning__.
 
     `max_member_bytes`: the most one record may hold (a tar member, a JSON line or element). `decode_all`: Parquet
     decodes every column of every row group even when `columns` names fewer (a column that cannot be decoded breaks
     the shard, naming it), and yields `columns`. The other formats always read every field of every record (a
-    record is parsed whole), so it changes nothing for them.
+    record is parsed whole), so it changes nothing for them. `text_unit`: plain text, one record per "line" or
+    per "paragraph" (`text_records.TEXT_UNITS`); the other formats have their own records.
 
     Raises ValueError at once for an unsupported file name; ShardReadError while iterating when the shard as
     a whole cannot be read further (batches already yielded stay valid).
     """
     if batch_rows < 1:
         raise ValueError(f"batch_rows must be >= 1, got {batch_rows}")
-    return format_of(path).read(path, columns, batch_rows, max_member_bytes, decode_all)
+    return format_of(path).read(path, columns, batch_rows, max_member_bytes, decode_all, text_unit)

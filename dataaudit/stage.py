@@ -22,6 +22,7 @@ class ShardStage:
     # Parquet: decode every column of every row group, not only those `columns` names (what a training loader
     # reads: a column that cannot be decoded breaks the shard). The other formats always read whole records.
     decode_all = False
+    text_unit = "line"     # plain text: one record per line or per paragraph (`iter_shard`)
 
     def start(self, path: str) -> Any:
         """A fresh per-shard state (anything `add` and `finish` share)."""
@@ -52,7 +53,8 @@ class ShardStage:
     def _batches(self, state: Any, path: str) -> Iterator[pa.RecordBatch]:
         """The shard's batches: every failure to read the shard surfaces from here."""
         columns = self.columns(state, self.schema(state, path))
-        yield from iter_shard(path, columns=columns, batch_rows=self.batch_rows, decode_all=self.decode_all)
+        yield from iter_shard(path, columns=columns, batch_rows=self.batch_rows, decode_all=self.decode_all,
+                              text_unit=self.text_unit)
 
     def __call__(self, path: str, on_batch: Callable[[int], None] | None = None,
                  handler: Callable[[BaseException, str], str] = report_unreadable) -> Any:

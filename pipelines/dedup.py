@@ -127,7 +127,7 @@ def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: str | os.PathLike,
     with run.timed("outputs"):
         against_json, val_examples = write_overlap(out_dir, train, val, overlap) if overlap is not None else (None, [])
         with ThreadPoolExecutor(1) as pool:      # the examples' texts are read while the tables are written
-            found = pool.submit(examples, clusters, train, val, val_examples, spec.text_field)
+            found = pool.submit(examples, clusters, train, val, val_examples, spec.text_field, spec.text_unit)
             write_clusters(out_dir, clusters, train)
             kept = write_keep(out_dir, clusters, train)
             report = dedup_report(spec, n_parts, train, val, clusters, kept, against_json)

@@ -108,6 +108,7 @@ class AuditShard(ShardStage):
         self.config, self.batch_rows, self.examples_per_check, self.device = \
             config, batch_rows, examples_per_check, device
         self.decode_all = config.read == "all-columns"   # Parquet: decode the columns no check reads too
+        self.text_unit = config.data.get("text_records", "line")
 
     def start(self, path: str) -> _Work:
         cfg = self.config

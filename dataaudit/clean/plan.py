@@ -67,6 +67,7 @@ class CleanJob:
     skipped: list[dict] = field(default_factory=list)
     row_group_rows: int | None = None
     out: str = ""
+    text_unit: str = "line"    # plain-text shards: records as the audit read them (a line or a paragraph)
 
     @functools.cached_property
     def protected(self) -> frozenset[str]:
@@ -78,7 +79,7 @@ class CleanJob:
 
     def fingerprint(self) -> dict:
         return {"writer": WRITER_VERSION, "selection": self.selection.to_json(), "reasons": self.reasons,
-                "row_group_rows": self.row_group_rows, "dropped": DROPPED_SCHEMA.names}
+                "row_group_rows": self.row_group_rows, "dropped": DROPPED_SCHEMA.names, "text_records": self.text_unit}
 
 
 def _read_json(path: str, what: str) -> dict:
@@ -100,12 +101,22 @@ def _read_table(path: str, columns: list[str]) -> pa.Table:
         raise CleanRefused(f"{path}: cannot read it: {e}") from None
 
 
-def _dedup_drops(dirs: list[Path], paths: list[str], counts: list[int], fps: list[dict], code: int) -> list[tuple]:
+def same_records(audit_unit: str | None, unit: str, what: str) -> None:
+    """Refuse findings that numbered a plain-text shard's records otherwise than the audit (by line, by paragraph):
+    their rows would name other records. `audit_unit` None: no plain-text shard is cleaned, nothing to compare."""
+    if audit_unit is not None and unit != audit_unit:
+        raise CleanRefused(f"{what} read plain-text records per {unit}, the audit per {audit_unit}: run both with "
+                           "the same --text-records")
+
+
+def _dedup_drops(dirs: list[Path], paths: list[str], counts: list[int], fps: list[dict], code: int,
+                 text_unit: str | None) -> list[tuple]:
     """(shard, row, code) of the records each dedup folder's keep-list leaves out, for the shards it covers (a
     text and an image dedup may cover the same shards: both apply). Refuses a shard no folder covers."""
     parts, seen = [], set()
     for d in dirs:
         report = _read_json(join(d, dedup.FILES.record), "dedup")
+        same_records(text_unit, report.get("params", {}).get("text_unit", "line"), f"dedup ({d})")
         entries = {os.path.realpath(s["path"]) for s in report.get("shards", [])}
         idx = [i for i, p in enumerate(paths) if os.path.realpath(p) in entries]
         sub = [paths[i] for i in idx]
@@ -123,12 +134,13 @@ def _dedup_drops(dirs: list[Path], paths: list[str], counts: list[int], fps: lis
 
 
 def _contamination_drops(folder: Path, paths: list[str], counts: list[int], fps: list[dict],
-                         index_of: dict[str, int], code: int) -> tuple:
+                         index_of: dict[str, int], code: int, text_unit: str | None) -> tuple:
     """(shard, row, code) of the training records a contamination drop-list names."""
     con = _read_json(join(folder, contamination.FILES.record), "contamination")
     if not con.get("decontaminate"):
         raise CleanRefused(f"{folder}: holds no {contamination.DECONTAMINATE}: run `dataaudit contamination` "
                            "with --decontaminate-train")
+    same_records(text_unit, con.get("train", {}).get("text_records", "line"), f"contamination ({folder})")
     covered(paths, con.get("train", {}).get("shards", []), counts, "contamination", "records", fps)
     decon = _read_table(join(folder, con["decontaminate"]["file"]), ["shard", "row"])
     return list_drops(decon, index_of, code)
@@ -141,6 +153,7 @@ def plan_clean(paths: Sequence[str], args: Sequence[str], out: Path, selection: 
     """Everything decided before a byte is written; CleanRefused (one line) for any reason not to clean, among
     them a shard that would lose more than `max_drop` (a share, 0..1) of its records."""
     report = _read_json(join(audit_dir, audit.FILES.record), "audit")
+    text_unit = report.get("config", {}).get("data", {}).get("text_records", "line")
     paths, skipped = audited(list(paths), report, skip_unreadable)
     if not paths:
         raise CleanRefused("no shard left to clean")
@@ -158,10 +171,11 @@ def plan_clean(paths: Sequence[str], args: Sequence[str], out: Path, selection: 
     flagged_checks = [c for c in flags.column("check").unique().to_pylist() if c is not None]
     names = reason_names(flagged_checks)
     parts = [flag_drops(flags, selection, index_of, names)]
-    parts += _dedup_drops(dedup_dirs, paths, counts, fps, names.index("dedup"))
+    compared = text_unit if any(format_of(p).name == "text" for p in paths) else None
+    parts += _dedup_drops(dedup_dirs, paths, counts, fps, names.index("dedup"), compared)
     if contamination_dir is not None:
         parts.append(_contamination_drops(contamination_dir, paths, counts, fps, index_of,
-                                          names.index("contamination")))
+                                          names.index("contamination"), compared))
     try:
         drops = group(parts, counts, names)
     except ValueError as e:
@@ -176,4 +190,4 @@ def plan_clean(paths: Sequence[str], args: Sequence[str], out: Path, selection: 
     _refuse_heavy_drops(shards, max_drop)
     findings = {"audit": str(audit_dir), "dedup": [str(d) for d in dedup_dirs],
                 "contamination": None if contamination_dir is None else str(contamination_dir)}
-    return CleanJob(shards, names, selection, findings, skipped, row_group_rows, str(out))
+    return CleanJob(shards, names, selection, findings, skipped, row_group_rows, str(out), text_unit)

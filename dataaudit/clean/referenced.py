@@ -21,10 +21,10 @@ from dataaudit.io import copy_file, is_file, join, stat
 from dataaudit.sources import ROW
 
 
-def _kept_paths(src: str, drop: np.ndarray, image_field: tuple[str, ...] | None) -> set[str]:
+def _kept_paths(src: str, drop: np.ndarray, image_field: tuple[str, ...] | None, text_unit: str) -> set[str]:
     """The path values of the image path fields of the records not in `drop` (sorted rows)."""
     wanted: set[str] = set()
-    for batch in iter_shard(src, batch_rows=8192):
+    for batch in iter_shard(src, batch_rows=8192, text_unit=text_unit):
         fields = [c for c in resolve_schema(batch.schema, FieldSpec(image=image_field), batch).images
                   if c.image == "path"]
         if not fields:
@@ -56,7 +56,8 @@ def _target(dst_root: str, ref: str, protected: frozenset[str]) -> str | None:
 
 
 def copy_referenced(src: str, dst: str | os.PathLike, drop: np.ndarray,
-                    image_field: tuple[str, ...] | None = None, protected: frozenset[str] = frozenset()) -> dict:
+                    image_field: tuple[str, ...] | None = None, protected: frozenset[str] = frozenset(),
+                    text_unit: str = "line") -> dict:
     """Copy the files the kept records of `src` reference into the folder of `dst`, each at the path the record
     names; returns {"referenced_files": copied or already there, "referenced_missing": missing or outside the
     folder} and, when there are any, "referenced_refused": references whose copy would land on one of the job's
@@ -64,7 +65,7 @@ def copy_referenced(src: str, dst: str | os.PathLike, drop: np.ndarray,
     src_root = os.path.realpath(os.path.dirname(os.path.abspath(src)))
     dst_root = os.path.dirname(os.fspath(dst))
     present = missing = refused = 0
-    for ref in sorted(_kept_paths(src, drop, image_field)):
+    for ref in sorted(_kept_paths(src, drop, image_field, text_unit)):
         full, _ = resolve_inside(src_root, ref) if "://" not in ref else (None, "a URL")
         if full is None or not is_file(full):
             missing += 1

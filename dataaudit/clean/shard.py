@@ -48,9 +48,10 @@ def clean_shard(path: str, job: CleanJob, on_batch: Callable[[int], None] | None
     plan = job.shards[path]
     fmt = BY_NAME[plan.format]
     try:
-        wrote = fmt.write(path, plan.output, plan.drop, plan.rows, WriteOptions(row_group_rows=job.row_group_rows))
+        wrote = fmt.write(path, plan.output, plan.drop, plan.rows, WriteOptions(row_group_rows=job.row_group_rows,
+                                                                               text_unit=job.text_unit))
         referenced = {} if fmt.embeds_media else copy_referenced(path, plan.output, plan.drop,
-                                                                 protected=job.protected)
+                                                                 protected=job.protected, text_unit=job.text_unit)
     except OSError:
         raise
     except Exception as exc:   # noqa: BLE001  (a hostile record may cost its shard, never the job)

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from dataaudit.text_records import TEXT_UNITS
+
 if TYPE_CHECKING:   # rich loads when a command prints, not for `--help`
     from rich.console import Console
     from rich.progress import Progress
@@ -153,6 +155,14 @@ def engine_options(ray_unit: str, in_flight: str = "shards", local_workers: bool
             with_options = option(with_options)
         return with_options
     return wrap
+
+
+def text_records_option(default_from: str):
+    """--text-records: where a record of a plain-text (.txt) shard ends, the same option on every command that
+    reads shards as records; `default_from` says where the default comes from when it is not given."""
+    return click.option("--text-records", "text_records", type=click.Choice(TEXT_UNITS), default=None,
+                        help="Plain-text (.txt) shards: one record per line, or per paragraph (lines up to a blank "
+                             f"line). Default: {default_from}.")
 
 
 _FROZEN_AT_EXIT = []

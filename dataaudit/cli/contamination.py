@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from dataaudit.cli.common import (InputError, MultiValueCommand, engine_options, freeze_imports, job_progress,
-                                  make_out_dir, plural, print_resumed, print_wrote)
+                                  make_out_dir, plural, print_resumed, print_wrote, text_records_option)
 from dataaudit.contamination import DECONTAMINATE, FILES
 from dataaudit.outputs import PARTS
 from dataaudit.cli.fields import fields_line, require_fields
@@ -79,8 +79,9 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
               help=f"Also write {DECONTAMINATE}: the (shard, key) of every training record to drop.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
               help="contamination.toml: methods and thresholds, training text field, per-benchmark fields.")
+@text_records_option("the config's [train] text_records, else line")
 @engine_options("one task per training shard")
-def contamination(train, benchmarks, out, ngram, decontaminate_train, config_path, options):
+def contamination(train, benchmarks, out, ngram, decontaminate_train, config_path, text_records, options):
     """Report which benchmark items the training shards already contain, per benchmark and per item, and write
     a clean subset of every benchmark. Exit 0: none contaminated; 1: some; 2: usage or I/O error."""
     from rich.console import Console
@@ -90,7 +91,7 @@ def contamination(train, benchmarks, out, ngram, decontaminate_train, config_pat
     from dataaudit.contamination.load import load_benchmark, parse_benchmark_arg
 
     paths = expand_shards(list(train))
-    config = load_contamination_config(config_path).with_overrides(ngram=ngram)
+    config = load_contamination_config(config_path).with_overrides(ngram=ngram, text_unit=text_records)
     specs = [parse_benchmark_arg(b) for b in benchmarks]
     names = [s[0] for s in specs]
     dup = next((n for n in names if names.count(n) > 1), None)

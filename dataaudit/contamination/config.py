@@ -3,6 +3,7 @@
 ```toml
 [train]
 text_field = "text"        # or a list; default: every text field of a record (turns of a conversation), joined
+text_records = "line"      # plain-text (.txt) shards: one record per "line" or per "paragraph" (--text-records)
 batch_rows = 2048
 
 [methods.ngram]
@@ -39,6 +40,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from dataaudit.text_records import TEXT_UNITS
 from dataaudit.errors import DataAuditError
 from dataaudit.tomlfile import read_toml
 
@@ -82,6 +84,7 @@ class ContaminationConfig:
     exact: ExactSettings = ExactSettings()
     minhash: MinhashSettings = MinhashSettings()
     text_field: tuple[str, ...] | None = None
+    text_unit: str = "line"            # plain-text training shards: one record per line or per paragraph
     batch_rows: int = 2048
     max_matches: int = 5
     benchmarks: dict[str, BenchmarkSettings] = field(default_factory=dict)
@@ -97,19 +100,21 @@ class ContaminationConfig:
 
     def fingerprint(self) -> dict[str, Any]:
         """What changes per-shard results (resuming reuses parts only when this is unchanged)."""
-        return {"methods": self.methods(), "text_field": self.text_field, "max_matches": self.max_matches}
+        return {"methods": self.methods(), "text_field": self.text_field, "text_records": self.text_unit,
+                "max_matches": self.max_matches}
 
-    def with_overrides(self, *, ngram: int | None = None) -> "ContaminationConfig":
-        """The command line's settings over the file's (`--ngram`)."""
+    def with_overrides(self, *, ngram: int | None = None, text_unit: str | None = None) -> "ContaminationConfig":
+        """The command line's settings over the file's (`--ngram`, `--text-records`)."""
+        cfg = self if text_unit is None else replace(self, text_unit=text_unit)
         if ngram is None:
-            return self
+            return cfg
         if ngram < 1:
             raise ContaminationConfigError(f"--ngram must be >= 1, got {ngram}")
-        return replace(self, ngram=replace(self.ngram, n=ngram))
+        return replace(cfg, ngram=replace(cfg.ngram, n=ngram))
 
 
 _SECTIONS = ("train", "methods", "report", "benchmarks")
-_TRAIN_KEYS = ("text_field", "batch_rows")
+_TRAIN_KEYS = ("text_field", "text_records", "batch_rows")
 _REPORT_KEYS = ("max_matches",)
 _BENCH_KEYS = ("preset", "fields", "id_field", "header")
 
@@ -157,6 +162,11 @@ def build_contamination_config(raw: dict[str, Any], source: str = "<config>") ->
         if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
             raise _fail(source, f"[train] text_field must be a field name or a list of them, got {given!r}")
         cfg = replace(cfg, text_field=tuple(names))
+    if "text_records" in train:
+        if train["text_records"] not in TEXT_UNITS:
+            raise _fail(source, f"[train] text_records must be one of {', '.join(TEXT_UNITS)}, "
+                                f"got {train['text_records']!r}")
+        cfg = replace(cfg, text_unit=train["text_records"])
     if "batch_rows" in train:
         cfg = replace(cfg, batch_rows=_int(source, "[train] batch_rows", train["batch_rows"], 1))
     report = _check_keys(source, "report", raw.get("report", {}), _REPORT_KEYS)

@@ -205,7 +205,7 @@ def _records(path: str, fmt: Format) -> list[tuple[dict, int | None]]:
                 out.append(({k: v for k, (_kind, v) in values.items()}, line))
             return out
         out = []
-        for batch in fmt.read(path, None, 4096, MAX_RECORD, True):
+        for batch in fmt.read(path, None, 4096, MAX_RECORD, True, "line"):
             errors = batch.column(batch.schema.get_field_index(ERROR))
             if errors.null_count < len(errors):
                 raise BenchmarkError(f"{path}: {next(e for e in errors.to_pylist() if e is not None)}")

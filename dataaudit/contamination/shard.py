@@ -46,6 +46,7 @@ class ScanStage(ShardStage):
         self.index = index
         self.config = config
         self.batch_rows = config.batch_rows
+        self.text_unit = config.text_unit
 
     def start(self, path: str) -> _ScanState:
         return _ScanState({"path": path, "status": "ok", "error": None, "records": 0, "unreadable_records": 0,

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from dataaudit.text_records import TEXT_UNITS
+
 from .lsh import optimal_params
 
 SHINGLE_KINDS = ("word", "char")
@@ -28,6 +30,7 @@ class DedupSpec:
     verify: bool = False               # exact Jaccard of candidate pairs before clustering
     estimate: bool = False             # signatures' estimated Jaccard of candidate pairs before clustering
     batch_rows: int = 4096
+    text_unit: str = "line"            # plain-text shards: one record per line or per paragraph
 
     def __post_init__(self):
         if self.shingles not in SHINGLE_KINDS:
@@ -40,6 +43,8 @@ class DedupSpec:
             raise ValueError(f"threshold must be between 0 and 1 (exclusive), got {self.threshold}")
         if self.batch_rows < 1:
             raise ValueError(f"batch_rows must be >= 1, got {self.batch_rows}")
+        if self.text_unit not in TEXT_UNITS:
+            raise ValueError(f"text_unit must be one of {', '.join(TEXT_UNITS)}, got {self.text_unit!r}")
 
     def bands(self) -> tuple[int, int]:
         if self.estimate:

@@ -21,13 +21,14 @@ EXAMPLE_MEMBERS = 4
 EXAMPLE_CHARS = 1500
 
 
-def _texts_of_shard(path: str, rows: set[int], configured: tuple[str, ...] | None) -> dict[tuple[str, int], str]:
+def _texts_of_shard(path: str, rows: set[int], configured: tuple[str, ...] | None,
+                    text_unit: str) -> dict[tuple[str, int], str]:
     """Texts of the given rows of one shard (read, text columns only, until they are all found)."""
     out = {}
     left = set(rows)
     text = DocumentText(configured)
     try:
-        for batch in iter_shard(path, text.columns(read_schema(path)), batch_rows=8192):
+        for batch in iter_shard(path, text.columns(read_schema(path)), batch_rows=8192, text_unit=text_unit):
             r = batch.column(batch.schema.get_field_index(ROW)).to_numpy()
             hit = np.flatnonzero(np.isin(r, list(left)))
             if len(hit):
@@ -42,20 +43,22 @@ def _texts_of_shard(path: str, rows: set[int], configured: tuple[str, ...] | Non
     return out
 
 
-def _fetch_texts(wanted: dict[str, set[int]], configured: tuple[str, ...] | None) -> dict[tuple[str, int], str]:
+def _fetch_texts(wanted: dict[str, set[int]], configured: tuple[str, ...] | None,
+                 text_unit: str) -> dict[tuple[str, int], str]:
     """Texts of a few (shard, row) for the HTML examples: the shards read at once on a few threads (decoding
     releases the GIL)."""
     out = {}
     if not wanted:
         return out
     with ThreadPoolExecutor(min(len(wanted), os.cpu_count() or 1, 4)) as pool:
-        for found in pool.map(_texts_of_shard, wanted, wanted.values(), [configured] * len(wanted)):
+        for found in pool.map(_texts_of_shard, wanted, wanted.values(), [configured] * len(wanted),
+                              [text_unit] * len(wanted)):
             out.update(found)
     return out
 
 
 def examples(clusters: Clusters, train: Corpus, val: Corpus, val_examples: list,
-             configured: tuple[str, ...] | None = None) -> dict:
+             configured: tuple[str, ...] | None = None, text_unit: str = "line") -> dict:
     """A few clusters (the largest, then ones with near duplicates) and validation overlaps, with text."""
     ct, kind = clusters.table, clusters.kind
     if len(ct["gid"]) == 0 and not val_examples:
@@ -89,7 +92,7 @@ def examples(clusters: Clusters, train: Corpus, val: Corpus, val_examples: list,
     for ex in val_examples:
         wanted.setdefault(ex["val"][0], set()).add(ex["val"][1])
         wanted.setdefault(ex["train"][0], set()).add(ex["train"][1])
-    texts = _fetch_texts(wanted, configured)
+    texts = _fetch_texts(wanted, configured, text_unit)
     gids = np.array([m["gid"] for c in meta for m in c["members"]], np.int64)
     keys, lines = train.column(gids, "key"), train.column(gids, "line")
     for c in meta:

@@ -130,6 +130,7 @@ class SignStage(ShardStage):
         self.with_shingles = with_shingles
         self.threads = max(1, int(threads))
         self.batch_rows = spec.batch_rows
+        self.text_unit = spec.text_unit
         self.table_schema = output_schema(spec.num_perm, with_shingles)
 
     def start(self, path: str) -> _SignState:

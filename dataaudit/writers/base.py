@@ -17,10 +17,12 @@ COPY_CHUNK = 1 << 20
 @dataclass(frozen=True)
 class WriteOptions:
     """row_group_rows: Parquet rows per row group (None: the input's). compress: gzip the output (None: as the
-    input is). header: CSV/TSV, the first row names the columns (None: as the reader takes it, a header)."""
+    input is). header: CSV/TSV, the first row names the columns (None: as the reader takes it, a header).
+    text_unit: plain text, one record per "line" or "paragraph", as the audit read it."""
     row_group_rows: int | None = None
     compress: bool | None = None
     header: bool | None = None
+    text_unit: str = "line"
 
 
 class ShardMismatch(DataAuditError):

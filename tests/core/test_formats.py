@@ -19,13 +19,13 @@ from dataaudit.writers.base import WriteOptions
 
 
 def test_one_row_per_format_and_no_suffix_twice():
-    assert [f.name for f in FORMATS] == ["parquet", "webdataset", "jsonl", "json", "csv", "tsv"]
+    assert [f.name for f in FORMATS] == ["parquet", "webdataset", "jsonl", "json", "csv", "tsv", "text"]
     suffixes = [s for f in FORMATS for s in f.suffixes]
     assert len(suffixes) == len(set(suffixes))
     assert all(format_of(f"x{s}") is f for f in FORMATS for s in f.suffixes)
     assert supported() == (".parquet/.pq, .tar/.tar.gz/.tgz, .jsonl/.jsonl.gz/.ndjson, .json/.json.gz, "
-                           ".csv/.csv.gz or .tsv/.tsv.gz")
-    assert titles() == "Parquet, WebDataset, JSONL, JSON-array, CSV or TSV"
+                           ".csv/.csv.gz, .tsv/.tsv.gz or .txt/.txt.gz/.text")
+    assert titles() == "Parquet, WebDataset, JSONL, JSON-array, CSV, TSV or plain text"
     with pytest.raises(ValueError, match=r"^a\.xls: unsupported shard format \(expected \.parquet/\.pq, "):
         format_of("a.xls")
 
@@ -57,6 +57,7 @@ def _shards(tmp_path) -> dict[str, tuple[str, int]]:
     (tmp_path / "s.json").write_text(json.dumps([{"text": f"r{i}"} for i in range(4)], indent=2) + "\n")
     (tmp_path / "s.csv.gz").write_bytes(gzip.compress(b'text,n\r\n"r0, x",0\r\n"r\n1",1\r\n\r\nr2,2\r\nr3,3\r\n'))
     (tmp_path / "s.tsv").write_bytes("\ufefftext\tn\nr0\t0\nr1\t1\nr2\t2\nr3\t3\n".encode())
+    (tmp_path / "s.txt").write_bytes(b"\nr0\r\n\n  \nr1\nr2 \nr3")
     return {f.name: (str(tmp_path / f"s{f.suffixes[0] if f.name != 'csv' else '.csv.gz'}"), 4) for f in FORMATS}
 
 
@@ -84,7 +85,7 @@ def test_every_format_reads_and_writes_itself_back(tmp_path, name):
     kept = pa.Table.from_batches(list(iter_shard(fewer)))
     texts = kept.column("text").to_pylist() if "text" in kept.column_names else kept.column("txt").to_pylist()
     first = {"webdataset": "text of a", "csv": "r0, x"}.get(name, "r0")
-    third = {"webdataset": "text of c"}.get(name, "r2")
+    third = {"webdataset": "text of c", "text": "r2 "}.get(name, "r2")
     assert texts == [first, third]
 
 

@@ -201,7 +201,7 @@ def test_no_contamination_exits_0(planted, shared_data, tmp_path):
      r"bad\.jsonl: row 1 \(line 3\): Expecting property name enclosed in double quotes at column 19"),
     (["--benchmark", "gsm8k={missing_field}"], r"missing\.jsonl: line 2: field 'question' not found"),
     (["--benchmark", "gsm8k={tmp}/nope.jsonl"], r"nope\.jsonl: file not found"),
-    (["--benchmark", "gsm8k={tmp}/x.txt"], r"x\.txt: unsupported benchmark format"),
+    (["--benchmark", "gsm8k={tmp}/x.xml"], r"x\.xml: unsupported benchmark format"),
     (["--benchmark", "bad/name={bench}"], r"the name 'bad/name' must be"),
     (["--benchmark", "gsm8k={bench}", "--benchmark", "gsm8k={bench}"], r"the name 'gsm8k' is given twice"),
     (["--benchmark", "gsm8k"], r"expected NAME=PATH"),
@@ -209,7 +209,7 @@ def test_no_contamination_exits_0(planted, shared_data, tmp_path):
 def test_bad_input_is_one_line_exit_2(planted, tmp_path, args, pattern):
     (tmp_path / "bad.jsonl").write_text('{"question": "a"}\n\n{"question": "b", }\n')
     (tmp_path / "missing.jsonl").write_text('{"question": "a"}\n{"answer": "b"}\n')
-    (tmp_path / "x.txt").write_text("hello\n")
+    (tmp_path / "x.xml").write_text("hello\n")
     fmt = {"bench": planted["bench_dir"] / "gsm8k_test.jsonl", "bad": tmp_path / "bad.jsonl",
            "missing_field": tmp_path / "missing.jsonl", "tmp": tmp_path}
     result = CliRunner().invoke(main, ["contamination", "--train", str(planted["root"] / "train-1.jsonl"),
