@@ -11,6 +11,8 @@ from dataaudit.config import AuditConfig
 from dataaudit.extras import available, missing_message
 from dataaudit.fields import Fields, FieldSpec, resolve_schema
 
+SHARD_WORDS = "this shard"     # how a shard's skip reasons name it; the job's report says "any shard" instead
+
 # target kinds whose data needs an optional dependency: the checks on them run on torch tensors or decoded images
 NEEDS = {"numeric": "torch", "label": "torch", "tokens": "torch", "token_ids": "torch", "trained": "torch",
          "image_tensor": "torch",
@@ -73,10 +75,10 @@ def resolve_plan(schema: pa.Schema, config: AuditConfig, sample: pa.RecordBatch 
                   "rendered_pair": resolved.pairs is not None and resolved.pairs.layout not in ("kto", "ranked")}
     skipped = {}
     for name in REGISTRY:
-        why = skip_reason(name, config, has_target, "this shard")
+        why = skip_reason(name, config, has_target, SHARD_WORDS)
         needs = {NEEDS.get(t.kind) for t in REGISTRY[name].targets} & missing
         if why is not None and needs and config.check(name).enabled:
-            why = missing_message(needs.pop(), "its field in this shard")
+            why = missing_message(needs.pop(), f"its field in {SHARD_WORDS}")
         if why is not None:
             skipped[name] = why
     return FieldPlan(**{f.name: getattr(resolved, f.name) for f in fields(Fields)}, skipped=skipped)

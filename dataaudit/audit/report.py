@@ -9,6 +9,7 @@ import os
 
 from dataaudit.atomic import write_json
 from dataaudit.audit import FILES
+from dataaudit.audit.plan import SHARD_WORDS
 from dataaudit.checks import REGISTRY
 from dataaudit.config import AuditConfig
 from dataaudit.io import join
@@ -179,7 +180,9 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
     for name, spec in REGISTRY.items():
         settings = config.check(name)
         ran_somewhere = any(name not in s["skipped"] for s in summaries if s["status"] == "ok" or s["records"])
-        reasons = sorted({s["skipped"][name] for s in summaries if name in s["skipped"]})
+        # a shard's reason says "this shard"; said of the whole job, it names what holds for every shard
+        whole = "any shard" if len(summaries) > 1 else "the shard"
+        reasons = sorted({s["skipped"][name].replace(SHARD_WORDS, whole) for s in summaries if name in s["skipped"]})
         checks[name] = {
             "severity": settings.severity,
             "flagged": sum(s["checks"].get(name, 0) for s in summaries),

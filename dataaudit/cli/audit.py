@@ -46,7 +46,7 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     if clean or not flagged:
         console.print(f"clean: {plural(len(clean), 'check')} ran with no flag" if clean else "no check ran",
                       highlight=False, markup=False)
-    for reason, names in _skipped_by_reason(report["checks"], t["shards"]).items():
+    for reason, names in _skipped_by_reason(report["checks"]).items():
         console.print(f"not run ({reason}): {', '.join(names)}", highlight=False, soft_wrap=True, markup=False)
     skipped = not_decoded_columns(report)
     console.print(f"flagged {t['flagged']} / {t['samples']} samples; unreadable shards: {t['unreadable_shards']}"
@@ -63,16 +63,13 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     print_wrote(console, out, [FILES.record, FLAGS, FILES.page])
 
 
-def _skipped_by_reason(checks: dict, shards: int) -> dict[str, list[str]]:
-    """The checks that ran on no shard, grouped by the reason report.json gives for each (a shard's reason, "no
-    numeric field in this shard", said of them all when there are several)."""
+def _skipped_by_reason(checks: dict) -> dict[str, list[str]]:
+    """The checks that ran on no shard, grouped by the reason report.json gives for each ("no numeric field in any
+    shard")."""
     grouped: dict[str, list[str]] = {}
     for name, c in checks.items():
         if not c["ran"] and not c["flagged"]:
-            reason = c.get("skipped") or "not run"
-            if shards > 1:
-                reason = reason.replace("in this shard", "in any shard")
-            grouped.setdefault(reason, []).append(name)
+            grouped.setdefault(c.get("skipped") or "not run", []).append(name)
     return grouped
 
 

@@ -136,7 +136,7 @@ def test_no_id_column_no_section(tmp_path):
     path = write(tmp_path / "t.parquet", {"text": ["one text", "another text"]})
     report = run_audit([path], build_config({}), tmp_path / "out", options=EngineOptions("local"))
     assert "duplicate_id" not in report
-    assert report["checks"]["duplicate_id"]["skipped"] == "no ids field in this shard"
+    assert report["checks"]["duplicate_id"]["skipped"] == "no ids field in the shard"
 
 
 def test_disabled(tmp_path):

@@ -65,7 +65,7 @@ def test_numeric_fields_without_torch_are_named_unchecked(tmp_path):
     hint = "torch, which is not installed: pip install 'dataaudit[guard]'"
     problem = "emb: not checked: the numeric, label, token and image-tensor checks need " + hint
     assert report["checks"]["nonfinite"]["ran"] is False
-    assert report["checks"]["nonfinite"]["skipped"] == "its field in this shard needs " + hint
+    assert report["checks"]["nonfinite"]["skipped"] == "its field in the shard needs " + hint
     assert report["shards"][0]["problems"] == [problem]
     assert f"{shard}: {problem}" in report["notes"]
     assert report["totals"]["field_warnings"] == 1

@@ -102,7 +102,7 @@ def test_clean_chat_data_exits_0_with_no_flags(tmp_path):
     assert {"empty_reply", "role_order", "json_invalid", "duplicate_id"} <= set(ran)
     assert [ln for ln in _lines(res.output) if ln][:2] == ["dataaudit audit: 2 samples in 1 shard",
                                                           f"clean: {len(ran)} checks ran with no flag"]
-    assert "not run (no numeric field in this shard): nonfinite, extreme_span, constant, out_of_range, " \
+    assert "not run (no numeric field in the shard): nonfinite, extreme_span, constant, out_of_range, " \
            "dtype_mismatch, missing_value" in _lines(res.output)
     assert "not run (runs in the collate guard only): null_sample" in _lines(res.output)
     assert "no check ran" not in res.output

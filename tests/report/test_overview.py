@@ -152,7 +152,7 @@ def test_the_reference_tables_are_collapsed(audited):
     fields, checks, skipped = (body for _, _, body in blocks)
     assert "<td>a.jsonl</td><td>text</td><td>text</td>" in fields
     assert "<th>settings</th>" in checks and '<td>ran</td><td><code>{&#34;count_ff_vt&#34;: false, &#34;max_count&#34;: 0}</code></td>' in checks
-    assert "<tr><td>nonfinite</td><td>no numeric field in this shard</td></tr>" in skipped
+    assert "<tr><td>nonfinite</td><td>no numeric field in any shard</td></tr>" in skipped
     assert html.count("<details") == html.count("</details>") == 3
     assert "<h2>Fields</h2>" not in html and "<h2>Checks</h2>" not in html
 
