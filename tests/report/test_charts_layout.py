@@ -27,8 +27,10 @@ needs_browser = pytest.mark.skipif(BROWSER is None, reason="no chromium on PATH 
 PROBE = """<script>
 window.addEventListener('load', function () {
   function top(id) { return document.getElementById(id).getBoundingClientRect().top + window.scrollY; }
-  function opened() { return Array.prototype.filter.call(document.querySelectorAll('details'),
-                                                          function (d) { return d.open; }).map(function (d) { return d.id; }); }
+  function opened() {
+    return Array.prototype.filter.call(document.querySelectorAll('details'), function (d) { return d.open; })
+      .map(function (d) { return d.id; });
+  }
   var r = {overview_top: top('overview'), matrix_top: top('shard-matrix'), opened_on_load: opened(),
            height: document.documentElement.scrollHeight, width: document.documentElement.scrollWidth,
            body_width: document.body.scrollWidth};

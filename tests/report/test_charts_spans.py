@@ -52,7 +52,8 @@ def test_a_span_past_the_first_window_moves_the_snippet():
     out = _snippet(spec, "text", spec.params, text)
     assert (out["span"], out["snippet_start"], len(out["snippet"])) == ([60, 61], 440, 71)
     assert out["snippet"][60:61] == "\x07"
-    assert _snippet(spec, "text", spec.params, "x" * 100 + "\x07") == {"snippet": "x" * 100 + "\x07", "span": [100, 101]}
+    assert _snippet(spec, "text", spec.params, "x" * 100 + "\x07") == \
+        {"snippet": "x" * 100 + "\x07", "span": [100, 101]}
     # a span running past the window's end is cut there
     long = _snippet(spec, "text", spec.params, "x" * 280 + "\x07" * 50)
     assert (long["span"], len(long["snippet"]), "snippet_start" in long) == ([280, 281], SNIPPET_CHARS, False)

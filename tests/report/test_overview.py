@@ -256,12 +256,13 @@ THUMB = "data:image/png;base64,iVBORw0KGgo="
 
 
 def test_image_examples_are_a_grid_of_thumbnails(audited):
+    """Captioned with key, shard, row, field, detail, and the record's text when it has one."""
     root, report, _ = audited
     report = json.loads(json.dumps(report))
     report["checks"]["image_too_small"] = {**report["checks"]["mojibake"], "severity": "warning", "flagged": 2}
     report["examples"]["image_too_small"] = [
         {"shard": "img.tar", "key": "<k0>", "row": 0, "line": None, "field": "jpg", "value": 4.0,
-         "detail": "4x4 < 8 px", "snippet": None, "thumbnail": THUMB},
+         "detail": "4x4 < 8 px", "snippet": "a <caption>", "thumbnail": THUMB},
         {"shard": "img.tar", "key": "k1", "row": 1, "line": None, "field": "jpg", "value": 0.0,
          "detail": "no header", "snippet": None, "thumbnail": None}]
     path = root / "thumbs" / "report.html"
@@ -273,6 +274,6 @@ def test_image_examples_are_a_grid_of_thumbnails(audited):
     figures = re.findall(r"<figure>(.*?)</figure>", block, re.S)
     assert [" ".join(f.split()) for f in figures] == [
         f'<img class="thumb" src="{THUMB}" alt="the flagged image, at most 64 px"> <figcaption><b>&lt;k0&gt;</b> '
-        '<span class="muted">img.tar row 0 · jpg</span><br>4x4 &lt; 8 px</figcaption>',
+        '<span class="muted">img.tar row 0 · jpg</span><br>4x4 &lt; 8 px<pre>a &lt;caption&gt;</pre></figcaption>',
         '<span class="muted">no image</span> <figcaption><b>k1</b> <span class="muted">img.tar row 1 · jpg</span>'
         '<br>no header</figcaption>']
