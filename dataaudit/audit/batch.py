@@ -39,6 +39,7 @@ FLAG_SCHEMA = pa.schema([
     ("detail", pa.string()),
 ])
 SNIPPET_CHARS = 300
+SPAN_BEFORE = 60    # characters kept before a located span that lies past the snippet's first window
 
 
 @dataclass
@@ -297,6 +298,29 @@ def _split_turns(site: Site) -> list[tuple[Site, bool]]:
             (Site(None, segs.take(np.flatnonzero(inside))), True)]
 
 
+def _snippet(spec: CheckSpec, kind: str, params: dict, text: str | None) -> dict:
+    """An example's `snippet`: the text's first SNIPPET_CHARS characters, or, where the check locates what it flagged
+    (a text or JSON check with a `locate`) past them, a window as long starting SPAN_BEFORE characters before it
+    (`snippet_start`: where in the text). `span`: [start, end] of that place within the snippet, when known."""
+    if text is None:
+        return {"snippet": None}
+    where = None
+    if spec.locate is not None and kind in ("text", "json"):
+        try:
+            where = spec.locate(text, **params)
+        except Exception:  # noqa: BLE001 - a highlight is a nicety: no span rather than a failed shard
+            where = None
+    if not where or not 0 <= where[0] < where[1] <= len(text):
+        return {"snippet": text[:SNIPPET_CHARS]}
+    start, end = where
+    begin = 0 if end <= SNIPPET_CHARS else max(0, start - SPAN_BEFORE)
+    out = {"snippet": text[begin:begin + SNIPPET_CHARS],
+           "span": [start - begin, min(end, begin + SNIPPET_CHARS) - begin]}
+    if begin:
+        out["snippet_start"] = begin
+    return out
+
+
 def _run(spec: CheckSpec, arg, params: dict, states: dict, merges: list) -> CheckOutput:
     """One call; a stateful check gets its shard state, and its part from this batch is put in `merges` (merged
     into the state when the whole batch has been checked: a batch that fails part way leaves no trace)."""
@@ -357,7 +381,7 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
             {"shard": shard, "key": keys[r].as_py(), "row": rows_col[r].as_py(), "line": lines[r].as_py(),
              "field": paths[j],
              "value": float(values[i]), "detail": details[j],
-             "snippet": None if s is None else s[:SNIPPET_CHARS],
+             **_snippet(spec, kind, params, s),
              **({} if thumbs is None else {"thumbnail": thumbs[j]})}
             for j, (i, r, s) in enumerate(zip(idx[first].tolist(), rows[first].tolist(), snippets))
         ]

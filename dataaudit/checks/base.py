@@ -174,6 +174,10 @@ class CheckSpec:
     # A text check called apart on the text outside conversations and on conversation turns, with the param
     # `in_conversation` False / True (a chat reply is not a web document: some statistics do not fit it).
     split_turns: bool = False
+    # locate(text, **params) -> (start, end) | None: where in one flagged text (a text or JSON check's sample) the
+    # first thing the check flagged is, for the report's highlighted span. Run by the audit on the few examples
+    # it keeps per check only (plain Python, never over a batch); None: the check has no place (empty text).
+    locate: Callable[..., tuple[int, int] | None] | None = None
 
     @property
     def target(self) -> str:
@@ -205,13 +209,14 @@ def register(name: str, *, target: str | tuple[str, ...] | Mapping[str, Mapping[
              guard_default: int | None = None, guard_rank: int = 9, turns: str | None = None,
              guard_all_targets: bool = False,
              explain: Callable[..., FieldDetail] | None = None, split_turns: bool = False,
-             target_required: Mapping[str, tuple] | None = None):
+             target_required: Mapping[str, tuple] | None = None,
+             locate: Callable[..., tuple[int, int] | None] | None = None):
     """Decorator: add a check function to the registry under a stable name.
 
     target: a kind, a tuple of kinds, or {kind: the params fixed on it}; the check runs on each, in that order.
     turns: for a text check, "assistant" or "other" restricts it to those conversation turns (one function can
     be registered twice, once per side, with different severities). target_required: {kind: params} a target
-    needs beyond `required`."""
+    needs beyond `required`. locate: where in a flagged text the finding is (CheckSpec.locate)."""
     assert severity in SEVERITIES, severity
     assert turns in TURNS, turns
     kinds = {target: {}} if isinstance(target, str) else target if isinstance(target, Mapping) else \
@@ -228,7 +233,7 @@ def register(name: str, *, target: str | tuple[str, ...] | Mapping[str, Mapping[
             raise ValueError(f"stateful check {name!r} would overwrite the report's own {name!r}")
         REGISTRY[name] = CheckSpec(name, targets, severity, dict(params or {}), fn, detail, description,
                                    tuple(required), dict(data or {}), resolve_data, state, guard_default,
-                                   guard_rank, turns, guard_all_targets, explain, split_turns)
+                                   guard_rank, turns, guard_all_targets, explain, split_turns, locate)
         return fn
 
     return wrap

@@ -13,7 +13,19 @@ from .base import CheckOutput, register
 from .text_common import as_string_array, null_mask
 
 
-@register("json_invalid", target="json", severity="error",
+def _locate(text: str, **params) -> tuple[int, int] | None:
+    """The character where parsing failed (the last one when the document ends too soon)."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as e:
+        at = min(e.pos, len(text) - 1)
+        return (at, at + 1) if at >= 0 else None
+    except (ValueError, RecursionError):
+        return None
+    return None
+
+
+@register("json_invalid", target="json", severity="error", locate=_locate,
           detail="not valid JSON",
           description="A field or turn that should hold one JSON document (a column of JSON documents, a "
                       "function call or observation turn) does not parse. value = character offset of the error.")

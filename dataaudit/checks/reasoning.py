@@ -6,6 +6,8 @@ that is only a `reasoning_content` with an empty content is `empty_reply`'s find
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyarrow.compute as pc
 
@@ -18,7 +20,20 @@ from .tool_calls import hits_output
 OPEN, CLOSE = "<think>", "</think>"
 
 
-@register("think_unbalanced", target="text", turns="assistant", severity="warning",
+def _locate_unpaired(text: str, **params) -> tuple[int, int] | None:
+    """The first '</think>' with no '<think>' open before it, else the last '<think>' left open."""
+    opened = []
+    for m in re.finditer(f"{re.escape(OPEN)}|{re.escape(CLOSE)}", text):
+        if m.group() == OPEN:
+            opened.append(m.span())
+        elif opened:
+            opened.pop()
+        else:
+            return m.span()
+    return opened[-1] if opened else None
+
+
+@register("think_unbalanced", target="text", turns="assistant", severity="warning", locate=_locate_unpaired,
           detail="'<think>' and '</think>' are not paired",
           description="An assistant turn whose `<think>` and `</think>` tags are not paired (different counts, or "
                       "a `</think>` before the first `<think>`): the trace and the answer are split where the "

@@ -119,8 +119,16 @@ def _resolve_data(data: dict, folder: Path | None) -> None:
         raise SettingError(f"[data] tokenizer {data['tokenizer']}: cannot read its added tokens: {exc}") from None
 
 
+def _locate(text: str, tokens=CHAT_SPECIAL_TOKENS, extra_tokens=(), tokenizer: str | None = None,
+            **params) -> tuple[int, int] | None:
+    """The first special-token string in the text."""
+    wanted = token_list(tokens, extra_tokens, tokenizer)
+    m = _python_pattern(wanted).search(text) if wanted else None
+    return m.span() if m else None
+
+
 @register(
-    "special_tokens", target="text", severity="warning",
+    "special_tokens", target="text", severity="warning", locate=_locate,
     params={"tokens": CHAT_SPECIAL_TOKENS, "extra_tokens": (), "tokenizer": None},
     data={"tokenizer": "tokenizer"}, resolve_data=_resolve_data,
     detail="{value:.0f} special-token strings in the text",

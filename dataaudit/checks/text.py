@@ -92,8 +92,15 @@ def _codepoint_summary(chars, limit: int = 4) -> str:
     return ", ".join(parts)
 
 
+def _locate_control(text: str, count_ff_vt: bool = False, **params) -> tuple[int, int] | None:
+    """The first control character counted (the report's highlighted span)."""
+    m = (_PY_CTRL_FFVT if count_ff_vt else _PY_CTRL).search(text)
+    return m.span() if m else None
+
+
 @register(
     "control_chars", target="text", severity="warning", params={"max_count": 0, "count_ff_vt": False},
+    locate=_locate_control,
     detail="{value:.0f} control characters (max {max_count})",
     description="Counts C0 control characters other than \\t \\n \\r (\\f and \\v only if count_ff_vt), DEL "
                 "and C1 controls U+0080-U+009F; flags count > max_count. value = count.",
@@ -173,8 +180,14 @@ def _repair(seq: str) -> str:
         return "?"
 
 
+def _locate_mojibake(text: str, **params) -> tuple[int, int] | None:
+    """The first mojibake sequence or U+FFFD."""
+    m = _PY_MOJIBAKE.search(text)
+    return m.span() if m else None
+
+
 @register(
-    "mojibake", target="text", severity="warning", params={"min_count": 1},
+    "mojibake", target="text", severity="warning", params={"min_count": 1}, locate=_locate_mojibake,
     detail="{value:.0f} mojibake sequences / U+FFFD (min {min_count})",
     description="UTF-8 decoded as Latin-1/CP1252 ('Ã©' for 'é', 'â€™' for '’', 'è®­ç»ƒ' for '训练') and U+FFFD "
                 "replacement characters. Counts lead byte (U+00C2-U+00F4) + continuation-byte characters "
@@ -252,8 +265,24 @@ def _skip_urls_and_rules(lines: pa.Array, url_max: int | None) -> pa.Array:
     return pa.array(re.sub(pattern, " ", joined).split("\n"), lines.type)
 
 
+def _locate_run(text: str, max_run: int = 100, url_max: int = 400, **params) -> tuple[int, int] | None:
+    """The first run of more than max_run characters, measured as the check does (line by line, URLs and rules
+    skipped: each is replaced by a space, so every piece left is a piece of the original line)."""
+    url_max = min(int(url_max), 1000) if url_max and url_max > 0 else None
+    lines = text.split("\n")
+    skipped = _skip_urls_and_rules(pa.array(lines, pa.string()), url_max)
+    offset = 0
+    for line, pieces in zip(lines, pc.split_pattern_regex(skipped, pattern=_BREAK_RE).to_pylist()):
+        for piece in pieces:
+            if len(piece) > max_run and (at := line.find(piece)) >= 0:
+                return offset + at, offset + at + len(piece)
+        offset += len(line) + 1
+    return None
+
+
 @register(
     "long_unbroken_run", target="text", severity="warning", params={"max_run": 100, "url_max": 400},
+    locate=_locate_run,
     detail="longest run without whitespace: {value:.0f} chars (max {max_run})",
     description="A run of more than max_run characters with no whitespace (base64, hex dumps, minified "
                 "code). CJK, kana, Hangul, Thai and other scripts written without spaces end a run; URLs "

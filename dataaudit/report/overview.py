@@ -57,8 +57,18 @@ def worst_records(report: dict, limit: int = TOP) -> list[dict]:
     return ordered[:limit]
 
 
+def shards_line(report: dict) -> str:
+    """The Shards table's one-line summary: "7 shards: 5 ok, 2 unreadable" (statuses in order of first use)."""
+    statuses: dict[str, int] = {}
+    for s in report["shards"]:
+        statuses[s["status"]] = statuses.get(s["status"], 0) + 1
+    n = len(report["shards"])
+    return f"{n} shard{'s' if n != 1 else ''}" + (": " if statuses else "") + \
+        ", ".join(f"{k} {status}" for status, k in statuses.items())
+
+
 def overview(report: dict) -> dict:
     checks = flagged_checks(report)
     return {"verdict": verdict(report), "checks": checks, "matrix": matrix(report, checks),
-            "worst": worst_records(report), "colours": SEVERITY_COLOUR,
+            "worst": worst_records(report), "colours": SEVERITY_COLOUR, "shards": shards_line(report),
             "skipped": {n: c["skipped"] for n, c in report["checks"].items() if not c.get("ran")}}

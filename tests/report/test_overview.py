@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import os
 import re
+from html import unescape
 from html.parser import HTMLParser
 
 import pytest
 from click.testing import CliRunner
 
 from dataaudit.cli import main
-from dataaudit.report.overview import worst_records
+from dataaudit.report.overview import shards_line, worst_records
 from dataaudit.report.pages import write_report_html
 from dataaudit.stats.lengths import LengthStats
 
@@ -117,6 +118,7 @@ def test_the_bar_chart_lists_exactly_the_flagged_checks_with_their_counts(audite
 
 def test_the_matrix_counts_flagged_records_per_shard_and_check(audited):
     _, _, html = audited
+    assert '<th class="vert error" title="control_chars"><span>control_chars</span></th>' in html   # written upwards
     assert _table(html, "matrix") == [
         ["shard", "empty_text", "mojibake", "control_chars", "duplicate_id"],
         ["a.jsonl", "2", "1", "1", "1"],
@@ -153,7 +155,8 @@ def test_the_reference_tables_are_collapsed(audited):
     assert "<td>a.jsonl</td><td>text</td><td>text</td>" in fields
     assert "<th>settings</th>" in checks and '<td>ran</td><td><code>{&#34;count_ff_vt&#34;: false, &#34;max_count&#34;: 0}</code></td>' in checks
     assert "<tr><td>nonfinite</td><td>no numeric field in any shard</td></tr>" in skipped
-    assert html.count("<details") == html.count("</details>") == 3
+    # the reference tables, one per check with examples, the histograms and the shards
+    assert html.count("<details") == html.count("</details>") == 3 + len(report["examples"]) + 2 == 8
     assert "<h2>Fields</h2>" not in html and "<h2>Checks</h2>" not in html
 
 
@@ -178,8 +181,11 @@ def test_a_hostile_shard_name_and_key_are_escaped_in_the_overview_and_an_empty_f
     assert [row[0] for row in matrix[1:]] == [hostile, "b.jsonl"]     # the parser unescapes: the text is shown
     assert _table(html, "worst")[2][:3] == [hostile, "1", "<b>key</b>"]
     cell = re.search(r'<h3>empty_field <span class="muted">\(chars\)</span></h3>\s*(.*?)\s*</div>', html, re.S)
-    assert cell.group(1) == '<p class="muted">no values</p>'
-    assert "min None" not in html
+    assert cell.group(1) == '<p class="muted">no values: the field is empty in every record</p>'
+    assert _table(html, "lengths")[1:] == [
+        ["text (chars)", "8", "0", "31.5", "42", "54", "54", "56", "-"],
+        ["empty_field (chars)", "no values: the field is empty in every record"]]
+    assert "None" not in html.replace("yielded None", "").replace("of None/0", "")   # only in check descriptions
 
 
 def test_worst_records_rank_by_checks_then_severity_and_keep_ten():
@@ -195,3 +201,79 @@ def test_worst_records_rank_by_checks_then_severity_and_keep_ten():
     assert [(w["row"], w["checks"], w["severity"], w["detail"]) for w in worst[:4]] == [
         (5, ["i", "w", "e"], "error", "d"), (30, ["e"], "error", "d"), (20, ["w"], "warning", "d"),
         (0, ["i"], "info", "d")]
+
+
+def _summaries(html: str) -> list[tuple[str, str]]:
+    return [(id_, " ".join(unescape(re.sub(r"<[^>]+>", "", summary)).split()))
+            for id_, summary in re.findall(r'<details class="check" id="([^"]+)"><summary>(.*?)</summary>', html, re.S)]
+
+
+def test_each_checks_examples_are_one_collapsed_line_named_by_the_links(audited):
+    _, _, html = audited
+    assert _summaries(html) == [
+        ("check-empty_text", "empty_text warning · 3 flagged · empty string"),
+        ("check-control_chars", "control_chars error · 1 flagged · 1 control chars (max 0): U+0007"),
+        ("check-mojibake", "mojibake warning · 2 flagged · 1 mojibake sequences: 'Ã©'→'é'")]
+    assert "<details class=\"check\" id=\"check-empty_text\" open" not in html     # collapsed
+    assert html.count('<span class="muted">(empty)</span>') == 3          # an empty text is said, not a blank box
+    # every link of the overview names one of them
+    targets = set(re.findall(r'href="#(check-[^"]+)"', html[:html.index('id="examples"')]))
+    assert targets == {"check-empty_text", "check-control_chars", "check-mojibake"}
+
+
+def test_the_place_a_check_found_is_marked_and_escaped(audited):
+    _, report, html = audited
+    assert [e.get("span") for e in report["examples"]["control_chars"]] == [[12, 13]]
+    assert [e.get("span") for e in report["examples"]["mojibake"]] == [[48, 50], [9, 11]]
+    assert all("span" not in e and "snippet_start" not in e for e in report["examples"]["empty_text"])
+    assert "<pre>Bad control <mark>\\x07</mark> char &lt;script&gt;alert(1)&lt;/script&gt; cafÃ© here.</pre>" in html
+    assert "<pre>Bad control \\x07 char &lt;script&gt;alert(1)&lt;/script&gt; caf<mark>Ã©</mark> here.</pre>" in html
+    assert "<pre>Mojibake <mark>Ã©</mark>tÃ© cafÃ© text is here for you.</pre>" in html
+
+
+def test_a_marked_span_is_escaped_whatever_it_holds(audited):
+    root, report, _ = audited
+    report = json.loads(json.dumps(report))
+    report["examples"]["mojibake"][1].update(snippet="<b>x</b><i>y</i>\u200b", span=[8, 16], snippet_start=500)
+    path = root / "span" / "report.html"
+    path.parent.mkdir()
+    write_report_html(path, report)
+    html = path.read_text(encoding="utf-8")
+    assert ('<pre><span class="muted">…</span>&lt;b&gt;x&lt;/b&gt;<mark>&lt;i&gt;y&lt;/i&gt;</mark>\\u200b</pre>'
+            in html)
+
+
+def test_the_shards_table_is_collapsed_under_a_one_line_summary(audited):
+    _, _, html = audited
+    assert '<h2 id="shards">Shards</h2>\n<details class="shards"><summary>2 shards: 2 ok</summary>' in html
+    assert shards_line({"shards": [{"status": "ok"}] * 15 + [{"status": "unreadable"}] * 2}) == \
+        "17 shards: 15 ok, 2 unreadable"
+    assert shards_line({"shards": [{"status": "ok"}]}) == "1 shard: 1 ok"
+    assert shards_line({"shards": []}) == "0 shards"
+
+
+THUMB = "data:image/png;base64,iVBORw0KGgo="
+
+
+def test_image_examples_are_a_grid_of_thumbnails(audited):
+    """Captioned with key, shard, row, field, detail, and the record's text when it has one."""
+    root, report, _ = audited
+    report = json.loads(json.dumps(report))
+    report["checks"]["image_too_small"] = {**report["checks"]["mojibake"], "severity": "warning", "flagged": 2}
+    report["examples"]["image_too_small"] = [
+        {"shard": "img.tar", "key": "<k0>", "row": 0, "line": None, "field": "jpg", "value": 4.0,
+         "detail": "4x4 < 8 px", "snippet": "a <caption>", "thumbnail": THUMB},
+        {"shard": "img.tar", "key": "k1", "row": 1, "line": None, "field": "jpg", "value": 0.0,
+         "detail": "no header", "snippet": None, "thumbnail": None}]
+    path = root / "thumbs" / "report.html"
+    path.parent.mkdir()
+    write_report_html(path, report)
+    html = path.read_text(encoding="utf-8")
+    block = re.search(r'<details class="check" id="check-image_too_small">(.*?)</details>', html, re.S).group(1)
+    assert "<table" not in block
+    figures = re.findall(r"<figure>(.*?)</figure>", block, re.S)
+    assert [" ".join(f.split()) for f in figures] == [
+        f'<img class="thumb" src="{THUMB}" alt="the flagged image, at most 64 px"> <figcaption><b>&lt;k0&gt;</b> '
+        '<span class="muted">img.tar row 0 · jpg</span><br>4x4 &lt; 8 px<pre>a &lt;caption&gt;</pre></figcaption>',
+        '<span class="muted">no image</span> <figcaption><b>k1</b> <span class="muted">img.tar row 1 · jpg</span>'
+        '<br>no header</figcaption>']
