@@ -100,21 +100,24 @@ def screenshot(page: Path, png: Path) -> Path:
 # ------------------------------------------------------------------------------------------------ the pages
 
 
-def _run(root: Path, *argv: str) -> None:
-    """A command as a user runs it from `root` (the numba and AOT settings of the test suite left out)."""
+def run_as_a_user(folder: Path, *argv: str, timeout: float = TIMEOUT) -> None:
+    """`python ARGV...` from `folder`, as a user runs it: small inputs take the numpy twins, not the numba kernels
+    the suite forces (tests/conftest.py); exit 0 or 1 (findings), never 2 or a traceback. tests/docs uses it too."""
     env = {k: v for k, v in os.environ.items() if k not in ("DATAAUDIT_NUMBA_MIN_WORK", "DATAAUDIT_NO_AOT")}
-    proc = subprocess.run([sys.executable, *argv], cwd=root, env=env, capture_output=True, text=True,
-                          timeout=TIMEOUT)
-    assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, f"{argv}: {proc.stdout}{proc.stderr}"
+    proc = subprocess.run([sys.executable, *argv], cwd=folder, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode in (0, 1) and "Traceback" not in output, \
+        f"{' '.join(argv)}: exit {proc.returncode}\n{output}"
 
 
-def _jsonl(path: Path, rows: list[dict]) -> str:
+def _jsonl(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return path.name
 
 
-def _tokenizer_script() -> str:
-    """docs/tokenizer-drift.md's make_tokenizers.py: the two tokenizers of the README's tokenizer-drift example."""
+def tokenizer_script() -> str:
+    """docs/tokenizer-drift.md's make_tokenizers.py: the two tokenizers of the README's tokenizer-drift example (its
+    paths relative to the folder it runs in). tests/docs runs it too."""
     doc = (REPO / "docs" / "tokenizer-drift.md").read_text(encoding="utf-8")
     return re.search(r"```python\n# make_tokenizers.py\n(.*?)```", doc, re.S).group(1)
 
@@ -145,18 +148,18 @@ def build_pages(root: Path, hostile: bool = True, tokenizer: bool = True) -> dic
     chat = "fixtures/chat/jsonl"
     h = _hostile_inputs(root / "h") if hostile else {"shards": [], "train": [], "benchmark": [], "sample": []}
     cli = ("-m", "dataaudit.cli")
-    _run(root, *cli, "audit", *h["shards"], chat, "--out", "out/audit")
-    _run(root, *cli, "dedup", *h["shards"], chat, "--out", "out/dedup", "--threshold", "0.8")
-    _run(root, *cli, "contamination", "--train", f"{chat}/sharegpt", *h["train"],
-         "--benchmark", f"alpaca={chat}/alpaca/alpaca-000.jsonl:instruction+output", *h["benchmark"],
-         "--out", "out/contamination")
-    _run(root, *cli, "clean", *h["shards"], chat, "--audit", "out/audit", "--dedup", "out/dedup",
-         "--out", "out/clean", "--max-drop", "70", *(["--check", "empty_text"] if hostile else []))
+    run_as_a_user(root, *cli, "audit", *h["shards"], chat, "--out", "out/audit")
+    run_as_a_user(root, *cli, "dedup", *h["shards"], chat, "--out", "out/dedup", "--threshold", "0.8")
+    run_as_a_user(root, *cli, "contamination", "--train", f"{chat}/sharegpt", *h["train"],
+                  "--benchmark", f"alpaca={chat}/alpaca/alpaca-000.jsonl:instruction+output", *h["benchmark"],
+                  "--out", "out/contamination")
+    run_as_a_user(root, *cli, "clean", *h["shards"], chat, "--audit", "out/audit", "--dedup", "out/dedup",
+                  "--out", "out/clean", "--max-drop", "70", *(["--check", "empty_text"] if hostile else []))
     folders = {kind: kind for kind in ("audit", "dedup", "contamination", "clean")}
     if tokenizer:
-        (root / "make_tokenizers.py").write_text(_tokenizer_script(), encoding="utf-8")
-        _run(root, "make_tokenizers.py")
-        _run(root, *cli, "tokenizer-drift", "out/tok/train.json", "out/tok/infer.json", "--out", "out/drift",
-             "--sample", *h["sample"], chat)
+        (root / "make_tokenizers.py").write_text(tokenizer_script(), encoding="utf-8")
+        run_as_a_user(root, "make_tokenizers.py")
+        run_as_a_user(root, *cli, "tokenizer-drift", "out/tok/train.json", "out/tok/infer.json",
+                      "--out", "out/drift", "--sample", *h["sample"], chat)
         folders["tokenizer-drift"] = "drift"
     return {kind: root / "out" / folder / PAGES[kind] for kind, folder in folders.items()}
