@@ -6,8 +6,8 @@
            (OUT/parts/clean/NNNNN-<digest>.dropped.parquet + marker) records the dropped rows, their keys and
            reasons, and the output's size and hash. A rerun trusts a finished shard only when its marker names
            this job and these drops and its output still has the recorded size and hash.
-3. report  the dropped table (every dropped row, shard order) and the record (dataaudit.clean.report), after
-           checking that every shard's rows in = kept + dropped.
+3. report  the dropped table (every dropped row, shard order) and the record and its page (dataaudit.clean.report),
+           after checking that every shard's rows in = kept + dropped.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Callable
 from dataaudit.atomic import write_parquet
 from dataaudit.clean import DROPPED, FILES
 from dataaudit.clean.plan import CleanJob
-from dataaudit.clean.report import clean_report, write_report
+from dataaudit.clean.report import clean_report, first_dropped, write_report
 from dataaudit.clean.selection import DROPPED_SCHEMA
 from dataaudit.clean.shard import clean_shard, output_intact
 from dataaudit.pipelines.engine import EngineOptions
@@ -49,8 +49,10 @@ def run_clean(job: CleanJob, out_dir: str | os.PathLike, options: EngineOptions 
     run = JobRun(out_dir, paths, options, on_progress)
     store = CleanStore(out_dir, job)
     summaries = run.units("clean", paths, store, clean_shard, (job,))
-    rows = write_parquet(run.out(DROPPED), (store.read(i, p) for i, p in enumerate(paths)), DROPPED_SCHEMA)
+    first: list[dict] = []
+    rows = write_parquet(run.out(DROPPED), first_dropped((store.read(i, p) for i, p in enumerate(paths)), first),
+                         DROPPED_SCHEMA)
     failed = [{"path": s["path"], "error": s["failed"]} for s in summaries if "failed" in s]
-    report = clean_report(job, [s for s in summaries if "failed" not in s], rows, run.record(), failed)
+    report = clean_report(job, [s for s in summaries if "failed" not in s], rows, run.record(), failed, first)
     write_report(out_dir, report)
     return report

@@ -1,4 +1,5 @@
-"""Small builders for test shards: tars from (member name, bytes) pairs and .npy member bytes."""
+"""Small builders for test shards: tars from (member name, bytes) pairs and .npy member bytes; HOSTILE_HTML, data
+that a page must show as text."""
 from __future__ import annotations
 
 import io
@@ -6,6 +7,10 @@ import tarfile
 from pathlib import Path
 
 import numpy as np
+
+# Would change a page's title if it ran; a page must show it as text. No dot after its last slash: it is also a
+# WebDataset key (a tar member `HOSTILE_HTML.txt`: the key is the member's path up to the first dot of its basename).
+HOSTILE_HTML = "<script>document.title='pwned'</script><img src=x onerror=\"document['title']='pwned'\">"
 
 
 def make_tar(path: Path, members: list[tuple[str, bytes]], mode: str = "w",

@@ -5,10 +5,10 @@ selection.py  which rows of which shard to drop, and why (vectorized over flags,
 safety.py     when to refuse: a changed input, a shard the audit did not read, an output that would be an input
 shard.py      the unit: one shard rewritten by its format's writer (dataaudit.formats), its referenced media copied
 referenced.py the files kept records reference by path, copied beside the cleaned shard
-report.py     clean.json: totals that balance (in = kept + dropped), per shard, with reasons
+report.py     clean.json: totals that balance (in = kept + dropped), per shard, with reasons; clean.html, its page
 """
 from dataaudit.outputs import PARTS, JobFiles
 
 # What `clean` writes in --out, besides the cleaned shards at their relative paths.
 DROPPED = "dropped.parquet"   # every dropped record with its reasons
-FILES = JobFiles("clean.json", (DROPPED,), parts=f"{PARTS}/clean")
+FILES = JobFiles("clean.json", (DROPPED,), "clean.html", parts=f"{PARTS}/clean")

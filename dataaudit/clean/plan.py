@@ -73,7 +73,7 @@ class CleanJob:
     def protected(self) -> frozenset[str]:
         """Resolved paths a referenced file is never copied to (or under): every shard's output and clean's own
         files and folders."""
-        own = [FILES.record, *FILES.tables, PARTS] if self.out else []
+        own = [FILES.record, *FILES.tables, FILES.page, PARTS] if self.out else []
         return frozenset([os.path.realpath(p.output) for p in self.shards.values()]
                          + [os.path.realpath(os.path.join(self.out, f)) for f in own])
 

@@ -1,9 +1,12 @@
 """clean.json: what was kept and dropped, per shard and in all, with reasons, after checking that every count
-balances (records in = kept + dropped) over the shards written; and the exit rule (`has_errors`: a shard that could
-not be cleaned)."""
+balances (records in = kept + dropped) over the shards written, and clean.html, its page; and the exit rule
+(`has_errors`: a shard that could not be cleaned)."""
 from __future__ import annotations
 
 import os
+from typing import Iterable, Iterator
+
+import pyarrow as pa
 
 from dataaudit.atomic import write_json
 from dataaudit.clean import DROPPED, FILES
@@ -12,6 +15,7 @@ from dataaudit.io import join
 from .plan import CleanJob
 
 SCHEMA_VERSION = 1
+FIRST_DROPPED = 20    # dropped records clean.json lists (and its page shows): the first ones, in shard and row order
 
 
 class CleanAccountingError(RuntimeError):
@@ -42,10 +46,20 @@ def _totals(shards: list[dict], reasons: list[str]) -> dict:
     return totals
 
 
+def first_dropped(tables: Iterable[pa.Table], into: list[dict]) -> Iterator[pa.Table]:
+    """The dropped table's parts, passed through; the first FIRST_DROPPED rows ({shard, key, row, line, reasons})
+    are appended to `into` on the way."""
+    for t in tables:
+        if len(into) < FIRST_DROPPED:
+            into.extend(t.slice(0, FIRST_DROPPED - len(into)).to_pylist())
+        yield t
+
+
 def clean_report(job: CleanJob, summaries: list[dict], dropped_rows: int, run: dict,
-                 failed: list[dict] = ()) -> dict:
+                 failed: list[dict] = (), first: list[dict] = ()) -> dict:
     """clean.json's content; `dropped_rows`: the rows written to the dropped table (they must be every drop);
-    `failed`: the shards that could not be cleaned ({path, error}: no output written for them)."""
+    `failed`: the shards that could not be cleaned ({path, error}: no output written for them); `first`: the
+    dropped table's first rows."""
     shards = [shard_entry(s) for s in summaries]
     totals = _totals(shards, job.reasons)
     must(dropped_rows == totals["dropped"],
@@ -58,13 +72,18 @@ def clean_report(job: CleanJob, summaries: list[dict], dropped_rows: int, run: d
         "shards": shards,
         "skipped": job.skipped,
         "failed": list(failed),
-        "files": {"dropped": DROPPED},
+        "first_dropped": list(first)[:FIRST_DROPPED],
+        "files": {"dropped": DROPPED, "page": FILES.page},
         "run": run,
     }
 
 
 def write_report(out_dir: str | os.PathLike, report: dict) -> None:
+    """clean.json and clean.html, each written atomically."""
+    from dataaudit.report.pages import write_clean_html   # rendering loads Jinja2
+
     write_json(join(out_dir, FILES.record), report)
+    write_clean_html(join(out_dir, FILES.page), report)
 
 
 def has_errors(report: dict) -> bool:

@@ -110,7 +110,8 @@ def check_outputs(paths: list[str], args: list[str], out: Path, outputs: list[Pa
             if o in (os.path.abspath(f), _real(f)):
                 raise CleanRefused(f"{out}: --out is the findings folder {f}")
     inputs = {_real(p) for p in paths}
-    own = {_real(Path(out) / f) for f in (FILES.record, *FILES.tables)}
+    names = (FILES.record, *FILES.tables, FILES.page)
+    own = {_real(Path(out) / f) for f in names}
     parts = _real(Path(out) / PARTS)
     for p, o in zip(paths, outputs):
         r = _real(o)
@@ -118,7 +119,7 @@ def check_outputs(paths: list[str], args: list[str], out: Path, outputs: list[Pa
             raise CleanRefused(f"{o}: this output would overwrite an input")
         if r in own or _inside(r, parts):
             raise CleanRefused(f"{p}: its output {o} would be one of clean's own files "
-                               f"({', '.join((FILES.record, *FILES.tables))}, {PARTS}/): move the shard or clean it "
+                               f"({', '.join(names)}, {PARTS}/): move the shard or clean it "
                                "separately")
     seen: dict[str, str] = {}
     for p, o in zip(paths, outputs):

@@ -53,7 +53,7 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
     for s in r.get("failed", []):
         console.print(f"not cleaned {s['path']}: {s['error']}", highlight=False, markup=False)
     print_resumed(console, r, out)
-    print_wrote(console, out, [FILES.record, DROPPED], first=[plural(t["shards"], "shard")])
+    print_wrote(console, out, [FILES.record, DROPPED, FILES.page], first=[plural(t["shards"], "shard")])
 
 
 @click.command("clean")
@@ -67,7 +67,7 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
               default=None, help="A `contamination --decontaminate-train` --out folder: drop the training records "
                                  f"its {contamination.DECONTAMINATE} lists.")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help=f"Folder for the cleaned shards (same relative names), {FILES.record} and {DROPPED}.")
+              help=f"Folder for the cleaned shards (same relative names), {FILES.record}, {DROPPED} and {FILES.page}.")
 @click.option("--severity", type=click.Choice(SEVERITY_CHOICES), default="error", show_default=True,
               help="Drop every record with a flag of this severity or worse (none: drop nothing by severity).")
 @click.option("--check", "checks", multiple=True,

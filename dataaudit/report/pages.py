@@ -36,3 +36,10 @@ def write_contamination_html(path: Path, report: dict) -> None:
 def write_tokenizer_drift_html(path: Path, result: dict) -> None:
     """The page of `dataaudit tokenizer-drift`."""
     write_page(path, r=result)
+
+
+def write_clean_html(path: Path, report: dict) -> None:
+    """The page of `dataaudit clean`: the overview first (records in = kept + dropped, the shards left out or not
+    cleaned), then the drops per reason, per shard, and the first dropped records."""
+    most = max(report["totals"]["dropped_by"].values(), default=0)
+    write_page(path, report=report, most=most)

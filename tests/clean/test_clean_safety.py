@@ -105,7 +105,8 @@ def test_unreadable_shard_refused_unless_skipped(tmp_path):
     assert report["totals"] == {"shards": 1, "rows": 5, "kept": 4, "dropped": 1,
                                 "dropped_by": {"check:nonfinite": 1}, "skipped_shards": 1,
                                 "failed_shards": 0}
-    assert sorted(p.name for p in out.iterdir()) == ["a.parquet", "clean.json", "dropped.parquet", "parts"]
+    assert sorted(p.name for p in out.iterdir()) == ["a.parquet", "clean.html", "clean.json", "dropped.parquet",
+                                                         "parts"]
     assert pq.read_table(out / "a.parquet").column("x").to_pylist() == [0, 1, 2, 3]
 
 

@@ -6,15 +6,13 @@ The replay example names a snapshot of the reader's own training run: it is only
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
 import shlex
-import subprocess
-import sys
 
 import pytest
 
 from tests.paths import REPO
+from tests.report.chromium import run_as_a_user, tokenizer_script
 
 NEEDS = ("torch", "PIL", "tokenizers")
 
@@ -38,18 +36,11 @@ def test_readme_commands_run_on_the_shipped_files(tmp_path):
     commands = _bash_commands((REPO / "README.md").read_text(encoding="utf-8"))
     names = [shlex.split(c)[1] for c in commands]
     assert {"audit", "dedup", "dedup-images", "contamination", "clean", "tokenizer-drift", "replay"} <= set(names)
-    script = re.search(r"```python\n# make_tokenizers.py\n(.*?)```",
-                       (REPO / "docs" / "tokenizer-drift.md").read_text(encoding="utf-8"), re.S).group(1)
-    (tmp_path / "make_tokenizers.py").write_text(script, encoding="utf-8")
-    # As a user runs them: small inputs take the numpy twins, not the numba kernels the suite forces (conftest.py).
-    env = {k: v for k, v in os.environ.items() if k not in ("DATAAUDIT_NUMBA_MIN_WORK", "DATAAUDIT_NO_AOT")}
-    subprocess.run([sys.executable, "make_tokenizers.py"], cwd=tmp_path, env=env, check=True, timeout=120)
+    (tmp_path / "make_tokenizers.py").write_text(tokenizer_script(), encoding="utf-8")
+    run_as_a_user(tmp_path, "make_tokenizers.py")
     for command in commands:
         args = shlex.split(command)[1:]
         if args[0] == "replay":
             assert "--model" in args
             continue
-        proc = subprocess.run([sys.executable, "-m", "dataaudit.cli", *args], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=240)
-        output = proc.stdout + proc.stderr
-        assert proc.returncode in (0, 1) and "Traceback" not in output, f"{command}: exit {proc.returncode}\n{output}"
+        run_as_a_user(tmp_path, "-m", "dataaudit.cli", *args, timeout=240)
