@@ -14,7 +14,9 @@ only the requested columns are kept (the others' buffers are dropped as soon as 
 read fails, the read-ahead may have lost batches decoded before the failure: the shard is then read again row
 group by row group from the first row not yet yielded, so the records before the broken row group are all
 counted, and the broken row group's columns are decoded one by one to name the one that fails:
-`parquet: column 'ts' (row group 1): <pyarrow's message>`. That costs nothing until a read fails.
+`parquet: column 'ts' (row group 1): <pyarrow's message>`. That costs nothing until a read fails, and is bounded
+when one does (`RECOVERY_SECONDS`): a file whose every decode is slow to fail is not retried once per row group and
+column; past the budget no further read starts, and the error says what was not tried.
 
 Hostile files: the footer is checked before any data is read (a row group declaring rows its bytes cannot hold is an
 unreadable shard, never an allocation of the declared size); every string yielded is checked to be UTF-8 (one
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 from typing import Iterator
 
 import numpy as np
@@ -52,6 +55,10 @@ _PAGE_HEADER_MIN_BYTES = 8
 # millisecond whatever its size.
 _SMALL_ROW_GROUP = 64
 _PAGE_MAX_VALUES = (1 << 31) - 1
+# After a failed read, the recovery (row groups re-read alone, then a broken row group's columns decoded one by one
+# to name the bad one) starts no new read after this many seconds: each try of a hostile file may itself take
+# seconds to fail, and there may be thousands of row groups and columns.
+RECOVERY_SECONDS = 10.0
 _PROVENANCE_FIELDS = [pa.field(KEY, pa.string()), pa.field(ROW, pa.int64()), pa.field(LINE, pa.int64()),
                       pa.field(ERROR, pa.string()), pa.field(WARNING, pa.string())]
 
@@ -167,9 +174,10 @@ def _parquet_format():
 
 
 def iter_parquet(path: str, columns: list[str] | None = None, batch_rows: int = 4096, *,
-                 decode_all: bool = False) -> Iterator[pa.RecordBatch]:
+                 decode_all: bool = False, recovery_seconds: float = RECOVERY_SECONDS) -> Iterator[pa.RecordBatch]:
     """Batches of `columns` (None: every column) plus the provenance columns. `decode_all`: decode every column
-    of the file all the same (a column that cannot be decoded fails the shard, naming it), yield only `columns`."""
+    of the file all the same (a column that cannot be decoded fails the shard, naming it), yield only `columns`.
+    `recovery_seconds`: after a failed read, no new read starts past this budget."""
     try:
         fs, where = arrow_filesystem(path)
         fragment = _parquet_format().make_fragment(where, fs)
@@ -223,7 +231,8 @@ def iter_parquet(path: str, columns: list[str] | None = None, batch_rows: int = 
         yield from pieces
     if failed is not None:
         # Read again from `row`, one row group at a time: the rows the read-ahead lost, then the named error.
-        again = _row_group_by_row_group(fragment, decoded, row, batch_size)
+        deadline = time.monotonic() + recovery_seconds
+        again = _row_group_by_row_group(fragment, decoded, row, batch_size, deadline, failed)
         for pieces in map(as_yielded, again):
             yield from pieces
         raise _error(failed) from failed   # the read failed as a whole, yet every row group reads alone
@@ -237,9 +246,11 @@ def _scan(fragment, columns: list[str], batch_size: int) -> Iterator[pa.RecordBa
                                memory_pool=_decode_pool())
 
 
-def _row_group_by_row_group(fragment, columns: list[str], start: int, batch_size: int) -> Iterator[pa.RecordBatch]:
+def _row_group_by_row_group(fragment, columns: list[str], start: int, batch_size: int, deadline: float,
+                            failed: BaseException) -> Iterator[pa.RecordBatch]:
     """The batches from row `start` on, each row group read alone and in order (no read-ahead past a broken one);
-    raises ShardReadError naming the column and row group of the first row group that fails."""
+    raises ShardReadError naming the column and row group of the first row group that fails, or, past `deadline`,
+    the first failure (`failed`) and the rows not read again."""
     metadata = fragment.metadata
     first = 0
     for rg in range(metadata.num_row_groups):
@@ -247,6 +258,9 @@ def _row_group_by_row_group(fragment, columns: list[str], start: int, batch_size
         if first + n <= start:
             first += n
             continue
+        if time.monotonic() > deadline:
+            raise ShardReadError(f"parquet: {one_line(failed) or type(failed).__name__} (rows {max(start, first)} "
+                                 f"on not read: the recovery stopped at row group {rg} after its time budget)")
         skip = max(start - first, 0)
         try:
             for batch in _scan(fragment.subset(row_group_ids=[rg]), columns, batch_size):
@@ -256,24 +270,31 @@ def _row_group_by_row_group(fragment, columns: list[str], start: int, batch_size
                 yield batch.slice(skip) if skip else batch
                 skip = 0
         except _ARROW_ERRORS as e:
-            raise _named_error(fragment, rg, columns, batch_size, e) from e
+            raise _named_error(fragment, rg, columns, batch_size, e, deadline) from e
         first += n
 
 
-def _named_error(fragment, row_group: int, columns: list[str], batch_size: int, exc: BaseException) -> ShardReadError:
+def _named_error(fragment, row_group: int, columns: list[str], batch_size: int, exc: BaseException,
+                 deadline: float) -> ShardReadError:
     """The error of a row group that cannot be read, naming the first of its columns that fails to decode alone
-    (and how many more do); the row group's own error when none does."""
+    (and how many more do); the row group's own error when none does. Past `deadline` no column is tried further,
+    and the message says how many were not."""
     bad = []
-    for name in columns:
+    untried = 0
+    for i, name in enumerate(columns):
+        if time.monotonic() > deadline:
+            untried = len(columns) - i
+            break
         try:
             for _ in _scan(fragment.subset(row_group_ids=[row_group]), [name], batch_size):
                 pass
         except _ARROW_ERRORS as e:
             bad.append((name, e))
+    left = f" ({untried} column(s) not tried: the recovery stopped after its time budget)" if untried else ""
     if not bad:
-        return ShardReadError(f"parquet: row group {row_group}: {one_line(exc) or type(exc).__name__}")
+        return ShardReadError(f"parquet: row group {row_group}: {one_line(exc) or type(exc).__name__}{left}")
     name, e = bad[0]
     more = (f" (and {len(bad) - 1} more undecodable column(s) in this row group: "
             f"{', '.join(repr(n) for n, _ in bad[1:])})") if len(bad) > 1 else ""
     return ShardReadError(f"parquet: column {name!r} (row group {row_group}): "
-                          f"{one_line(e) or type(e).__name__}{more}")
+                          f"{one_line(e) or type(e).__name__}{more}{left}")

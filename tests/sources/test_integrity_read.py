@@ -7,6 +7,7 @@ import json
 import re
 
 import pyarrow as pa
+import pyarrow.fs  # noqa: F401  (pa.fs)
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -300,3 +301,23 @@ def test_a_failure_no_row_group_reproduces_keeps_the_read_error(tmp_path, monkey
         for batch in iter_shard(str(path), decode_all=True):
             rows += batch.num_rows
     assert rows == 2 * ROWS_PER_GROUP
+
+
+def test_the_recovery_starts_no_read_past_its_budget(tmp_path):
+    """A file whose every decode is slow to fail is not retried once per row group and column without end: past
+    the recovery's budget no read starts, and the error says what was not read or tried (issue 36)."""
+    from dataaudit.sources.parquet import _named_error, _parquet_format, iter_parquet
+
+    path = damage_column(write_sample(tmp_path / "one.parquet"), "timestamp")
+    with pytest.raises(ShardReadError) as info:
+        list(iter_parquet(str(path), decode_all=True, recovery_seconds=0))
+    assert re.fullmatch(r"parquet: .+ \(rows 0 on not read: the recovery stopped at row group 0 after its time "
+                        r"budget\)", str(info.value)), str(info.value)
+
+    fragment = _parquet_format().make_fragment(str(path), pa.fs.LocalFileSystem())
+    columns = fragment.physical_schema.names
+    error = _named_error(fragment, 0, columns, 1024, OSError("the first failure"), deadline=0.0)
+    assert str(error) == (f"parquet: row group 0: the first failure ({len(columns)} column(s) not tried: the "
+                          "recovery stopped after its time budget)")
+    with pytest.raises(ShardReadError, match=r"^parquet: column 'timestamp' \(row group 0\): [^(]*$"):
+        list(iter_parquet(str(path), decode_all=True))          # within the budget: the column is named
