@@ -37,6 +37,9 @@ FLAG_SCHEMA = pa.schema([
     ("shard", pa.string()), ("key", pa.string()), ("row", pa.int64()), ("line", pa.int64()), ("field", pa.string()),
     ("role", pa.string()), ("check", pa.string()), ("severity", pa.string()), ("value", pa.float64()),
     ("detail", pa.string()),
+    # where in the flagged field's text (the turn, for a conversation) the finding is: character offsets [start, end)
+    # for checks that locate theirs (CheckSpec.locate), null otherwise
+    ("start", pa.int64()), ("end", pa.int64()),
 ])
 SNIPPET_CHARS = 300
 SPAN_BEFORE = 60    # characters kept before a located span that lies past the snippet's first window
@@ -83,10 +86,12 @@ def _details(spec: CheckSpec, out: CheckOutput, idx: np.ndarray, values: np.ndar
 
 
 def flag_table(batch: pa.RecordBatch, rows: np.ndarray, shard: str, paths: list, roles: list, check: str,
-               severity: str, values: np.ndarray, details: list) -> pa.Table:
-    """flags.parquet rows for the batch rows `rows` flagged by one check (one per flagged field or turn)."""
+               severity: str, values: np.ndarray, details: list, spans: list | None = None) -> pa.Table:
+    """flags.parquet rows for the batch rows `rows` flagged by one check (one per flagged field or turn); `spans`:
+    each flag's (start, end) in its text, or None."""
     take = pa.array(rows, pa.int64())
     n = rows.size
+    spans = spans or [None] * n
     return pa.table({
         "shard": pa.repeat(pa.scalar(shard, pa.string()), n),
         "key": batch.column(KEY).take(take), "row": batch.column(ROW).take(take), "line": batch.column(LINE).take(take),
@@ -94,7 +99,23 @@ def flag_table(batch: pa.RecordBatch, rows: np.ndarray, shard: str, paths: list,
         "check": pa.repeat(pa.scalar(check, pa.string()), n),
         "severity": pa.repeat(pa.scalar(severity, pa.string()), n),
         "value": pa.array(np.asarray(values, dtype=np.float64)), "detail": pa.array(details, pa.string()),
+        "start": pa.array([s and s[0] for s in spans], pa.int64()),
+        "end": pa.array([s and s[1] for s in spans], pa.int64()),
     }, schema=FLAG_SCHEMA)
+
+
+def locate(spec: CheckSpec, kind: str, params: dict, text: str | None) -> tuple[int, int] | None:
+    """Where in `text` what `spec` flagged is ((start, end) character offsets), for checks that locate theirs;
+    None when it has no place, or `locate` fails or answers outside the text (a span is a nicety, never a failure)."""
+    if text is None or spec.locate is None or kind not in ("text", "json"):
+        return None
+    try:
+        where = spec.locate(text, **params)
+    except Exception:  # noqa: BLE001 - no span rather than a failed shard
+        return None
+    if not where or not 0 <= where[0] < where[1] <= len(text):
+        return None
+    return int(where[0]), int(where[1])
 
 
 def _numeric(batch: pa.RecordBatch, column: str, device) -> NumericField:
@@ -304,13 +325,8 @@ def _snippet(spec: CheckSpec, kind: str, params: dict, text: str | None) -> dict
     (`snippet_start`: where in the text). `span`: [start, end] of that place within the snippet, when known."""
     if text is None:
         return {"snippet": None}
-    where = None
-    if spec.locate is not None and kind in ("text", "json"):
-        try:
-            where = spec.locate(text, **params)
-        except Exception:  # noqa: BLE001 - a highlight is a nicety: no span rather than a failed shard
-            where = None
-    if not where or not 0 <= where[0] < where[1] <= len(text):
+    where = locate(spec, kind, params, text)
+    if where is None:
         return {"snippet": text[:SNIPPET_CHARS]}
     start, end = where
     begin = 0 if end <= SNIPPET_CHARS else max(0, start - SPAN_BEFORE)
@@ -367,8 +383,11 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
         details = _details(spec, out, idx, values, params, batch, paths, arg)
         # a conversation check names the role of the turn it flags; text segments carry their own
         roles = site.roles(idx) if out.role is None else [out.role[i] for i in idx.tolist()]
+        # the located place of every flag (per flagged text only; the checks found them vectorized)
+        spans = [locate(spec, kind, params, t) for t in arg.take(pa.array(idx)).to_pylist()] \
+            if spec.locate is not None and kind in ("text", "json") else None
         tables.append(flag_table(batch, rows, shard, paths, roles, name, config.check(name).severity,
-                                 values[idx], details))
+                                 values[idx], details, spans))
         if spec.state is not None and not spec.state.examples:
             continue   # its report section shows its own examples
         first = slice(0, examples_per_check)
