@@ -334,7 +334,8 @@ _GOPHER = {"dup_line_frac": 0.30, "dup_line_char_frac": 0.20,
 # times ("how many", a repeated 10-gram) already passes a threshold (GSM8K word problems do), so under min_words
 # words an n-gram fraction counts in proportion to the words (the same repeated amount as min_words words need).
 _REP_PARAMS = {**_GOPHER, "max_repeats": 5, "min_repeat_chars": MIN_REPEAT_CHARS, "skip_structure": True,
-               "min_words": 150, "min_chars": 0, "turn_dup_frac": 0.5}
+               "min_words": 150, "min_chars": 0, "turn_dup_frac": 0.5, "answer_words": 200,
+               "answer_dup_frac": 0.3}
 # The duplicate fractions of whole documents: on a chat reply, a numbered list of steps, a quoted premise or a
 # song's chorus repeats lines and n-grams by design (0.10-0.33 on LLaMA-Factory's DPO and KTO demos: every flag
 # there on a reply that was not a loop), while a reply looping one sentence 8+ times repeats most of itself.
@@ -349,13 +350,16 @@ _DOCUMENT_STATS = ("dup_line_frac", "dup_line_char_frac", *(f"dup_{k}_gram" for 
                 "line fraction, characters in duplicated lines, characters in the most frequent word 2/3/4-"
                 "gram, characters in duplicated word 5..10-grams; plus sentence runs: one sentence or line "
                 "(>= min_repeat_chars characters; split at . ! ? 。！？ and line ends) coming back more than "
-                "max_repeats times, each within 3 sentences of the last (a model looping; needs no min_words). "
+                "max_repeats times, each within 3 sentences of the last (a model looping; needs no min_words; "
+                "a CJK character counts as two of the min_repeat_chars). "
                 "With skip_structure, code (fenced or not), table rows, JSON lines and symbol-only lines in "
                 "code count nowhere, nor does any line of a code file (>= 10% and >= 3 code lines), headings / "
                 "'Speaker:' labels / key: value lines count only for sentence runs, and list items lose their "
                 "marker and count as words only when 50+ words long. A threshold of None/0 disables its "
                 "statistic; an n-gram statistic of a text of W < min_words words counts "
-                "x W/min_words (one phrase said twice in a short text is no repetition); all need >= min_chars "
+                "x W/min_words (one phrase said twice in a short text is no repetition), and a text of under "
+                "answer_words words (an answer or reply, not a web document: worked steps reuse their phrasing) "
+                "needs its duplicated 5..10-grams to cover answer_dup_frac of it too; all need >= min_chars "
                 "characters. In conversations only the assistant's turns are judged (a prompt is not trained on, "
                 "and a few-shot prompt repeats its pattern by design), with the top 2/3/4-gram fractions and sentence runs as for documents, the duplicated line and 5..10-gram "
                 "fractions (made for web documents: lists and quotes repeat) only over turn_dup_frac (a loop "
@@ -402,6 +406,14 @@ def _repetition(arr: pa.Array, p: dict, names: list[str], repeats: bool) -> Chec
         # under min_words words an n-gram fraction counts in proportion (see _REP_PARAMS)
         short = np.minimum(stats.n_words / float(p["min_words"]), 1.0)
         ratios[[k.endswith("_gram") for k in keys]] *= short
+    floor = float(p["answer_dup_frac"] or 0)
+    if dup_ns and floor and p["answer_words"]:
+        # a text of under answer_words words is an answer rather than a web document: its duplicated n-grams must
+        # also cover answer_dup_frac of it (worked steps reuse their phrasing, 0.15-0.25; a loop repeats more)
+        answer = stats.n_words < float(p["answer_words"])
+        for j, k in enumerate(keys):
+            if k.startswith("dup_") and k.endswith("_gram") and thresholds[k] < floor:
+                ratios[j, answer] = np.minimum(ratios[j, answer], stats[k][answer] / floor)
     if p["min_chars"]:
         ratios[:, char_lengths(arr) < p["min_chars"]] = 0.0
     which = np.argmax(ratios, axis=0)

@@ -95,6 +95,7 @@ from dataaudit.textops.hashing import WS_CLASS, numba_kernels
 from dataaudit.textops.repetition_flags import SENTENCE_BYTES
 
 from .text_common import char_lengths, flatten_lists, safe_ratio
+from .text_long import byte_lengths
 from .text_lines import ArrowLines, KernelLines, Spans, text_of
 
 TOP_NS = (2, 3, 4)
@@ -403,11 +404,19 @@ def _sentences(texts: pa.Array | Spans):
     return sents, parent, slen, None
 
 
+def sentence_width(sents: pa.Array | Spans, chars: np.ndarray) -> np.ndarray:
+    """How long each sentence reads, for min_repeat_chars: (code points + UTF-8 bytes) // 2, i.e. its characters,
+    a CJK character counting as two (it is a word: "我很好。" is a sentence, "Yes." is not), an accented Latin
+    letter as one and a half."""
+    nbytes = (sents.stop - sents.start) if isinstance(sents, Spans) else byte_lengths(sents)
+    return (chars + nbytes) // 2
+
+
 def sentence_runs(lines: Lines, doc_key: np.ndarray, n_docs: int, min_chars: int):
     """(length of each document's longest sentence run (0 when no sentence comes back), the sentences, index of
     that run's first sentence per document or -1). A run: occurrences of one sentence, each within RUN_GAP
-    sentences of the previous one. Sentences shorter than min_chars characters are not counted (but hold their
-    place)."""
+    sentences of the previous one. Sentences narrower than min_chars (`sentence_width`) are not counted (but hold
+    their place)."""
     best = np.zeros(n_docs, dtype=np.int64)
     at = np.full(n_docs, -1, dtype=np.int64)
     empty = pa.array([], pa.string())
@@ -416,6 +425,7 @@ def sentence_runs(lines: Lines, doc_key: np.ndarray, n_docs: int, min_chars: int
     rows = np.flatnonzero(lines.sentences)
     sents, parent, slen, sent_ids = _sentences(lines.text.take(rows) if isinstance(lines.text, Spans)
                                                else _take(lines.text, lines.sentences))
+    slen = sentence_width(sents, slen)
     doc = lines.doc[rows[parent]]
     if sent_ids is not None:                                    # numba: the same, document by document
         numba_kernels("dataaudit.textops._repetition_kernels").sentence_runs(

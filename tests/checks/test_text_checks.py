@@ -272,8 +272,10 @@ def test_repetition_repeated_5gram_exact():
         assert stats[f"dup_{n}_gram"][0] == pytest.approx(231 / 312)
     assert stats["dup_line_frac"][0] == 0.0
     out = run("repetition", [doc])
-    assert out.value[0] == pytest.approx(231 / 312 / 0.10 * 60 / 150)     # 60 of min_words=150 words
-    assert out.detail[0].startswith("dup_10_gram=0.74 > 0.1")
+    # 60 of min_words=150 words: 231 / 312 / 0.10 * 60 / 150; under answer_words also against answer_dup_frac
+    assert out.value[0] == pytest.approx(231 / 312 / 0.3)
+    assert out.detail[0] == "dup_8_gram=0.74 > 0.12 (+7 more)"
+    assert run("repetition", [doc], answer_words=0).value[0] == pytest.approx(231 / 312 / 0.10 * 60 / 150)
 
 
 def test_repetition_small_cases():
