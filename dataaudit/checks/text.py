@@ -335,7 +335,7 @@ _GOPHER = {"dup_line_frac": 0.30, "dup_line_char_frac": 0.20,
 # words an n-gram fraction counts in proportion to the words (the same repeated amount as min_words words need).
 _REP_PARAMS = {**_GOPHER, "max_repeats": 5, "min_repeat_chars": MIN_REPEAT_CHARS, "skip_structure": True,
                "min_words": 150, "min_chars": 0, "turn_dup_frac": 0.5, "answer_words": 200,
-               "answer_dup_frac": 0.3}
+               "answer_dup_frac": 0.3, "max_word_repeats": 10}
 # The duplicate fractions of whole documents: on a chat reply, a numbered list of steps, a quoted premise or a
 # song's chorus repeats lines and n-grams by design (0.10-0.33 on LLaMA-Factory's DPO and KTO demos: every flag
 # there on a reply that was not a loop), while a reply looping one sentence 8+ times repeats most of itself.
@@ -351,7 +351,9 @@ _DOCUMENT_STATS = ("dup_line_frac", "dup_line_char_frac", *(f"dup_{k}_gram" for 
                 "gram, characters in duplicated word 5..10-grams; plus sentence runs: one sentence or line "
                 "(>= min_repeat_chars characters; split at . ! ? 。！？ and line ends) coming back more than "
                 "max_repeats times, each within 3 sentences of the last (a model looping; needs no min_words; "
-                "a CJK character counts as two of the min_repeat_chars). "
+                "a CJK character counts as two of the min_repeat_chars); and word runs: one unit of 1-3 words "
+                "(of 2+ characters) said more than max_word_repeats times back to back ('no no no ...', no "
+                "punctuation needed). "
                 "With skip_structure, code (fenced or not), table rows, JSON lines and symbol-only lines in "
                 "code count nowhere, nor does any line of a code file (>= 10% and >= 3 code lines), headings / "
                 "'Speaker:' labels / key: value lines count only for sentence runs, and list items lose their "
@@ -374,7 +376,7 @@ def repetition(arr, in_conversation: bool = False, **params) -> CheckOutput:
     n = len(arr)
     names = [k for k in _GOPHER if p.get(k)]
     repeats = bool(p.get("max_repeats"))
-    if not names and not repeats:
+    if not names and not repeats and not p.get("max_word_repeats"):
         return CheckOutput(flagged=np.zeros(n, dtype=bool), value=np.zeros(n), detail=None)
     # bounded memory: each text's first LONG_DOCUMENT_BYTES (long_document flags the others), CHUNK_BYTES at once
     arr = head(arr, LONG_DOCUMENT_BYTES)
@@ -394,12 +396,15 @@ def _repetition(arr: pa.Array, p: dict, names: list[str], repeats: bool) -> Chec
     top_ns = tuple(k for k in TOP_NS if f"top_{k}_gram" in names)
     dup_ns = tuple(k for k in DUP_NS if f"dup_{k}_gram" in names)
     lines = "dup_line_frac" in names or "dup_line_char_frac" in names
+    word_run = bool(p.get("max_word_repeats"))
     stats = repetition_stats(arr, top_ns=top_ns, dup_ns=dup_ns, lines=lines,
                              skip_structure=bool(p["skip_structure"]), repeats=repeats,
-                             min_repeat_chars=int(p["min_repeat_chars"] or 0))
+                             min_repeat_chars=int(p["min_repeat_chars"] or 0), word_run=word_run)
     thresholds = {k: float(p[k]) for k in names}
     if repeats:
         thresholds["sentence_run"] = float(p["max_repeats"])
+    if word_run:
+        thresholds["word_run"] = float(p["max_word_repeats"])
     keys = list(thresholds)
     ratios = np.stack([stats[k] / thresholds[k] for k in keys])          # [n_stats, n_docs]
     if (top_ns or dup_ns) and p["min_words"]:
@@ -427,7 +432,10 @@ def _repetition(arr: pa.Array, p: dict, names: list[str], repeats: bool) -> Chec
             k = keys[which[i]]
             fired = int((ratios[:, i] > 1.0).sum())
             more = f" (+{fired - 1} more)" if fired > 1 else ""
-            if k == "sentence_run":
+            if k == "word_run":
+                detail[i] = f"word_run={stats[k][i]:.0f} > {thresholds[k]:.0f}{more}: one to three words said " \
+                            f"{stats[k][i]:.0f} times in a row"
+            elif k == "sentence_run":
                 detail[i] = (f"sentence_run={stats[k][i]:.0f} > {thresholds[k]:.0f}{more}: "
                              f"'{clip(stats.repeated_text(i), 48)}'")
             else:

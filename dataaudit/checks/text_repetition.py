@@ -313,10 +313,38 @@ def words_of(texts: pa.Array, parent: np.ndarray, n_docs: int) -> tuple[np.ndarr
     return _mix(_ids(words) + _GOLD), wlen, np.bincount(parent[in_text], minlength=n_docs)
 
 
+WORD_RUN_UNITS = 3     # the units of `word_runs`: 1..3 words (the kernels' constant of the same name)
+
+
+def word_runs(wh: np.ndarray, wlen: np.ndarray, n_words: np.ndarray) -> np.ndarray:
+    """Per document (its words' hashes `wh` in order, their code points `wlen`, n_words of each), the most times one
+    unit of 1..3 words comes back to back, its first time counted ("no no no": 3; "ha he ha he": 2); 0 when none
+    comes twice in a row. A word of one character breaks a run ("- - - -" is a rule, not a loop). The twin of the
+    kernels' `_word_run`."""
+    n_docs = len(n_words)
+    best = np.zeros(n_docs, np.int64)
+    doc = np.repeat(np.arange(n_docs, dtype=np.int64), n_words)
+    for k in range(1, WORD_RUN_UNITS + 1):
+        if len(wh) <= k:
+            break
+        same = (wh[k:] == wh[:-k]) & (doc[k:] == doc[:-k]) & (wlen[k:] >= 2)   # word i + k repeats word i
+        if not same.any():
+            continue
+        # lengths of the runs of `same`: each True position's place in its run, 1-based
+        idx = np.arange(len(same))
+        last_false = np.maximum.accumulate(np.where(same, -1, idx))
+        run = idx - last_false
+        run[~same] = 0
+        reps = np.where(run >= k, run // k + 1, 0)
+        np.maximum.at(best, doc[k:], reps)
+    return best
+
+
 def ngram_stats(texts: pa.Array | Spans, parent: np.ndarray, doc_key: np.ndarray, n_docs: int, top_ns, dup_ns,
                 min_words: int):
-    """{n: top-n-gram chars} and {n: duplicated-n-gram chars} per document (numerators, float64), and the number
-    of words of each document, from the words of `texts` (`parent`: the document of each text, non-decreasing).
+    """{n: top-n-gram chars} and {n: duplicated-n-gram chars} per document (numerators, float64), the number of
+    words of each document, and its `word_runs`, from the words of `texts` (`parent`: the document of each text,
+    non-decreasing).
     With numba (`Spans` come from the numba path only) the kernel `word_ngrams` does it all one document at a
     time; else Arrow's words (`words_of`) and numpy rounds over the whole batch."""
     top = {n: np.zeros(n_docs) for n in top_ns}
@@ -328,17 +356,18 @@ def ngram_stats(texts: pa.Array | Spans, parent: np.ndarray, doc_key: np.ndarray
         if not isinstance(texts, Spans):
             off, data = string_buffers(as_string_array(texts))
             texts = Spans(data, off[:-1], off[1:])
-        n_words = np.zeros(n_docs, np.int64)
+        n_words, runs = np.zeros(n_docs, np.int64), np.zeros(n_docs, np.int64)
         is_top, is_dup = np.zeros(max_n + 1, np.bool_), np.zeros(max_n + 1, np.bool_)
         is_top[list(top_ns)], is_dup[list(dup_ns)] = True, True
         out_top, out_dup = np.zeros((max_n + 1, n_docs)), np.zeros((max_n + 1, n_docs))
         k.word_ngrams(texts.data, texts.start, texts.stop, np.ascontiguousarray(parent, np.int64), int(min_words),
-                      max_n, is_top, is_dup, out_top, out_dup, n_words)
-        return {n: out_top[n] for n in top_ns}, {n: out_dup[n] for n in dup_ns}, n_words
+                      max_n, is_top, is_dup, out_top, out_dup, n_words, runs)
+        return {n: out_top[n] for n in top_ns}, {n: out_dup[n] for n in dup_ns}, n_words, runs
     wh, wlen, n_words = words_of(texts, parent, n_docs)
+    runs = word_runs(wh, wlen, n_words)
     N = len(wh)
     if N == 0 or max_n == 0:
-        return top, dup, n_words
+        return top, dup, n_words, runs
     doc = np.repeat(np.arange(n_docs, dtype=np.int64), n_words)   # document of each word
     cum = np.concatenate(([0.0], np.cumsum(wlen.astype(np.float64))))
     starts = np.concatenate(([0], np.cumsum(n_words)[:-1]))
@@ -374,7 +403,7 @@ def ngram_stats(texts: pa.Array | Spans, parent: np.ndarray, doc_key: np.ndarray
                 edge = np.bincount(rep, minlength=N + 1) - np.bincount(rep + n, minlength=N + 1)
                 covered = np.cumsum(edge[:N]) > 0
                 dup[n] = np.bincount(doc, weights=wlen * covered, minlength=n_docs)
-    return top, dup, n_words
+    return top, dup, n_words, runs
 
 
 def _sentences(texts: pa.Array | Spans):
@@ -466,6 +495,7 @@ class RepetitionStats(dict):
     sentences: pa.Array | Spans | None = None
     example_at: np.ndarray | None = None
     n_words: np.ndarray | None = None       # words the n-gram statistics counted, per document
+    word_runs: np.ndarray | None = None     # the most times a unit of 1..3 words comes back to back, per document
 
     def repeated_text(self, i: int) -> str:
         if self.example_at is None or self.example_at[i] < 0:
@@ -475,16 +505,17 @@ class RepetitionStats(dict):
 
 def repetition_stats(arr: pa.Array, *, top_ns=TOP_NS, dup_ns=DUP_NS, lines: bool = True, min_words: int = 0,
                      skip_structure: bool = False, repeats: bool = False,
-                     min_repeat_chars: int = MIN_REPEAT_CHARS) -> RepetitionStats:
+                     min_repeat_chars: int = MIN_REPEAT_CHARS, word_run: bool = False) -> RepetitionStats:
     """All statistics, one float64 array per statistic (documents too short for an n -> 0): the Gopher ratios,
     and with `repeats` "sentence_run" (the length of the longest run of one sentence; its text by
     `repeated_text(i)`). skip_structure leaves out code, tables and data and treats lists, headings and labels
-    apart (see the module docstring); without it the Gopher statistics are datatrove's."""
+    apart (see the module docstring); without it the Gopher statistics are datatrove's. With `word_run`,
+    "word_run": the most times a unit of 1..3 words comes back to back (`word_runs`)."""
     n_docs = len(arr)
     arr = pc.fill_null(arr, "")
     doc_key = _mix(np.arange(n_docs, dtype=np.uint64) + np.uint64(1))
     out = RepetitionStats()
-    ngrams = bool(top_ns or dup_ns)
+    ngrams = bool(top_ns or dup_ns or word_run)
     split = None
     if lines or repeats or (ngrams and skip_structure):
         split = split_lines(arr, None, skip_structure)
@@ -498,11 +529,14 @@ def repetition_stats(arr: pa.Array, *, top_ns=TOP_NS, dup_ns=DUP_NS, lines: bool
             texts, parent = _take_texts(split.text, split.words), split.doc[split.words]
         else:
             texts, parent = arr, np.arange(n_docs, dtype=np.int64)
-        top, dup, out.n_words = ngram_stats(texts, parent, doc_key, n_docs, tuple(top_ns), tuple(dup_ns), min_words)
+        top, dup, out.n_words, out.word_runs = ngram_stats(texts, parent, doc_key, n_docs, tuple(top_ns),
+                                                           tuple(dup_ns), min_words)
         for n in top_ns:
             out[f"top_{n}_gram"] = safe_ratio(top[n], denominator)
         for n in dup_ns:
             out[f"dup_{n}_gram"] = safe_ratio(dup[n], denominator)
+        if word_run:
+            out["word_run"] = out.word_runs.astype(np.float64)
     if repeats:
         best, out.sentences, out.example_at = sentence_runs(split, doc_key, n_docs, min_repeat_chars)
         out["sentence_run"] = best.astype(np.float64)

@@ -189,12 +189,13 @@ _FILL = 8           # table slots per word of a document (rounded up to a power 
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def word_ngrams(data, starts, stops, parent, min_words, max_n, is_top, is_dup, top, dup, n_words):
+def word_ngrams(data, starts, stops, parent, min_words, max_n, is_top, is_dup, top, dup, n_words, word_run):
     """The n-gram statistics of documents made of the texts data[starts[t]:stops[t]] (parent[t]: the document of
     text t, non-decreasing): one document at a time, its words (`doc_words`) into a buffer that stays in cache,
     then its n-grams (`_doc_ngrams`). n_words[d]: the words of document d; is_top/is_dup[n]: compute that
     statistic; top/dup [max_n + 1, n_docs] float64 numerators, filled in place. A document of fewer than 2 or
-    min_words words gets none. (The words of a whole batch at once meant ~24 MB of fresh memory for an 8 MB batch:
+    min_words words gets none. word_run[d] (when word_run is not empty): `_word_run` of document d, whatever its
+    length. (The words of a whole batch at once meant ~24 MB of fresh memory for an 8 MB batch:
     its page faults took ~25% of the words' time.)"""
     n = starts.shape[0]
     most = 0                                # words of the largest document, at most: a word and a space per 2 bytes
@@ -224,6 +225,8 @@ def word_ngrams(data, starts, stops, parent, min_words, max_n, is_top, is_dup, t
         d = parent[i]
         w = doc_words(data, starts, stops, i, j, wh, wlen)
         n_words[d] = w
+        if word_run.shape[0]:
+            word_run[d] = _word_run(wh, wlen, min(w, wh.shape[0]))
         if w >= 2 and w >= min_words:
             if w + 1 > hc.shape[0]:
                 size = 16
@@ -239,10 +242,25 @@ def word_ngrams(data, starts, stops, parent, min_words, max_n, is_top, is_dup, t
     return 0
 
 
-_LOW32 = np.uint64(0xFFFFFFFF)
-_S32 = np.uint64(32)
-_FILL = 8           # table slots per word of a document (rounded up to a power of two): 8 rather than 2 took ~20%
-                    # less time (fewer probes and mispredicted probe loops); 4 and 16 took longer
+WORD_RUN_UNITS = 3      # a unit of 1..3 words said again and again, back to back ("no no no", "ha ha ha ha")
+
+
+@numba.njit(inline="always", cache=True)
+def _word_run(wh, wlen, w):
+    """The most times one unit of 1..WORD_RUN_UNITS words comes back to back in the w words wh (hashes; wlen: their
+    code points), counting its first time; 0 when none comes twice in a row. A word of one character breaks a run
+    ("- - - -" is a rule, not a loop). `text_repetition.word_runs` is its numpy twin."""
+    best = 0
+    for k in range(1, WORD_RUN_UNITS + 1):
+        run = 0                                 # consecutive positions i with word i == word i - k
+        for i in range(k, w):
+            if wh[i] == wh[i - k] and wlen[i] >= 2:
+                run += 1
+                if run >= k and run // k + 1 > best:
+                    best = run // k + 1
+            else:
+                run = 0
+    return best
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)

@@ -61,7 +61,7 @@ EXPORTS: dict[str, dict[str, str]] = {
         "scan_lines": "u1[] i8[] i8[] u1[] f8 i8 i4[] i4[] i4[] i4[] i4[] i4[] i4[] u2[]",
         "sentence_runs": "i4[] u8[] i8[] i8 i8 i8[] i8[]",
         "split_sentences": "u1[] i4[] i4[] u1[] u1[] i8[] i8[] i8[] i8[] u8[]",
-        "word_ngrams": "u1[] i4[] i4[] i8[] i8 i8 b1[] b1[] f8[][] f8[][] i8[]",
+        "word_ngrams": "u1[] i4[] i4[] i8[] i8 i8 b1[] b1[] f8[][] f8[][] i8[] i8[]",
     },
 }
 _EXTENSIONS = {False: "_dataaudit_kernels", True: "_dataaudit_kernels_nrt"}   # with numba's reference counting?

@@ -29,7 +29,7 @@ from tests.checks.test_text_checks import _reference_stats, load_shakespeare, lo
 from tests.paths import needs_shared
 
 GOPHER_ONLY = {"skip_structure": False, "max_repeats": 0, "min_words": 0,     # datatrove's statistics and flags
-               "answer_words": 0}
+               "answer_words": 0, "max_word_repeats": 0}
 
 
 def test_params():
@@ -93,6 +93,14 @@ def test_sentence_run_boundaries():
     assert runs(["Stop it now. x1. x2. Stop it now. x3. x4. Stop it now.",
                  "Stop it now. x1. x2. x3. Stop it now. x4. x5. x6. Stop it now.",
                  "Stop it now. A. B. C. D. E. F. Stop it now! Stop it now? Stop it now."]) == [3, 0, 3]
+    # a word (or two or three) said more than max_word_repeats (10) times in a row, without punctuation
+    prose = ("The harbour was quiet when the first boats came back. Gulls circled over the nets while the old "
+             "captain counted the crates twice. ")
+    out = run("repetition", [prose + "And he said " + "no " * 11 + "and left.", prose + "She said no no no.",
+                             prose + "go on " * 11 + "now.", prose + "go on " * 10 + "now."])
+    assert out.flagged.tolist() == [True, False, True, False]
+    assert out.detail[0] == "word_run=11 > 10: one to three words said 11 times in a row"
+    assert out.value.tolist()[:3] == pytest.approx([1.1, 0.2, 1.1])          # "no." is another word
     # sentences shorter than min_repeat_chars do not count; a CJK character counts as two (it is a word)
     assert runs(["Yes. " * 10, "Yes!\n" * 10]) == [0, 0]
     assert runs(["我很好。" * 8, "你好！" * 8]) == [8, 0]      # widths 6 and 4

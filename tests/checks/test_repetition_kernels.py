@@ -44,8 +44,9 @@ def test_kernel_equals_twin_on_random_text(monkeypatch, min_words):
         k = rng.choice([0, 1, 2, 5, 12, 40, 120, 300])
         words = [rng.choice(vocab[: rng.randint(2, len(vocab))]) for _ in range(k)]
         docs.append("".join(w + rng.choice([" ", " ", "\n", "\t", "  "]) for w in words))
-    stats = _assert_twins(monkeypatch, docs, min_words=min_words, skip_structure=False)
+    stats = _assert_twins(monkeypatch, docs, min_words=min_words, skip_structure=False, word_run=True)
     assert (stats["dup_5_gram"] > 0).sum() > 10 and (stats["top_2_gram"] > 0).sum() > 10     # repeats were there
+    assert (stats["word_run"] >= 3).sum() > 10                                                # and words in a row
     # one statistic at a time (a kernel asked for top_3 only)
     _assert_twins(monkeypatch, docs, top_ns=(3,), dup_ns=(), skip_structure=True)
     _assert_twins(monkeypatch, docs, top_ns=(), dup_ns=(7,), skip_structure=True)
@@ -55,7 +56,7 @@ def test_kernel_equals_twin_on_real_text(monkeypatch, shared_data):
     texts = [t for docs in real_corpora(shared_data).values() for t in docs] + load_webdataset(shared_data)
     texts += list(STRUCTURED.values()) + list(DEGENERATE.values())
     for skip in (True, False):
-        _assert_twins(monkeypatch, texts, skip_structure=skip)
+        _assert_twins(monkeypatch, texts, skip_structure=skip, word_run=True)
         stats = _assert_twins(monkeypatch, texts, lines=True, repeats=True, skip_structure=skip)
         assert (stats["sentence_run"] > 0).sum() > 50 and (stats["dup_line_frac"] > 0).sum() > 50
 

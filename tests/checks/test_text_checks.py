@@ -258,7 +258,7 @@ def test_repetition_identical_lines_exact():
     assert stats["dup_line_char_frac"][0] == pytest.approx(19 * 4 / 99)
     assert out.flagged.tolist() == [True]
     assert out.value[0] == pytest.approx((76 / 99) / 0.20)
-    assert out.detail[0] == "dup_line_char_frac=0.77 > 0.2 (+5 more)"      # + dup_line_frac, top_2/3/4, dup_5
+    assert out.detail[0] == "dup_line_char_frac=0.77 > 0.2 (+6 more)"  # + dup_line_frac, top_2/3/4, dup_5, word_run
 
 
 def test_repetition_repeated_5gram_exact():
