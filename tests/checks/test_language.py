@@ -110,6 +110,8 @@ def test_the_report_has_a_language_mix_section_and_a_note(tmp_path):
         ("a.jsonl", 4, {"en": 2, "zh": 1}), ("b.jsonl", 2, {"fr": 1, "zh": 1})]
     assert "language_mix: 6 texts: en 33.3%, zh 33.3%, fr 16.7%; undetermined 16.7% (short or unknown)" \
         in report["notes"]
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert '<h2 id="language-mix">Language mix</h2>' in page and "<th>fr</th>" in page
 
 
 def test_languages_unset_skips_the_three_checks():
