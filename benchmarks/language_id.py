@@ -13,8 +13,9 @@ wheel for this Python: its sdist needs protoc and libprotobuf to build).
 
 Then the combination the audit uses (dataaudit.checks.language_id.identify): a vectorized script pre-pass over the
 whole batch (Han, Kana, Hangul, Latin and all letters counted per text; fenced and inline code removed first)
-decides every text written mostly in one script that belongs to one language, and only the texts written in
-Latin or another shared script go to the model, cut to their first `max_chars` characters. It is measured when
+decides every text written mostly in CJK characters (zh, ja, ko) and plain English (ASCII letters with at least 15%
+English marker words); only the other texts (other Latin-script languages, Cyrillic, Arabic, short or mixed
+English) go to pycld2, cut to their first `max_chars` characters. It is measured when
 dataaudit imports (the project's venv) or, standalone, with the same module loaded by path (its Arrow regex
 fallback counts the scripts: slower than the numba kernels the audit uses).
 
