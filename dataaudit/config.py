@@ -46,7 +46,8 @@ PARAM_TYPES = {"num_classes": (int, "an integer"), "vocab_size": (int, "an integ
                "context_length": (int, "an integer"), "pad_id": (int, "an integer"),
                "min": ((int, float), "a number"), "max": ((int, float), "a number"),
                "inference_tokenizer": (str, "a path (a string)"), "tokenizer": (str, "a path (a string)"),
-               "end_token_ids": (list, "a list of token ids")}
+               "end_token_ids": (list, "a list of token ids"),
+               "languages": (list, "a list of ISO 639-1 codes")}
 PARAM_RANGES = {k: DATA_RANGES[k] for k in ("num_classes", "vocab_size", "context_length", "pad_id")}
 
 

@@ -11,7 +11,8 @@ from functools import cache
 
 # import name -> the extra that installs it (pyproject.toml's optional-dependencies)
 EXTRAS = {"torch": "guard", "safetensors": "guard", "webdataset": "guard", "PIL": "images",
-          "tokenizers": "tokenizers", "ray": "ray", "datasketch": "datasketch"}
+          "tokenizers": "tokenizers", "ray": "ray", "datasketch": "datasketch",
+          "pycld2": "language"}
 
 
 class MissingExtra(ImportError):

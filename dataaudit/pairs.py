@@ -40,9 +40,10 @@ def joined(batch: pa.RecordBatch, prompt: Column, side: Column) -> Conversation:
     starts[1:] = np.cumsum(counts)[:-1]
     turn = np.arange(rows.size, dtype=np.int64) - starts[rows]
     roles = pa.concat_arrays([p.roles, s.roles]).take(pa.array(order, pa.int64()))
+    text = pa.concat_arrays([p.text, s.text]).take(pa.array(order, pa.int64()))
     return Conversation(side, batch.num_rows, rows, turn, roles, p.present & s.present, counts,
                         names=(prompt.name, side.name), source=source, local=local,
-                        role_keys=(prompt.role_key, side.role_key))
+                        role_keys=(prompt.role_key, side.role_key), text=text)
 
 
 def joined_views(layout: PairLayout) -> tuple[set[str], list[tuple[Column, Column]]]:

@@ -109,6 +109,7 @@ class Conversation:
     source: np.ndarray | None = None
     local: np.ndarray | None = None
     role_keys: tuple[str, ...] | None = None
+    text: pa.Array | None = None   # string text of each turn (null: none), for the checks that read it
 
     def where(self, turns: np.ndarray) -> list[str]:
         """The path suffix of the turns `turns` (indexes into this batch's turns): `[3].role`, or for a joined
@@ -245,7 +246,9 @@ def conversation(batch: pa.RecordBatch, col: Column) -> tuple[Conversation, pa.A
             has_text &= ~(called & silent)
     counts = np.bincount(rows, minlength=len(lists)).astype(np.int64)
     present = _np(pc.is_valid(lists)).astype(bool)
-    return Conversation(col, len(lists), rows, turn, roles, present, counts), text, has_text
+    conv = Conversation(col, len(lists), rows, turn, roles, present, counts,
+                        text=pc.if_else(pa.array(has_text), text, pa.nulls(len(text), pa.string())))
+    return conv, text, has_text
 
 
 def _pieces(batch: pa.RecordBatch, fields: tuple[Column, ...]):

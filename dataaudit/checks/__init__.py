@@ -5,7 +5,7 @@ from dataaudit.checks.base import (REGISTRY, SEVERITIES, CheckOutput, CheckSpec,
 # conversations, JSON, tool calls and reasoning, record ids, images and their pairing, pairs, truncation, reader
 # findings.
 from dataaudit.checks import (numeric, image_tensor, tokens, trained_tokens, missing, text, special_tokens,  # noqa: F401,E402
-                              conversation, json_text, tool_calls, reasoning, record_ids, image, drift, pairs,
+                              conversation, language, json_text, tool_calls, reasoning, record_ids, image, drift, pairs,
                               pair_dataset, rankings, truncation, reader)  # (registration side effects)
 
 __all__ = ["REGISTRY", "SEVERITIES", "CheckOutput", "CheckSpec", "SettingError", "ShardState", "Target",

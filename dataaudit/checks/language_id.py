@@ -1,0 +1,123 @@
+"""Language identification over a whole batch of texts: a vectorized script pre-pass, then CLD2 (pycld2, the
+`language` extra) on the texts the pre-pass cannot decide.
+
+identify(texts) -> (code per text, letters per text). The pre-pass works on every text at once:
+  1. fenced (```...```) and inline (`...`) code is removed: a reply is judged by its prose, not its code;
+  2. letters are counted per text (all letters, Han, Kana, Hangul, ASCII letters) with the audit's code-point
+     kernels (dataaudit.textops.codepoints; standalone, with Arrow's RE2 counts), and the English marker words
+     (the, and, of, that, ...) against the words (whitespace characters + 1, about);
+  3. a text with fewer than `min_letters` letters is not judged (code "");
+     a text written mostly in CJK characters (each counted 3 times: one carries about what 3 Latin letters do)
+     is Korean when Hangul leads, Japanese when it holds Kana (at least 1 per 5 Han), else Chinese;
+     a text of ASCII letters whose words are at least 15% English marker words (and 4 of them) is English;
+  4. every other text (French, German, Russian, Arabic, short or mixed English...) goes to CLD2, cut to its first
+     `max_chars` characters, one call per text (CLD2 has no batch call): its top language, "" when CLD2 says
+     unknown.
+Codes are ISO 639-1 ("en", "zh", ...; CLD2's zh-Hant is zh, its iw is he); three letters where CLD2 knows no
+two-letter code (haw, ceb).
+
+This module imports only numpy and pyarrow (and dataaudit's kernels when it is part of the package), so that the
+benchmark (benchmarks/language_id.py) measures this very code in a bare environment.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+MODULE = "pycld2"       # the import name of the model's package (the `language` extra)
+MIN_LETTERS = 20        # texts with fewer letters are not judged
+MAX_CHARS = 1000        # characters of a text the model reads
+CJK_WEIGHT = 3          # one CJK character counts as this many letters against the others
+EN_SHARE = 0.15         # English marker words among the ASCII words for the pre-pass to say "en"
+EN_MIN = 4
+_CODE = r"(?s)```.*?(?:```|$)|`[^`\n]*`"
+_EN_WORDS = ("the", "and", "of", "that", "with", "you", "this", "was", "are", "have", "for", "what", "which",
+             "from", "is", "it", "be", "to", "they", "there", "their", "would", "will", "can", "not", "your")
+_EN_RE = "(?i)(?:^|[^A-Za-z])(?:" + "|".join(_EN_WORDS) + ")(?:[^A-Za-z]|$)"
+_CLASSES = {"letters": "[\\p{L}]", "han": "[\\p{Han}]", "kana": "[\\p{Hiragana}\\p{Katakana}]",
+            "hangul": "[\\p{Hangul}]", "ascii": "[A-Za-z]", "spaces": "[\\s]"}
+_RENAME = {"iw": "he", "jw": "jv", "tl": "tl", "un": "", "xxx": ""}
+# ISO 639-1: what `[data] languages` accepts (two letters), with the three-letter codes CLD2 reports
+ISO_639_1 = frozenset((
+    "aa ab ae af ak am an ar as av ay az ba be bg bh bi bm bn bo br bs ca ce ch co cr cs cu cv cy da de dv dz ee el "
+    "en eo es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho hr ht hu hy hz ia id ie ig ii ik io is it iu "
+    "ja jv ka kg ki kj kk kl km kn ko kr ks ku kv kw ky la lb lg li ln lo lt lu lv mg mh mi mk ml mn mr ms mt my na "
+    "nb nd ne ng nl nn no nr nv ny oc oj om or os pa pi pl ps pt qu rm rn ro ru rw sa sc sd se sg si sk sl sm sn so "
+    "sq sr ss st su sv sw ta te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz ve vi vo wa wo xh yi yo za zh zu"
+).split())
+
+try:
+    from dataaudit.textops.codepoints import count_matching as _count_matching
+except ImportError:        # loaded by path (the benchmark, outside the package): Arrow's RE2 counts, same results
+    _count_matching = None
+
+
+def _count(arr: pa.Array, pattern: str) -> np.ndarray:
+    if _count_matching is not None:
+        return _count_matching(arr, pattern)[0]
+    return np.asarray(pc.fill_null(pc.count_substring_regex(arr, pattern=pattern), 0).to_numpy(
+        zero_copy_only=False), dtype=np.int64)
+
+
+def _np(arr) -> np.ndarray:
+    return np.asarray(arr.to_numpy(zero_copy_only=False))
+
+
+def prose(arr: pa.Array) -> pa.Array:
+    """The texts without their fenced and inline code (nulls stay null)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_large_string(arr.type):
+        arr = arr.cast(pa.string())
+    return pc.replace_substring_regex(arr, pattern=_CODE, replacement=" ")
+
+
+def script_pass(arr: pa.Array, min_letters: int = MIN_LETTERS) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """(code per text: "" not judged or "?" for the model, letters per text, the texts without code)."""
+    text = prose(arr)
+    n = {k: _count(text, p) for k, p in _CLASSES.items()}
+    letters, han, kana, hangul = n["letters"], n["han"], n["kana"], n["hangul"]
+    cjk = han + kana + hangul
+    code = np.full(len(text), "?", dtype=object)
+    mostly_cjk = CJK_WEIGHT * cjk >= letters - cjk
+    code[mostly_cjk] = "zh"
+    code[mostly_cjk & (kana * 5 >= han) & (kana > 0)] = "ja"
+    code[mostly_cjk & (hangul > han + kana)] = "ko"
+    plain = ~mostly_cjk & (n["ascii"] * 10 >= letters * 9)
+    if plain.any():
+        rows = np.flatnonzero(plain)
+        sub = text.take(pa.array(rows, pa.int64()))
+        words = n["spaces"][rows] + 1       # about the words (a count of words is a regex pass 4x slower)
+        marks = _np(pc.fill_null(pc.count_substring_regex(sub, pattern=_EN_RE), 0)).astype(np.int64)
+        # the marker regex consumes the character after a word, so "of the" counts once: a lower bound
+        english = (marks >= EN_MIN) & (marks >= EN_SHARE * words)
+        code[rows[english]] = "en"
+    code[letters < min_letters] = ""
+    return code, letters, text
+
+
+def _cld2(texts: list[str | None]) -> list[str]:
+    import pycld2
+
+    out = []
+    for t in texts:
+        try:
+            _, _, details = pycld2.detect(t or "", isPlainText=True)
+            raw = details[0][1]
+        except pycld2.error:       # invalid UTF-8 (a lone surrogate) or a code point CLD2 refuses
+            raw = "un"
+        raw = raw.split("-")[0].lower()
+        out.append(_RENAME.get(raw, raw))
+    return out
+
+
+def identify(arr: pa.Array, min_letters: int = MIN_LETTERS, max_chars: int = MAX_CHARS) -> tuple[np.ndarray, np.ndarray]:
+    """(language code per text, object array: "" = not judged (short, null) or unknown to the model; letters per
+    text after code removal, int64)."""
+    code, letters, text = script_pass(arr, min_letters)
+    ask = np.flatnonzero(code == "?")
+    if ask.size:
+        cut = pc.utf8_slice_codeunits(text.take(pa.array(ask, pa.int64())), 0, max_chars)
+        code[ask] = _cld2(cut.to_pylist())
+    return code, letters
