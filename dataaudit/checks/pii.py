@@ -8,11 +8,13 @@ values are never shown: a detail names the kind and a masked value (`email j***@
 
 Not flagged, on purpose (not personal data, and everywhere in code and docs):
   - emails at documentation domains (RFC 2606 / 6761: example.com/.net/.org, *.example, *.test, *.invalid,
-    *.localhost);
+    *.localhost) and at a few real domains that text uses as placeholders (email.com, company.com, domain.com,
+    yourdomain.com, test.com, ...: "alice@email.com");
   - IP addresses that name no host on the internet: private (10/8, 172.16/12, 192.168/16), loopback (127/8, ::1),
     link-local, 0.0.0.0, broadcast, multicast, reserved, the documentation ranges (192.0.2/24, 198.51.100/24,
-    203.0.113/24, 2001:db8::/32), and IPv6 outside global unicast (2000::/3); a dotted quad after "version" or
-    "v" is a version number;
+    203.0.113/24, 2001:db8::/32), and IPv6 outside global unicast (2000::/3); a dotted quad after "version",
+    "v" or "section", or with three of its numbers under 10 (2.7.3.8, 8.2.4.44), is a version or section number
+    (this leaves out 8.8.8.8 and 1.1.1.1 too: public resolvers, no one's personal data);
   - numbers that only look like phones or cards: dates, version strings, ISBNs, UUIDs, hashes, bare digit runs
     (a phone needs a leading + or the grouping of a national format; a card needs a known issuer prefix and a
     valid Luhn checksum).
@@ -74,7 +76,7 @@ _PREFILTER = "|".join([
 _PY = {
     "email": re.compile(r"(?<![\w.%+-])" + _EMAIL + r"(?![\w-]|\.[A-Za-z0-9])"),
     "phone": re.compile(r"(?<![\w+.\-/])(?:" + PATTERNS["phone"] + r")(?![\w\-]|[.,/:][0-9])"),
-    "ipv4": re.compile(r"(?<![\w.])" + _IPV4 + r"(?![\w]|\.[0-9])"),
+    "ipv4": re.compile(r"(?<![\w.])" + _IPV4 + r"(?![\w]|\.\w)"),
     "ipv6": re.compile(r"(?<![\w:.])" + _IPV6 + r"(?![\w:]|\.[0-9])"),
     "credit card": re.compile(r"(?<![\w.\-])" + _CARD + r"(?![\w\-]|[.,][0-9])"),
 }
@@ -85,9 +87,13 @@ cat tel post xxx app dev io ai xyz online site tech store shop email cloud blog 
 agency company solutions services digital media news club design group team work global center academy
 systems network support consulting""".split())
 _DOC_DOMAINS = ("example.com", "example.net", "example.org")
+# Real domains that training text uses as placeholders ("alice@email.com", "boss@company.com")
+_PLACEHOLDER_DOMAINS = frozenset(("email.com", "company.com", "domain.com", "yourdomain.com", "mydomain.com",
+                                  "yourcompany.com", "website.com", "test.com", "sample.com", "somewhere.com"))
 _DOC_SUFFIXES = (".example", ".test", ".invalid", ".localhost", ".local")
 
-_VERSION_BEFORE = re.compile(r"(?i)(?:\b(?:v|version|ver\.?|release|build|rev\.?)|@)\s*[:=]?\s*$")
+_VERSION_BEFORE = re.compile(r"(?i)(?:\b(?:v|version|ver\.?|release|build|rev\.?|section|sec\.?|chapter|rfc)|[@§#-])"
+                             r"\s*[:=]?\s*$")
 _ISBN_BEFORE = re.compile(r"(?i)isbn(?:-1[03])?:?\s*$")
 
 
@@ -119,7 +125,7 @@ def _email(m: re.Match, text: str) -> str | None:
         return None
     if not (len(tld) == 2 or tld in _GENERIC_TLDS):
         return None
-    if domain in _DOC_DOMAINS or domain.endswith(_DOC_SUFFIXES) or \
+    if domain in _DOC_DOMAINS or domain in _PLACEHOLDER_DOMAINS or domain.endswith(_DOC_SUFFIXES) or \
             any(domain.endswith("." + d) for d in _DOC_DOMAINS):
         return None
     local = value.partition("@")[0]
@@ -160,6 +166,8 @@ def _ipv4(m: re.Match, text: str) -> str | None:
     except ValueError:
         return None
     if not ip.is_global or ip.is_multicast or ip.is_reserved:
+        return None
+    if sum(int(o) < 10 for o in value.split(".")) >= 3:    # 2.7.3.8, 8.2.4.44: a version or a section number
         return None
     if _VERSION_BEFORE.search(text[max(0, m.start() - 12):m.start()]):
         return None

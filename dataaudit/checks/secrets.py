@@ -83,8 +83,13 @@ def entropy(value: str) -> float:
 
 
 _PLACEHOLDER = re.compile(r"(?i)x{4,}|\*{3,}|\.{3}|your|example|sample|dummy|placeholder|changeme|redacted|"
-                          r"hidden|secret|password|passwd|test|fake|foo|bar|todo|fixme|here|none|null|undefined|"
-                          r"\benv\b|getenv|environ|config|settings|os\.")
+                          r"hidden|secret|password|passwd|test|fake|todo|fixme|none|null|undefined|getenv|environ|"
+                          r"config|settings")
+# a code expression, not a value: `authkey = self._manager._authkey`
+_IDENTIFIER_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+|[A-Za-z_]+")
+# detect-secrets' value pattern must start with a word character: a quoted value that starts with a symbol
+# (`password = "?@q6Bf..."`) is found by this one, after its own patterns found nothing on the line
+_SYMBOL_FIRST = re.compile(r"(?i)(?:" + _KEYWORDS + r")\w*['\"\]]{0,2}\s*(?:=|:|=>)\s*(['\"`]?)([^\w\s'\"`][^\s'\"`]{7,})\1")
 
 
 def _keyword_value_ok(value: str, line: str, min_entropy: float) -> bool:
@@ -95,7 +100,7 @@ def _keyword_value_ok(value: str, line: str, min_entropy: float) -> bool:
             or heuristic.is_indirect_reference(line) or heuristic.is_sequential_string(value)
             or heuristic.is_potential_uuid(value) or heuristic.is_not_alphanumeric_string(value)):
         return False
-    if len(value) < 8 or " " in value.strip() or _PLACEHOLDER.search(value):
+    if len(value) < 8 or " " in value.strip() or _PLACEHOLDER.search(value) or _IDENTIFIER_PATH.fullmatch(value):
         return False
     if not any(c.isalpha() for c in value) or not any(not c.isalpha() for c in value):
         return False
@@ -112,7 +117,8 @@ def _spans(kind: str, plugin, line: str, min_entropy: float) -> list[tuple[int, 
     group long enough to be the secret (the 40 characters after "aws ... key") is taken, else the whole match."""
     if kind == "secret in key/value context":
         quoted, config = _keyword_groups()
-        values = list(plugin.analyze_string(line, quoted)) or list(plugin.analyze_string(line, config))
+        values = list(plugin.analyze_string(line, quoted)) or list(plugin.analyze_string(line, config)) or \
+            [m.group(2) for m in _SYMBOL_FIRST.finditer(line)]
         out = []
         for v in values:
             at = line.find(v) if v else -1
@@ -146,7 +152,7 @@ def _line_findings(line: str, offset: int, min_entropy: float) -> list[Finding]:
             if kind == "private key":
                 masked = f"private key ({v.replace('BEGIN ', '').replace('PuTTY-User-Key-File-2', 'PuTTY key')})"
             elif kind == "secret in key/value context":
-                key = line[:at].rstrip(" \t'\"`=:([@!>").strip()[-40:]
+                key = (re.findall(r"[\w.-]+", line[:at]) or ["key"])[-1][-40:]
                 masked = f"secret in key/value context: {key} = " + _mask(v, 0)
             else:
                 masked = f"{kind} " + _mask(v, keep)
@@ -190,7 +196,8 @@ def mask_spans_secrets(text: str, **params) -> list[tuple[int, int]]:
     description="Credentials, by detect-secrets' detectors: AWS keys, private keys (PEM blocks), JSON web tokens, "
                 "GitHub, Slack and Stripe tokens, and values in a key/value context (`password = \"...\"`, "
                 "`api_key: ...`) that pass its heuristic filters and look random (Shannon entropy >= min_entropy "
-                "bits per character, 8+ characters, no placeholder word). Needs the `secrets` extra. The detail "
+                "bits per character, 8+ characters, no placeholder word; a quoted value that starts with a symbol, "
+                "which its pattern skips, counts too). Needs the `secrets` extra. The detail "
                 "names the kind and masks the value; the report masks it in snippets. value = number of secrets.",
 )
 def secrets(arr, min_entropy: float = 3.0, **params) -> CheckOutput:
