@@ -40,6 +40,7 @@ FLAG_SCHEMA = pa.schema([
 ])
 SNIPPET_CHARS = 300
 SPAN_BEFORE = 60    # characters kept before a located span that lies past the snippet's first window
+MASK_MARGIN = 8192  # masking checks look this far around a snippet (a value they mask, a PEM block, is shorter)
 
 
 @dataclass
@@ -327,12 +328,6 @@ def _snippet(spec: CheckSpec, kind: str, params: dict, text: str | None,
     either); where one cannot say, the snippet is left out (null)."""
     if text is None:
         return {"snippet": None}
-    spans: list[tuple[int, int]] = []
-    for masker, masker_params in maskers:
-        try:
-            spans += _mask_spans(masker, masker_params, text)
-        except Exception:  # noqa: BLE001 - nothing shown rather than something that should not be
-            return {"snippet": None}
     where = None
     if spec.locate is not None and kind in ("text", "json"):
         try:
@@ -340,12 +335,22 @@ def _snippet(spec: CheckSpec, kind: str, params: dict, text: str | None,
         except Exception:  # noqa: BLE001 - a highlight is a nicety: no span rather than a failed shard
             where = None
     if not where or not 0 <= where[0] < where[1] <= len(text):
-        return {"snippet": _masked(text[:SNIPPET_CHARS], 0, spans) if spans else text[:SNIPPET_CHARS]}
-    start, end = where
-    begin = 0 if end <= SNIPPET_CHARS else max(0, start - SPAN_BEFORE)
+        begin, out = 0, {}
+    else:
+        start, end = where
+        begin = 0 if end <= SNIPPET_CHARS else max(0, start - SPAN_BEFORE)
+        out = {"span": [start - begin, min(end, begin + SNIPPET_CHARS) - begin]}
     snippet = text[begin:begin + SNIPPET_CHARS]
-    out = {"snippet": _masked(snippet, begin, spans) if spans else snippet,
-           "span": [start - begin, min(end, begin + SNIPPET_CHARS) - begin]}
+    # the maskers read the snippet with a margin around it (never the whole of a long text)
+    lo = max(0, begin - MASK_MARGIN)
+    around = text[lo:begin + SNIPPET_CHARS + MASK_MARGIN]
+    spans: list[tuple[int, int]] = []
+    for masker, masker_params in maskers:
+        try:
+            spans += [(a + lo, b + lo) for a, b in _mask_spans(masker, masker_params, around)]
+        except Exception:  # noqa: BLE001 - nothing shown rather than something that should not be
+            return {"snippet": None}
+    out = {"snippet": _masked(snippet, begin, spans) if spans else snippet, **out}
     if begin:
         out["snippet_start"] = begin
     return out

@@ -244,9 +244,10 @@ _CONFIRM = (("email", _PY["email"], _email), ("credit card", _PY["credit card"],
             ("phone", _PY["phone"], _phone), ("ip", _PY["ipv4"], _ipv4), ("ip", _PY["ipv6"], _ipv6))
 
 
-def find_pii(text: str) -> list[Finding]:
+def find_pii(text: str, first: bool = False) -> list[Finding]:
     """Every confirmed value in `text`, in order; where two overlap (a card number is also a digit run a phone
-    pattern reads), the one confirmed first in _CONFIRM's order wins."""
+    pattern reads), the one confirmed first in _CONFIRM's order wins. `first`: the first of each kind only (the
+    first of all is among them)."""
     found: list[Finding] = []
     for kind, rx, confirm in _CONFIRM:
         for m in rx.finditer(text):
@@ -255,11 +256,13 @@ def find_pii(text: str) -> list[Finding]:
             masked = confirm(m, text)
             if masked is not None:
                 found.append(Finding(kind, m.start(), m.end(), masked))
+                if first:
+                    break
     return sorted(found, key=lambda f: f.start)
 
 
 def locate_pii(text: str, **params) -> tuple[int, int] | None:
-    found = find_pii(text)
+    found = find_pii(text, first=True)
     return (found[0].start, found[0].end) if found else None
 
 

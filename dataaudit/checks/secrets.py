@@ -160,14 +160,21 @@ def _line_findings(line: str, offset: int, min_entropy: float) -> list[Finding]:
     return found
 
 
-def find_secrets(text: str, min_entropy: float = 3.0, **params) -> list[Finding]:
-    """Every secret in `text`, in order. A private key's span is its whole PEM block (header to END line)."""
+def find_secrets(text: str, min_entropy: float = 3.0, first: bool = False, **params) -> list[Finding]:
+    """Every secret in `text`, in order (`first`: stop at the first line that holds one). A private key's span is its
+    whole PEM block (header to END line). One regex scan finds the candidate lines; only those are analysed."""
     found: list[Finding] = []
-    offset = 0
-    for line in text.splitlines(keepends=True):
-        if _PY_PREFILTER.search(line):
-            found += _line_findings(line, offset, min_entropy)
-        offset += len(line)
+    done = -1
+    for m in _PY_PREFILTER.finditer(text):
+        if m.start() < done:
+            continue
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end + 1
+        done = end
+        found += _line_findings(text[start:end], start, min_entropy)
+        if first and found:
+            break
     out = []
     for f in found:
         if f.kind == "private key":
@@ -181,7 +188,7 @@ def find_secrets(text: str, min_entropy: float = 3.0, **params) -> list[Finding]
 
 
 def locate_secret(text: str, **params) -> tuple[int, int] | None:
-    found = find_secrets(text, **params)
+    found = find_secrets(text, first=True, **params)
     return (found[0].start, found[0].end) if found else None
 
 
