@@ -11,8 +11,10 @@ from functools import cache
 
 # import name -> the extra that installs it (pyproject.toml's optional-dependencies)
 EXTRAS = {"torch": "guard", "safetensors": "guard", "webdataset": "guard", "PIL": "images",
-          "tokenizers": "tokenizers", "ray": "ray", "datasketch": "datasketch",
+          "tokenizers": "tokenizers", "ray": "ray", "datasketch": "datasketch", "detect_secrets": "secrets",
           "pycld2": "language"}
+# import name -> the package's name, where a message should say that instead
+PACKAGES = {"detect_secrets": "detect-secrets"}
 
 
 class MissingExtra(ImportError):
@@ -25,7 +27,7 @@ def install_hint(module: str) -> str:
 
 def missing_message(module: str, what: str, need: str = "needs") -> str:
     """'<what> needs torch, which is not installed: pip install 'dataaudit[guard]''"""
-    return f"{what} {need} {module}, which is not installed: {install_hint(module)}"
+    return f"{what} {need} {PACKAGES.get(module, module)}, which is not installed: {install_hint(module)}"
 
 
 @cache

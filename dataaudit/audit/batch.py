@@ -43,6 +43,7 @@ FLAG_SCHEMA = pa.schema([
 ])
 SNIPPET_CHARS = 300
 SPAN_BEFORE = 60    # characters kept before a located span that lies past the snippet's first window
+MASK_MARGIN = 8192  # masking checks look this far around a snippet (a value they mask, a PEM block, is shorter)
 
 
 @dataclass
@@ -319,19 +320,53 @@ def _split_turns(site: Site) -> list[tuple[Site, bool]]:
             (Site(None, segs.take(np.flatnonzero(inside))), True)]
 
 
-def _snippet(spec: CheckSpec, kind: str, params: dict, text: str | None) -> dict:
+def _mask_spans(spec: CheckSpec, params: dict, text: str) -> list[tuple[int, int]]:
+    """The spans of `text` a masking check says must not be shown (CheckSpec.masks)."""
+    if callable(spec.masks):
+        return list(spec.masks(text, **params))
+    where = spec.locate(text, **params)
+    return [where] if where else []
+
+
+def _masked(snippet: str, begin: int, spans: list[tuple[int, int]]) -> str:
+    """`snippet` (the text from `begin` on) with the characters of every span of the text but line breaks replaced
+    by `*` (the length kept: a highlighted span stays where it was)."""
+    chars = list(snippet)
+    for start, end in spans:
+        for k in range(max(0, start - begin), min(end - begin, len(chars))):
+            if chars[k] != "\n":
+                chars[k] = "*"
+    return "".join(chars)
+
+
+def _snippet(spec: CheckSpec, kind: str, params: dict, text: str | None,
+             maskers: tuple[tuple[CheckSpec, dict], ...] = ()) -> dict:
     """An example's `snippet`: the text's first SNIPPET_CHARS characters, or, where the check locates what it flagged
     (a text or JSON check with a `locate`) past them, a window as long starting SPAN_BEFORE characters before it
-    (`snippet_start`: where in the text). `span`: [start, end] of that place within the snippet, when known."""
+    (`snippet_start`: where in the text). `span`: [start, end] of that place within the snippet, when known.
+    `maskers`: the (check, params) of every masking check that runs (CheckSpec.masks): what each finds in the text is
+    masked in the snippet, whichever check the example is of (a secret in a text another check flags is not shown
+    either); where one cannot say, the snippet is left out (null)."""
     if text is None:
         return {"snippet": None}
     where = locate(spec, kind, params, text)
     if where is None:
-        return {"snippet": text[:SNIPPET_CHARS]}
-    start, end = where
-    begin = 0 if end <= SNIPPET_CHARS else max(0, start - SPAN_BEFORE)
-    out = {"snippet": text[begin:begin + SNIPPET_CHARS],
-           "span": [start - begin, min(end, begin + SNIPPET_CHARS) - begin]}
+        begin, out = 0, {}
+    else:
+        start, end = where
+        begin = 0 if end <= SNIPPET_CHARS else max(0, start - SPAN_BEFORE)
+        out = {"span": [start - begin, min(end, begin + SNIPPET_CHARS) - begin]}
+    snippet = text[begin:begin + SNIPPET_CHARS]
+    # the maskers read the snippet with a margin around it (never the whole of a long text)
+    lo = max(0, begin - MASK_MARGIN)
+    around = text[lo:begin + SNIPPET_CHARS + MASK_MARGIN]
+    spans: list[tuple[int, int]] = []
+    for masker, masker_params in maskers:
+        try:
+            spans += [(a + lo, b + lo) for a, b in _mask_spans(masker, masker_params, around)]
+        except Exception:  # noqa: BLE001 - nothing shown rather than something that should not be
+            return {"snippet": None}
+    out = {"snippet": _masked(snippet, begin, spans) if spans else snippet, **out}
     if begin:
         out["snippet_start"] = begin
     return out
@@ -366,6 +401,9 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
     states = {} if states is None else states
     images: list[ImageBatch] = []
     merges: list = []
+    maskers = tuple((spec, spec.params_for(spec.targets[0], config.check(spec.name).params))
+                    for spec in REGISTRY.values() if spec.masks and spec.name not in plan.skipped
+                    and config.check(spec.name).enabled)
     for spec, kind, site, arg, params in _planned_calls(batch, plan, config, texts, device, shard, images, tokenizer):
         name = spec.name
         out = _run(spec, arg, params, states, merges)
@@ -400,7 +438,7 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
             {"shard": shard, "key": keys[r].as_py(), "row": rows_col[r].as_py(), "line": lines[r].as_py(),
              "field": paths[j],
              "value": float(values[i]), "detail": details[j],
-             **_snippet(spec, kind, params, s),
+             **_snippet(spec, kind, params, s, maskers),
              **({} if thumbs is None else {"thumbnail": thumbs[j]})}
             for j, (i, r, s) in enumerate(zip(idx[first].tolist(), rows[first].tolist(), snippets))
         ]

@@ -79,9 +79,6 @@ def resolve_plan(schema: pa.Schema, config: AuditConfig, sample: pa.RecordBatch 
         needs = {NEEDS.get(t.kind) for t in REGISTRY[name].targets} & missing
         if why is not None and needs and config.check(name).enabled:
             why = missing_message(needs.pop(), f"its field in {SHARD_WORDS}")
-        package = REGISTRY[name].needs
-        if why is None and package is not None and not available(package):
-            why = missing_message(package, "it").removeprefix("it ")    # "needs pycld2, which is not installed: ..."
         if why is not None:
             skipped[name] = why
     return FieldPlan(**{f.name: getattr(resolved, f.name) for f in fields(Fields)}, skipped=skipped)

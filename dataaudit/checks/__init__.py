@@ -2,11 +2,11 @@
 from dataaudit.checks.base import (REGISTRY, SEVERITIES, CheckOutput, CheckSpec, SettingError, ShardState, Target,
                                    TextAndTokens, register)
 # Import order is report order: numeric, image tensors, labels and tokens, trained tokens, missing values, text,
-# conversations, JSON, tool calls and reasoning, record ids, images and their pairing, pairs, truncation, reader
-# findings.
+# personal data and secrets, conversations, JSON, tool calls and reasoning, record ids, images and their pairing,
+# pairs, truncation, reader findings.
 from dataaudit.checks import (numeric, image_tensor, tokens, trained_tokens, missing, text, special_tokens,  # noqa: F401,E402
-                              conversation, language, json_text, tool_calls, reasoning, record_ids, image, drift, pairs,
-                              pair_dataset, rankings, truncation, reader)  # (registration side effects)
+                              pii, secrets, conversation, language, json_text, tool_calls, reasoning, record_ids,
+                              image, drift, pairs, pair_dataset, rankings, truncation, reader)  # (registration)
 
 __all__ = ["REGISTRY", "SEVERITIES", "CheckOutput", "CheckSpec", "SettingError", "ShardState", "Target",
            "TextAndTokens", "register"]

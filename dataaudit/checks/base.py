@@ -178,8 +178,13 @@ class CheckSpec:
     # first thing the check flagged is, for the report's highlighted span. Run by the audit on the few examples
     # it keeps per check only (plain Python, never over a batch); None: the check has no place (empty text).
     locate: Callable[..., tuple[int, int] | None] | None = None
-    # The import name of an optional package the check needs (dataaudit.extras.EXTRAS names its extra): where it
-    # is not installed, the check is skipped with the `pip install` that brings it.
+    # What the check finds must never be printed (personal data, secrets): the audit masks it in every example
+    # snippet of the flagged text (with `*`, the length kept so a highlighted span stays in place). True: the span
+    # `locate` finds; a callable masks(text, **params) -> [(start, end)]: every span it returns. A text check whose
+    # values must not show writes masked values in its own `detail` (flags.parquet, report.json, the page).
+    masks: bool | Callable[..., list[tuple[int, int]]] = False
+    # An optional module the check imports (its extra, dataaudit.extras.EXTRAS): without it the check is skipped,
+    # its reason naming the extra to install.
     needs: str | None = None
 
     @property
@@ -213,14 +218,15 @@ def register(name: str, *, target: str | tuple[str, ...] | Mapping[str, Mapping[
              guard_all_targets: bool = False,
              explain: Callable[..., FieldDetail] | None = None, split_turns: bool = False,
              target_required: Mapping[str, tuple] | None = None,
-             locate: Callable[..., tuple[int, int] | None] | None = None, needs: str | None = None):
+             locate: Callable[..., tuple[int, int] | None] | None = None,
+             masks: bool | Callable[..., list[tuple[int, int]]] = False, needs: str | None = None):
     """Decorator: add a check function to the registry under a stable name.
 
     target: a kind, a tuple of kinds, or {kind: the params fixed on it}; the check runs on each, in that order.
     turns: for a text check, "assistant" or "other" restricts it to those conversation turns (one function can
     be registered twice, once per side, with different severities). target_required: {kind: params} a target
-    needs beyond `required`. locate: where in a flagged text the finding is (CheckSpec.locate). needs: the optional
-    package it imports (CheckSpec.needs)."""
+    needs beyond `required`. locate: where in a flagged text the finding is (CheckSpec.locate). masks: what the
+    report must mask in snippets (CheckSpec.masks). needs: the optional package it imports (CheckSpec.needs)."""
     assert severity in SEVERITIES, severity
     assert turns in TURNS, turns
     kinds = {target: {}} if isinstance(target, str) else target if isinstance(target, Mapping) else \
@@ -228,6 +234,7 @@ def register(name: str, *, target: str | tuple[str, ...] | Mapping[str, Mapping[
     targets = tuple(Target(kind, dict(fixed), tuple((target_required or {}).get(kind, ())))
                     for kind, fixed in kinds.items())
     assert targets and all(t.kind in TARGET_KINDS for t in targets), targets
+    assert masks is False or callable(masks) or locate is not None, "masks=True masks the span `locate` finds"
 
     def wrap(fn):
         if name in REGISTRY:
@@ -237,7 +244,8 @@ def register(name: str, *, target: str | tuple[str, ...] | Mapping[str, Mapping[
             raise ValueError(f"stateful check {name!r} would overwrite the report's own {name!r}")
         REGISTRY[name] = CheckSpec(name, targets, severity, dict(params or {}), fn, detail, description,
                                    tuple(required), dict(data or {}), resolve_data, state, guard_default,
-                                   guard_rank, turns, guard_all_targets, explain, split_turns, locate, needs)
+                                   guard_rank, turns, guard_all_targets, explain, split_turns, locate,
+                                   masks, needs)
         return fn
 
     return wrap

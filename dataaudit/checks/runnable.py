@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from dataaudit.checks.base import REGISTRY, CheckSpec, Target
+from dataaudit.extras import PACKAGES, available, install_hint
 
 # Token ids are the ids of a tokens field: data has them exactly when it has tokens.
 _SAME_FIELD = {"token_ids": "tokens"}
@@ -35,6 +36,11 @@ def _target_reason(spec: CheckSpec, target: Target, params: Mapping, has_target:
     return "not configured: " + ", ".join(missing) if missing else None
 
 
+def needs_message(module: str) -> str:
+    """"needs detect-secrets, which is not installed: pip install 'dataaudit[secrets]'"""
+    return f"needs {PACKAGES.get(module, module)}, which is not installed: {install_hint(module)}"
+
+
 def skip_reason(name: str, config, has_target: Mapping[str, bool], where: str,
                 targets: Sequence[Target] | None = None) -> str | None:
     """Why check `name` cannot run on data that has the targets in `has_target` (None: it can run).
@@ -45,6 +51,8 @@ def skip_reason(name: str, config, has_target: Mapping[str, bool], where: str,
     spec, settings = REGISTRY[name], config.check(name)
     if not settings.enabled:
         return "disabled in config"
+    if spec.needs is not None and not available(spec.needs):
+        return needs_message(spec.needs)
     targets = targets or spec.targets
     reasons = [_target_reason(spec, t, settings.params, has_target, where) for t in targets]
     if None in reasons:

@@ -40,5 +40,7 @@ def test_core_dependencies_are_light_and_extras_hold_the_rest():
     assert extras["tokenizers"] == {"tokenizers"}
     assert extras["ray"] == {"ray"}
     assert extras["datasketch"] == {"datasketch"}
-    assert PYPROJECT["project"]["optional-dependencies"]["all"] == ["dataaudit[guard,images,tokenizers,ray,datasketch]"]
+    assert extras["secrets"] == {"detect-secrets"}
+    assert PYPROJECT["project"]["optional-dependencies"]["all"] == \
+        ["dataaudit[guard,images,tokenizers,ray,datasketch,secrets]"]
     assert PYPROJECT["project"]["license"] == "Apache-2.0"   # SPDX string: no setuptools deprecation banner

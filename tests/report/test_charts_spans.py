@@ -43,7 +43,8 @@ def test_long_unbroken_run_locates_its_run_skipping_urls_as_the_check_does():
 
 def test_checks_with_no_place_have_no_locate():
     assert {n for n, s in REGISTRY.items() if s.locate is not None} == {
-        "control_chars", "mojibake", "long_unbroken_run", "special_tokens", "json_invalid", "think_unbalanced"}
+        "control_chars", "mojibake", "long_unbroken_run", "special_tokens", "json_invalid", "think_unbalanced", "pii",
+        "secrets"}
 
 
 def test_a_span_past_the_first_window_moves_the_snippet():
