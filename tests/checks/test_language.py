@@ -125,9 +125,9 @@ def test_languages_unset_skips_the_three_checks():
 
 
 def test_a_missing_model_package_is_a_skip_reason_with_the_install(monkeypatch):
-    import dataaudit.audit.plan as plan_mod
+    from dataaudit.checks import runnable
 
-    monkeypatch.setattr(plan_mod, "available", lambda module: module != "pycld2")
+    monkeypatch.setattr(runnable, "available", lambda module: module != "pycld2")
     plan = resolve_plan(pa.schema([("text", pa.string())]), build_config(LANGS))
     assert plan.skipped["unexpected_language"] == \
         "needs pycld2, which is not installed: pip install 'dataaudit[language]'"

@@ -41,6 +41,7 @@ def test_core_dependencies_are_light_and_extras_hold_the_rest():
     assert extras["ray"] == {"ray"}
     assert extras["datasketch"] == {"datasketch"}
     assert extras["secrets"] == {"detect-secrets"}
+    assert extras["language"] == {"pycld2"}
     assert PYPROJECT["project"]["optional-dependencies"]["all"] == \
-        ["dataaudit[guard,images,tokenizers,ray,datasketch,secrets]"]
+        ["dataaudit[guard,images,tokenizers,ray,datasketch,secrets,language]"]
     assert PYPROJECT["project"]["license"] == "Apache-2.0"   # SPDX string: no setuptools deprecation banner
