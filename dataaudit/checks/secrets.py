@@ -197,7 +197,7 @@ def mask_spans_secrets(text: str, **params) -> list[tuple[int, int]]:
 
 
 @register(
-    "secrets", target="text", severity="error", params={"min_entropy": 3.0}, needs="detect_secrets",
+    "secrets", target="text", severity="warning", params={"min_entropy": 3.0}, needs="detect_secrets",
     locate=locate_secret, masks=mask_spans_secrets,
     detail="{value:.0f} secrets (keys, tokens, passwords)",
     description="Credentials, by detect-secrets' detectors: AWS keys, private keys (PEM blocks), JSON web tokens, "

@@ -225,8 +225,11 @@ def test_audit_never_prints_a_planted_secret_or_personal_data(tmp_path):
     shard = tmp_path / "data" / "rows.jsonl"
     shard.parent.mkdir()
     shard.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    res = CliRunner().invoke(main, ["audit", str(shard), "--out", str(tmp_path / "out"), "--engine", "local"])
-    assert res.exit_code == 1, res.output           # secrets is an error
+    config = tmp_path / "audit.toml"
+    config.write_text('[checks.secrets]\nseverity = "error"\n')
+    res = CliRunner().invoke(main, ["audit", str(shard), "--out", str(tmp_path / "out"), "--engine", "local",
+                                    "--config", str(config)])
+    assert res.exit_code == 1, res.output           # secrets raised to an error
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["checks"]["secrets"]["flagged"] == 2 and report["checks"]["pii"]["flagged"] == 1
     flags = pq.read_table(tmp_path / "out" / "flags.parquet").to_pylist()
