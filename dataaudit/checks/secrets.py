@@ -16,6 +16,7 @@ audit masks every span in the report's snippets.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from functools import cache
@@ -142,9 +143,28 @@ def _spans(kind: str, plugin, line: str, min_entropy: float) -> list[tuple[int, 
     return out
 
 
-def _line_findings(line: str, offset: int, min_entropy: float) -> list[Finding]:
+# A text that is one short JSON object alone is a tool's call or result in a conversation: `{"password": "aB3#..."}`
+# from a password generator (2% of glaive's tool-call records) is what the tool made, not a leaked credential. The
+# key/value rule reads configs and code; the key and token detectors still read these.
+TOOL_OBJECT_CHARS = 1000
+
+
+def _tool_object(text: str) -> bool:
+    """Whether `text` is one JSON object of under TOOL_OBJECT_CHARS characters and nothing else."""
+    s = text.strip()
+    if len(s) >= TOOL_OBJECT_CHARS or not (s.startswith("{") and s.endswith("}")):
+        return False
+    try:
+        return isinstance(json.loads(s), dict)
+    except ValueError:
+        return False
+
+
+def _line_findings(line: str, offset: int, min_entropy: float, keywords: bool = True) -> list[Finding]:
     found: list[Finding] = []
     for kind, plugin, keep in _detectors():
+        if not keywords and kind == "secret in key/value context":
+            continue
         for at, stop, v in _spans(kind, plugin, line, min_entropy):
             start, end = offset + at, offset + stop
             if any(f.start < end and start < f.end for f in found):
@@ -165,6 +185,7 @@ def find_secrets(text: str, min_entropy: float = 3.0, first: bool = False, **par
     whole PEM block (header to END line). One regex scan finds the candidate lines; only those are analysed."""
     found: list[Finding] = []
     done = -1
+    keywords = not _tool_object(text)
     for m in _PY_PREFILTER.finditer(text):
         if m.start() < done:
             continue
@@ -172,7 +193,7 @@ def find_secrets(text: str, min_entropy: float = 3.0, first: bool = False, **par
         end = text.find("\n", m.end())
         end = len(text) if end < 0 else end + 1
         done = end
-        found += _line_findings(text[start:end], start, min_entropy)
+        found += _line_findings(text[start:end], start, min_entropy, keywords)
         if first and found:
             break
     out = []
@@ -204,7 +225,8 @@ def mask_spans_secrets(text: str, **params) -> list[tuple[int, int]]:
                 "GitHub, Slack and Stripe tokens, and values in a key/value context (`password = \"...\"`, "
                 "`api_key: ...`) that pass its heuristic filters and look random (Shannon entropy >= min_entropy "
                 "bits per character, 8+ characters, no placeholder word; a quoted value that starts with a symbol, "
-                "which its pattern skips, counts too). Needs the `secrets` extra. The detail "
+                "which its pattern skips, counts too; not in a text that is one short JSON object alone: a tool's "
+                "call or result, such as a password generator's output). Needs the `secrets` extra. The detail "
                 "names the kind and masks the value; the report masks it in snippets. value = number of secrets.",
 )
 def secrets(arr, min_entropy: float = 3.0, **params) -> CheckOutput:

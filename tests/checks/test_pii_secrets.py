@@ -132,7 +132,7 @@ SECRET_POSITIVES = [
     ('    password = "Xk9#mP2$vL8qR4"', "Xk9#mP2$vL8qR4",
      "secret in key/value context: password = ************** (14 chars)"),
     ("api_key: q8Zt3Lw9Xv2Rk7Pm", "q8Zt3Lw9Xv2Rk7Pm", "secret in key/value context: api_key = **************** (16 chars)"),
-    ('{"client_secret": "?@q6BfrhnuII#X"}', "?@q6BfrhnuII#X",
+    ('creds = {"client_secret": "?@q6BfrhnuII#X"}', "?@q6BfrhnuII#X",
      "secret in key/value context: client_secret = ************** (14 chars)"),
 ]
 
@@ -248,3 +248,12 @@ def test_audit_never_prints_a_planted_secret_or_personal_data(tmp_path):
     assert all("*" * 16 in e["snippet"] for e in secret_examples)
     (cc,) = report["examples"]["control_chars"]
     assert "*" * len(card) in cc["snippet"]
+
+
+@needs_ds
+def test_a_tool_result_alone_is_not_a_key_value_secret():
+    """A password generator's output as a tool result (glaive's tool-call data) is what the tool made; the same
+    value in a config line is flagged, and a key inside a tool object still is."""
+    out = run("secrets", ['{"password": "aB3#fG6&kL9@"}', 'db_password = "aB3#fG6&kL9@"',
+                          f'{{"result": "ok", "key": "{AWS}"}}'])
+    assert out.flagged.tolist() == [False, True, True]
