@@ -178,7 +178,7 @@ def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
     for name, spec in REGISTRY.items():
         params = dict(spec.params)
         params.update((param, data[key]) for key, param in spec.data.items() if key in data)
-        checks[name] = CheckSettings(True, spec.severity, params)
+        checks[name] = CheckSettings(spec.default_enabled, spec.severity, params)
     for name, table in overrides.items():
         if name not in REGISTRY:
             raise _fail(source, f"unknown check [checks.{name}] (known: {', '.join(sorted(REGISTRY))})")

@@ -178,6 +178,9 @@ class CheckSpec:
     # first thing the check flagged is, for the report's highlighted span. Run by the audit on the few examples
     # it keeps per check only (plain Python, never over a batch); None: the check has no place (empty text).
     locate: Callable[..., tuple[int, int] | None] | None = None
+    # False: the check runs only when a profile (`--profile`) or the config's [checks.NAME] enabled = true turns it
+    # on (the pretraining quality rules: made for web documents, not chat or instruction data).
+    default_enabled: bool = True
 
     @property
     def target(self) -> str:
@@ -210,13 +213,14 @@ def register(name: str, *, target: str | tuple[str, ...] | Mapping[str, Mapping[
              guard_all_targets: bool = False,
              explain: Callable[..., FieldDetail] | None = None, split_turns: bool = False,
              target_required: Mapping[str, tuple] | None = None,
-             locate: Callable[..., tuple[int, int] | None] | None = None):
+             locate: Callable[..., tuple[int, int] | None] | None = None, enabled: bool = True):
     """Decorator: add a check function to the registry under a stable name.
 
     target: a kind, a tuple of kinds, or {kind: the params fixed on it}; the check runs on each, in that order.
     turns: for a text check, "assistant" or "other" restricts it to those conversation turns (one function can
     be registered twice, once per side, with different severities). target_required: {kind: params} a target
-    needs beyond `required`. locate: where in a flagged text the finding is (CheckSpec.locate)."""
+    needs beyond `required`. locate: where in a flagged text the finding is (CheckSpec.locate). enabled: False for a
+    check that is off unless a profile or the config turns it on (CheckSpec.default_enabled)."""
     assert severity in SEVERITIES, severity
     assert turns in TURNS, turns
     kinds = {target: {}} if isinstance(target, str) else target if isinstance(target, Mapping) else \
@@ -233,7 +237,8 @@ def register(name: str, *, target: str | tuple[str, ...] | Mapping[str, Mapping[
             raise ValueError(f"stateful check {name!r} would overwrite the report's own {name!r}")
         REGISTRY[name] = CheckSpec(name, targets, severity, dict(params or {}), fn, detail, description,
                                    tuple(required), dict(data or {}), resolve_data, state, guard_default,
-                                   guard_rank, turns, guard_all_targets, explain, split_turns, locate)
+                                   guard_rank, turns, guard_all_targets, explain, split_turns, locate,
+                                   default_enabled=enabled)
         return fn
 
     return wrap
