@@ -35,6 +35,11 @@ def _target_reason(spec: CheckSpec, target: Target, params: Mapping, has_target:
     return "not configured: " + ", ".join(missing) if missing else None
 
 
+def _explicit(config) -> set[str]:
+    """The checks whose `enabled` the config's own file set (kept by build_config)."""
+    return getattr(config, "explicit_enabled", set())
+
+
 def skip_reason(name: str, config, has_target: Mapping[str, bool], where: str,
                 targets: Sequence[Target] | None = None) -> str | None:
     """Why check `name` cannot run on data that has the targets in `has_target` (None: it can run).
@@ -44,6 +49,9 @@ def skip_reason(name: str, config, has_target: Mapping[str, bool], where: str,
     `where` names the data in the message ("this shard", "the batch")."""
     spec, settings = REGISTRY[name], config.check(name)
     if not settings.enabled:
+        if not spec.default_enabled and getattr(config, "profile", None) == "sft" and \
+                name not in _explicit(config):
+            return "off by default; --profile pretrain enables it"
         return "disabled in config"
     targets = targets or spec.targets
     reasons = [_target_reason(spec, t, settings.params, has_target, where) for t in targets]
