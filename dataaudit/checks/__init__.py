@@ -2,10 +2,10 @@
 from dataaudit.checks.base import (REGISTRY, SEVERITIES, CheckOutput, CheckSpec, SettingError, ShardState, Target,
                                    TextAndTokens, register)
 # Import order is report order: numeric, image tensors, labels and tokens, trained tokens, missing values, text,
-# the pretraining quality rules (off by default), conversations, JSON, tool calls and reasoning, record ids, images and their pairing, pairs, truncation, reader
+# special tokens, the pretraining quality rules (off by default), conversations, JSON, tool calls and reasoning, record ids, images and their pairing, pairs, truncation, reader
 # findings.
 from dataaudit.checks import (numeric, image_tensor, tokens, trained_tokens, missing, text,  # noqa: F401,E402
-                              quality_gopher, quality_c4, quality_fineweb, quality_basic, special_tokens,
+                              special_tokens, quality_gopher, quality_c4, quality_fineweb, quality_basic,
                               conversation, json_text, tool_calls, reasoning, record_ids, image, drift, pairs,
                               pair_dataset, rankings, truncation, reader)  # (registration side effects)
 
