@@ -72,6 +72,8 @@ class AuditConfig:
     checks: dict[str, CheckSettings] = field(default_factory=dict)
     source: str = "<defaults>"
     read: str = READ_MODES[0]   # one of READ_MODES (set by `--read`, not by the TOML file)
+    profile: str = "sft"        # the profile (dataaudit.profiles) applied under the [checks.*] tables
+    explicit_enabled: set[str] = field(default_factory=set)   # checks whose `enabled` the file's [checks.*] sets
 
     def check(self, name: str) -> CheckSettings:
         return self.checks[name]
@@ -90,6 +92,7 @@ class AuditConfig:
             "checks": {n: {"enabled": c.enabled, "severity": c.severity, "params": c.params}
                        for n, c in sorted(self.checks.items())},
             "read": self.read,
+            "profile": self.profile,
         }
 
 
@@ -116,13 +119,24 @@ def _tokenizer_vocab_size(source: str, path: Path) -> int:
         raise _fail(source, f"[data] tokenizer {path} cannot be loaded: {' '.join(str(exc).split())}") from None
 
 
-def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
-    """Validate a parsed TOML document and resolve every check's parameters."""
+def build_config(raw: dict[str, Any], source: str = "<config>", profile: str | None = None) -> AuditConfig:
+    """Validate a parsed TOML document and resolve every check's parameters. `profile`: the profile named on the
+    command line (it wins over the document's top-level `profile` key); its check settings apply under the
+    document's [checks.*] tables."""
     from dataaudit.checks import REGISTRY, SEVERITIES, SettingError   # the checks load only when a config is built
+    from dataaudit.profiles import DEFAULT, PROFILES, profile_settings
 
     for section in raw:
+        if section == "profile":
+            continue
         if section not in ("fields", "data", "checks"):
             raise _fail(source, f"unknown section [{section}] (allowed: fields, data, checks)")
+    if profile is None:
+        profile = raw.get("profile", DEFAULT)
+        if not isinstance(profile, str) or profile not in PROFILES:
+            raise _fail(source, f"unknown profile {profile!r} (known: {', '.join(PROFILES)})")
+    elif profile not in PROFILES:
+        raise ConfigError(f"--profile: unknown profile {profile!r} (known: {', '.join(PROFILES)})")
     fields = dict(raw.get("fields", {}))
     data = dict(raw.get("data", {}))
     _expect_keys(source, "fields", fields, FIELD_KEYS)
@@ -175,11 +189,19 @@ def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
                 raise _fail(source, str(exc)) from None
 
     overrides = raw.get("checks", {})
+    if not isinstance(overrides, dict):
+        raise _fail(source, "[checks] must be a table of [checks.NAME] tables")
+    explicit = {name for name, table in overrides.items() if isinstance(table, dict) and "enabled" in table}
+    # the profile's settings first, the config's own tables over them (a key the config sets wins)
+    merged: dict[str, Any] = profile_settings(profile)
+    for name, table in overrides.items():
+        merged[name] = {**merged.get(name, {}), **table} if isinstance(table, dict) else table
+    overrides = merged
     checks: dict[str, CheckSettings] = {}
     for name, spec in REGISTRY.items():
         params = dict(spec.params)
         params.update((param, data[key]) for key, param in spec.data.items() if key in data)
-        checks[name] = CheckSettings(True, spec.severity, params)
+        checks[name] = CheckSettings(spec.default_enabled, spec.severity, params)
     for name, table in overrides.items():
         if name not in REGISTRY:
             raise _fail(source, f"unknown check [checks.{name}] (known: {', '.join(sorted(REGISTRY))})")
@@ -204,7 +226,8 @@ def build_config(raw: dict[str, Any], source: str = "<config>") -> AuditConfig:
         lo, hi = settings.params.get("min"), settings.params.get("max")
         if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and lo > hi:
             raise _fail(source, f"[checks.{name}] min ({lo!r}) must not be above max ({hi!r})")
-    return AuditConfig(fields=fields, data=data, checks=checks, source=source)
+    return AuditConfig(fields=fields, data=data, checks=checks, source=source, profile=profile,
+                       explicit_enabled=explicit)
 
 
 def _kind_of(value: Any) -> str:
@@ -304,9 +327,10 @@ def _typed_param(source: str, check: str, key: str, default: Any, value: Any) ->
     return value
 
 
-def load_config(path: str | Path | None, data: dict[str, Any] | None = None) -> AuditConfig:
+def load_config(path: str | Path | None, data: dict[str, Any] | None = None,
+                profile: str | None = None) -> AuditConfig:
     """Read a TOML config; None gives the defaults. `data`: [data] values given on the command line (they win;
-    relative paths in them are the caller's to resolve)."""
+    relative paths in them are the caller's to resolve). `profile`: `--profile` (wins over the file's)."""
     if path is None:
         raw, source = {}, "<defaults>"
     else:
@@ -315,4 +339,4 @@ def load_config(path: str | Path | None, data: dict[str, Any] | None = None) -> 
         source = str(path)
     if data:
         raw = {**raw, "data": {**raw.get("data", {}), **data}}
-    return build_config(raw, source)
+    return build_config(raw, source, profile)

@@ -101,6 +101,8 @@ def _facts(spec) -> list[str]:
     """The check's facts as list items: where it runs, its parameters with their defaults (and the `[data]` keys
     that fill them), what must be set before it runs, the parameters a target fixes."""
     first = f"**Runs on** {_runs_on(spec)}. **Severity** {spec.severity}."
+    if not spec.default_enabled:
+        first += " **Off by default**: `--profile pretrain` or `[checks.NAME] enabled = true` turns it on."
     if spec.guard_default is not None:
         first += " *Guard default.*"
     items = [first]
@@ -152,7 +154,8 @@ def render() -> str:
     ]
     body = []
     for name, spec in REGISTRY.items():
-        head.append(f"| [`{name}`](#{name}) | {_runs_on(spec)} | {spec.severity} |")
+        off = "" if spec.default_enabled else " (off by default)"
+        head.append(f"| [`{name}`](#{name}) | {_runs_on(spec)} | {spec.severity}{off} |")
         body += ["", f"## `{name}` {{#{name}}}", ""]
         body += _facts(spec)
         body.append("")

@@ -186,6 +186,9 @@ class CheckSpec:
     # An optional module the check imports (its extra, dataaudit.extras.EXTRAS): without it the check is skipped,
     # its reason naming the extra to install.
     needs: str | None = None
+    # False: the check runs only when a profile (`--profile`) or the config's [checks.NAME] enabled = true turns it
+    # on (the pretraining quality rules: made for web documents, not chat or instruction data).
+    default_enabled: bool = True
 
     @property
     def target(self) -> str:
@@ -219,14 +222,16 @@ def register(name: str, *, target: str | tuple[str, ...] | Mapping[str, Mapping[
              explain: Callable[..., FieldDetail] | None = None, split_turns: bool = False,
              target_required: Mapping[str, tuple] | None = None,
              locate: Callable[..., tuple[int, int] | None] | None = None,
-             masks: bool | Callable[..., list[tuple[int, int]]] = False, needs: str | None = None):
+             masks: bool | Callable[..., list[tuple[int, int]]] = False, needs: str | None = None,
+             enabled: bool = True):
     """Decorator: add a check function to the registry under a stable name.
 
     target: a kind, a tuple of kinds, or {kind: the params fixed on it}; the check runs on each, in that order.
     turns: for a text check, "assistant" or "other" restricts it to those conversation turns (one function can
     be registered twice, once per side, with different severities). target_required: {kind: params} a target
     needs beyond `required`. locate: where in a flagged text the finding is (CheckSpec.locate). masks: what the
-    report must mask in snippets (CheckSpec.masks). needs: the optional package it imports (CheckSpec.needs)."""
+    report must mask in snippets (CheckSpec.masks). needs: the optional package it imports (CheckSpec.needs).
+    enabled: False for a check that is off unless a profile or the config turns it on (CheckSpec.default_enabled)."""
     assert severity in SEVERITIES, severity
     assert turns in TURNS, turns
     kinds = {target: {}} if isinstance(target, str) else target if isinstance(target, Mapping) else \
@@ -245,7 +250,7 @@ def register(name: str, *, target: str | tuple[str, ...] | Mapping[str, Mapping[
         REGISTRY[name] = CheckSpec(name, targets, severity, dict(params or {}), fn, detail, description,
                                    tuple(required), dict(data or {}), resolve_data, state, guard_default,
                                    guard_rank, turns, guard_all_targets, explain, split_turns, locate,
-                                   masks, needs)
+                                   masks, needs, default_enabled=enabled)
         return fn
 
     return wrap

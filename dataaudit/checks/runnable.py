@@ -41,6 +41,11 @@ def needs_message(module: str) -> str:
     return f"needs {PACKAGES.get(module, module)}, which is not installed: {install_hint(module)}"
 
 
+def _explicit(config) -> set[str]:
+    """The checks whose `enabled` the config's own file set (kept by build_config)."""
+    return getattr(config, "explicit_enabled", set())
+
+
 def skip_reason(name: str, config, has_target: Mapping[str, bool], where: str,
                 targets: Sequence[Target] | None = None) -> str | None:
     """Why check `name` cannot run on data that has the targets in `has_target` (None: it can run).
@@ -50,6 +55,9 @@ def skip_reason(name: str, config, has_target: Mapping[str, bool], where: str,
     `where` names the data in the message ("this shard", "the batch")."""
     spec, settings = REGISTRY[name], config.check(name)
     if not settings.enabled:
+        if not spec.default_enabled and getattr(config, "profile", None) == "sft" and \
+                name not in _explicit(config):
+            return "off by default; --profile pretrain enables it"
         return "disabled in config"
     if spec.needs is not None and not available(spec.needs):
         return needs_message(spec.needs)

@@ -95,9 +95,15 @@ def _skipped_by_reason(checks: dict) -> dict[str, list[str]]:
 @click.option("--dataset-info", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="LLaMA-Factory's dataset_info.json: its formatting, ranking, columns and tags decide the "
                    "preference/KTO layout of the shards it lists (default: the one beside each shard, if any).")
+@click.option("--profile", "profile", default=None, metavar="NAME",
+              help="A named set of check settings for a kind of data (dataaudit/profiles.py): sft (the default: "
+                   "instruction and chat data) or pretrain (also the Gopher, C4 and FineWeb quality rules, "
+                   "doc_length and char_class_ratio). Wins over the config's `profile`; the config's [checks.*] "
+                   "tables win over it.")
 @text_records_option("the config's [data] text_records, else line")
 @engine_options("one task per shard", local_workers=True)
-def audit(shards, out, config_path, tokenizer, context_length, strict, read, dataset_info, text_records, options):
+def audit(shards, out, config_path, tokenizer, context_length, strict, read, dataset_info, profile, text_records,
+          options):
     """Scan SHARD_OR_GLOB... (Parquet, WebDataset .tar/.tar.gz, JSONL, JSON, CSV/TSV, plain text) and report every
     bad sample."""
     from rich.console import Console
@@ -108,7 +114,7 @@ def audit(shards, out, config_path, tokenizer, context_length, strict, read, dat
     if dataset_info:
         from dataaudit.dataset_info import load
         load(str(dataset_info.resolve()))     # a bad registry is a usage error now, not a failed shard later
-    config = load_config(config_path, {k: v for k, v in given.items() if v is not None})
+    config = load_config(config_path, {k: v for k, v in given.items() if v is not None}, profile)
     require_fields(paths, FieldSpec.from_config(config.fields, config.data), f"{config.source}: [fields]")
     make_out_dir(out)
 

@@ -1,0 +1,69 @@
+"""Helpers of the pretraining quality rules (quality_gopher, quality_c4, quality_fineweb, quality_basic): Python's
+line splits over a whole batch, and the first rule that fires per document."""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dataaudit.textops.spacy_en import LINE_BREAK_RE
+
+from .text_common import as_string_array, flatten_lists, to_bool, to_int64
+
+
+def texts(arr) -> pa.Array:
+    """The batch as a string array, null -> "" (a null document has no words, as an empty one)."""
+    return pc.fill_null(as_string_array(arr), "")
+
+
+def splitlines(arr: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """Every text's `str.splitlines()`: (lines, parent text, lines per text). Python splits at \\n, \\r, \\r\\n,
+    \\v, \\f, \\x1c-\\x1e, \\x85, U+2028, U+2029 and gives no line after a final break (none for "")."""
+    values, parent, counts = flatten_lists(pc.split_pattern_regex(arr, pattern=LINE_BREAK_RE))
+    if len(values):
+        last = np.cumsum(counts) - 1
+        last = last[counts > 0]
+        empty_last = last[to_int64(pc.binary_length(values.take(pa.array(last)))) == 0]
+        if empty_last.size:
+            keep = np.ones(len(values), dtype=bool)
+            keep[empty_last] = False
+            values = values.filter(pa.array(keep))
+            parent = parent[keep]
+            counts = np.bincount(parent, minlength=len(counts)).astype(np.int64)
+    return values, parent, counts
+
+
+def per_text(parent: np.ndarray, mask: np.ndarray, n: int, weights=None) -> np.ndarray:
+    """How many of each text's items `mask` holds (or the sum of `weights` over them)."""
+    w = mask.astype(np.float64) if weights is None else np.where(mask, weights, 0).astype(np.float64)
+    return np.bincount(parent, weights=w, minlength=n)
+
+
+def match(arr: pa.Array, pattern: str) -> np.ndarray:
+    return to_bool(pc.match_substring_regex(arr, pattern=pattern))
+
+
+def count(arr: pa.Array, literal: str) -> np.ndarray:
+    return to_int64(pc.count_substring(arr, pattern=literal))
+
+
+def ratio(num, den) -> np.ndarray:
+    """num / den in float64 as Python divides (x / 0: inf, or nan for 0 / 0; datatrove would raise there)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(num, dtype=np.float64) / np.asarray(den, dtype=np.float64)
+
+
+def first_rule(fired: list[np.ndarray], n: int) -> np.ndarray:
+    """Per text, the index of the first rule of `fired` (bool arrays, in the order the filter tests them) that
+    fires, -1 when none."""
+    which = np.full(n, -1, dtype=np.int64)
+    for k in range(len(fired) - 1, -1, -1):
+        which[fired[k]] = k
+    return which
+
+
+def num(x: float) -> str:
+    """A measured value for a detail string: an integer as one, else 2 decimals (more when needed to differ)."""
+    if float(x).is_integer():
+        return str(int(x))
+    return f"{x:.2f}" if abs(x) >= 0.01 else f"{x:.3g}"
