@@ -72,7 +72,8 @@ def test_report_contract_fields(demo_run):
     assert report["lengths"]["input_ids"]["context_length"] == 64
     assert report["lengths"]["input_ids"]["over_context"] == 3
     schema = pq.read_schema(out / "flags.parquet")
-    assert schema.names == ["shard", "key", "row", "line", "field", "role", "check", "severity", "value", "detail"]
+    assert schema.names == ["shard", "key", "row", "line", "field", "role", "check", "severity", "value", "detail",
+                            "start", "end"]
 
 
 def test_html_is_self_contained_and_escaped(demo_run):
