@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import base64
 import gzip
-import io
 import json
 import random
 import string

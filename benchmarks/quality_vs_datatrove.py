@@ -36,7 +36,6 @@ import random  # noqa: E402
 import time  # noqa: E402
 from concurrent.futures import ProcessPoolExecutor  # noqa: E402
 
-import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
 CHECKS = ("gopher_quality", "c4_quality", "fineweb_quality")

@@ -286,6 +286,24 @@ def candidates(arr: pa.Array, pattern: str) -> np.ndarray:
     return np.flatnonzero(to_bool(pc.fill_null(pc.match_substring_regex(arr, pattern=pattern), False)))
 
 
+def found_values(arr, prefilter: str, find) -> CheckOutput:
+    """A masking check's output: the texts the RE2 `prefilter` keeps (one vectorized pass) are read by `find` (text
+    -> [Finding]) in Python; value = the number of values found, detail = `summarize` of them. pii and secrets."""
+    arr = as_string_array(arr)
+    n = len(arr)
+    count = np.zeros(n, np.int64)
+    detail = None
+    rows = candidates(arr, prefilter)
+    if rows.size:
+        detail = np.full(n, None, dtype=object)
+        for i, s in zip(rows, rows_as_str(arr, rows)):
+            found = find(s)
+            if found:
+                count[i] = len(found)
+                detail[i] = summarize(found)
+    return CheckOutput(flagged=count > 0, value=count.astype(np.float64), detail=detail)
+
+
 @register(
     "pii", target="text", severity="warning", params={}, locate=locate_pii, masks=mask_spans_pii,
     detail="{value:.0f} personal data values (emails, phones, IP addresses, card numbers)",
@@ -297,19 +315,7 @@ def candidates(arr: pa.Array, pattern: str) -> np.ndarray:
                 "values found.",
 )
 def pii(arr, **params) -> CheckOutput:
-    arr = as_string_array(arr)
-    n = len(arr)
-    count = np.zeros(n, np.int64)
-    detail = None
-    rows = candidates(arr, _PREFILTER)
-    if rows.size:
-        detail = np.full(n, None, dtype=object)
-        for i, s in zip(rows, rows_as_str(arr, rows)):
-            found = find_pii(s)
-            if found:
-                count[i] = len(found)
-                detail[i] = summarize(found)
-    return CheckOutput(flagged=count > 0, value=count.astype(np.float64), detail=detail)
+    return found_values(arr, _PREFILTER, find_pii)
 
 
 __all__ = ["pii", "find_pii", "Finding", "luhn", "card_brand", "mask_email"]

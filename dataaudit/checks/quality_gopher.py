@@ -15,7 +15,6 @@ The rules, in datatrove's order (the first that fires is the flag's reason; a th
 from __future__ import annotations
 
 import numpy as np
-import pyarrow.compute as pc
 
 from dataaudit.textops import spacy_en
 

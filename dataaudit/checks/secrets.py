@@ -21,11 +21,9 @@ import math
 import re
 from functools import cache
 
-import numpy as np
 
 from .base import CheckOutput, register
-from .pii import Finding, candidates
-from .text_common import as_string_array, rows_as_str
+from .pii import Finding, found_values
 
 # detect-secrets' keyword list (plugins/keyword.py DENYLIST), for the prefilter
 _KEYWORDS = (r"api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|private_?key|"
@@ -230,23 +228,7 @@ def mask_spans_secrets(text: str, **params) -> list[tuple[int, int]]:
                 "names the kind and masks the value; the report masks it in snippets. value = number of secrets.",
 )
 def secrets(arr, min_entropy: float = 3.0, **params) -> CheckOutput:
-    arr = as_string_array(arr)
-    n = len(arr)
-    count = np.zeros(n, np.int64)
-    detail = None
-    rows = candidates(arr, _PREFILTER)
-    if rows.size:
-        detail = np.full(n, None, dtype=object)
-        for i, s in zip(rows, rows_as_str(arr, rows)):
-            found = find_secrets(s, min_entropy)
-            if found:
-                count[i] = len(found)
-                kinds: dict[str, int] = {}
-                for f in found[1:]:
-                    kinds[f.kind] = kinds.get(f.kind, 0) + 1
-                more = " (+" + ", ".join(f"{k} {kind}" for kind, k in kinds.items()) + ")" if kinds else ""
-                detail[i] = found[0].masked + more
-    return CheckOutput(flagged=count > 0, value=count.astype(np.float64), detail=detail)
+    return found_values(arr, _PREFILTER, lambda text: find_secrets(text, min_entropy))
 
 
 __all__ = ["secrets", "find_secrets", "entropy"]

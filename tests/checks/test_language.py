@@ -16,7 +16,7 @@ from dataaudit.checks.language_id import identify, script_pass
 from dataaudit.cli import main
 from dataaudit.config import ConfigError, build_config
 from dataaudit.extras import available
-from tests.checks.chat_shards import audit, msg, rows_of, write
+from tests.checks.chat_shards import audit, msg, write
 
 needs_model = pytest.mark.skipif(not available("pycld2"),
                                  reason="pycld2 is not installed: pip install 'dataaudit[language]'")

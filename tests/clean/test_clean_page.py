@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 from dataaudit.report.pages import write_clean_html
 from tests.builders import HOSTILE_HTML, make_tar
