@@ -8,7 +8,7 @@ import pyarrow.compute as pc
 from dataaudit.textops import codepoints, spacy_en
 
 from .base import CheckOutput, register
-from .quality_common import texts
+from .quality_common import first_bound, texts
 from .text_common import beyond, char_lengths, safe_ratio, to_int64
 
 LENGTH_PARAMS = {"min_chars": 0, "max_chars": 0, "min_words": 50, "max_words": 100000}
@@ -27,20 +27,10 @@ def doc_length(arr, min_chars: int = 0, max_chars: int = 0, min_words: int = 50,
     n = len(arr)
     chars = char_lengths(arr)
     words = to_int64(pc.count_substring_regex(arr, pattern="[^" + spacy_en.SPACE_CLASS + "]+"))
-    tests = [("characters", chars, "<", min_chars), ("characters", chars, ">", max_chars),
-             ("words", words, "<", min_words), ("words", words, ">", max_words)]
-    flagged = np.zeros(n, dtype=bool)
-    detail = None
-    for what, v, op, limit in tests:
-        if not limit:
-            continue
-        hit = (v < limit if op == "<" else v > limit) & ~flagged
-        rows = np.flatnonzero(hit)
-        if rows.size:
-            detail = np.full(n, None, dtype=object) if detail is None else detail
-            for i in rows:
-                detail[i] = f"doc_length: {v[i]} {what} {op} {limit}"
-            flagged |= hit
+    tests = [(v, op, limit, lambda i, v=v, what=what, op=op, limit=limit: f"doc_length: {v[i]} {what} {op} {limit}")
+             for what, v, op, limit in (("characters", chars, "<", min_chars), ("characters", chars, ">", max_chars),
+                                        ("words", words, "<", min_words), ("words", words, ">", max_words))]
+    flagged, detail = first_bound(tests, n)
     return CheckOutput(flagged=flagged, value=words.astype(np.float64), detail=detail)
 
 
@@ -73,20 +63,11 @@ def char_class_ratio(arr, min_letter_ratio: float = 0.4, max_digit_ratio: float 
         shares[name] = safe_ratio(c, length)
     tests = [("letter", "<", min_letter_ratio), ("digit", ">", max_digit_ratio),
              ("whitespace", ">", max_whitespace_ratio), ("punctuation", ">", max_punctuation_ratio)]
-    long_enough = length >= min_chars
-    flagged = np.zeros(n, dtype=bool)
-    detail = None
-    for name, op, limit in tests:
-        if not limit:
-            continue
-        v = shares[name]
-        hit = (v < limit if op == "<" else v > limit) & long_enough & ~flagged
-        rows = np.flatnonzero(hit)
-        if rows.size:
-            detail = np.full(n, None, dtype=object) if detail is None else detail
-            for i in rows:
-                detail[i] = f"char_class_ratio: {name} share {beyond(v[i], limit)} {op} {limit:g}"
-            flagged |= hit
+    bounds = [(shares[name], op, limit,
+               lambda i, name=name, op=op, limit=limit:
+               f"char_class_ratio: {name} share {beyond(shares[name][i], limit)} {op} {limit:g}")
+              for name, op, limit in tests]
+    flagged, detail = first_bound(bounds, n, eligible=length >= min_chars)
     return CheckOutput(flagged=flagged, value=shares["letter"], detail=detail)
 
 

@@ -8,6 +8,7 @@ import pyarrow.compute as pc
 
 from dataaudit.textops.spacy_en import LINE_BREAK_RE
 
+from .base import CheckOutput
 from .text_common import as_string_array, flatten_lists, to_bool, to_int64
 
 
@@ -60,6 +61,42 @@ def first_rule(fired: list[np.ndarray], n: int) -> np.ndarray:
     for k in range(len(fired) - 1, -1, -1):
         which[fired[k]] = k
     return which
+
+
+def rule_output(which: np.ndarray, measured: list, describe) -> CheckOutput:
+    """A quality check's output from the first rule each text breaks (`which`, -1: none): value = that rule's
+    measured value (0 when none), detail = describe(rule, value) for the flagged texts."""
+    n = len(which)
+    flagged = which >= 0
+    value = np.zeros(n, dtype=np.float64)
+    detail = None
+    rows = np.flatnonzero(flagged)
+    if rows.size:
+        detail = np.full(n, None, dtype=object)
+        for i in rows:
+            value[i] = measured[which[i]][i]
+            detail[i] = describe(int(which[i]), value[i])
+    return CheckOutput(flagged=flagged, value=value, detail=detail)
+
+
+def first_bound(tests: list, n: int, eligible: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """(flagged, detail) of bounds tested in order, a text flagged by the first it breaks: tests = [(values, op
+    "<" or ">", limit (0: off), describe(i) -> the detail of text i)]; `eligible`: the texts judged at all."""
+    flagged = np.zeros(n, dtype=bool)
+    detail = None
+    for v, op, limit, describe in tests:
+        if not limit:
+            continue
+        hit = (v < limit if op == "<" else v > limit) & ~flagged
+        if eligible is not None:
+            hit &= eligible
+        rows = np.flatnonzero(hit)
+        if rows.size:
+            detail = np.full(n, None, dtype=object) if detail is None else detail
+            for i in rows:
+                detail[i] = describe(i)
+            flagged |= hit
+    return flagged, detail
 
 
 def num(x: float) -> str:

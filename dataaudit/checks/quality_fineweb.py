@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from dataaudit.textops import spacy_en
 
 from .base import CheckOutput, register
-from .quality_common import count, first_rule, per_text, ratio, texts
+from .quality_common import count, first_rule, per_text, ratio, rule_output, texts
 from .text_common import beyond, char_lengths, flatten_lists, to_bool, to_int64
 
 PARAMS = {"line_punct_thr": 0.12, "line_punct_exclude_zero": False, "short_line_thr": 0.67,
@@ -84,22 +84,14 @@ def fineweb_decide(arr, p: dict) -> tuple[np.ndarray, list[np.ndarray]]:
 def fineweb_quality(arr, **params) -> CheckOutput:
     p = {**PARAMS, **params}
     which, measured = fineweb_decide(arr, p)
-    n = len(which)
-    flagged = which >= 0
-    value = np.zeros(n, dtype=np.float64)
-    detail = None
-    rows = np.flatnonzero(flagged)
-    if rows.size:
-        detail = np.full(n, None, dtype=object)
-        for i in rows:
-            name, what, op, key = RULES[which[i]]
-            value[i] = measured[which[i]][i]
-            if key is None:
-                detail[i] = "fineweb: no non-blank line (empty)"
-            else:
-                limit = p[key]
-                detail[i] = f"fineweb: {what} {beyond(value[i], limit)} {op} {limit:g} ({name})"
-    return CheckOutput(flagged=flagged, value=value, detail=detail)
+
+    def describe(rule: int, value: float) -> str:
+        name, what, op, key = RULES[rule]
+        if key is None:
+            return "fineweb: no non-blank line (empty)"
+        return f"fineweb: {what} {beyond(value, p[key])} {op} {p[key]:g} ({name})"
+
+    return rule_output(which, measured, describe)
 
 
 __all__ = ["fineweb_quality", "fineweb_decide", "RULES"]

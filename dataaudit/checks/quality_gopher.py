@@ -19,7 +19,7 @@ import numpy as np
 from dataaudit.textops import spacy_en
 
 from .base import CheckOutput, register
-from .quality_common import count, first_rule, match, per_text, ratio, splitlines, texts
+from .quality_common import count, first_rule, match, per_text, ratio, rule_output, splitlines, texts
 from .text_common import beyond
 
 STOP_WORDS = ["the", "be", "to", "of", "and", "that", "have", "with"]
@@ -89,17 +89,7 @@ def gopher_quality(arr, **params) -> CheckOutput:
         for (name, _, op, key), m in zip(RULES, measured):
             limit = p[key]
             fired.append(np.zeros(n, dtype=bool) if not limit else (m < limit if op == "<" else m > limit))
-    which = first_rule(fired, n)
-    flagged = which >= 0
-    value = np.zeros(n, dtype=np.float64)
-    detail = None
-    rows = np.flatnonzero(flagged)
-    if rows.size:
-        detail = np.full(n, None, dtype=object)
-        for i in rows:
-            value[i] = measured[which[i]][i]
-            detail[i] = detail_of(which[i], value[i], p)
-    return CheckOutput(flagged=flagged, value=value, detail=detail)
+    return rule_output(first_rule(fired, n), measured, lambda rule, value: detail_of(rule, value, p))
 
 
 __all__ = ["gopher_quality", "gopher_stats", "RULES", "STOP_WORDS"]
