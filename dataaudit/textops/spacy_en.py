@@ -35,6 +35,10 @@ import pyarrow.compute as pc
 from .arrow import as_string_array, flatten_lists, to_bool, to_int64
 
 DATA = Path(__file__).with_name("spacy_en.json")
+# Affixes are stripped one at a time, each strip copying the rest (as spaCy does): quadratic in a chunk's length. A
+# chunk without whitespace this long (a megabyte of "(((", hostile or garbage) is one token instead, so a document
+# holding one may be judged otherwise than by datatrove, which would take hours over it.
+MAX_CHUNK_CHARS = 4096
 
 # str.isspace(): the chunk boundaries of spaCy (and of str.split / str.strip). As an RE2 class body.
 SPACE_CPS = (0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x1F, 0x20, 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B),
@@ -142,6 +146,8 @@ class Tables:
         _attach_tokens."""
         if specials and chunk in self.rules:
             return list(self.rules[chunk])
+        if len(chunk) > MAX_CHUNK_CHARS:
+            return [chunk]
         s, prefixes, suffixes = self.split_affixes(chunk, specials)
         out = prefixes
         if s:

@@ -258,3 +258,15 @@ def test_parity_with_datatrove(monkeypatch):
         for i in np.flatnonzero(dropped):
             assert ours.detail[i].endswith(f"({theirs[i][1]})") or f"({theirs[i][1]});" in ours.detail[i], \
                 (name, i, theirs[i], ours.detail[i])
+
+
+def test_a_huge_unbroken_chunk_is_one_token_not_quadratic_time():
+    """Affixes are stripped one at a time (as spaCy does): a 300,000-character run of "(" would take minutes; past
+    MAX_CHUNK_CHARS a chunk is one token, and the rules still judge the document."""
+    from dataaudit.textops import spacy_en
+
+    chunk = "(" * 300_000
+    assert spacy_en.tables().split(chunk) == [chunk]
+    assert spacy_en.words("(a)") == ["(", "a", ")"]
+    out = run("gopher_quality", ["The quick brown fox jumps over the lazy dog. " * 20 + chunk + " end."])
+    assert out.detail.tolist() == ["gopher: distinct stop words 1 < 2 (gopher_enough_stop_words)"]
