@@ -41,6 +41,14 @@ _PREFILTER = "|".join([
 ])
 _PY_PREFILTER = re.compile(_PREFILTER.replace("(?i:", "(?i:"))
 
+
+
+def may_hold_secret(text: str) -> bool:
+    """Whether `text` holds anything the detectors below could find (the prefilter, a superset; no detect-secrets
+    needed): what another check quotes from such a text is masked."""
+    return _PY_PREFILTER.search(text) is not None
+
+
 _JWT_TAIL = re.compile(r"[A-Za-z0-9_.+/=-]*")
 _PEM = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----.*?(?:-----END [A-Z0-9 ]*-----|\Z)", re.S)
 _PUTTY = re.compile(r"PuTTY-User-Key-File-[0-9]:.*?(?:Private-MAC: [0-9a-f]+|\Z)", re.S)

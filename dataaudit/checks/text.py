@@ -319,8 +319,19 @@ def long_unbroken_run(arr, max_run: int = 100, url_max: int = 400, **params) -> 
         for r, j in zip(parent[best[keep]], best[keep]):
             run = max(pc.split_pattern_regex(lines[j:j + 1], pattern=_BREAK_RE)[0].as_py(), key=len)
             i = rows[r]
-            detail[i] = f"longest run without whitespace: {longest[i]} chars (max {max_run}): {clip(run, 48)}"
+            detail[i] = f"longest run without whitespace: {longest[i]} chars (max {max_run}): {_shown_run(run)}"
     return CheckOutput(flagged=flagged, value=longest.astype(np.float64), detail=detail)
+
+
+def _shown_run(run: str) -> str:
+    """The run as a detail quotes it: its first 48 characters, unless it holds what pii or secrets would mask (a
+    token, a key, an email): then only that it was masked (the detail goes to flags.parquet and the console)."""
+    from .pii import find_pii                    # here, not at the top: they register after the text checks
+    from .secrets import may_hold_secret
+
+    if may_hold_secret(run) or find_pii(run, first=True):
+        return "[masked: it holds a key, token or personal data]"
+    return clip(run, 48)
 
 
 # ---------------------------------------------------------------------------------------------- repetition

@@ -257,3 +257,13 @@ def test_a_tool_result_alone_is_not_a_key_value_secret():
     out = run("secrets", ['{"password": "aB3#fG6&kL9@"}', 'db_password = "aB3#fG6&kL9@"',
                           f'{{"result": "ok", "key": "{AWS}"}}'])
     assert out.flagged.tolist() == [False, True, True]
+
+
+def test_a_long_run_holding_a_token_is_not_quoted():
+    """long_unbroken_run quotes the start of the run it flags, unless the run holds what pii or secrets mask."""
+    jwt = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5"
+           "MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c")
+    out = run("long_unbroken_run", [f"token: {jwt}", "x" * 150])
+    assert out.detail.tolist() == [
+        "longest run without whitespace: 155 chars (max 100): [masked: it holds a key, token or personal data]",
+        "longest run without whitespace: 150 chars (max 100): " + "x" * 47 + "\u2026"]
