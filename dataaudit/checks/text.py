@@ -319,19 +319,20 @@ def long_unbroken_run(arr, max_run: int = 100, url_max: int = 400, **params) -> 
         for r, j in zip(parent[best[keep]], best[keep]):
             run = max(pc.split_pattern_regex(lines[j:j + 1], pattern=_BREAK_RE)[0].as_py(), key=len)
             i = rows[r]
-            detail[i] = f"longest run without whitespace: {longest[i]} chars (max {max_run}): {_shown_run(run)}"
+            detail[i] = f"longest run without whitespace: {longest[i]} chars (max {max_run}): {quoted(run)}"
     return CheckOutput(flagged=flagged, value=longest.astype(np.float64), detail=detail)
 
 
-def _shown_run(run: str) -> str:
-    """The run as a detail quotes it: its first 48 characters, unless it holds what pii or secrets would mask (a
-    token, a key, an email): then only that it was masked (the detail goes to flags.parquet and the console)."""
+def quoted(text: str, chars: int = 48) -> str:
+    """A piece of the data as a detail quotes it: its first `chars` characters, unless it holds what pii or secrets
+    would mask (a token, a key, an email): then only that it was masked (details go to flags.parquet, the console
+    and the page)."""
     from .pii import find_pii                    # here, not at the top: they register after the text checks
     from .secrets import may_hold_secret
 
-    if may_hold_secret(run) or find_pii(run, first=True):
+    if may_hold_secret(text) or find_pii(text, first=True):
         return "[masked: it holds a key, token or personal data]"
-    return clip(run, 48)
+    return clip(text, chars)
 
 
 # ---------------------------------------------------------------------------------------------- repetition
@@ -448,7 +449,7 @@ def _repetition(arr: pa.Array, p: dict, names: list[str], repeats: bool) -> Chec
                             f"{stats[k][i]:.0f} times in a row"
             elif k == "sentence_run":
                 detail[i] = (f"sentence_run={stats[k][i]:.0f} > {thresholds[k]:.0f}{more}: "
-                             f"'{clip(stats.repeated_text(i), 48)}'")
+                             f"'{quoted(stats.repeated_text(i))}'")
             else:
                 detail[i] = f"{k}={beyond(stats[k][i], thresholds[k])} > {thresholds[k]:g}{more}"
     return CheckOutput(flagged=flagged, value=np.asarray(value, dtype=np.float64), detail=detail)

@@ -267,3 +267,14 @@ def test_a_long_run_holding_a_token_is_not_quoted():
     assert out.detail.tolist() == [
         "longest run without whitespace: 155 chars (max 100): [masked: it holds a key, token or personal data]",
         "longest run without whitespace: 150 chars (max 100): " + "x" * 47 + "\u2026"]
+
+
+def test_a_looping_sentence_holding_personal_data_is_not_quoted():
+    from dataaudit.checks.text import _GOPHER
+
+    sentence_runs_only = {**dict.fromkeys(_GOPHER, 0), "max_word_repeats": 0}
+    spec = REGISTRY["repetition"]
+    out = spec.fn(pa.array(["Write to jane.roe@gmail.com now. " * 8, "Write to us now please. " * 8]),
+                  **{**spec.params, **sentence_runs_only})
+    assert out.detail.tolist() == ["sentence_run=8 > 5: '[masked: it holds a key, token or personal data]'",
+                                   "sentence_run=8 > 5: 'Write to us now please'"]
