@@ -12,9 +12,9 @@ from functools import cache
 # import name -> the extra that installs it (pyproject.toml's optional-dependencies)
 EXTRAS = {"torch": "guard", "safetensors": "guard", "webdataset": "guard", "PIL": "images",
           "tokenizers": "tokenizers", "ray": "ray", "datasketch": "datasketch", "detect_secrets": "secrets",
-          "pycld2": "language"}
+          "pycld2": "language", "av": "media", "msgpack": "tars", "cbor2": "tars"}
 # import name -> the package's name, where a message should say that instead
-PACKAGES = {"detect_secrets": "detect-secrets"}
+PACKAGES = {"detect_secrets": "detect-secrets", "av": "av (PyAV)"}
 
 
 class MissingExtra(ImportError):
