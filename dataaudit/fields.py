@@ -84,6 +84,13 @@ OPTIONAL_TEXT_NAMES = ("input", "context", "system", "system_prompt")
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp", "gif", "bmp", "tif", "tiff")
 IMAGE_PATH_NAMES = ("image", "images", "image_path", "image_paths", "image_file", "image_files", "img", "img_path")
 IMAGE_FORMS = ("bytes", "struct", "path")
+# Video and audio: the extensions of their files (WebDataset members, paths) and the names of the fields that hold
+# them (LLaMA-Factory's `videos`/`audios`, a single `video`/`audio`), and the content-part types that carry them.
+VIDEO_EXTENSIONS = ("mp4", "webm", "avi", "mkv", "mov")
+AUDIO_EXTENSIONS = ("wav", "flac", "mp3", "ogg", "opus", "m4a")
+VIDEO_PATH_NAMES = ("video", "videos", "video_path", "video_paths", "video_file", "video_files")
+AUDIO_PATH_NAMES = ("audio", "audios", "audio_path", "audio_paths", "audio_file", "audio_files")
+MEDIA_EXTENSIONS = IMAGE_EXTENSIONS + VIDEO_EXTENSIONS + AUDIO_EXTENSIONS
 
 ID_NAMES = ("id", "uuid", "guid", "key", "idx")
 ID_SUFFIXES = ("_id", "_uuid", "_key")
