@@ -27,7 +27,7 @@ FIELD_KEYS = ROLES   # [fields] keys: the roles of the one field rule
 # checks read. A check declares which [data] keys fill its parameters and may own more keys, which it validates
 # itself (CheckSpec.data, CheckSpec.resolve_data).
 DATA_FACTS = ("dataset_info", "num_classes", "vocab_size", "pad_id", "context_length", "tokenizer", "numeric_dtype", "max_image_pixels",
-              "max_image_bytes", "image_threads", "text_records")
+              "max_image_bytes", "image_threads", "text_records", "media_root")
 CHECK_KEYS = ("enabled", "severity")
 # How much of a Parquet shard the audit decodes (`dataaudit audit --read`): every column of every row group, as a
 # training loader does (a column that cannot be decoded makes the shard unreadable), or only the columns the
@@ -180,6 +180,15 @@ def build_config(raw: dict[str, Any], source: str = "<config>", profile: str | N
         data["tokenizer"] = str(tok)
         vocab_size = _tokenizer_vocab_size(source, tok)
         data.setdefault("vocab_size", vocab_size)
+
+    if "media_root" in data:   # where referenced media paths resolve (instead of each shard's folder)
+        root = data["media_root"]
+        if not isinstance(root, str) or not root:
+            raise _fail(source, f"[data] media_root must be a folder (a string), got {root!r}")
+        root = Path(root) if Path(root).is_absolute() or folder is None else folder / root
+        if not is_dir(root):
+            raise _fail(source, f"[data] media_root is not a folder: {root}")
+        data["media_root"] = str(root)
 
     for spec in REGISTRY.values():
         if spec.resolve_data is not None:

@@ -92,6 +92,13 @@ VIDEO_PATH_NAMES = ("video", "videos", "video_path", "video_paths", "video_file"
 AUDIO_PATH_NAMES = ("audio", "audios", "audio_path", "audio_paths", "audio_file", "audio_files")
 MEDIA_EXTENSIONS = IMAGE_EXTENSIONS + VIDEO_EXTENSIONS + AUDIO_EXTENSIONS
 
+# Where a content part holds an image, in the chat formats that put images inside messages: OpenAI's
+# {"type": "image_url", "image_url": {"url": ...}}, LLaMA-Factory v1's {"type": "image_url", "value": ...} (the
+# part's text key, so only parts of those types), Qwen-VL's {"type": "image", "image": ...}. (key path, part types
+# or None: any part whose key holds a string). The value is a path, a data: URL or a URL (never fetched).
+IMAGE_PART_TYPES = ("image_url", "image")
+IMAGE_PART_SOURCES = (("image_url.url", None), ("image_url", None), ("image", None), ("value", IMAGE_PART_TYPES))
+
 ID_NAMES = ("id", "uuid", "guid", "key", "idx")
 ID_SUFFIXES = ("_id", "_uuid", "_key")
 
@@ -127,6 +134,11 @@ class Column:
     ndim: int | None = None
     dtype: str | None = None
     single: bool = False           # a conversation of one turn stored as a struct (LLaMA-Factory's `chosen`)
+    # Images inside a conversation's content parts (IMAGE_PART_SOURCES): the conversation column, its turn and part
+    # keys, and where a part holds its image (a key path, with the part types that mark it, or None for any part).
+    # The column is then no column of the schema: `top` is the conversation, and a flag names its part.
+    parts_of: str | None = None
+    part_sources: tuple = ()
 
     @property
     def numeric(self) -> bool:
@@ -144,6 +156,8 @@ class Column:
     @property
     def top(self) -> str:
         """The top-level column a reader must read for this one."""
+        if self.parts_of is not None:
+            return self.parts_of
         return self.name.split(".", 1)[0] if self.nested else self.name
 
     def describe(self) -> str:
@@ -156,6 +170,8 @@ class Column:
         if self.hint == "json":
             return "JSON text"
         if self.kind == "image":
+            if self.parts_of is not None:
+                return f"images in content parts of {self.parts_of} (paths, data: URLs, URLs)"
             if self.many:
                 return {"bytes": "list of image bytes", "struct": "list of images {bytes, path}",
                         "path": "list of image paths"}[self.image]
@@ -271,7 +287,7 @@ class Fields:
 
     def columns(self) -> list[str]:
         """Every top-level column some role uses, plus the per-sample dtype companions of numeric columns."""
-        cols = [c.top for c in self.text] + [c.name for c in self.json] + [c.name for c in self.images]
+        cols = [c.top for c in self.text] + [c.name for c in self.json] + [c.top for c in self.images]
         cols += [*self.numeric, self.label, self.input_ids, self.attention_mask, self.token_labels, self.train_mask,
                  self.id]
         cols += [c + DTYPE_SUFFIX for c in self.numeric]
@@ -725,6 +741,52 @@ def _conversation_keys(t) -> tuple[str, str, str | None] | None:
     return None
 
 
+def _part_struct(t):
+    """The struct type of a conversation's content parts (list<struct<role, content: list<struct>>>)."""
+    return t.value_type.field(t.value_type.get_field_index(_turn_text_key(t))).type.value_type
+
+
+def _turn_text_key(t) -> str:
+    names = [f.name for f in t.value_type]
+    return next(k for k in TURN_TEXT_KEYS if k in names)
+
+
+def _image_parts(f, keys, sample) -> list[Column]:
+    """The Column of the images inside a conversation's content parts (IMAGE_PART_SOURCES), when it has any: a
+    source keyed by its own name (`image_url`, `image`) is there when the parts have that key as a string or
+    {url}; one marked by part types (v1's `value`) when a sample shows such a part (else the key is text)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    part = _part_struct(f.type)
+    found = []
+    for path, types in IMAGE_PART_SOURCES:
+        head, _, sub = path.partition(".")
+        i = part.get_field_index(head)
+        if i < 0:
+            continue
+        t = part.field(i).type
+        if sub:
+            if not pa.types.is_struct(t) or t.get_field_index(sub) < 0:
+                continue
+            t = t.field(t.get_field_index(sub)).type
+        if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+            continue
+        if types is not None:
+            if part.get_field_index("type") < 0 or sample is None or f.name not in sample.schema.names:
+                continue
+            turns = pc.list_flatten(sample.column(f.name))
+            kinds = pc.struct_field(pc.list_flatten(pc.struct_field(turns, keys[1])), "type")
+            if not pc.any(pc.is_in(kinds, pa.array(types))).as_py():
+                continue
+        found.append((path, types))
+    if not found:
+        return []
+    return [Column(f"{f.name}.{keys[1]}[].image", "image", str(f.type), image="path", many=True,
+                   role_key=keys[0], text_key=keys[1], part_key=keys[2], parts_of=f.name,
+                   part_sources=tuple(found))]
+
+
 def _kind(t) -> str:
     import pyarrow as pa
 
@@ -849,6 +911,8 @@ def arrow_columns(schema, sample=None) -> list[Column]:
         if keys is not None:
             out.append(Column(f.name, "conversation", str(f.type), role_key=keys[0], text_key=keys[1],
                               part_key=keys[2], single=pa.types.is_struct(f.type)))
+            if keys[2] is not None and not pa.types.is_struct(f.type):
+                out.extend(_image_parts(f, keys, sample))
             continue
         kind = _kind(f.type)
         hint = None

@@ -5,7 +5,6 @@ whose detail strings are formatted.
 """
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +20,7 @@ from dataaudit.checks import REGISTRY, CheckOutput
 from dataaudit.checks.text_common import char_lengths
 from dataaudit.config import AuditConfig
 from dataaudit.images.batch import ImageBatch, Limits
+from dataaudit.images.media import media_folder
 from dataaudit.images.pairs import Pairs
 from dataaudit.pairs import KtoBatch, PairBatch, RankBatch, joined_views
 from dataaudit.pairs import joined as joined_conversation
@@ -260,7 +260,7 @@ def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, s
     if plan.id is not None:
         yield "ids", Site(plan.id), batch.column(plan.id)
     if plan.images:
-        probed = ImageBatch.of(batch, plan.images, os.path.dirname(shard), Limits.from_data(config.data))
+        probed = ImageBatch.of(batch, plan.images, media_folder(shard, config.data), Limits.from_data(config.data))
         images.append(probed)
         yield "image", Site(None, probed, probed), probed
         yield "pairs", Site("", None, probed), Pairs.of(batch, plan.text, probed)

@@ -12,6 +12,7 @@ from dataaudit.audit import FILES
 from dataaudit.audit.plan import SHARD_WORDS
 from dataaudit.checks import REGISTRY
 from dataaudit.config import AuditConfig
+from dataaudit.images.probe import REMOTE, STATUS_NAMES
 from dataaudit.io import join
 from dataaudit.stats.images import merge_states
 from dataaudit.stats.lengths import LengthStats
@@ -112,6 +113,11 @@ def _field_notes(summaries: list[dict], config: AuditConfig) -> list[str]:
         if s["unchecked"]:
             cols = ", ".join(f"{name} ({kind})" for name, kind in s["unchecked"].items())
             notes.append(f"{s['path']}: warning: not checked by any check: {cols}")
+        for name, stats in (s.get("images") or {}).items():
+            remote = stats["formats"].get(f"({STATUS_NAMES[REMOTE]})", 0)
+            if remote:
+                notes.append(f"{s['path']}: warning: {remote} image reference(s) in {name} are URLs: not fetched, "
+                             "not checked")
     return notes
 
 

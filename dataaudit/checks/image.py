@@ -61,13 +61,15 @@ def image_bomb(ib, **params) -> CheckOutput:
 
 @register("image_missing_file", target="image", severity="error", detail="image file missing",
           description="A referenced image file that does not exist or cannot be read (paths are resolved "
-                      "against the shard's folder; URLs are not downloaded). value = 0.")
+                      "against the media root: the shard's folder, or `--media-root`). A URL is never fetched "
+                      "nor flagged: it is counted in the notes as not checked. value = 0.")
 def image_missing_file(ib, **params) -> CheckOutput:
     return _status(ib, FILE_MISSING)
 
 
-@register("image_path_outside", target="image", severity="error", detail="path outside the shard's folder",
-          description="A referenced image path that is absolute or resolves outside the shard's folder "
+@register("image_path_outside", target="image", severity="error", detail="path outside the media root",
+          description="A referenced image path that is absolute or resolves outside the media root (the shard's "
+                      "folder, or `--media-root`) "
                       "(`..`, a symlink out): never opened. value = 0.")
 def image_path_outside(ib, **params) -> CheckOutput:
     return _status(ib, OUTSIDE)
@@ -169,7 +171,8 @@ def missing_image(pairs, **params) -> CheckOutput:
 @register("image_placeholders", target="pairs", severity="error", params={"token": "<image>"},
           detail="{value:.0f} placeholders",
           description="A multimodal conversation whose number of image placeholders (token, default `<image>`) "
-                      "differs from its number of images: the processor fails or pairs the wrong image. "
+                      "differs from its number of images: the processor fails or pairs the wrong image. An image "
+                      "inside a content part is its own placeholder (an `<image>` token beside it is one too many). "
                       "value = placeholders.")
 def image_placeholders(pairs, token="<image>", **params) -> CheckOutput:
     n = pairs.images.size
@@ -177,7 +180,9 @@ def image_placeholders(pairs, token="<image>", **params) -> CheckOutput:
         return _pair_flags(pairs, np.zeros(n, bool), None, np.zeros(n))
     count = pairs.placeholders(token)
     flagged = count != pairs.images
-    detail = [f"{c} {token} placeholders, {i} images" if f else None
-              for f, c, i in zip(flagged.tolist(), count.tolist(), pairs.images.tolist())]
+    parts = pairs.part_images if pairs.part_images is not None else np.zeros(n, np.int64)
+    detail = [(f"{c - k} {token} placeholders" + (f" + {k} image parts" if k else "") + f", {i} images") if f
+              else None for f, c, k, i in zip(flagged.tolist(), count.tolist(), parts.tolist(),
+                                              pairs.images.tolist())]
     return _pair_flags(pairs, flagged, pairs.conversation_field, count, detail)
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from dataaudit.audit import FILES, FLAGS
-from dataaudit.cli.common import (engine_options, text_records_option, freeze_imports, job_progress, make_out_dir, plural, print_resumed,
+from dataaudit.cli.common import (media_root_option, engine_options, text_records_option, freeze_imports, job_progress, make_out_dir, plural, print_resumed,
                                   print_wrote)
 from dataaudit.cli.paths import expand_shards
 from dataaudit.cli.fields import fields_line, require_fields
@@ -95,6 +95,7 @@ def _skipped_by_reason(checks: dict) -> dict[str, list[str]]:
 @click.option("--dataset-info", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="LLaMA-Factory's dataset_info.json: its formatting, ranking, columns and tags decide the "
                    "preference/KTO layout of the shards it lists (default: the one beside each shard, if any).")
+@media_root_option
 @click.option("--profile", "profile", default=None, metavar="NAME",
               help="A named set of check settings for a kind of data (dataaudit/profiles.py): sft (the default: "
                    "instruction and chat data) or pretrain (also the Gopher, C4 and FineWeb quality rules, "
@@ -102,14 +103,15 @@ def _skipped_by_reason(checks: dict) -> dict[str, list[str]]:
                    "tables win over it.")
 @text_records_option("the config's [data] text_records, else line")
 @engine_options("one task per shard", local_workers=True)
-def audit(shards, out, config_path, tokenizer, context_length, strict, read, dataset_info, profile, text_records,
-          options):
+def audit(shards, out, config_path, tokenizer, context_length, strict, read, dataset_info, media_root, profile,
+          text_records, options):
     """Scan SHARD_OR_GLOB... (Parquet, WebDataset .tar/.tar.gz, JSONL, JSON, CSV/TSV, plain text) and report every
     bad sample."""
     from rich.console import Console
 
     given = {"tokenizer": str(tokenizer.resolve()) if tokenizer else None, "context_length": context_length,
-             "dataset_info": str(dataset_info.resolve()) if dataset_info else None, "text_records": text_records}
+             "dataset_info": str(dataset_info.resolve()) if dataset_info else None, "text_records": text_records,
+             "media_root": str(media_root.resolve()) if media_root else None}
     paths = expand_shards(list(shards))
     if dataset_info:
         from dataaudit.dataset_info import load

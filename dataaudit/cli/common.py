@@ -157,6 +157,14 @@ def engine_options(ray_unit: str, in_flight: str = "shards", local_workers: bool
     return wrap
 
 
+# --media-root: where the paths of images, videos and audio that records reference resolve (the same option on every
+# command that reads media): the config's [data] media_root, else each shard's own folder.
+media_root_option = click.option(
+    "--media-root", "media_root", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+    help="Folder that media paths in the records (images, videos, audio, content parts) resolve from, never "
+         "outside it (LLaMA-Factory's media_dir). Default: the config's [data] media_root, else each shard's folder.")
+
+
 def text_records_option(default_from: str):
     """--text-records: where a record of a plain-text (.txt) shard ends, the same option on every command that
     reads shards as records; `default_from` says where the default comes from when it is not given."""

@@ -58,6 +58,29 @@ def flat_images(column: pa.Array, many: bool) -> tuple[pa.Array, np.ndarray, np.
     return values.take(pa.array(keep, pa.int64())), rows[keep].astype(np.int64), pos[keep]
 
 
+def part_images(column: pa.Array, col: Column) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
+    """(values, record, turn, part) of every image inside a conversation's content parts (Column.part_sources):
+    per part, the first source that holds a string there, of a part of the source's types when it names some."""
+    from dataaudit.texts import flatten_lists
+
+    turns, rows, turn_pos = flatten_lists(column)
+    parts, part_turn, part_pos = flatten_lists(pc.struct_field(turns, col.text_key))
+    found = pa.nulls(len(parts), pa.string())
+    kinds = pc.struct_field(parts, "type") if parts.type.get_field_index("type") >= 0 else None
+    for path, types in reversed(col.part_sources):    # the first source wins: applied last
+        value = parts
+        for key in path.split("."):
+            value = pc.struct_field(value, key)
+        value = value.cast(pa.string())
+        if types is not None:
+            value = pc.if_else(pc.fill_null(pc.is_in(kinds, pa.array(types)), False), value, None)
+        found = pc.coalesce(value, found)
+    keep = np.flatnonzero(found.is_valid().to_numpy(zero_copy_only=False))
+    take = pa.array(keep, pa.int64())
+    turn = part_turn[keep]
+    return found.take(take), rows[turn].astype(np.int64), turn_pos[turn].astype(np.int64), part_pos[keep]
+
+
 @dataclass
 class ImageBatch:
     """One row per image of a batch: where it is, and what its probe found (see dataaudit.images.probe)."""
@@ -65,7 +88,7 @@ class ImageBatch:
     fields: tuple[Column, ...]
     rows: np.ndarray            # int64: the record (batch row) of each image
     field: np.ndarray           # int32: index into `fields`
-    pos: np.ndarray             # int64: position in a list field, -1 for a single image
+    pos: np.ndarray             # int64: position in a list field, -1 for a single image (a part's: its turn)
     names: list                 # the file name or path that came with the image (struct path, path), or None
     status: np.ndarray          # int8, probe.OK, EMPTY, ...
     errors: list                # str or None
@@ -81,6 +104,7 @@ class ImageBatch:
     digest: np.ndarray          # uint64: xxh3-64 of the bytes (0 when none)
     grey32: np.ndarray          # float32 [n, 32, 32] of the decoded images (zeros elsewhere), for phash
     media: Media                # where each image's bytes are (read again for the thumbnail of a flagged one)
+    part: np.ndarray | None = None   # int64: an image part's position in its turn's parts, -1 for other images
 
     def __len__(self) -> int:
         return self.rows.size
@@ -88,8 +112,15 @@ class ImageBatch:
     def paths(self, idx: np.ndarray) -> list[str]:
         """Flag paths: the field, with `[k]` for an element of a list field."""
         names = [c.name for c in self.fields]
-        return [names[f] if p < 0 else f"{names[f]}[{p}]" for f, p in zip(self.field[idx].tolist(),
-                                                                         self.pos[idx].tolist())]
+        part = self.part[idx].tolist() if self.part is not None else [-1] * len(idx)
+        out = []
+        for f, p, k in zip(self.field[idx].tolist(), self.pos[idx].tolist(), part):
+            col = self.fields[f]
+            if col.parts_of is not None:      # messages[0].content[1]: the turn and the part that holds it
+                out.append(f"{col.parts_of}[{p}].{col.text_key}[{k}]")
+            else:
+                out.append(names[f] if p < 0 else f"{names[f]}[{p}]")
+        return out
 
     def expected_format(self) -> list:
         """The file extension each image claims (its path or file name; else a binary column's name)."""
@@ -113,10 +144,15 @@ class ImageBatch:
     @classmethod
     def of(cls, batch: pa.RecordBatch, fields: tuple[Column, ...], folder: str, limits: Limits = Limits()) \
             -> "ImageBatch":
-        rows, field, pos, names = [], [], [], []
+        rows, field, pos, names, part = [], [], [], [], []
         media = Media(folder, limits.max_bytes)
         for f, col in enumerate(fields):
-            values, r, p = flat_images(batch.column(col.name), col.many)
+            if col.parts_of is not None:
+                values, r, p, k = part_images(batch.column(col.parts_of), col)
+            else:
+                values, r, p = flat_images(batch.column(col.name), col.many)
+                k = np.full(len(values), -1, np.int64)
+            part.append(k)
             n = len(values)
             rows.append(r)
             pos.append(p)
@@ -132,6 +168,7 @@ class ImageBatch:
                 paths = values.to_pylist()
                 for path in paths:
                     media.add_path(path)
+                paths = [None if p.startswith("data:") else p for p in paths]   # its bytes are the image
             names += paths
         probes, nbytes, digest = _probe_all(media, limits)
         n = len(probes)
@@ -149,7 +186,7 @@ class ImageBatch:
             frames=np.array([p.frames for p in probes], np.int64),
             transparency=np.array([p.transparency for p in probes], bool),
             nbytes=nbytes, grey_std=np.array([p.grey_std for p in probes], np.float32),
-            digest=digest, grey32=grey32, media=media)
+            digest=digest, grey32=grey32, media=media, part=cat(part, np.int64))
 
     def decoded(self) -> np.ndarray:
         return self.status == OK

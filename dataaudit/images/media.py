@@ -6,10 +6,17 @@ holding at most IN_FLIGHT bytes (one image larger than that, up to [data] max_im
 4,096 references to 5 MB files, or 40 references to one 200 MB file, never sit in memory together. A file is
 sized (stat) before it is read: one over max_image_bytes is flagged unread, and only a regular file is opened
 (dataaudit.io refuses a FIFO or a device: its read would block or never end).
+
+A reference is a path (resolved inside the media root: the shard's folder, or `[data] media_root`), a `data:` URL
+(its base64 sized before it is decoded, against the same byte limit) or a URL, which is never fetched: its status is
+REMOTE, counted and named in the notes, never flagged.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -19,11 +26,17 @@ import pyarrow.compute as pc
 
 from dataaudit.io import read_bytes, stat
 
-from .probe import MISSING, OUTSIDE, TOO_BIG, Probe
+from .probe import CORRUPT, MISSING, OUTSIDE, REMOTE, TOO_BIG, Probe
 
 # The image bytes one batch holds at once (copies of in-batch bytes and files read), before they are probed.
 # A constant, not a [data] key: it bounds memory, not what is checked (results are the same for any value).
 IN_FLIGHT = 256 << 20
+
+
+def media_folder(shard: str, data) -> str:
+    """Where a shard's referenced media paths resolve: `[data] media_root` (`--media-root`, LLaMA-Factory's
+    media_dir) when set, else the shard's own folder. Never outside it (resolve_inside)."""
+    return data.get("media_root") or os.path.dirname(shard)
 
 
 def resolve_inside(folder: str, path: str) -> tuple[str | None, str | None]:
@@ -31,18 +44,40 @@ def resolve_inside(folder: str, path: str) -> tuple[str | None, str | None]:
     if "\0" in path:
         return None, "path holds a NUL byte"
     if os.path.isabs(path) or path.startswith(("/", "\\")) or (len(path) > 1 and path[1] == ":"):
-        return None, f"absolute path {path!r} (outside the shard's folder)"
+        return None, f"absolute path {path!r} (outside the media root: the shard's folder, or --media-root)"
     root = os.path.realpath(folder)
     full = os.path.realpath(os.path.join(root, path))
     if full != root and not full.startswith(root + os.sep):
-        return None, f"path {path!r} resolves outside the shard's folder"
+        return None, f"path {path!r} resolves outside the media root (the shard's folder, or --media-root)"
     return full, None
+
+
+_DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+)?((?:;[\w.+-]+=[^;,]*)*)(;base64)?,", re.ASCII)
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def data_url(ref: str, limit: int) -> bytes | Probe | None:
+    """The bytes of a `data:` URL (base64 or percent-free plain), None when `ref` is not one; a payload whose
+    decoded size would pass `limit` is refused before it is decoded."""
+    m = _DATA_URL.match(ref)
+    if m is None:
+        return None
+    payload = ref[m.end():]
+    if not m.group(3):
+        return Probe(CORRUPT, "data: URL without ;base64 (not an image encoding)")
+    if len(payload) // 4 * 3 > limit:
+        return Probe(TOO_BIG, f"data: URL of about {len(payload) // 4 * 3} bytes > max_image_bytes {limit} (not "
+                              "decoded)")
+    try:
+        return base64.b64decode("".join(payload.split()), validate=True)
+    except (binascii.Error, ValueError) as e:
+        return Probe(CORRUPT, f"data: URL with invalid base64: {e}")
 
 
 def _sized(folder: str, path: str, limit: int) -> tuple[str | None, int, Probe | None]:
     """(the file, its size, None) for a referenced image to read, or (None, 0, the probe saying why not)."""
-    if "://" in path:
-        return None, 0, Probe(MISSING, f"{path!r} is a URL (not downloaded)")
+    if _URL.match(path):
+        return None, 0, Probe(REMOTE, f"{path[:200]!r} is a URL (not fetched, not checked)")
     full, why = resolve_inside(folder, path)
     if full is None:
         return None, 0, Probe(OUTSIDE, why)
@@ -75,7 +110,8 @@ class Media:
     folder: str
     limit: int
     arrays: list = field(default_factory=list)       # binary arrays holding in-batch bytes
-    where: list = field(default_factory=list)        # per image: (array index, element) or (-1, path)
+    where: list = field(default_factory=list)        # per image: (array index, element), (-1, path) or (-2, k)
+    inline: list = field(default_factory=list)       # the decoded bytes of data: URLs
     files: list = field(default_factory=list)        # per image: the resolved file to read, or None
     sizes: list = field(default_factory=list)        # per image: bytes it holds (0 when not read)
     pre: list = field(default_factory=list)
@@ -97,6 +133,15 @@ class Media:
                 self._append((a, i), None, 0, Probe(MISSING, "image struct with no bytes and no path"))
 
     def add_path(self, path: str) -> None:
+        if path.startswith("data:"):
+            data = data_url(path, self.limit)
+            if isinstance(data, bytes):
+                self.inline.append(data)
+                self._append((-2, len(self.inline) - 1), None, len(data), None)
+                return
+            if data is not None:
+                self._append((-1, path[:64]), None, 0, data)
+                return
         full, size, found = _sized(self.folder, path, self.limit)
         if full is not None:       # a file many records name (one picture for every row) is read once
             first = self._first.setdefault(full, len(self.where))
@@ -117,6 +162,8 @@ class Media:
         a, i = self.where[k]
         if a >= 0:
             return self.arrays[a][i].as_py()
+        if a == -2:
+            return self.inline[i]
         return _read(self.files[k], i, self.limit)
 
     def windows(self, budget: int = IN_FLIGHT) -> Iterator[list[int]]:

@@ -2,7 +2,9 @@
 
 An image-text record pairs its images with a caption (the flat text fields beside the images: `txt` of a
 WebDataset sample, `text`, `caption`) or with a conversation whose turns hold one `<image>` placeholder per
-image (multimodal SFT: `messages` and `images`).
+image (multimodal SFT: `messages` and `images`). An image inside a content part is its own placeholder (the
+processor puts its tokens where the part is): it counts as one placeholder and one image, so a record whose images
+are all parts has as many as it needs, unless its text holds `<image>` tokens besides.
 """
 from __future__ import annotations
 
@@ -31,11 +33,15 @@ class Pairs:
     turn_rows: np.ndarray       # ... and its record
     conversation_field: str | None
     has_list: bool              # some image field is a list (images of a conversation)
+    part_images: np.ndarray | None = None   # int64 per record: its images inside content parts (own placeholders)
 
     @classmethod
     def of(cls, batch: pa.RecordBatch, text: tuple[Column, ...], images: ImageBatch) -> "Pairs":
         n = batch.num_rows
         counts = np.bincount(images.rows, minlength=n).astype(np.int64)
+        in_parts = [f for f, c in enumerate(images.fields) if c.parts_of is not None]
+        part_rows = images.rows[np.isin(images.field, in_parts)]
+        part_images = np.bincount(part_rows, minlength=n).astype(np.int64)
         captions = [c for c in text if c.caption]
         state = np.full(n, NO_FIELD, np.int8)
         if captions:
@@ -61,12 +67,13 @@ class Pairs:
             turn_text=pa.concat_arrays(texts) if texts else pa.array([], pa.string()),
             turn_rows=np.concatenate(rows).astype(np.int64) if rows else np.zeros(0, np.int64),
             conversation_field=", ".join(c.name for c in convs) or None,
-            has_list=any(c.many for c in images.fields))
+            has_list=any(c.many for c in images.fields), part_images=part_images)
 
     def placeholders(self, token: str) -> np.ndarray:
         """Per record, how many times `token` occurs in its conversation turns."""
         n = self.images.size
+        parts = self.part_images if self.part_images is not None else np.zeros(n, np.int64)
         if len(self.turn_text) == 0:
-            return np.zeros(n, np.int64)
+            return parts
         per_turn = pc.fill_null(pc.count_substring(self.turn_text, token), 0).to_numpy(zero_copy_only=False)
-        return np.bincount(self.turn_rows, weights=per_turn, minlength=n).astype(np.int64)
+        return np.bincount(self.turn_rows, weights=per_turn, minlength=n).astype(np.int64) + parts

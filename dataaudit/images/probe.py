@@ -21,8 +21,10 @@ import numpy as np
 from dataaudit.fields import sniff_image_format
 
 # What a probe found, as a small int (ImageBatch.status).
-OK, EMPTY, NOT_IMAGE, CORRUPT, BOMB, MISSING, OUTSIDE, TOO_BIG, UNSUPPORTED = range(9)
-STATUS_NAMES = ("ok", "empty", "not an image", "corrupt", "bomb", "missing", "outside", "too big", "unsupported")
+# REMOTE: a URL, never fetched: not checked (named in the notes; --strict fails on it), never flagged.
+OK, EMPTY, NOT_IMAGE, CORRUPT, BOMB, MISSING, OUTSIDE, TOO_BIG, UNSUPPORTED, REMOTE = range(10)
+STATUS_NAMES = ("ok", "empty", "not an image", "corrupt", "bomb", "missing", "outside", "too big", "unsupported",
+                "not fetched")
 
 # The only formats Pillow may open here (`Image.open(formats=...)`, everywhere dataaudit opens an image): raster
 # formats that Pillow decodes itself. Left out: EPS/PostScript (Pillow hands it to Ghostscript, an interpreter,

@@ -103,13 +103,17 @@ def test_paths_are_resolved_inside_the_shard_folder_and_never_opened_outside(tmp
     assert res.exit_code == 1, res.output
     assert flags == [("pairs.jsonl", str(k), "image", check) for k, check in (
         (1, "image_path_outside"), (2, "image_path_outside"), (3, "image_path_outside"),
-        (4, "image_missing_file"), (5, "image_missing_file"))]
+        (4, "image_missing_file"))]
     details = [e["detail"] for e in report["examples"]["image_path_outside"]]
-    assert details == ["path '../secret.jpg' resolves outside the shard's folder",
-                       f"absolute path {str(tmp_path / 'secret.jpg')!r} (outside the shard's folder)",
-                       "path 'images/link.jpg' resolves outside the shard's folder"]
-    assert [e["detail"] for e in report["examples"]["image_missing_file"]] == [
-        "no such file: 'images/gone.jpg'", "'https://example.com/x.jpg' is a URL (not downloaded)"]
+    root = "the media root (the shard's folder, or --media-root)"
+    assert details == [f"path '../secret.jpg' resolves outside {root}",
+                       f"absolute path {str(tmp_path / 'secret.jpg')!r} (outside the media root: the shard's folder, "
+                       "or --media-root)",
+                       f"path 'images/link.jpg' resolves outside {root}"]
+    # a URL is never fetched nor flagged: counted as not checked in the notes (--strict fails on it)
+    assert [e["detail"] for e in report["examples"]["image_missing_file"]] == ["no such file: 'images/gone.jpg'"]
+    assert report["images"]["image"]["formats"]["(not fetched)"] == 1
+    assert f"{shard}: warning: 1 image reference(s) in image are URLs: not fetched, not checked" in report["notes"]
 
 
 def test_multimodal_conversations_count_image_placeholders(tmp_path):
