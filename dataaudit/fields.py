@@ -99,6 +99,11 @@ MEDIA_EXTENSIONS = IMAGE_EXTENSIONS + VIDEO_EXTENSIONS + AUDIO_EXTENSIONS
 IMAGE_PART_TYPES = ("image_url", "image")
 IMAGE_PART_SOURCES = (("image_url.url", None), ("image_url", None), ("image", None), ("value", IMAGE_PART_TYPES))
 
+# Beside images, strings that describe the file, not the picture (a WebDataset sample's .json metadata member, an
+# img2dataset parquet): never a caption, not prose, unless configured as text.
+METADATA_NAMES = ("key", "url", "source", "status", "license", "sha256", "md5", "hash", "error_message", "filename",
+                  "file_name", "path", "uid", "exif", "mime", "mimetype", "format", "original_url", "site", "domain")
+
 ID_NAMES = ("id", "uuid", "guid", "key", "idx")
 ID_SUFFIXES = ("_id", "_uuid", "_key")
 
@@ -282,7 +287,8 @@ class Fields:
     def formats(self) -> dict[str, str]:
         """field -> its format, for the text and JSON fields and the identifiers."""
         out = {c.name: c.describe() for c in (*self.text, *self.json, *self.images)}
-        out.update({name: "identifier (not audited as prose)" for name in self.identifiers if name not in out})
+        out.update({name: "metadata (not audited as prose)" if self.images and name.lower() in METADATA_NAMES
+                    else "identifier (not audited as prose)" for name in self.identifiers if name not in out})
         return out
 
     def columns(self) -> list[str]:
@@ -409,7 +415,8 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
     else:
         images = [c for c in cols.values() if c.kind == "image" and c.name not in {t.top for t in text}]
     if images and spec.text is None:
-        text = [c for c in text if c.top not in {i.name for i in images}]
+        text = [c for c in text if c.top not in {i.name for i in images}
+                and not (c.kind == "string" and c.name.lower() in METADATA_NAMES)]
     if images:
         # Captions: whether a caption is missing or blank is the pairing checks' finding, not empty text's.
         text = [replace(c, caption=True) if c.kind == "string" else c for c in text]
@@ -434,7 +441,8 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
     taken = {c.top for c in text} | (set(pairs.reads) if pairs else set())
     json = tuple(c for c in cols.values() if c.hint == "json" and not c.nested and c.name not in taken)
     identifiers = tuple(n for n, c in cols.items() if n not in taken and not c.nested and c.kind == "string"
-                        and (c.hint == "identifier" or is_identifier_name(n)))
+                        and (c.hint == "identifier" or is_identifier_name(n)
+                             or (images and n.lower() in METADATA_NAMES)))
     record_id = next((n for n, c in cols.items() if not c.nested and is_identifier_name(n)
                       and c.kind in ("string", "int") and n not in (label, ids, mask, token_labels, train_mask)),
                      None)

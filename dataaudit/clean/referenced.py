@@ -26,7 +26,7 @@ def _kept_paths(src: str, drop: np.ndarray, image_field: tuple[str, ...] | None,
     wanted: set[str] = set()
     for batch in iter_shard(src, batch_rows=8192, text_unit=text_unit):
         fields = [c for c in resolve_schema(batch.schema, FieldSpec(image=image_field), batch).images
-                  if c.image == "path"]
+                  if c.image == "path" and c.parts_of is None]
         if not fields:
             continue
         rows = batch.column(batch.schema.get_field_index(ROW)).to_numpy()

@@ -2,10 +2,11 @@
 
 Members are grouped into samples by key (path up to the first dot of the basename) with webdataset's own rule;
 members it puts in no sample (no extension, its `__meta__` members) are no record here either.
-Only text, JSON, class labels and .npy are decoded, by our own code: webdataset's default decoders unpickle,
-and a shard is untrusted input. Pickle-like members are reported, never loaded. Image members are kept as raw
-bytes in a binary column named by their extension ("jpg", "left.png"): only the image checks decode them,
-bounded (dataaudit.images).
+Text, JSON, class labels and arrays or packed objects (.npy, .npz, .ten, .mp, .cbor: dataaudit.sources.tar_arrays)
+are decoded, by our own code: webdataset's default decoders unpickle, and a shard is untrusted input. Pickle-like
+members are reported, never loaded. Every other member is kept as raw bytes in a binary column named by its
+extension ("jpg", "left.png", "mp4", "xml"): image members for the image checks (bounded, dataaudit.images), the
+rest named in the notes as not checked, so `--strict` fails on them; no member is dropped without a word.
 
 Bounds, so that one hostile member costs its sample, never the job: extended headers are looked at before tarfile
 reads them (tar_headers), a member holds at most max_member_bytes and a sample as much for all its members (the
@@ -14,10 +15,8 @@ sample would take it past MAX_BATCH_BYTES.
 """
 from __future__ import annotations
 
-import io
 import json
 import lzma
-import math
 import re
 import tarfile
 import zlib
@@ -26,30 +25,31 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from dataaudit.fields import IMAGE_EXTENSIONS
+from dataaudit.extras import available
 from dataaudit.io import open_input
 
 from .base import ShardReadError
-from .batch import (MAX_BATCH_BYTES, BatchBuilder, BYTES, INT, INT64_MAX, INT64_MIN, LIST_EMPTY, LIST_FLOAT,
-                    LIST_INT, STR, flatten_object, json_value, one_line)
+from .batch import (MAX_BATCH_BYTES, BatchBuilder, BYTES, INT, INT64_MAX, INT64_MIN, STR, flatten_object,
+                    json_value, one_line)
 from .json_budget import memory_bytes, over, over_budget
 from .record_stream import open_stream
+from .tar_arrays import DECODERS, MemberError
 from .tar_headers import BoundedTarInfo
 
 MAX_MEMBER_BYTES = 256 << 20
 # tarfile's stream reads (and skips a member it is not asked for) in blocks of this size: its default of 10 KiB made
 # skipping 8 GiB of gzipped zeros take minutes. The gzip layer (ours) decompresses only what each read asks for.
 _READ_BLOCK = 1 << 20
-DECODED = {"txt", "json", "cls", "cls2", "index", "npy"}
-NOT_UNPICKLED = {"pkl", "pickle", "pth", "pt", "pyd", "npz"}
+TEXT_SUFFIXES = ("txt", "caption", "cap")   # a text member: `.caption`/`.cap` are captions, like `.txt`
+DECODED = {*TEXT_SUFFIXES, "json", "cls", "cls2", "index", *DECODERS}
+NOT_UNPICKLED = {"pkl", "pickle", "pth", "pt", "pyd"}
 
 # What tarfile and its decompressors raise on a bad stream (ValueError/OverflowError: malformed header
 # fields that slip past tarfile's own checks).
 _STREAM_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError, ValueError, OverflowError)
 
 
-class _RecordError(Exception):
-    """One member cannot be decoded; the message becomes (part of) the record's __error__."""
+_RecordError = MemberError   # one member cannot be decoded; the message becomes (part of) the record's __error__
 
 
 # webdataset's rule (tariterators.base_plus_ext and skip_meta), so the audit's records are the loader's samples
@@ -96,45 +96,6 @@ def _utf8(data: bytes) -> str:
         raise _RecordError(f"invalid UTF-8 at byte {e.start}") from None
 
 
-def _decode_npy(data: bytes, col: str) -> tuple[dict, list[str]]:
-    """Parse the .npy header ourselves: refuses object arrays (pickle) and checks the size before allocating."""
-    fmt = np.lib.format
-    fp = io.BytesIO(data)
-    try:
-        version = fmt.read_magic(fp)
-        if version == (1, 0):
-            shape, fortran, dtype = fmt.read_array_header_1_0(fp)
-        elif version in ((2, 0), (3, 0)):
-            shape, fortran, dtype = fmt.read_array_header_2_0(fp)
-        else:
-            raise _RecordError(f"unsupported .npy version {version}")
-    except _RecordError:
-        raise
-    except Exception as e:  # numpy parses the header with literal_eval: anything can come out of bad bytes
-        raise _RecordError(f"invalid .npy header: {one_line(e)}") from None
-    if dtype.hasobject:
-        raise _RecordError("object array in .npy (would need unpickling; not loaded)")
-    # numpy's header parser takes any tuple of ints; np.load refuses negative dimensions (and reshape raises)
-    if not all(type(d) is int and d >= 0 for d in shape):
-        raise _RecordError(f"invalid .npy header: shape {shape} has a negative dimension")
-    count = math.prod(shape)
-    body = memoryview(data)[fp.tell():]
-    if len(body) < count * dtype.itemsize:
-        raise _RecordError(f".npy data is {len(body)} bytes, header {shape} {dtype.name} needs "
-                           f"{count * dtype.itemsize}")
-    values = {f"{col}.shape": (LIST_INT if shape else LIST_EMPTY, list(shape)), f"{col}.dtype": (STR, dtype.name)}
-    if dtype.kind not in "biuf":
-        return values, [f"dtype {dtype.name} values not decoded"]
-    flat = np.frombuffer(body, dtype=dtype, count=count)
-    if fortran and len(shape) > 1:
-        flat = flat.reshape(shape, order="F").ravel()
-    if dtype.kind == "f" or (dtype.kind == "u" and dtype.itemsize == 8 and count and flat.max() > INT64_MAX):
-        values[col] = (LIST_FLOAT, flat)
-    else:
-        values[col] = (LIST_INT, flat)
-    return values, []
-
-
 def decode_member(ext: str, data: bytes, limit: int, budget: str = "max_member_bytes"
                   ) -> tuple[dict, list[str], int]:
     """Decode one member's bytes by its last suffix. Returns ({column: (kind, value)}, warnings, bytes decoded, their
@@ -144,14 +105,17 @@ def decode_member(ext: str, data: bytes, limit: int, budget: str = "max_member_b
     for _ in range(parts.count("gz")):
         data = _gunzip(data, limit, budget)
     parts = [p for p in parts if p != "gz"]
-    values, warnings = _decode(parts, data)
-    return values, warnings, len(data), memory_bytes(data) if parts[-1] == "json" else len(data)
+    values, warnings = _decode(parts, data, limit)
+    if parts[-1] == "json":
+        return values, warnings, len(data), memory_bytes(data)
+    inflated = len(data) + sum(v.nbytes for _, v in values.values() if isinstance(v, np.ndarray))
+    return values, warnings, inflated, inflated
 
 
-def _decode(parts: list[str], data: bytes) -> tuple[dict, list[str]]:
+def _decode(parts: list[str], data: bytes, limit: int) -> tuple[dict, list[str]]:
     suffix = parts[-1]
     col = ".".join(parts[:-1]) or suffix
-    if suffix == "txt":
+    if suffix in TEXT_SUFFIXES:
         return {col: (STR, _utf8(data))}, []
     if suffix == "json":
         text = _utf8(data)
@@ -178,9 +142,17 @@ def _decode(parts: list[str], data: bytes) -> tuple[dict, list[str]]:
         if not INT64_MIN <= value <= INT64_MAX:
             raise _RecordError("integer out of int64 range")
         return {col: (INT, value)}, []
-    if suffix == "npy":
-        return _decode_npy(data, col)
-    raise AssertionError(f"no decoder for {suffix!r}")  # callers only pass DECODED suffixes
+    decoder, _ = DECODERS[suffix]   # callers only pass decodable() suffixes
+    return decoder(data, col, suffix, limit)
+
+
+def decodable(suffix: str) -> bool:
+    """Whether a member of this suffix is decoded here (a packed format whose extra is missing is not: it is kept
+    as bytes and named unchecked, never flagged)."""
+    if suffix not in DECODED:
+        return False
+    module = DECODERS[suffix][1] if suffix in DECODERS else None
+    return module is None or available(module)
 
 
 class _Record:
@@ -265,9 +237,12 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
             if suffix in NOT_UNPICKLED:
                 rec.warnings.append(f"{where}: unsupported type .{suffix} (not unpickled)")
                 continue
-            image = suffix in IMAGE_EXTENSIONS and not ext.endswith(".gz")
-            if (suffix not in DECODED and not image) or (image and not builder.wants(ext)):
-                continue  # audio, video, ... (normal payload we do not inspect), images nobody asked for
+            # Images, and every member no decoder here reads (audio, video, .xml, ...), are kept as bytes in a column
+            # named by the extension: images for the image checks, the others named unchecked in the notes
+            # (--strict fails on them), never dropped without a word.
+            raw = not decodable(suffix)
+            if raw and not builder.wants(ext):
+                continue
             if m.size > max_member_bytes:
                 rec.errors.append(f"{where}: {m.size} bytes exceeds max_member_bytes {max_member_bytes} (not read)")
                 continue
@@ -283,7 +258,7 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
             except _STREAM_ERRORS as e:
                 broken = one_line(e) or type(e).__name__
                 break
-            if image:
+            if raw:
                 rec.values[ext] = (BYTES, data)   # the extension is unique in the sample (checked above)
                 rec.nbytes += len(data)
                 rec.memory += len(data)
