@@ -784,8 +784,10 @@ def _image_parts(f, keys, sample) -> list[Column]:
             if part.get_field_index("type") < 0 or sample is None or f.name not in sample.schema.names:
                 continue
             turns = pc.list_flatten(sample.column(f.name))
-            kinds = pc.struct_field(pc.list_flatten(pc.struct_field(turns, keys[1])), "type")
-            if not pc.any(pc.is_in(kinds, pa.array(types))).as_py():
+            parts = pc.list_flatten(pc.struct_field(turns, keys[1]))
+            typed = pc.and_(pc.is_in(pc.struct_field(parts, "type"), pa.array(types)),
+                            pc.is_valid(pc.struct_field(parts, head)))
+            if not pc.any(typed).as_py():
                 continue
         found.append((path, types))
     if not found:

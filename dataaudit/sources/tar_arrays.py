@@ -34,7 +34,8 @@ def array_values(col: str, shape: tuple, dtype: np.dtype, body, fortran: bool = 
     """The columns of one array: its values (flat, C order), `<col>.shape` and `<col>.dtype`. `body` must hold at
     least the bytes the shape asks for (checked here, before anything is allocated)."""
     if not all(type(d) is int and d >= 0 for d in shape):
-        raise MemberError(f"shape {shape} has a negative or non-integer dimension")
+        # numpy's header parser takes any tuple of ints; np.load refuses negative dimensions (and reshape raises)
+        raise MemberError(f"invalid {what} header: shape {shape} has a negative dimension")
     count = math.prod(shape)
     if len(body) < count * dtype.itemsize:
         raise MemberError(f"{what} data is {len(body)} bytes, header {shape} {dtype.name} needs "
@@ -79,7 +80,7 @@ def decode_npz(data: bytes, col: str, suffix: str = "npz", limit: int = 0) -> tu
     its declared size, so a directory that lies is caught too."""
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
-        infos = [i for i in zf.infolist() if not i.is_dir()]
+        infos = [i for i in zf.infolist() if not i.filename.endswith("/")]   # (folders hold no array)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
         raise MemberError(f"invalid .npz: {one_line(e)}") from None
     declared = sum(i.file_size for i in infos)

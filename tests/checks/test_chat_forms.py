@@ -65,7 +65,10 @@ def test_content_as_a_list_of_text_parts(tmp_path):
         (3, "messages[1].content", "assistant", "control_chars", W),
         (4, "messages[0].content", "user", "empty_text", W),
     ]
-    assert summary["formats"] == {"messages": "conversation (role, content[].text)"}
+    # the image parts are an image field of their own (URLs here: not fetched, named in the notes)
+    assert summary["formats"] == {"messages": "conversation (role, content[].text)",
+                                  "messages.content[].image": "images in content parts of messages (paths, data: "
+                                                              "URLs, URLs)"}
 
 
 def test_content_parts_with_value_keys(tmp_path):
