@@ -101,6 +101,8 @@ class ImageBatch:
     transparency: np.ndarray    # bool
     nbytes: np.ndarray          # int64, -1 when nothing was read
     grey_std: np.ndarray        # float32, nan when not decoded
+    brightness: np.ndarray      # float32: mean grey / 255 of the reduced image, nan when not decoded
+    sharpness: np.ndarray       # float32: Laplacian variance of the reduced image, nan when not decoded
     digest: np.ndarray          # uint64: xxh3-64 of the bytes (0 when none)
     grey32: np.ndarray          # float32 [n, 32, 32] of the decoded images (zeros elsewhere), for phash
     media: Media                # where each image's bytes are (read again for the thumbnail of a flagged one)
@@ -186,6 +188,8 @@ class ImageBatch:
             frames=np.array([p.frames for p in probes], np.int64),
             transparency=np.array([p.transparency for p in probes], bool),
             nbytes=nbytes, grey_std=np.array([p.grey_std for p in probes], np.float32),
+            brightness=np.array([p.brightness for p in probes], np.float32),
+            sharpness=np.array([p.sharpness for p in probes], np.float32),
             digest=digest, grey32=grey32, media=media, part=cat(part, np.int64))
 
     def decoded(self) -> np.ndarray:

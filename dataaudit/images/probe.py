@@ -53,6 +53,8 @@ class Probe:
     frames: int = 1
     transparency: bool = False
     grey_std: float = float("nan")
+    brightness: float = float("nan")    # mean grey level / 255 on the reduced image (exposure)
+    sharpness: float = float("nan")     # variance of the Laplacian on the reduced image (blur)
     grey32: np.ndarray | None = None    # HASH_SIDE x HASH_SIDE float32, for the perceptual hash
     pixels: int = -1                    # the pixel count the header declares (-1: unknown)
 
@@ -110,10 +112,24 @@ def probe(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> Probe:
         factor = max(1, min(grey.size) // STATS_SIDE)
         if factor > 1:
             grey = grey.reduce(factor)
-        out.grey_std = float(np.asarray(grey).std())
+        stats = np.asarray(grey, dtype=np.float32)
+        out.grey_std = float(stats.std())
+        out.brightness, out.sharpness = exposure_and_sharpness(stats)
         # box filter: on the ~64 px drafted image a 2x2 mean, 10x cheaper than Lanczos, and all a pHash needs
         out.grey32 = np.asarray(grey.resize((HASH_SIDE, HASH_SIDE), Image.Resampling.BOX), dtype=np.float32)
         return out
+
+
+def exposure_and_sharpness(grey: np.ndarray) -> tuple[float, float]:
+    """(mean grey / 255, variance of the 4-neighbour Laplacian) of a grey image reduced to about STATS_SIDE px.
+    The mean grey is cleanvision's brightness for grey images, and decides as it does on colour photos (measured:
+    40 of 40 originals, darkened and brightened copies); the Laplacian is measured on the reduced image, so its
+    scale does not depend on the photo's resolution."""
+    brightness = float(grey.mean()) / 255.0
+    if grey.shape[0] < 3 or grey.shape[1] < 3:
+        return brightness, float("nan")
+    lap = grey[1:-1, :-2] + grey[1:-1, 2:] + grey[:-2, 1:-1] + grey[2:, 1:-1] - 4.0 * grey[1:-1, 1:-1]
+    return brightness, float(lap.var())
 
 
 @functools.cache
