@@ -93,21 +93,18 @@ def images_key(n: int, rows: np.ndarray, order: np.ndarray, digest: np.ndarray) 
     return k1, k2
 
 
-def fold(cols: dict[str, pa.Array], k1: np.ndarray, k2: np.ndarray, num_perm: int) -> dict[str, pa.Array]:
-    """The signature columns of `dataaudit.dedup.signatures.sign_batch` with the images' key folded in: the exact
-    hash XORed with it, every MinHash value XORed with a mask derived from it (none for a record without images)."""
-    from .signatures import signature_array, signature_matrix
-
-    count = cols["count"].to_numpy()
-    has = (k1 != 0) & (count > 0)          # an empty text is never clustered, images or not
+def fold(count: np.ndarray, hi: np.ndarray, lo: np.ndarray, sig: np.ndarray, k1: np.ndarray, k2: np.ndarray
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(hi, lo, sig) of `dataaudit.dedup.signatures.sign_batch` with the images' key folded in: the exact hash XORed
+    with it, every MinHash value XORed with a mask derived from it (none for a record without images, nor for an
+    empty text: it is never clustered, images or not)."""
+    has = (k1 != 0) & (count > 0)
     if not has.any():
-        return cols
-    hi = cols["exact_hi"].to_numpy().copy()
-    lo = cols["exact_lo"].to_numpy().copy()
+        return hi, lo, sig
+    hi, lo, sig = hi.copy(), lo.copy(), np.array(sig, dtype=np.uint32)
     hi[has] ^= k1[has]
     lo[has] ^= k2[has]
-    sig = signature_matrix(cols["sig"]).copy()
-    perm = mix64(np.arange(num_perm, dtype=np.uint64) + SALT)
+    perm = mix64(np.arange(sig.shape[1], dtype=np.uint64) + SALT)
     mask = mix64(k1[has][:, None] ^ perm[None, :]) ^ k2[has][:, None]
     sig[has] ^= (mask & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-    return {**cols, "exact_hi": pa.array(hi), "exact_lo": pa.array(lo), "sig": signature_array(sig)}
+    return hi, lo, sig

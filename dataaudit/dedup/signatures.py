@@ -94,12 +94,14 @@ def sign_batch(text: pa.Array, spec: DedupSpec, with_shingles: bool = False,
     empty = count == 0
     hi[empty] = 0
     lo[empty] = 0
+    if images is not None:
+        hi, lo, sig = fold(count, hi, lo, sig, *images)
     out = {"count": pa.array(count.astype(np.int32)), "exact_hi": pa.array(hi), "exact_lo": pa.array(lo),
            "sig": signature_array(sig)}
     if with_shingles:
         out["shingles"] = sets if isinstance(sets, pa.Array) else \
             pa.LargeListArray.from_arrays(pa.array(sets[0]), pa.array(sets[1], pa.uint64()))
-    return out if images is None else fold(out, *images, spec.num_perm)
+    return out
 
 
 def warm_kernels(spec: DedupSpec, with_shingles: bool = False) -> None:
