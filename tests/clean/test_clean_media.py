@@ -115,3 +115,36 @@ def test_sidecars_name_only_files_written_and_yaml_is_copied_as_it_is(tmp_path):
                                "up": "path '../a.jsonl' resolves outside the shard's folder"}),
         ("v1.yaml", None)]
     assert (out / "a.jsonl").read_text() == '{"text": "one"}\n'
+
+
+def test_content_parts_media_are_copied_and_urls_and_outside_paths_are_not(tmp_path):
+    from tests.clean.helpers import cli
+
+    data = tmp_path / "data"
+    (data / "m").mkdir(parents=True)
+    for name in ("a.jpg", "x.mp4", "s.wav", "gone.jpg"):
+        (data / "m" / name).write_bytes(name.encode() * 10)
+    (tmp_path / "outside.mp4").write_bytes(b"secret")
+    parts = [{"type": "image_url", "image_url": {"url": "m/a.jpg"}}, {"type": "video", "video": "m/x.mp4"},
+             {"type": "input_audio", "input_audio": {"data": "m/s.wav"}},
+             {"type": "image_url", "image_url": {"url": "https://example.com/m/a.jpg"}},
+             {"type": "video", "video": "../outside.mp4"}, {"type": "text", "text": "Compare them."}]
+    records = [{"messages": [{"role": "user", "content": parts}, {"role": "assistant", "content": "Same."}]},
+               {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "m/gone.jpg"}}]},
+                             {"role": "assistant", "content": "Dropped."}]}]
+    shard = data / "chat.jsonl"
+    shard.write_text("".join(json.dumps(r) + "\n" for r in records))
+    (data / "dataset_info.json").write_text(json.dumps({"chat": {"file_name": "chat.jsonl"},
+                                                        "old": {"file_name": "old.jsonl"}}))
+    audit = fake_audit(tmp_path / "audit", {str(shard): [1]}, {str(shard): 2})
+    out = tmp_path / "out"
+    code, output = cli("clean", data, "--audit", audit, "--out", out, "--engine", "local")
+    assert code == 0, output
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if STATE not in p.parts and p.is_file()) \
+        == ["chat.jsonl", "dataset_info.json", "m/a.jpg", "m/s.wav", "m/x.mp4"]
+    # missing: ../outside.mp4 (outside the shard's folder); the URL is no file reference (never fetched)
+    assert json.loads((out / STATE / "clean.json").read_text())["referenced"] == {"copied": 3, "missing": 1,
+                                                                                 "refused": 0}
+    assert "media the kept records reference: copied 3, missing 1, refused 0" in output
+    assert "dataset_info.json: 1 entry removed, their file not in the output (old)" in output
+    assert not (out / "outside.mp4").exists() and not (out / "example.com").exists()
