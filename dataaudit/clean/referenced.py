@@ -21,7 +21,7 @@ from dataaudit.formats import iter_shard
 from dataaudit.images.batch import flat_images
 from dataaudit.images.media import resolve_inside
 from dataaudit.io import copy_file, is_file, join, stat
-from dataaudit.sources import ROW
+from dataaudit.sources import PROVENANCE_COLUMNS, ROW
 
 from .media_refs import media_strings
 
@@ -33,7 +33,9 @@ def _kept_paths(src: str, drop: np.ndarray, image_field: tuple[str, ...] | None,
     for batch in iter_shard(src, batch_rows=8192, text_unit=text_unit):
         row = batch.schema.get_field_index(ROW)
         kept_rows = ~np.isin(batch.column(row).to_numpy(), drop)
-        wanted |= media_strings(c for i, c in enumerate(batch.filter(pa.array(kept_rows)).columns) if i != row)
+        kept = batch.filter(pa.array(kept_rows))
+        wanted |= media_strings(c for name, c in zip(kept.schema.names, kept.columns)   # the record's own fields
+                                if name not in PROVENANCE_COLUMNS)
         fields = [c for c in resolve_schema(batch.schema, FieldSpec(image=image_field), batch).images
                   if c.image == "path"]
         if not fields:
