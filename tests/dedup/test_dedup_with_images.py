@@ -71,3 +71,16 @@ def test_image_order_and_count_are_part_of_the_identity(tmp_path):
                                                for imgs in ([a, b], [b, a], [a], [a, b], [a, a])])
     report, kept = _dedup(shard, tmp_path / "out", "--with-images")
     assert (report["duplicates"], kept) == (1, [0, 1, 2, 4])
+
+
+def test_against_compares_text_and_images(tmp_path):
+    """A benchmark question asked of another picture is no copy; the same question with the same picture is."""
+    a, b = _pictures(tmp_path, 2)
+    train = write_jsonl(tmp_path / "train.jsonl", [{"text": QUESTION, "image": a}, {"text": LONG, "image": b}])
+    val = write_jsonl(tmp_path / "val.jsonl", [{"text": QUESTION, "image": b}, {"text": LONG, "image": b}])
+    res = CliRunner().invoke(main, ["dedup", str(train), "--against", str(val), "--out", str(tmp_path / "out"),
+                                    "--engine", "local", "--with-images"])
+    assert res.exit_code == 1, res.output          # a leak
+    overlap = pq.read_table(tmp_path / "out" / "overlap.parquet").to_pylist()
+    assert [(r["row"], r["match"], [t["row"] for t in r["train"]]) for r in overlap] == [(0, "none", []),
+                                                                                         (1, "exact", [1])]
