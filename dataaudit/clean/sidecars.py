@@ -16,7 +16,7 @@ from glob import escape
 from dataaudit.atomic import write_json
 from dataaudit.dataset_info import NAME, DatasetInfoError, load
 from dataaudit.images.media import resolve_inside
-from dataaudit.io import copy_file, exists, glob, is_file, join, stat
+from dataaudit.io import copy_file, exists, glob, is_file, is_uri, join, stat
 
 from .plan import CleanJob
 
@@ -27,9 +27,16 @@ REMOTE_KEYS = ("hf_hub_url", "ms_hub_url", "om_hub_url", "script_url", "cloud_fi
 
 
 def _folders(job: CleanJob) -> dict[str, str]:
-    """Each input folder holding a cleaned shard -> its folder in --out."""
-    return dict(sorted({os.path.dirname(os.path.abspath(p)): os.path.dirname(s.output)
-                        for p, s in job.shards.items()}.items()))
+    """Each input folder holding a cleaned shard, and the folders between it and the shards' common folder (a
+    registry there names files in subfolders) -> its folder in --out."""
+    found = {os.path.dirname(os.path.abspath(p)): os.path.dirname(s.output) for p, s in job.shards.items()
+             if not is_uri(p)}     # an object store's folder holds no registry beside its shards that we copy
+    top = os.path.commonpath(list(found)) if found else ""
+    for src, dst in list(found.items()):
+        while src != top and os.path.dirname(src) != src:
+            src, dst = os.path.dirname(src), os.path.dirname(dst)
+            found.setdefault(src, dst)
+    return dict(sorted(found.items()))
 
 
 def _registry(src: str, dst: str) -> dict:
@@ -68,7 +75,8 @@ def _verbatim(src: str, dst: str) -> dict:
 
 
 def copy_sidecars(job: CleanJob) -> list[dict]:
-    """Copy the sidecars of every folder holding a cleaned shard; one entry per file: {path, output, and
+    """Copy the sidecars of every folder holding a cleaned shard (or above one, up to the shards' common folder);
+    one entry per file: {path, output, and
     `entries` kept and `removed` {entry: why} (dataset_info.json), or `note`, or `error` (not copied)}. Call it once
     the shards are written: an entry is kept only when its file is there."""
     done = []

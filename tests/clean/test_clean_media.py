@@ -148,3 +148,21 @@ def test_content_parts_media_are_copied_and_urls_and_outside_paths_are_not(tmp_p
     assert "media the kept records reference: copied 3, missing 1, refused 0" in output
     assert "dataset_info.json: 1 entry removed, their file not in the output (old)" in output
     assert not (out / "outside.mp4").exists() and not (out / "example.com").exists()
+
+
+def test_a_registry_above_the_shards_names_files_in_subfolders(tmp_path):
+    data = tmp_path / "data"
+    (data / "sft").mkdir(parents=True)
+    (data / "dpo").mkdir()
+    for sub in ("sft", "dpo"):
+        (data / sub / "a.jsonl").write_text('{"text": "one"}\n{"text": "two"}\n')
+    info = {"sft": {"file_name": "sft/a.jsonl"}, "dpo": {"file_name": "dpo/a.jsonl"},
+            "pt": {"file_name": "pt/a.jsonl"}}
+    (data / "dataset_info.json").write_text(json.dumps(info))
+    paths = [str(data / "dpo" / "a.jsonl"), str(data / "sft" / "a.jsonl")]
+    audit = fake_audit(tmp_path / "audit", {p: [0] for p in paths}, {p: 2 for p in paths})
+    out = tmp_path / "out"
+    report = run_clean(plan_clean(paths, [str(data)], out, Selection(), audit), out, EngineOptions("local"))
+    assert json.loads((out / "dataset_info.json").read_text()) == {"sft": info["sft"], "dpo": info["dpo"]}
+    assert [(c["output"], c["removed"]) for c in report["sidecars"]] == [
+        ("dataset_info.json", {"pt": "pt/a.jsonl is not in the output"})]
