@@ -26,17 +26,19 @@ YAML_SUFFIXES = ("*.yaml", "*.yml")
 REMOTE_KEYS = ("hf_hub_url", "ms_hub_url", "om_hub_url", "script_url", "cloud_file_name")
 
 
-def _folders(job: CleanJob) -> dict[str, str]:
-    """Each input folder holding a cleaned shard, and the folders between it and the shards' common folder (a
-    registry there names files in subfolders) -> its folder in --out."""
+def _folders(job: CleanJob) -> tuple[dict[str, str], dict[str, str]]:
+    """(each input folder holding a cleaned shard -> its folder in --out, the folders between those and the shards'
+    common folder -> theirs: a registry there names files in subfolders)."""
     found = {os.path.dirname(os.path.abspath(p)): os.path.dirname(s.output) for p, s in job.shards.items()
              if not is_uri(p)}     # an object store's folder holds no registry beside its shards that we copy
     top = os.path.commonpath(list(found)) if found else ""
-    for src, dst in list(found.items()):
+    above: dict[str, str] = {}
+    for src, dst in found.items():
         while src != top and os.path.dirname(src) != src:
             src, dst = os.path.dirname(src), os.path.dirname(dst)
-            found.setdefault(src, dst)
-    return dict(sorted(found.items()))
+            if src not in found:
+                above[src] = dst
+    return dict(sorted(found.items())), dict(sorted(above.items()))
 
 
 def _registry(src: str, dst: str) -> dict:
@@ -80,10 +82,13 @@ def copy_sidecars(job: CleanJob) -> list[dict]:
     `entries` kept and `removed` {entry: why} (dataset_info.json), or `note`, or `error` (not copied)}. Call it once
     the shards are written: an entry is kept only when its file is there."""
     done = []
-    for src_dir, dst_dir in _folders(job).items():
+    beside, above = _folders(job)
+    for src_dir, dst_dir in sorted({**beside, **above}.items()):
         registry = join(src_dir, NAME)
         if is_file(registry):
             done.append(_copy(registry, join(dst_dir, NAME), job.out, _registry))
+        if src_dir not in beside:
+            continue           # YAML files only next to the data they describe
         for pattern in YAML_SUFFIXES:
             for src in sorted(glob(join(escape(src_dir), pattern))):
                 if is_file(src):
