@@ -78,8 +78,9 @@ if [[ -d "$SHARED/images" ]]; then
   step image_recall "$PY" benchmarks/image_recall.py --json "$RESULTS/image_recall.json"
   step image_throughput "$PY" benchmarks/image_throughput.py --json "$RESULTS/image_throughput.json"
   step image_dedup_recall "$PY" benchmarks/image_dedup_recall.py --json "$RESULTS/image_dedup_recall.json"
+  step joint_dedup "$PY" benchmarks/joint_dedup.py --json "$RESULTS/joint_dedup.json"
 else
-  echo "=== image_recall, image_throughput, image_dedup_recall: skipped ($SHARED/images missing)"
+  echo "=== image_recall, image_throughput, image_dedup_recall, joint_dedup: skipped ($SHARED/images missing)"
 fi
 
 # Post-training data: the pair plants are built from ../shared/data/posttrain; the tool plants are generated

@@ -6,7 +6,9 @@
            (OUT/parts/clean/NNNNN-<digest>.dropped.parquet + marker) records the dropped rows, their keys and
            reasons, and the output's size and hash. A rerun trusts a finished shard only when its marker names
            this job and these drops and its output still has the recorded size and hash.
-3. report  the dropped table (every dropped row, shard order) and the record and its page (dataaudit.clean.report),
+3. sidecars dataset_info.json and *.yaml beside the shards, copied naming only the files written
+           (dataaudit.clean.sidecars).
+4. report  the dropped table (every dropped row, shard order) and the record and its page (dataaudit.clean.report),
            after checking that every shard's rows in = kept + dropped.
 """
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataaudit.clean.plan import CleanJob
 from dataaudit.clean.report import clean_report, first_dropped, write_report
 from dataaudit.clean.selection import DROPPED_SCHEMA
 from dataaudit.clean.shard import clean_shard, output_intact
+from dataaudit.clean.sidecars import copy_sidecars
 from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.job import JobRun, Progress
 from dataaudit.pipelines.parts import PartStore
@@ -49,10 +52,12 @@ def run_clean(job: CleanJob, out_dir: str | os.PathLike, options: EngineOptions 
     run = JobRun(out_dir, paths, options, on_progress)
     store = CleanStore(out_dir, job)
     summaries = run.units("clean", paths, store, clean_shard, (job,))
+    sidecars = copy_sidecars(job)
     first: list[dict] = []
     rows = write_parquet(run.out(DROPPED), first_dropped((store.read(i, p) for i, p in enumerate(paths)), first),
                          DROPPED_SCHEMA)
     failed = [{"path": s["path"], "error": s["failed"]} for s in summaries if "failed" in s]
-    report = clean_report(job, [s for s in summaries if "failed" not in s], rows, run.record(), failed, first)
+    report = clean_report(job, [s for s in summaries if "failed" not in s], rows, run.record(), failed, first,
+                          sidecars)
     write_report(out_dir, report)
     return report

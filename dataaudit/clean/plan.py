@@ -15,10 +15,9 @@ import numpy as np
 import pyarrow as pa
 
 from dataaudit import audit, contamination, dedup
-from dataaudit.clean import FILES
+from dataaudit.clean import STATE
 from dataaudit.formats import format_of
 from dataaudit.io import join, read_parquet, read_text
-from dataaudit.outputs import PARTS
 
 from .safety import CleanRefused, audited, check_outputs, covered, output_paths
 from .selection import DROPPED_SCHEMA, Selection, flag_drops, group, keep_drops, list_drops, reason_names
@@ -72,8 +71,8 @@ class CleanJob:
     @functools.cached_property
     def protected(self) -> frozenset[str]:
         """Resolved paths a referenced file is never copied to (or under): every shard's output and clean's own
-        files and folders."""
-        own = [FILES.record, *FILES.tables, FILES.page, PARTS] if self.out else []
+        folder (STATE: record, page, dropped table, parts)."""
+        own = [STATE] if self.out else []
         return frozenset([os.path.realpath(p.output) for p in self.shards.values()]
                          + [os.path.realpath(os.path.join(self.out, f)) for f in own])
 

@@ -1,7 +1,9 @@
-"""The image files a cleaned shard's kept records reference by path (`image`, `images: [...]`), copied next to it
-at the same relative paths, so the cleaned dataset loads on its own.
+"""The media files a cleaned shard's kept records reference by path, copied next to it at the same relative paths,
+so the cleaned dataset loads on its own: the image path fields of the field rule (`image`, `images: [...]`, even
+without an extension), and any string of a kept record, at any depth, that ends in a media extension (images, video,
+audio: `videos: [...]`, `audios: [...]`, content parts; dataaudit.clean.media_refs) and names a file.
 
-Only files inside the input shard's folder are copied (dataaudit.images.batch.resolve_inside: the rule the audit
+Only files inside the input shard's folder are copied (dataaudit.images.media.resolve_inside: the rule the audit
 applies); a reference that is missing or leaves the folder is counted, never followed. The copy goes to the path the
 record names (through a symlinked folder too: the cleaned shard names it so), and never onto a file of the job's
 own: a reference to another shard's file name is refused, not copied over that shard's cleaned output. Each file is
@@ -16,24 +18,31 @@ import pyarrow as pa
 
 from dataaudit.fields import FieldSpec, resolve_schema
 from dataaudit.formats import iter_shard
-from dataaudit.images.batch import flat_images, resolve_inside
+from dataaudit.images.batch import flat_images
+from dataaudit.images.media import resolve_inside
 from dataaudit.io import copy_file, is_file, join, stat
-from dataaudit.sources import ROW
+from dataaudit.sources import PROVENANCE_COLUMNS, ROW
+
+from .media_refs import media_strings
 
 
 def _kept_paths(src: str, drop: np.ndarray, image_field: tuple[str, ...] | None, text_unit: str) -> set[str]:
-    """The path values of the image path fields of the records not in `drop` (sorted rows)."""
+    """The path values of the image path fields, and the media-like strings (any field, any depth), of the records
+    not in `drop` (sorted rows)."""
     wanted: set[str] = set()
     for batch in iter_shard(src, batch_rows=8192, text_unit=text_unit):
+        row = batch.schema.get_field_index(ROW)
+        kept_rows = ~np.isin(batch.column(row).to_numpy(), drop)
+        kept = batch.filter(pa.array(kept_rows))
+        wanted |= media_strings(c for name, c in zip(kept.schema.names, kept.columns)   # the record's own fields
+                                if name not in PROVENANCE_COLUMNS)
         fields = [c for c in resolve_schema(batch.schema, FieldSpec(image=image_field), batch).images
                   if c.image == "path" and c.parts_of is None]
         if not fields:
             continue
-        rows = batch.column(batch.schema.get_field_index(ROW)).to_numpy()
-        kept = ~np.isin(rows, drop)
         for col in fields:
             values, which, _ = flat_images(batch.column(batch.schema.get_field_index(col.name)), col.many)
-            take = np.flatnonzero(kept[which])
+            take = np.flatnonzero(kept_rows[which])
             wanted.update(v for v in values.take(pa.array(take, pa.int64())).to_pylist() if v)
     return wanted
 
@@ -66,7 +75,7 @@ def copy_referenced(src: str, dst: str | os.PathLike, drop: np.ndarray,
     dst_root = os.path.dirname(os.fspath(dst))
     present = missing = refused = 0
     for ref in sorted(_kept_paths(src, drop, image_field, text_unit)):
-        full, _ = resolve_inside(src_root, ref) if "://" not in ref else (None, "a URL")
+        full, _ = resolve_inside(src_root, ref) if "://" not in ref and not ref.startswith("data:") else (None, "URL")
         if full is None or not is_file(full):
             missing += 1
             continue

@@ -33,6 +33,10 @@ def shard_entry(summary: dict) -> dict:
     return {"rows" if k == "records" else k: v for k, v in summary.items() if k != "drops"}
 
 
+# per shard: media files copied (or there already), missing or outside the folder, refused (onto a job file)
+REFERENCED = {"copied": "referenced_files", "missing": "referenced_missing", "refused": "referenced_refused"}
+
+
 def _totals(shards: list[dict], reasons: list[str]) -> dict:
     by: dict[str, int] = {}
     for s in shards:
@@ -56,10 +60,10 @@ def first_dropped(tables: Iterable[pa.Table], into: list[dict]) -> Iterator[pa.T
 
 
 def clean_report(job: CleanJob, summaries: list[dict], dropped_rows: int, run: dict,
-                 failed: list[dict] = (), first: list[dict] = ()) -> dict:
+                 failed: list[dict] = (), first: list[dict] = (), sidecars: list[dict] = ()) -> dict:
     """clean.json's content; `dropped_rows`: the rows written to the dropped table (they must be every drop);
     `failed`: the shards that could not be cleaned ({path, error}: no output written for them); `first`: the
-    dropped table's first rows."""
+    dropped table's first rows; `sidecars`: the files describing the folders, as copied (dataaudit.clean.sidecars)."""
     shards = [shard_entry(s) for s in summaries]
     totals = _totals(shards, job.reasons)
     must(dropped_rows == totals["dropped"],
@@ -72,6 +76,8 @@ def clean_report(job: CleanJob, summaries: list[dict], dropped_rows: int, run: d
         "shards": shards,
         "skipped": job.skipped,
         "failed": list(failed),
+        "referenced": {k: sum(s.get(v, 0) for s in shards) for k, v in REFERENCED.items()},
+        "sidecars": list(sidecars),
         "first_dropped": list(first)[:FIRST_DROPPED],
         "files": {"dropped": DROPPED, "page": FILES.page},
         "run": run,

@@ -3,8 +3,8 @@
 Refused (CleanRefused, one line): a shard the audit did not read, or read only in part (unless skipped), or that
 changed since (size, modification time, xxh3-128 of every byte, as report.json recorded them); dedup or
 contamination findings that do not cover a shard, or that read other bytes than the audit (their fingerprint); an
---out folder that is an input folder or inside one; an output path that would be an input or one of the job's own
-files.
+--out folder that is an input folder or inside one; an output path that would be an input or inside the job's own
+folder (STATE, in --out).
 """
 from __future__ import annotations
 
@@ -12,10 +12,9 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from dataaudit.clean import FILES
+from dataaudit.clean import STATE
 from dataaudit.errors import DataAuditError
 from dataaudit.io import is_dir
-from dataaudit.outputs import PARTS
 from dataaudit.sources.fingerprint import changed
 
 
@@ -110,17 +109,14 @@ def check_outputs(paths: list[str], args: list[str], out: Path, outputs: list[Pa
             if o in (os.path.abspath(f), _real(f)):
                 raise CleanRefused(f"{out}: --out is the findings folder {f}")
     inputs = {_real(p) for p in paths}
-    names = (FILES.record, *FILES.tables, FILES.page)
-    own = {_real(Path(out) / f) for f in names}
-    parts = _real(Path(out) / PARTS)
+    state = _real(Path(out) / STATE)
     for p, o in zip(paths, outputs):
         r = _real(o)
         if r in inputs:
             raise CleanRefused(f"{o}: this output would overwrite an input")
-        if r in own or _inside(r, parts):
-            raise CleanRefused(f"{p}: its output {o} would be one of clean's own files "
-                               f"({', '.join(names)}, {PARTS}/): move the shard or clean it "
-                               "separately")
+        if _inside(r, state):
+            raise CleanRefused(f"{p}: its output {o} would be inside clean's own folder {STATE}/: move the shard "
+                               "or clean it separately")
     seen: dict[str, str] = {}
     for p, o in zip(paths, outputs):
         if _real(o) in seen:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from dataaudit import audit, contamination, dedup
-from dataaudit.clean import DROPPED, FILES
+from dataaudit.clean import DROPPED, FILES, STATE
 from dataaudit.cli.common import (InputError, engine_options, freeze_imports, job_progress, make_out_dir, plural,
                                   print_resumed, print_wrote)
 from dataaudit.cli.paths import expand_shards
@@ -34,6 +34,17 @@ def _check_names(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def _sidecar_line(c: dict) -> str:
+    """What became of a sidecar: not copied (why), the registry entries removed, or copied."""
+    if "error" in c:
+        return c["error"]
+    removed = list(c.get("removed", {}))
+    if removed:
+        shown = ", ".join(removed[:5]) + (", ..." if len(removed) > 5 else "")
+        return f"{plural(len(removed), 'entry', 'entries')} removed, their file not in the output ({shown})"
+    return c.get("note", "copied")
+
+
 def _print_summary(console: Console, r: dict, out: Path) -> None:
     from rich.table import Table
 
@@ -52,7 +63,13 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
         console.print(f"skipped {s['path']}: {s['reason']}", highlight=False, markup=False)
     for s in r.get("failed", []):
         console.print(f"not cleaned {s['path']}: {s['error']}", highlight=False, markup=False)
-    print_resumed(console, r, out)
+    m = r.get("referenced", {})
+    if any(m.values()):
+        console.print(f"media the kept records reference: copied {m['copied']}, missing {m['missing']}, refused "
+                      f"{m['refused']}", highlight=False, markup=False)
+    for c in r.get("sidecars", []):
+        console.print(f"{c['output']}: {_sidecar_line(c)}", highlight=False, markup=False, soft_wrap=True)
+    print_resumed(console, r, out, FILES.parts)
     print_wrote(console, out, [FILES.record, DROPPED, FILES.page], first=[plural(t["shards"], "shard")])
 
 
@@ -67,7 +84,9 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
               default=None, help="A `contamination --decontaminate-train` --out folder: drop the training records "
                                  f"its {contamination.DECONTAMINATE} lists.")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help=f"Folder for the cleaned shards (same relative names), {FILES.record}, {DROPPED} and {FILES.page}.")
+              help="Folder for the cleaned shards (same relative names), the media their kept records reference and "
+                   f"the folder's dataset_info.json and *.yaml; clean's own {FILES.record}, {DROPPED} and "
+                   f"{FILES.page} go in its hidden {STATE}/ folder.")
 @click.option("--severity", type=click.Choice(SEVERITY_CHOICES), default="error", show_default=True,
               help="Drop every record with a flag of this severity or worse (none: drop nothing by severity).")
 @click.option("--check", "checks", multiple=True,

@@ -55,13 +55,13 @@ class MultiValueCommand(click.Command):
         return super().parse_args(ctx, out)
 
 
-def print_resumed(console: Console, report: dict, out: Path) -> None:
-    """Say when a rerun reused shards finished by an earlier run (their parts in OUT/parts)."""
+def print_resumed(console: Console, report: dict, out: Path, parts: str | None = None) -> None:
+    """Say when a rerun reused shards finished by an earlier run (their parts in OUT/parts, or OUT/`parts`)."""
     from dataaudit.outputs import PARTS
 
     n = report.get("run", {}).get("resumed_shards", 0)
     if n:
-        console.print(f"reused {plural(n, 'finished shard')} of an earlier run ({out / PARTS}); "
+        console.print(f"reused {plural(n, 'finished shard')} of an earlier run ({out / (parts or PARTS)}); "
                       "the others were read now", highlight=False, soft_wrap=True)
 
 

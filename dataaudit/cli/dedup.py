@@ -95,12 +95,15 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
 @click.option("--text-field", "text_field", multiple=True,
               help="Field(s) holding the text, repeatable or comma-separated; nested paths and conversations "
                    "allowed (default: every text field; a record's texts and turns are joined).")
+@click.option("--with-images", is_flag=True,
+              help="A record's identity is its text plus its images (the bytes of each, in order): records with "
+                   "the same text and different images are not duplicates.")
 @text_records_option("line")
 @engine_options("one task per shard and per partition", "shards (or partitions)")
 @click.option("--partitions", default="auto", show_default=True,
               help="Band-hash partitions (reduce units); auto: about 64 MB of entries each.")
 def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed, verify, estimate, nfc,
-          lowercase, strip_punct, collapse_ws, text_field, text_records, options, partitions):
+          lowercase, strip_punct, collapse_ws, text_field, with_images, text_records, options, partitions):
     """Find exact and near-duplicate documents in SHARD_OR_GLOB... (and validation samples copied in train)."""
     from rich.console import Console
 
@@ -122,7 +125,7 @@ def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed,
     spec = DedupSpec(text_field=text_field, nfc=nfc, lowercase=lowercase, strip_punct=strip_punct,
                      collapse_ws=collapse_ws, shingles="char" if char_shingles else "word", ngram=ngram,
                      num_perm=num_perm, seed=seed, threshold=threshold, verify=verify,
-                     estimate=estimate, text_unit=text_records or "line")
+                     estimate=estimate, text_unit=text_records or "line", with_images=with_images)
     require_fields(paths + val_paths, FieldSpec(text=text_field), "--text-field")
     make_out_dir(out)
 

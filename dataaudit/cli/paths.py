@@ -34,14 +34,16 @@ def job_files() -> dict[str, tuple[str, ...]]:
 
 def _walk(folder: str) -> list[str]:
     """Every shard file under `folder`, sorted, without the files dataaudit jobs wrote there: a job's tables, and
-    its part and work folders (a cleaned dataset written by `clean` sits beside them and is walked as usual)."""
-    from dataaudit import contamination
+    its part and work folders (a cleaned dataset written by `clean` sits beside them and is walked as usual), and
+    `clean`'s hidden folder of its own files inside a cleaned dataset."""
+    from dataaudit import clean, contamination
     from dataaudit.io import is_file, join, walk
     from dataaudit.outputs import PARTS, WORK
 
     own = job_files()
     found = []
     for root, dirs, files in walk(folder):
+        dirs[:] = [d for d in dirs if d != clean.STATE]
         records = [r for r in own if r in files]
         skip = {f for r in records for f in own[r]}
         if records:

@@ -31,6 +31,7 @@ class DedupSpec:
     estimate: bool = False             # signatures' estimated Jaccard of candidate pairs before clustering
     batch_rows: int = 4096
     text_unit: str = "line"            # plain-text shards: one record per line or per paragraph
+    with_images: bool = False          # identity = text + its images' bytes (dataaudit.dedup.joint)
 
     def __post_init__(self):
         if self.shingles not in SHINGLE_KINDS:

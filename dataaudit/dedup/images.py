@@ -1,9 +1,12 @@
 """Exact and near-duplicate images (`dedup-images`): clusters from the per-shard image hashes, and the report.
 
-Exact groups are records whose image bytes have the same digest; near pairs are perceptual hashes within
-`max_distance` bits, found by multi-index hashing (dataaudit.images.near), never all pairs; clusters are the
-connected components of both, as in text dedup (dataaudit.dedup.clusters: the representative kept is the first
-record in corpus order). 64-bit hashes: 16 bytes a record, 16 MB for a million, grouped on the driver.
+A record's signature is the set of its images (all of them, not its first: dataaudit.dedup.image_hashes). Two
+records are exact duplicates when the sets of their images' byte digests are equal, near duplicates when the sets of
+their images' near classes are: an image's class is its connected component under "same bytes or perceptual hashes
+within `max_distance` bits" (dataaudit.images.near: multi-index hashing, never all pairs). A set ignores order and
+repeats: [a, b], [b, a] and [a, b, a] show the same pictures and are duplicates; [a] and [a, b] are not. Clusters
+are the connected components of both, as in text dedup (dataaudit.dedup.clusters: the representative kept is the
+first record in corpus order). 64-bit hashes: 16 bytes an image, grouped on the driver.
 """
 from __future__ import annotations
 
@@ -15,8 +18,26 @@ from dataaudit.images.near import near_duplicate_edges
 
 from .clusters import Clusters, cluster_table, components
 from .corpus import Corpus
-from .image_hashes import ImageDedupSpec
+from .image_hashes import ImageDedupSpec, record_images
+from .joint import SALT, mix64
 from .report import SCHEMA_VERSION, shard_entries, size_histogram
+
+def set_groups(owner: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the owners that hold a value, a group label per owner): owners holding the same set of values (order and
+    repeats ignored) share a label. Each set is keyed by its size and two sums of mixed values (128 bits: a
+    collision between two different sets has odds near 2**-128)."""
+    if len(owner) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    pairs = np.unique(np.stack([np.asarray(owner, np.int64), np.asarray(values, np.uint64).view(np.int64)], 1),
+                      axis=0)
+    o, v = pairs[:, 0], pairs[:, 1].view(np.uint64)
+    owners, at = np.unique(o, return_inverse=True)
+    h1, h2 = np.zeros(len(owners), np.uint64), np.zeros(len(owners), np.uint64)
+    np.add.at(h1, at, mix64(v))                 # wraps modulo 2**64, as a sum of hashes should
+    np.add.at(h2, at, mix64(v ^ SALT))
+    size = np.bincount(at, minlength=len(owners)).astype(np.uint64)
+    _, label = np.unique(np.stack([size, h1, h2], 1), axis=0, return_inverse=True)
+    return owners, label.ravel().astype(np.int64)
 
 
 def star_groups(labels: np.ndarray, gids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -31,27 +52,46 @@ def star_groups(labels: np.ndarray, gids: np.ndarray) -> tuple[np.ndarray, np.nd
     return head[keep], g[keep]
 
 
-def image_clusters(corpus: Corpus, spec: ImageDedupSpec) -> tuple[Clusters, dict]:
-    """Exact groups and near clusters of the corpus's images (gids: corpus order)."""
-    has, decoded, digest, phash = [], [], [], []
+def corpus_images(corpus: Corpus) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """(gid of each image's record, {digest, phash, flipped, decoded} per image) of the records with an image."""
+    gids, cols = [], []
     for i in range(len(corpus.paths)):
-        t = corpus.read(i, ["has_image", "decoded", "digest", "phash"])
-        has.append(t.column("has_image").to_numpy(zero_copy_only=False))
-        decoded.append(t.column("decoded").to_numpy(zero_copy_only=False))
-        digest.append(t.column("digest").to_numpy(zero_copy_only=False))
-        phash.append(t.column("phash").to_numpy(zero_copy_only=False))
-    cat = lambda parts, dtype: np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)  # noqa: E731
-    has, decoded = cat(has, bool), cat(decoded, bool)
-    digest, phash = cat(digest, np.uint64), cat(phash, np.uint64)
-    gids = np.arange(len(has), dtype=np.int64) + corpus.base0
-    with_image = np.flatnonzero(has)
-    _, groups = np.unique(digest[with_image], return_inverse=True)
-    exact_src, exact_dst = star_groups(groups.astype(np.int64), gids[with_image])
+        owner, c = record_images(corpus.read(i, ["has_image", "images"]))
+        gids.append(owner + corpus.base[i])
+        cols.append(c)
+    names = {"digest": np.uint64, "phash": np.uint64, "flipped": np.uint64, "decoded": bool}
+    if not cols:
+        return np.zeros(0, np.int64), {k: np.zeros(0, t) for k, t in names.items()}
+    return np.concatenate(gids).astype(np.int64), {k: np.concatenate([c[k] for c in cols]).astype(t)
+                                                    for k, t in names.items()}
+
+
+def image_classes(digest: np.ndarray, phash: np.ndarray, decoded: np.ndarray, max_distance: int
+                  ) -> tuple[np.ndarray, int]:
+    """A class per image (same bytes, or perceptual hashes within `max_distance`, transitively), and the number
+    of near pairs found."""
+    n = len(digest)
+    idx = np.arange(n, dtype=np.int64)
+    _, same = np.unique(digest, return_inverse=True)
+    ex_s, ex_d = star_groups(same.ravel().astype(np.int64), idx)
     hashed = np.flatnonzero(decoded)
+    s, d = near_duplicate_edges(phash[hashed], max_distance)
+    nodes, labels = components(np.concatenate([ex_s, hashed[s]]), np.concatenate([ex_d, hashed[d]]))
+    cls = idx + (int(labels.max()) + 1 if len(labels) else 0)    # an image alone is a class of its own
+    cls[nodes] = labels
+    return cls, int(len(s))
+
+
+def image_clusters(corpus: Corpus, spec: ImageDedupSpec) -> tuple[Clusters, dict]:
+    """Exact groups and near clusters of the corpus's records by the sets of their images (gids: corpus order)."""
+    gid, img = corpus_images(corpus)
     t0 = time.time()
-    s, d = near_duplicate_edges(phash[hashed], spec.max_distance)
+    cls, near_pairs = image_classes(img["digest"], img["phash"], img["decoded"], spec.max_distance)
     near_seconds = time.time() - t0
-    near_src, near_dst = gids[hashed[s]], gids[hashed[d]]
+    owners, same_bytes = set_groups(gid, img["digest"])
+    exact_src, exact_dst = star_groups(same_bytes, owners)
+    owners, same_class = set_groups(gid, cls.astype(np.uint64))
+    near_src, near_dst = star_groups(same_class, owners)
     ex_nodes, ex_labels = components(exact_src, exact_dst)
     ct = cluster_table(np.concatenate([exact_src, near_src]), np.concatenate([exact_dst, near_dst]))
     pos = np.searchsorted(ex_nodes, ct["gid"])
@@ -59,8 +99,9 @@ def image_clusters(corpus: Corpus, spec: ImageDedupSpec) -> tuple[Clusters, dict
     in_exact = (ex_nodes[pos] == ct["gid"]) if len(ex_nodes) else np.zeros(len(ct["gid"]), bool)
     exact_group = np.where(in_exact, ex_labels[pos] if len(ex_nodes) else -1, -1)
     clusters = Clusters(ct, np.where(in_exact, "exact", "near"), exact_group, ex_nodes, ex_labels,
-                        int(len(s)), None)
-    return clusters, {"hashed": int(len(hashed)), "near_edges": int(len(s)), "near_seconds": round(near_seconds, 3)}
+                        near_pairs, None)
+    return clusters, {"hashed": int(img["decoded"].sum()), "near_edges": near_pairs,
+                      "near_seconds": round(near_seconds, 3)}
 
 
 def image_report(spec: ImageDedupSpec, corpus: Corpus, clusters: Clusters, kept: int, stats: dict) -> dict:
@@ -74,12 +115,12 @@ def image_report(spec: ImageDedupSpec, corpus: Corpus, clusters: Clusters, kept:
     summaries = corpus.summaries
     records = corpus.total
     notes = [f"near duplicates: perceptual hashes (pHash, 64 bits) within {spec.max_distance} bits of each other; "
-             "a record's image is its first image"]
+             "a record's signature is the set of all its images (order and repeats ignored)"]
     no_image = sum(s["no_image"] for s in summaries)
     undecodable = sum(s["undecodable"] for s in summaries)
     if no_image:
-        notes.append(f"{no_image} records have no image (none, a zero-byte one, or an unreadable record): kept, "
-                     "not clustered")
+        notes.append(f"{no_image} records have no image, or one without bytes (missing, zero-byte), or are "
+                     "unreadable: kept, not clustered")
     if undecodable:
         notes.append(f"{undecodable} images do not decode: compared by their bytes only (see the audit's flags)")
     for s in summaries:

@@ -57,9 +57,12 @@ def write_clusters(out_dir: str | os.PathLike, clusters: Clusters, train: Corpus
     write_parquet(join(out_dir, CLUSTERS), tables(), CLUSTER_SCHEMA)
 
 
-def write_keep(out_dir: str | os.PathLike, clusters: Clusters, train: Corpus) -> int:
-    """The keep-list: every training record but the non-representative cluster members; returns how many."""
-    drop_sorted = np.sort(clusters.dropped)
+def write_keep(out_dir: str | os.PathLike, clusters: Clusters, train: Corpus, also_drop: np.ndarray | None = None
+               ) -> int:
+    """The keep-list: every training record but the non-representative cluster members (and the gids `also_drop`:
+    training records with a copy in a validation set, for `dedup-images --against`); returns how many."""
+    drop_sorted = np.unique(np.concatenate([clusters.dropped, also_drop])) if also_drop is not None \
+        else np.sort(clusters.dropped)
 
     def tables():
         for i, p in enumerate(train.paths):

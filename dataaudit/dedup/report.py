@@ -34,6 +34,18 @@ def _notes(summaries: list[dict], spec: DedupSpec) -> list[str]:
              f"{spec.threshold}: a pair with Jaccard exactly {spec.threshold} becomes a candidate with probability "
              f"{1 - (1 - spec.threshold ** rows) ** bands:.2f}, one at {min(spec.threshold + 0.1, 1.0):.2f} with "
              f"{1 - (1 - min(spec.threshold + 0.1, 1.0) ** rows) ** bands:.2f}"]
+    if spec.with_images:
+        images = sum(s.get("images", 0) for s in summaries)
+        unread = sum(s.get("images_unread", 0) for s in summaries)
+        if not images:
+            notes.append("--with-images: no image found in any shard (no image field, or none filled): the "
+                         "identity of every record is its text alone")
+        else:
+            notes.append(f"--with-images: a record is its text plus its images' bytes (xxh3-64 of each of {images} "
+                         "images), in order: records with the same text and other images are not duplicates; a "
+                         "re-encoded or resized image is another image (dedup-images compares pictures)"
+                         + (f"; {unread} images could not be read (missing, outside the folder, too large): each "
+                            "is identified by its reference" if unread else ""))
     for s in summaries:
         if s["status"] != "ok":
             notes.append(f"unreadable shard {s['path']}: {s['error']} (records read before the break are included)")

@@ -13,6 +13,7 @@ Arrow table per shard, one row per record, in record order:
 """
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -31,6 +32,7 @@ from dataaudit.textops import char_ngram_hashes, normalize, word_ngram_hashes
 
 from .config import DedupSpec
 from .exact import exact_hashes
+from .joint import fold, image_digests, images_key
 from .minhash import signatures_u32, word_signatures
 
 
@@ -73,8 +75,10 @@ def output_schema(num_perm: int, with_shingles: bool) -> pa.Schema:
     return pa.schema(fields)
 
 
-def sign_batch(text: pa.Array, spec: DedupSpec, with_shingles: bool = False) -> dict[str, pa.Array]:
-    """Columns count, exact_hi, exact_lo, sig (+ shingles) for one array of texts."""
+def sign_batch(text: pa.Array, spec: DedupSpec, with_shingles: bool = False,
+               images: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, pa.Array]:
+    """Columns count, exact_hi, exact_lo, sig (+ shingles) for one array of texts; `images`: each record's images
+    key (`--with-images`, dataaudit.dedup.joint), folded into its exact hash and signature."""
     n = len(text)
     norm = normalize(text, **spec.normalization())
     fused = word_signatures(norm, spec.ngram, spec.num_perm, spec.seed, with_shingles) \
@@ -90,6 +94,8 @@ def sign_batch(text: pa.Array, spec: DedupSpec, with_shingles: bool = False) -> 
     empty = count == 0
     hi[empty] = 0
     lo[empty] = 0
+    if images is not None:
+        hi, lo, sig = fold(count, hi, lo, sig, *images)
     out = {"count": pa.array(count.astype(np.int32)), "exact_hi": pa.array(hi), "exact_lo": pa.array(lo),
            "sig": signature_array(sig)}
     if with_shingles:
@@ -135,15 +141,27 @@ class SignStage(ShardStage):
 
     def start(self, path: str) -> _SignState:
         pool = ThreadPoolExecutor(self.threads, thread_name_prefix="dedup-sign") if self.threads > 1 else None
+        images = {"images": 0, "images_unread": 0} if self.spec.with_images else {}
         return _SignState({"path": path, "records": 0, "empty": 0, "unreadable_records": 0, "shingles": 0,
-                           "status": "ok", "error": None, "text_field": None}, time.time(),
+                           "status": "ok", "error": None, "text_field": None, **images}, time.time(),
                           DocumentText(self.spec.text_field), pool)
 
     def schema(self, state: _SignState, path: str) -> pa.Schema | None:
         return read_schema(path)    # Parquet's footer names the text columns before reading
 
     def columns(self, state: _SignState, schema: pa.Schema | None) -> list[str] | None:
+        if self.spec.with_images:
+            return None     # the image columns too, whichever the field rule finds
         return state.text.columns(schema)
+
+    def images(self, state: _SignState, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray] | None:
+        """Each record's images key (`--with-images`), its images counted in the summary."""
+        if not self.spec.with_images:
+            return None
+        rows, order, digest, unread = image_digests(batch, os.path.dirname(state.summary["path"]))
+        state.summary["images"] += len(rows)
+        state.summary["images_unread"] += unread
+        return images_key(batch.num_rows, rows, order, digest)
 
     def add(self, state: _SignState, batch: pa.RecordBatch) -> None:
         text = state.text(batch)
@@ -151,10 +169,11 @@ class SignStage(ShardStage):
         line = batch.column(batch.schema.get_field_index(LINE))
         key = batch.column(batch.schema.get_field_index(KEY))
         errors = batch.column(batch.schema.get_field_index(ERROR))
+        images = self.images(state, batch)
         if state.pool is None:
-            self._collect(state, row, line, key, errors, sign_batch(text, self.spec, self.with_shingles))
+            self._collect(state, row, line, key, errors, sign_batch(text, self.spec, self.with_shingles, images))
             return
-        future = state.pool.submit(sign_batch, text, self.spec, self.with_shingles)
+        future = state.pool.submit(sign_batch, text, self.spec, self.with_shingles, images)
         state.pending.append((row, line, key, errors, future))
         while len(state.pending) > 2 * self.threads:
             self._collect(state, *state.pending.popleft())

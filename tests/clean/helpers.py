@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from click.testing import CliRunner
 
-from dataaudit.clean import FILES
+from dataaudit.clean import DROPPED, STATE
 from dataaudit.cli import main
 
 WORDS = "river stone cloud garden lantern harbor meadow violin copper thunder orchard pebble canyon".split()
@@ -90,7 +90,10 @@ def fake_audit(folder: Path, flagged: dict[str, list[int]], counts: dict[str, in
 
 
 def outputs(out: Path) -> dict[str, bytes]:
-    """Every file under `out` but the record, its page (both hold the run's times) and the parts, by relative path:
-    what two runs must write alike."""
-    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
-            if p.is_file() and p.name not in (FILES.record, FILES.page) and "parts" not in p.relative_to(out).parts}
+    """Every file under `out` but clean's own folder (its record and page hold the run's times; the parts), and
+    the dropped table, by relative path: what two runs must write alike."""
+    found = {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*"))
+             if p.is_file() and STATE not in p.relative_to(out).parts}
+    if (out / DROPPED).exists():
+        found[DROPPED] = (out / DROPPED).read_bytes()
+    return found

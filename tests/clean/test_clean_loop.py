@@ -16,7 +16,7 @@ FIXTURES = REPO / "fixtures"
 
 
 def _clean_json(out: Path) -> dict:
-    r = json.loads((out / "clean.json").read_text())
+    r = json.loads((out / ".dataaudit/clean.json").read_text())
     r.pop("run")
     return r
 
@@ -50,7 +50,7 @@ def test_parquet_audit_dedup_contamination_clean_audit(tmp_path):
     assert report["shards"][0]["output"] == "part-0.parquet" and report["shards"][0]["row_group_rows"] == 8
     assert report["selection"] == {"severity": "error", "checks": [], "dedup": True, "contamination": True}
     assert report["findings"]["dedup"] == [str(tmp_path / "d")]
-    d = pq.read_table(out / "dropped.parquet").to_pylist()
+    d = pq.read_table(out / ".dataaudit/dropped.parquet").to_pylist()
     assert [(r["row"], r["key"], r["reasons"]) for r in d] == [
         (3, "3", ["check:nonfinite"]), (9, "9", ["check:not_an_image"]), (17, "17", ["check:nonfinite"]),
         (21, "21", ["dedup"]), (30, "30", ["contamination"])]
@@ -82,7 +82,7 @@ def test_webdataset_fixture_severity_warning(tmp_path):
         assert after == [(n, b) for n, b in before if n.split(".")[0] not in dropped_keys]
     report = _clean_json(out)
     assert [(s["rows"], s["kept"], s["dropped"]) for s in report["shards"]] == [(12, 8, 4), (12, 5, 7)]
-    d = pq.read_table(out / "dropped.parquet")
+    d = pq.read_table(out / ".dataaudit/dropped.parquet")
     assert d.column("key").to_pylist() == ["000000", "000005", "000006", "000008",
                                            "000012", "000013", "000016", "000017", "000019", "000020", "000023"]
     assert d.column("row").to_pylist() == [0, 5, 6, 8, 0, 1, 4, 5, 7, 8, 11]

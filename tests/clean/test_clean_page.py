@@ -39,14 +39,14 @@ def test_the_page_of_a_clean_run(tmp_path):
     out = tmp_path / "out"
     code, text = cli("clean", data, "--audit", audit, "--out", out, "--skip-unreadable")
     assert code == 0, text
-    assert text.rstrip().endswith(f"{out / 'clean.html'}")
-    report = json.loads((out / "clean.json").read_text())
+    assert text.rstrip().endswith(f"{out / '.dataaudit/clean.html'}")
+    report = json.loads((out / ".dataaudit/clean.json").read_text())
     assert report["first_dropped"] == [
         {"shard": str(jsonl), "key": "0", "row": 0, "line": 1, "reasons": ["check:nonfinite"]},
         {"shard": str(jsonl), "key": "2", "row": 2, "line": 3, "reasons": ["check:nonfinite"]},
         {"shard": str(tar), "key": HOSTILE_HTML, "row": 1, "line": None, "reasons": ["check:nonfinite"]}]
-    assert report["files"] == {"dropped": "dropped.parquet", "page": "clean.html"}
-    html = (out / "clean.html").read_text(encoding="utf-8")
+    assert report["files"] == {"dropped": ".dataaudit/dropped.parquet", "page": ".dataaudit/clean.html"}
+    html = (out / ".dataaudit/clean.html").read_text(encoding="utf-8")
 
     assert "<script" not in html and "<img" not in html      # the key is text
     assert html.count(ESCAPED) == 1                           # in the first dropped records

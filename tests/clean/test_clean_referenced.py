@@ -40,7 +40,7 @@ def test_referenced_images_of_kept_records_travel_with_the_cleaned_shard(tmp_pat
     assert copied == ["img/a.jpg", "img/b.jpg", "img/c.jpg"]
     assert all((out / rel).read_bytes() == pics[rel.split("/")[1]] for rel in copied)
     assert not (out / "secret.jpg").exists() and not (tmp_path / "img").exists()
-    shards = {s["output"]: s for s in json.loads((out / "clean.json").read_text())["shards"]}
+    shards = {s["output"]: s for s in json.loads((out / ".dataaudit/clean.json").read_text())["shards"]}
     assert [(o, s["rows"], s["kept"], s["referenced_files"], s["referenced_missing"]) for o, s in shards.items()] == [
         ("chat.jsonl", 2, 1, 2, 0), ("pairs.jsonl", 3, 1, 1, 0)]
     res = runner.invoke(main, ["audit", str(out), "--out", str(tmp_path / "audit2"), "--engine", "local"])

@@ -54,12 +54,12 @@ def _cli(data: Path, audit: Path, out: Path) -> subprocess.Popen:
 
 
 def _parts(out: Path) -> int:
-    folder = out / "parts" / "clean"
+    folder = out / ".dataaudit" / "parts" / "clean"
     return len(list(folder.glob("*.json"))) if folder.exists() else 0
 
 
 def _report(out: Path) -> dict:
-    r = json.loads((out / "clean.json").read_text())
+    r = json.loads((out / ".dataaudit/clean.json").read_text())
     return {k: v for k, v in r.items() if k != "run"}
 
 
@@ -87,7 +87,7 @@ def test_sigkill_then_rerun_is_byte_identical(corpus, reference, tmp_path):
     assert rerun.wait(timeout=300) == 0, rerun.stderr.read()
     assert outputs(out) == reference[0]
     assert _report(out) == reference[1]
-    run = json.loads((out / "clean.json").read_text())["run"]
+    run = json.loads((out / ".dataaudit/clean.json").read_text())["run"]
     assert run["resumed_shards"] == finished          # only unfinished shards were redone
     assert not list(out.rglob("*.tmp"))
 

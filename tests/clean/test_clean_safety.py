@@ -100,13 +100,14 @@ def test_unreadable_shard_refused_unless_skipped(tmp_path):
     out = tmp_path / "out"
     code, text = cli("clean", data, "--audit", audit, "--out", out, "--skip-unreadable")
     assert code == 0, text
-    report = json.loads((out / "clean.json").read_text())
+    report = json.loads((out / ".dataaudit/clean.json").read_text())
     assert report["skipped"] == [{"path": str(bad), "reason": "the audit could not read it to the end (broken)"}]
     assert report["totals"] == {"shards": 1, "rows": 5, "kept": 4, "dropped": 1,
                                 "dropped_by": {"check:nonfinite": 1}, "skipped_shards": 1,
                                 "failed_shards": 0}
-    assert sorted(p.name for p in out.iterdir()) == ["a.parquet", "clean.html", "clean.json", "dropped.parquet",
-                                                         "parts"]
+    assert sorted(p.name for p in out.iterdir()) == [".dataaudit", "a.parquet"]   # clean's own files hidden
+    assert sorted(p.name for p in (out / ".dataaudit").iterdir()) == ["clean.html", "clean.json", "dropped.parquet",
+                                                                      "parts"]
     assert pq.read_table(out / "a.parquet").column("x").to_pylist() == [0, 1, 2, 3]
 
 
@@ -137,7 +138,7 @@ def test_every_format_through_the_job(tmp_path):
     out = tmp_path / "out"
     code, text = cli("clean", data, "--audit", audit, "--out", out, "--severity", "none")
     assert code == 0, text
-    assert json.loads((out / "clean.json").read_text())["totals"]["dropped"] == 0
+    assert json.loads((out / ".dataaudit/clean.json").read_text())["totals"]["dropped"] == 0
     out = tmp_path / "out2"
     code, text = cli("clean", data, "--audit", audit, "--out", out, "--severity", "none", "--check", "nonfinite")
     assert code == 0, text
@@ -145,10 +146,10 @@ def test_every_format_through_the_job(tmp_path):
     assert (out / "b.json").read_text() == '[\n  {"i": 0},\n  {"i": 2}\n]\n'
     with tarfile.open(out / "c.tar.gz") as tf:
         assert [m.name for m in tf] == ["0000.txt", "0000.cls", "0001.txt", "0001.cls", "0003.txt", "0003.cls"]
-    report = json.loads((out / "clean.json").read_text())
+    report = json.loads((out / ".dataaudit/clean.json").read_text())
     assert [(s["output"], s["format"], s["rows"], s["kept"], s["dropped"]) for s in report["shards"]] == [
         ("b.json", "json", 3, 2, 1), ("c.tar.gz", "webdataset", 4, 3, 1), ("sub/a.jsonl.gz", "jsonl", 6, 4, 2)]
-    dropped = pq.read_table(out / "dropped.parquet").to_pylist()
+    dropped = pq.read_table(out / ".dataaudit/dropped.parquet").to_pylist()
     assert [(Path(r["shard"]).name, r["key"], r["row"], r["reasons"]) for r in dropped] == [
         ("b.json", "1", 1, ["check:nonfinite"]), ("c.tar.gz", "0002", 2, ["check:nonfinite"]),
         ("a.jsonl.gz", "0", 0, ["check:nonfinite"]), ("a.jsonl.gz", "5", 5, ["check:nonfinite"])]
@@ -172,10 +173,10 @@ def test_two_dedup_folders_each_for_the_shards_it_covers(tmp_path, corpus):
     out = tmp_path / "out"
     code, text_out = cli("clean", data, "--audit", audit, "--dedup", text, "--dedup", image, "--out", out)
     assert code == 0, text_out
-    d = pq.read_table(out / "dropped.parquet").to_pylist()
+    d = pq.read_table(out / ".dataaudit/dropped.parquet").to_pylist()
     assert [(Path(r["shard"]).name, r["row"], r["reasons"]) for r in d] == [
         ("s0.parquet", 1, ["check:nonfinite"]), ("s0.parquet", 2, ["check:nonfinite"]), ("s0.parquet", 9, ["dedup"]),
         ("s1.parquet", 1, ["dedup"]), ("s1.parquet", 3, ["dedup"]), ("s1.parquet", 5, ["dedup"]),
         ("s1.parquet", 7, ["dedup"]), ("s2.parquet", 0, ["dedup"])]
     assert pq.read_table(out / "s1.parquet").column("x").to_pylist() == [0, 2, 4, 6, 8, 9]
-    assert json.loads((out / "clean.json").read_text())["findings"]["dedup"] == [str(text), str(image)]
+    assert json.loads((out / ".dataaudit/clean.json").read_text())["findings"]["dedup"] == [str(text), str(image)]

@@ -43,7 +43,7 @@ def test_a_file_that_cannot_be_written_is_one_line_and_exit_2(tmp_path, monkeypa
 
 
 @pytest.mark.parametrize("record, tables", [
-    ("report.json", ("flags.parquet",)), ("clean.json", ("dropped.parquet",)),
+    ("report.json", ("flags.parquet",)), (".dataaudit/clean.json", (".dataaudit/dropped.parquet",)),
     ("dedup.json", ("clusters.parquet", "keep.parquet", "overlap.parquet")),
     ("contamination.json", ("decontaminate.parquet",)), ("tokenizer_drift.json", ())])
 def test_the_walk_skips_what_each_job_declares(record, tables):

@@ -310,7 +310,7 @@ def test_each_output_name_is_spelled_once():
     """A job's output names are declared in its command's package and taken from there everywhere else (the job,
     the summary lines, clean reading the findings, the folder walk): no second spelling can drift."""
     declared = _declared_outputs()
-    assert {"report.json", "flags.parquet", "clean.json", "dedup.json", "keep.parquet", "contamination.json",
+    assert {"report.json", "flags.parquet", ".dataaudit/clean.json", "dedup.json", "keep.parquet", "contamination.json",
             "items.parquet", "tokenizer_drift.json"} <= set(declared)
     spelled: dict[str, set[str]] = {}
     # the name as a word: ".flags.parquet", a part's suffix, is another name

@@ -60,7 +60,7 @@ def test_jsonl_rows_skip_blank_lines_lines_do_not(tmp_path):
 
     # clean drops that record and names it by the same row and line
     run("clean", shard, "--audit", out, "--out", tmp_path / "clean")
-    dropped = pq.read_table(tmp_path / "clean" / "dropped.parquet").to_pylist()
+    dropped = pq.read_table(tmp_path / "clean" / ".dataaudit/dropped.parquet").to_pylist()
     assert [(d["key"], d["row"], d["line"], d["reasons"]) for d in dropped] == [
         ("2", 2, 4, ["check:unreadable_record"])]
 

@@ -45,9 +45,9 @@ def test_a_folder_walk_leaves_out_the_files_of_dataaudit_jobs(tmp_path):
         return str(p)
 
     data = touch("out/shard-0.jsonl")                     # a cleaned shard written by `clean`
-    touch("out/clean.json", "{}")
-    touch("out/dropped.parquet")
-    touch("out/parts/clean/00000-abc.jsonl")
+    touch("out/.dataaudit/clean.json", "{}")          # clean's own files, in its hidden folder
+    touch("out/.dataaudit/dropped.parquet")
+    touch("out/.dataaudit/parts/clean/00000-abc.jsonl")
     touch("audit/report.json", "{}")
     touch("audit/flags.parquet")
     touch("contam/contamination.json", "{}")

@@ -49,7 +49,7 @@ def test_csv_audit_clean_dedup_and_contamination(tmp_path):
                      "--severity", "warning", "--out", tmp_path / "clean")
     assert code == 0, out
     assert (tmp_path / "clean" / "train.csv").read_bytes() == b"".join(ROWS[i] for i in (0, 1, 3, 5, 6))
-    dropped = pq.read_table(tmp_path / "clean" / "dropped.parquet").to_pylist()
+    dropped = pq.read_table(tmp_path / "clean" / ".dataaudit/dropped.parquet").to_pylist()
     assert [(d["row"], d["line"], d["reasons"]) for d in dropped] == [(1, 3, ["check:empty_text"]),
                                                                      (3, 6, ["dedup"])]
 

@@ -192,7 +192,7 @@ def test_f20_clean_leaves_out_a_shard_it_cannot_write_and_cleans_the_others(thre
     code, output = _invoke("clean", *three, "--audit", tmp_path / "audit", "--out", tmp_path / "clean",
                            "--engine", "local")
     assert code == 1, output
-    report = json.loads((tmp_path / "clean" / "clean.json").read_text())
+    report = json.loads((tmp_path / "clean" / ".dataaudit/clean.json").read_text())
     assert report["failed"] == [{"path": three[1], "error": "ValueError: injected writer failure"}]
     assert [(s["output"], s["rows"], s["kept"]) for s in report["shards"]] == [("a.jsonl", 40, 40), ("b.jsonl", 20, 20)]
     assert report["totals"]["failed_shards"] == 1 and report["totals"]["rows"] == 60
@@ -300,7 +300,7 @@ def test_f17_f18_referenced_files_go_to_the_named_path_and_never_over_a_shard(tm
     code, output = _invoke("clean", data, "--audit", tmp_path / "audit", "--out", out, "--severity", "none",
                            "--check", "empty_caption", "--engine", "local")
     assert code == 0, output
-    report = json.loads((out / "clean.json").read_text())
+    report = json.loads((out / ".dataaudit/clean.json").read_text())
     a, b = report["shards"]
     assert (a["referenced_files"], a["referenced_missing"], a["referenced_refused"]) == (1, 0, 1)   # F17: refused
     assert (b["kept"], b["dropped"]) == (1, 1)

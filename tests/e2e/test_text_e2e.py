@@ -53,7 +53,7 @@ def test_paragraphs_through_audit_dedup_clean_and_contamination(tmp_path):
     assert code == 0, out
     # a dropped paragraph takes the blank lines after it along
     assert (tmp_path / "clean" / "corpus.txt").read_bytes() == b"".join(PARAGRAPHS[i] for i in (0, 1, 7))
-    dropped = pq.read_table(tmp_path / "clean" / "dropped.parquet").to_pylist()
+    dropped = pq.read_table(tmp_path / "clean" / ".dataaudit/dropped.parquet").to_pylist()
     assert [(d["row"], d["line"], d["reasons"]) for d in dropped] == [(1, 4, ["check:control_chars"]),
                                                                      (2, 7, ["dedup"])]
 
