@@ -21,6 +21,11 @@ ngram = 5                  # word shingle size
 num_perm = 128
 seed = 1                   # (LSH bands x rows are chosen for the threshold as datasketch's MinHashLSH does)
 
+[items]
+min_item_words = 8         # shorter items: matched only as a whole sentence or turn with their own final mark,
+                           # reported as "short items", not counted (--min-item-words)
+count_short_items = false  # count them in the verdict, the exit code and the drop list (--count-short-items)
+
 [report]
 max_matches = 5            # training records kept per item in items.parquet (best first)
 
@@ -87,6 +92,8 @@ class ContaminationConfig:
     text_unit: str = "line"            # plain-text training shards: one record per line or per paragraph
     batch_rows: int = 2048
     max_matches: int = 5
+    min_item_words: int = 8
+    count_short_items: bool = False
     benchmarks: dict[str, BenchmarkSettings] = field(default_factory=dict)
     source: str = "<defaults>"
 
@@ -101,11 +108,20 @@ class ContaminationConfig:
     def fingerprint(self) -> dict[str, Any]:
         """What changes per-shard results (resuming reuses parts only when this is unchanged)."""
         return {"methods": self.methods(), "text_field": self.text_field, "text_records": self.text_unit,
-                "max_matches": self.max_matches}
+                "max_matches": self.max_matches, "min_item_words": self.min_item_words}
 
-    def with_overrides(self, *, ngram: int | None = None, text_unit: str | None = None) -> "ContaminationConfig":
-        """The command line's settings over the file's (`--ngram`, `--text-records`)."""
+    def with_overrides(self, *, ngram: int | None = None, text_unit: str | None = None,
+                       min_item_words: int | None = None, count_short_items: bool | None = None
+                       ) -> "ContaminationConfig":
+        """The command line's settings over the file's (`--ngram`, `--text-records`, `--min-item-words`,
+        `--count-short-items`)."""
         cfg = self if text_unit is None else replace(self, text_unit=text_unit)
+        if min_item_words is not None:
+            if min_item_words < 1:
+                raise ContaminationConfigError(f"--min-item-words must be >= 1, got {min_item_words}")
+            cfg = replace(cfg, min_item_words=min_item_words)
+        if count_short_items:
+            cfg = replace(cfg, count_short_items=True)
         if ngram is None:
             return cfg
         if ngram < 1:
@@ -113,7 +129,8 @@ class ContaminationConfig:
         return replace(cfg, ngram=replace(cfg.ngram, n=ngram))
 
 
-_SECTIONS = ("train", "methods", "report", "benchmarks")
+_SECTIONS = ("train", "methods", "items", "report", "benchmarks")
+_ITEM_KEYS = ("min_item_words", "count_short_items")
 _TRAIN_KEYS = ("text_field", "text_records", "batch_rows")
 _REPORT_KEYS = ("max_matches",)
 _BENCH_KEYS = ("preset", "fields", "id_field", "header")
@@ -172,6 +189,12 @@ def build_contamination_config(raw: dict[str, Any], source: str = "<config>") ->
     report = _check_keys(source, "report", raw.get("report", {}), _REPORT_KEYS)
     if "max_matches" in report:
         cfg = replace(cfg, max_matches=_int(source, "[report] max_matches", report["max_matches"], 1))
+
+    items = _check_keys(source, "items", raw.get("items", {}), _ITEM_KEYS)
+    if "min_item_words" in items:
+        cfg = replace(cfg, min_item_words=_int(source, "[items] min_item_words", items["min_item_words"], 1))
+    if "count_short_items" in items:
+        cfg = replace(cfg, count_short_items=_bool(source, "[items] count_short_items", items["count_short_items"]))
 
     methods = _check_keys(source, "methods", raw.get("methods", {}), ("ngram", "exact", "minhash"))
     if "ngram" in methods:

@@ -44,7 +44,7 @@ def _methods(config: ContaminationConfig, index: ContaminationIndex, v: dict) ->
     out = {}
     for name, settings in config.methods().items():
         entry = dict(settings)
-        entry["contaminated"] = int(v[name].sum()) if settings["enabled"] else None
+        entry["contaminated"] = int((v[name] & v["counted"]).sum()) if settings["enabled"] else None
         entry["rule"] = RULES[name]
         if name == "minhash" and index.minhash is not None:
             entry["lsh"] = {"bands": index.minhash.bands, "rows": index.minhash.rows}
@@ -58,9 +58,11 @@ def _item_notes(index: ContaminationIndex, v: dict) -> list[str]:
     if short:
         notes.append(f"{short} item(s) have fewer than {index.n} words: each is matched on its whole "
                      "normalized text")
-    tiny = int(((index.words > 0) & (index.words < 4)).sum())
-    if tiny:
-        notes.append(f"{tiny} item(s) have fewer than 4 words: their matches may be coincidental")
+    found = int(v["short_found"].sum())
+    if found:
+        counted = "counted" if bool(v["contaminated"][v["short_found"]].any()) else "not counted"
+        notes.append(f"{found} item(s) of fewer than {index.min_item_words} words found as a whole sentence or "
+                     f"turn: listed as short items, {counted} (--count-short-items)")
     empty = int(v["empty"].sum())
     if empty:
         notes.append(f"{empty} empty item(s) (no words after normalization): reported, never matched")
@@ -75,7 +77,8 @@ def contamination_report(benchmarks: list[Benchmark], index: ContaminationIndex,
     return {
         "schema_version": SCHEMA_VERSION,
         "totals": {"benchmarks": len(benchmarks), "items": index.num_items,
-                   "contaminated": int(v["contaminated"].sum()), "empty_items": int(v["empty"].sum()),
+                   "contaminated": int(v["contaminated"].sum()), "short_items_found": int(v["short_found"].sum()),
+                   "empty_items": int(v["empty"].sum()),
                    "train_shards": len(shards), "train_records": sum(s["records"] for s in shards),
                    "unreadable_shards": sum(s["status"] != "ok" for s in shards),
                    "unreadable_records": sum(s["unreadable_records"] for s in shards)},
@@ -86,7 +89,8 @@ def contamination_report(benchmarks: list[Benchmark], index: ContaminationIndex,
         "decontaminate": decontaminate,
         "notes": list(notes) + _item_notes(index, v),
         "config": {"source": config.source, "methods": config.methods(), "text_field": config.text_field,
-                   "batch_rows": config.batch_rows, "max_matches": config.max_matches},
+                   "batch_rows": config.batch_rows, "max_matches": config.max_matches,
+                   "min_item_words": config.min_item_words, "count_short_items": config.count_short_items},
         "run": run,
     }
 

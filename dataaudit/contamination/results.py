@@ -17,6 +17,7 @@ from .scan import rank_order, top_mask
 
 SCHEMA_VERSION = 1
 WORST_ITEMS = 10
+MAX_SHORT_LISTED = 50
 MATCH_STRUCT = pa.struct([
     ("shard", pa.string()), ("key", pa.string()), ("row", pa.int64()), ("line", pa.int64()), ("shared", pa.int32()),
     ("fraction", pa.float64()), ("exact", pa.bool_()), ("minhash", pa.float32()), ("snippet", pa.string()),
@@ -28,7 +29,7 @@ ITEMS_SCHEMA = pa.schema([
     ("ngram_record_fraction", pa.float64()), ("ngram_contaminated", pa.bool_()),
     ("exact_records", pa.int64()), ("exact_contaminated", pa.bool_()),
     ("minhash_jaccard", pa.float64()), ("minhash_contaminated", pa.bool_()),
-    ("contaminated", pa.bool_()), ("methods", pa.list_(pa.string())), ("train_records", pa.int64()),
+    ("contaminated", pa.bool_()), ("short", pa.bool_()), ("short_found", pa.bool_()), ("methods", pa.list_(pa.string())), ("train_records", pa.int64()),
     ("matches", pa.list_(MATCH_STRUCT))])
 DECON_SCHEMA = pa.schema([("shard", pa.string()), ("key", pa.string()), ("row", pa.int64()), ("line", pa.int64()),
                           ("items", pa.list_(pa.string()))])
@@ -96,10 +97,14 @@ class Accumulator:
         exact = (cfg.exact.enabled & (self.exact_records > 0)) & ~empty
         mh = np.nan_to_num(self.minhash_max, nan=-1.0)
         minhash = (cfg.minhash.enabled & (mh >= cfg.minhash.threshold)) & ~empty
+        leaked = ngram | exact | minhash
+        short = idx.short
         return {"found": found, "total": total, "fraction": frac, "record_fraction": rec_frac,
                 "ngram": ngram, "exact_records": self.exact_records, "exact": exact,
                 "minhash_jaccard": self.minhash_max, "minhash": minhash,
-                "contaminated": ngram | exact | minhash, "empty": empty, "records": self.records}
+                # short items found go to their own table; they count only with count_short_items
+                "contaminated": leaked & (~short | cfg.count_short_items), "short": short,
+                "short_found": leaked & short, "counted": ~short | cfg.count_short_items, "empty": empty, "records": self.records}
 
 
 def matches_by_item(top: pa.Table | None, index: ContaminationIndex) -> dict[int, list[dict]]:
@@ -133,7 +138,8 @@ def items_table(bench_no: int, bench: Benchmark, index: ContaminationIndex, v: d
         "exact_records": pa.array(v["exact_records"][sl]), "exact_contaminated": pa.array(v["exact"][sl]),
         "minhash_jaccard": pa.array(mj, pa.float64(), mask=np.isnan(mj)),
         "minhash_contaminated": pa.array(v["minhash"][sl]),
-        "contaminated": pa.array(v["contaminated"][sl]), "methods": pa.array(methods, pa.list_(pa.string())),
+        "contaminated": pa.array(v["contaminated"][sl]), "short": pa.array(v["short"][sl]),
+        "short_found": pa.array(v["short_found"][sl]), "methods": pa.array(methods, pa.list_(pa.string())),
         "train_records": pa.array(v["records"][sl]),
         "matches": pa.array([matches.get(g, []) for g in range(lo, hi)], pa.list_(MATCH_STRUCT)),
     }, schema=ITEMS_SCHEMA)
@@ -149,8 +155,9 @@ def worst_items(bench: Benchmark, lo: int, v: dict[str, np.ndarray], matches: di
     hi = lo + len(bench)
     score = np.maximum(v["fraction"][lo:hi], np.nan_to_num(v["minhash_jaccard"][lo:hi], nan=0.0))
     order = np.lexsort((np.arange(hi - lo), -score, ~(v["exact_records"][lo:hi] > 0), ~v["contaminated"][lo:hi]))
+    listed = ~(v["short"][lo:hi] & ~v["contaminated"][lo:hi])     # uncounted short items: their own table
     out = []
-    for i in order[:limit]:
+    for i in order[listed[order]][:limit]:
         g = lo + int(i)
         if not v["records"][g]:
             break
@@ -165,6 +172,20 @@ def worst_items(bench: Benchmark, lo: int, v: dict[str, np.ndarray], matches: di
     return out
 
 
+def short_items(bench: Benchmark, lo: int, v: dict[str, np.ndarray], matches: dict[int, list[dict]],
+                limit: int = MAX_SHORT_LISTED) -> list[dict]:
+    """The short items found (under min_item_words), in file order, with their best match."""
+    found = np.flatnonzero(v["short_found"][lo:lo + len(bench)])
+    out = []
+    for i in found[:limit]:
+        g = lo + int(i)
+        out.append({"id": bench.ids[i], "index": int(i), "line": bench.lines[i], "text": _short(bench.texts[i]),
+                    "methods": [m for m in ("ngram", "exact", "minhash") if v[m][g]],
+                    "counted": bool(v["contaminated"][g]), "train_records": int(v["records"][g]),
+                    "match": (matches.get(g) or [None])[0]})
+    return out
+
+
 def benchmark_summary(bench_no: int, bench: Benchmark, index: ContaminationIndex, v: dict[str, np.ndarray],
                       config: ContaminationConfig, matches: dict[int, list[dict]], files: list[str]) -> dict:
     lo, hi = int(index.offsets[bench_no]), int(index.offsets[bench_no + 1])
@@ -175,10 +196,12 @@ def benchmark_summary(bench_no: int, bench: Benchmark, index: ContaminationIndex
         **bench.describe(),
         "items": n, "empty": int(v["empty"][lo:hi].sum()), "contaminated": contaminated,
         "clean": n - contaminated, "rate": round(contaminated / n, 6) if n else 0.0,
-        "methods": {m: int(v[m][lo:hi].sum()) if methods[m]["enabled"] else None
+        "methods": {m: int((v[m] & v["counted"])[lo:hi].sum()) if methods[m]["enabled"] else None
                     for m in ("ngram", "exact", "minhash")},
         "parameters": {"methods": methods, "normalization": NORMALIZE},
-        "short_items": int(((index.words[lo:hi] > 0) & (index.words[lo:hi] < index.n)).sum()),
+        "short_items": {"min_item_words": index.min_item_words, "items": int(v["short"][lo:hi].sum()),
+                        "found": int(v["short_found"][lo:hi].sum()), "counted": config.count_short_items,
+                        "listed": short_items(bench, lo, v, matches)},
         "train_records_matched": int(v["records"][lo:hi].sum()),
         "files": [f"{bench.name}/{f}" for f in files],
         "warnings": list(bench.warnings),

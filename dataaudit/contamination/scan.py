@@ -131,7 +131,8 @@ def match_texts(texts: pa.Array, index: ContaminationIndex, config: Contaminatio
     if config.ngram.enabled or config.exact.enabled:
         hits = kgram_hits(tokens, index.lookup)
         short = {k: t.closed for k, t in index.tables.items() if k != index.n}
-        hits = whole_sentence_hits(texts, tokens, hits, short)    # short items: whole sentences only
+        strict = {k: t.strict for k, t in index.tables.items() if t.strict is not None}
+        hits = whole_sentence_hits(texts, tokens, hits, short, strict)    # short items: whole sentences only
         for k, (p, u) in sorted(hits.items()):
             if config.ngram.enabled:
                 found[k] = np.unique(u)
