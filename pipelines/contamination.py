@@ -17,7 +17,8 @@ from dataaudit.contamination.index import build_index
 from dataaudit.contamination.load import Benchmark
 from dataaudit.contamination.report import (contamination_report, decontaminate_labels, write_benchmark_folders,
                                             write_report)
-from dataaudit.contamination.results import DECON_SCHEMA, Accumulator, decontaminate_tables, matches_by_item
+from dataaudit.contamination.results import (DECON_SCHEMA, Accumulator, decontaminate_tables, leak_forms,
+                                             matches_by_item)
 from dataaudit.contamination.scan import MATCH_SCHEMA
 from dataaudit.contamination.shard import scan_shard
 from dataaudit.handlers import report_unreadable
@@ -55,7 +56,8 @@ def run_contamination(train_paths: Sequence[str], benchmarks: list[Benchmark], c
         acc.add(i, summaries[i], store.read(i, path))
     v = acc.verdicts()
     matches = matches_by_item(acc.top, index)
-    bench_reports = write_benchmark_folders(out_dir, benchmarks, index, v, matches, config)
+    leak_forms(v, matches, index)
+    bench_reports = write_benchmark_folders(out_dir, benchmarks, index, v, matches, config, acc.longest_at)
 
     decon = None
     if decontaminate_train:

@@ -86,6 +86,9 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
               help=f"Folder for {FILES.record}, {FILES.page} and one folder per benchmark.")
 @click.option("--ngram", type=click.IntRange(min=1), default=None,
               help="Word n-gram size of the ngram method (default 13, or the config's; 8 for PaLM-style).")
+@click.option("--score", type=click.Choice(["fraction", "longest"]), default=None,
+              help="ngram method: the fraction of the item's n-grams found anywhere (default), or the longest "
+                   "contiguous copy in one record, over the item's words; both against the threshold.")
 @click.option("--min-item-words", type=click.IntRange(min=1), default=None,
               help="Items of fewer words (default 8, or the config's) match only as a whole sentence or turn with "
                    "their own final mark, and are listed as short items, not counted.")
@@ -97,7 +100,7 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
               help="contamination.toml: methods and thresholds, training text field, per-benchmark fields.")
 @text_records_option("the config's [train] text_records, else line")
 @engine_options("one task per training shard")
-def contamination(train, benchmarks, out, ngram, min_item_words, count_short_items, decontaminate_train, config_path,
+def contamination(train, benchmarks, out, ngram, score, min_item_words, count_short_items, decontaminate_train, config_path,
                   text_records, options):
     """Report which benchmark items the training shards already contain, per benchmark and per item, and write
     a clean subset of every benchmark. Exit 0: none contaminated; 1: some; 2: usage or I/O error."""
@@ -109,7 +112,8 @@ def contamination(train, benchmarks, out, ngram, min_item_words, count_short_ite
 
     paths = expand_shards(list(train))
     config = load_contamination_config(config_path).with_overrides(
-        ngram=ngram, text_unit=text_records, min_item_words=min_item_words, count_short_items=count_short_items)
+        ngram=ngram, text_unit=text_records, min_item_words=min_item_words, count_short_items=count_short_items,
+        score=score)
     specs = [parse_benchmark_arg(b) for b in benchmarks]
     names = [s[0] for s in specs]
     dup = next((n for n in names if names.count(n) > 1), None)

@@ -11,6 +11,8 @@ enabled = true
 n = 13                     # --ngram overrides
 threshold = 0.5            # contaminated when >= this fraction of the item's n-grams occur in training
                            # (0 = any shared n-gram, as GPT-3 / lm-evaluation-harness; PaLM: n = 8, 0.7)
+score = "fraction"         # or "longest": when one record holds a contiguous copy of >= threshold of the
+                           # item's words (--score)
 [methods.exact]
 enabled = true             # contaminated when the whole normalized item occurs inside one training record
 
@@ -59,6 +61,7 @@ class NgramSettings:
     enabled: bool = True
     n: int = 13
     threshold: float = 0.5
+    score: str = "fraction"    # or "longest": the longest contiguous copy in one record, over the item's words
 
 
 @dataclass(frozen=True)
@@ -111,8 +114,8 @@ class ContaminationConfig:
                 "max_matches": self.max_matches, "min_item_words": self.min_item_words}
 
     def with_overrides(self, *, ngram: int | None = None, text_unit: str | None = None,
-                       min_item_words: int | None = None, count_short_items: bool | None = None
-                       ) -> "ContaminationConfig":
+                       min_item_words: int | None = None, count_short_items: bool | None = None,
+                       score: str | None = None) -> "ContaminationConfig":
         """The command line's settings over the file's (`--ngram`, `--text-records`, `--min-item-words`,
         `--count-short-items`)."""
         cfg = self if text_unit is None else replace(self, text_unit=text_unit)
@@ -122,6 +125,10 @@ class ContaminationConfig:
             cfg = replace(cfg, min_item_words=min_item_words)
         if count_short_items:
             cfg = replace(cfg, count_short_items=True)
+        if score is not None:
+            if score not in SCORES:
+                raise ContaminationConfigError(f"--score must be one of {', '.join(SCORES)}, got {score!r}")
+            cfg = replace(cfg, ngram=replace(cfg.ngram, score=score))
         if ngram is None:
             return cfg
         if ngram < 1:
@@ -129,6 +136,7 @@ class ContaminationConfig:
         return replace(cfg, ngram=replace(cfg.ngram, n=ngram))
 
 
+SCORES = ("fraction", "longest")
 _SECTIONS = ("train", "methods", "items", "report", "benchmarks")
 _ITEM_KEYS = ("min_item_words", "count_short_items")
 _TRAIN_KEYS = ("text_field", "text_records", "batch_rows")
@@ -198,7 +206,7 @@ def build_contamination_config(raw: dict[str, Any], source: str = "<config>") ->
 
     methods = _check_keys(source, "methods", raw.get("methods", {}), ("ngram", "exact", "minhash"))
     if "ngram" in methods:
-        t = _check_keys(source, "methods.ngram", methods["ngram"], ("enabled", "n", "threshold"))
+        t = _check_keys(source, "methods.ngram", methods["ngram"], ("enabled", "n", "threshold", "score"))
         s = cfg.ngram
         if "enabled" in t:
             s = replace(s, enabled=_bool(source, "[methods.ngram] enabled", t["enabled"]))
@@ -206,6 +214,10 @@ def build_contamination_config(raw: dict[str, Any], source: str = "<config>") ->
             s = replace(s, n=_int(source, "[methods.ngram] n", t["n"], 1))
         if "threshold" in t:
             s = replace(s, threshold=_fraction(source, "[methods.ngram] threshold", t["threshold"]))
+        if "score" in t:
+            if t["score"] not in SCORES:
+                raise _fail(source, f"[methods.ngram] score must be one of {', '.join(SCORES)}, got {t['score']!r}")
+            s = replace(s, score=t["score"])
         cfg = replace(cfg, ngram=s)
     if "exact" in methods:
         t = _check_keys(source, "methods.exact", methods["exact"], ("enabled",))

@@ -61,6 +61,9 @@ class ContaminationIndex:
     lookup: KgramLookup                # every table's keys, for the batch lookup
     item_tok: np.ndarray               # uint64: word hashes of the items, in order, item after item
     item_tok_start: np.ndarray         # int64 per item: its first word in item_tok
+    # per item, normalized and space-padded (" w1 w2 "): reference answers, choices (None: not checked)
+    answers: list[list[str] | None] = field(default_factory=list)
+    choices: list[list[str] | None] = field(default_factory=list)
     minhash: object | None = None      # MinhashIndex when the minhash method runs
     digest: str = ""
     meta: dict = field(default_factory=dict)
@@ -101,6 +104,24 @@ def _table(k: int, hashes: np.ndarray, items: np.ndarray) -> GramTable:
     key_idx = np.searchsorted(hs.keys, hashes).astype(np.int64)
     ptr, its = _csr(key_idx, items.astype(np.int64), len(hs))
     return GramTable(k, hs, ptr, its)
+
+
+def _padded(per_bench: list, benchmarks: list[Benchmark]) -> list[list[str] | None]:
+    """Per item: its texts normalized as the training text is, as " w1 w2 " (whole-word search); None where
+    the benchmark or the item has none."""
+    flat: list[list[str] | None] = []
+    for values, b in zip(per_bench, benchmarks):
+        flat += values if values is not None else [None] * len(b)
+    strings = [t for v in flat if v for t in v]
+    norm = iter(normalize_for_contamination(pa.array(strings, pa.string())).to_pylist()) if strings else iter(())
+    out = []
+    for v in flat:
+        if v is None:
+            out.append(None)
+            continue
+        words = [" ".join((next(norm) or "").split()) for _ in v]
+        out.append([f" {w} " for w in words if w])
+    return out
 
 
 def build_index(benchmarks: list[Benchmark], config: ContaminationConfig) -> ContaminationIndex:
@@ -154,6 +175,10 @@ def build_index(benchmarks: list[Benchmark], config: ContaminationConfig) -> Con
                                total=total, tables=tables,
                                lookup=build_lookup({k: t.set for k, t in tables.items()}),
                                item_tok=tokens.hash, item_tok_start=tokens.first, digest=h.hexdigest()[:16])
+    index.answers, index.choices = _padded([b.answers for b in benchmarks], benchmarks), \
+        _padded([b.choices for b in benchmarks], benchmarks)
+    h.update(repr((index.answers, index.choices)).encode("utf-8", "backslashreplace"))   # the shards use them
+    index.digest = h.hexdigest()[:16]
     if config.minhash.enabled:
         from .minhash import build_minhash_index
         index.minhash = build_minhash_index(tokens, config.minhash)

@@ -28,12 +28,14 @@ SHARD_KEYS = ("path", "status", "error", "records", "unreadable_records", "text_
 
 
 def write_benchmark_folders(out_dir: str | os.PathLike, benchmarks: list[Benchmark], index: ContaminationIndex,
-                            v: dict, matches, config: ContaminationConfig) -> dict[str, dict]:
+                            v: dict, matches, config: ContaminationConfig,
+                            longest_at: dict[int, dict] | None = None) -> dict[str, dict]:
     """Each benchmark's folder: its items table and its clean subset; returns each benchmark's summary."""
     reports = {}
+    longest_at = longest_at or {}
     for b, bench in enumerate(benchmarks):
         folder = join(out_dir, bench.name)
-        write_parquet(join(folder, ITEMS), [items_table(b, bench, index, v, matches)], ITEMS_SCHEMA)
+        write_parquet(join(folder, ITEMS), [items_table(b, bench, index, v, matches, longest_at)], ITEMS_SCHEMA)
         lo, hi = int(index.offsets[b]), int(index.offsets[b + 1])
         files = [ITEMS] + write_clean(bench, ~v["contaminated"][lo:hi], folder, CLEAN_SUBSET)
         reports[bench.name] = benchmark_summary(b, bench, index, v, config, matches, files)
