@@ -22,10 +22,26 @@ from dataaudit.textops.arrow import as_string_array
 NORMALIZE = {"nfc": True, "lowercase": True, "strip_punct": True, "collapse_ws": True}
 
 
+# A word hyphenated across a line break ("water-\ncycle", what a hard wrap at 60-80 columns does to a compound) is
+# one word again: punctuation removal would give "watercycle" from the unwrapped text, "water cycle" otherwise.
+HYPHEN_BREAK = r"(\p{L})-\r?\n[ \t]*(\p{Ll})"
+
+
+def join_hyphen_breaks(arr: pa.Array) -> pa.Array:
+    """`arr` with every HYPHEN_BREAK joined; the regex runs only on the rows holding "-\n" or "-\r\n"."""
+    has = pc.or_(pc.match_substring(arr, "-\n"), pc.match_substring(arr, "-\r\n"))
+    has = pc.fill_null(has, False)
+    if not bool(pc.any(has).as_py()):
+        return arr
+    joined = pc.replace_substring_regex(arr.filter(has), pattern=HYPHEN_BREAK, replacement="\\1\\2")
+    return pc.replace_with_mask(arr, has, joined.cast(arr.type))
+
+
 def normalize_for_contamination(arr) -> pa.Array:
     """GPT-3 / lm-evaluation-harness style: NFC, lowercase, punctuation removed (words then split on
-    whitespace runs). NFC runs only on the rows that are not pure ASCII (it cannot change the others)."""
-    arr = as_string_array(arr)
+    whitespace runs); a word hyphenated across a line break joined (`join_hyphen_breaks`). NFC runs only on the
+    rows that are not pure ASCII (it cannot change the others)."""
+    arr = join_hyphen_breaks(as_string_array(arr))
     if len(arr) == arr.null_count:
         return normalize(arr, nfc=False, lowercase=True, strip_punct=True, collapse_ws=False)
     ascii_rows = pc.fill_null(pc.string_is_ascii(arr), True)

@@ -36,7 +36,7 @@ from dataaudit.textops import Tokens, word_tokens
 from dataaudit.textops.arrow import as_string_array
 from dataaudit.textops.normalize import PY_WHITESPACE
 
-from .grams import normalize_for_contamination
+from .grams import join_hyphen_breaks, normalize_for_contamination
 
 END_MARK = "\ufdd0"      # a sentence ends before it and starts after it (a line break)
 START_MARK = "\ufdd1"    # a sentence starts after it (a colon)
@@ -129,7 +129,7 @@ def unwrap_hard_breaks(texts: pa.Array) -> pa.Array:
 def mark_boundaries(texts: pa.Array) -> pa.Array:
     """The texts with a sentinel word after every sentence boundary: the final mark's class (CLASS_MARKS), a line
     break that is no hard wrap (END_MARK), a colon (START_MARK)."""
-    out = unwrap_hard_breaks(texts)
+    out = unwrap_hard_breaks(join_hyphen_breaks(as_string_array(texts)))    # (the words normalization gives)
     for c, pattern in _CLASS_END.items():
         out = pc.replace_substring_regex(out, pattern=pattern, replacement=f"\\0 {CLASS_MARKS[c]} ")
     out = pc.replace_substring_regex(out, pattern=_LINE_BREAK, replacement=f"\\0 {END_MARK} ")
