@@ -68,7 +68,7 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     for note in report["notes"]:
         console.print(f"note: {note}", highlight=False, markup=False)   # notes hold data: "[x]" is no markup
     print_resumed(console, report, out)
-    files = [FILES.record, FILES.page] + [f for b in report["benchmarks"].values() for f in b["files"]]
+    files = [FILES.record, FILES.page] + ([report["clean_ids"]] if report.get("clean_ids") else []) + [f for b in report["benchmarks"].values() for f in b["files"]]
     decon = report["decontaminate"]
     print_wrote(console, out, files,
                 more=[f"{out / decon['file']} ({plural(decon['records'], 'record')})"] if decon else [])

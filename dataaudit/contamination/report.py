@@ -9,7 +9,7 @@ import numpy as np
 from dataaudit.atomic import write_json, write_parquet
 from dataaudit.io import join
 
-from . import CLEAN_SUBSET, FILES, ITEMS
+from . import CLEAN_IDS, CLEAN_SUBSET, FILES, ITEMS
 from .config import ContaminationConfig
 from .grams import NORMALIZE
 from .index import ContaminationIndex
@@ -95,6 +95,32 @@ def contamination_report(benchmarks: list[Benchmark], index: ContaminationIndex,
                    "min_item_words": config.min_item_words, "count_short_items": config.count_short_items},
         "run": run,
     }
+
+
+def clean_ids(benchmarks: list[Benchmark], index: ContaminationIndex, v: dict) -> dict:
+    """clean_ids.json's content: per benchmark, the items with no counted leak, as ids (with the field they come
+    from, or how they were numbered) and as 0-based rows of the benchmark file, for filtering an evaluation."""
+    out = {}
+    for b, bench in enumerate(benchmarks):
+        lo, hi = int(index.offsets[b]), int(index.offsets[b + 1])
+        clean = np.flatnonzero(~v["contaminated"][lo:hi])
+        short = np.flatnonzero(v["short_found"][lo:hi] & ~v["contaminated"][lo:hi])
+        numbered = None if bench.id_field else ("line" if any(x is not None for x in bench.lines) else "row")
+        out[bench.name] = {
+            "path": bench.path, "id_field": bench.id_field,
+            "id_is": "field" if bench.id_field else f"{numbered} number",   # no id field: the line (1-based) or row
+            "items": len(bench), "clean": len(clean),
+            "ids": [bench.ids[i] for i in clean], "rows": clean.tolist(),
+            # found as a whole sentence or turn but not counted (under min_item_words): drop these too to be strict
+            "short_items_found": [bench.ids[i] for i in short]}
+    return {"schema_version": SCHEMA_VERSION, "rows_are": "0-based record index in the benchmark file",
+            "benchmarks": out}
+
+
+def write_clean_ids(out_dir: str | os.PathLike, benchmarks: list[Benchmark], index: ContaminationIndex,
+                    v: dict) -> str:
+    write_json(join(out_dir, CLEAN_IDS), clean_ids(benchmarks, index, v))
+    return CLEAN_IDS
 
 
 def decontaminate_labels(benchmarks: list[Benchmark]) -> np.ndarray:
