@@ -17,7 +17,8 @@ from .load import Benchmark, write_clean
 from .results import ITEMS_SCHEMA, SCHEMA_VERSION, benchmark_summary, items_table
 
 RULES = {
-    "ngram": "at least `threshold` of the item's distinct word n-grams occur in the training data (an item "
+    "ngram": "at least `threshold` of the item's distinct word n-grams occur in the training data (score "
+             "\"longest\": one record holds a contiguous copy of at least `threshold` of the item's words; an item "
              "shorter than n words: its whole text occurs)",
     "exact": "the whole normalized item occurs inside one training record",
     "minhash": "a training record's estimated Jaccard similarity (word shingles) with the item is at least "
