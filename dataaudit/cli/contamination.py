@@ -41,6 +41,12 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
                         for m in ("ngram", "exact", "minhash")),
                       str(b["empty"]))
     console.print(table)
+    for name, b in report["benchmarks"].items():
+        leaks = b.get("leaks") or {}
+        if b["contaminated"] and (leaks.get("answer") is not None or leaks.get("choices") is not None):
+            parts = [f"{k} {leaks[k]}" for k in ("answer", "choices") if leaks.get(k) is not None]
+            console.print(f"{name}: of {b['contaminated']} contaminated, leaked with the " + ", with the ".join(parts),
+                          highlight=False, markup=False)
     short = [(name, b["short_items"]) for name, b in report["benchmarks"].items() if b["short_items"]["found"]]
     if short:
         st = Table(title=f"short items (fewer than {short[0][1]['min_item_words']} words) found as a whole sentence "

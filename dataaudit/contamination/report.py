@@ -55,6 +55,20 @@ def _methods(config: ContaminationConfig, index: ContaminationIndex, v: dict) ->
     return out
 
 
+def _leak_notes(benchmarks: list[Benchmark]) -> list[str]:
+    """Benchmarks whose answers or choices were not looked for: said, never an implied all-clear."""
+    notes = []
+    for bench in benchmarks:
+        if bench.answers is None:
+            notes.append(f"{bench.name}: answer and choices leaks not checked (no preset with an answer field; "
+                         "answer_contaminated and choices_contaminated are null)")
+        else:
+            missing = sum(not a for a in bench.answers)
+            if missing:
+                notes.append(f"{bench.name}: {missing} item(s) without a reference answer: answer leak not checked")
+    return notes
+
+
 def _item_notes(index: ContaminationIndex, v: dict) -> list[str]:
     notes = []
     short = int(((index.words > 0) & (index.words < index.n)).sum())
@@ -90,7 +104,7 @@ def contamination_report(benchmarks: list[Benchmark], index: ContaminationIndex,
         "benchmarks": bench_reports,
         "train": {"text_field": config.text_field, "text_records": config.text_unit, "shards": shards},
         "decontaminate": decontaminate,
-        "notes": list(notes) + _item_notes(index, v),
+        "notes": list(notes) + _item_notes(index, v) + _leak_notes(benchmarks),
         "config": {"source": config.source, "methods": config.methods(), "text_field": config.text_field,
                    "batch_rows": config.batch_rows, "max_matches": config.max_matches,
                    "min_item_words": config.min_item_words, "count_short_items": config.count_short_items},

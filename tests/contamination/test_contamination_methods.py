@@ -271,9 +271,11 @@ def test_the_page_and_the_summary_name_the_files_to_open_next(tmp_path):
     assert result.exit_code == 1, result.output
     # one line, never wrapped inside a path, whatever the terminal's width
     [written] = [line for line in result.output.splitlines() if line.startswith("wrote ")]
-    assert written == (f"wrote {out / 'contamination.json'}, {out / 'contamination.html'}, {out / 'gsm' / 'items.parquet'}, "
+    assert written == (f"wrote {out / 'contamination.json'}, {out / 'contamination.html'}, {out / 'clean_ids.json'}, "
+                       f"{out / 'gsm' / 'items.parquet'}, "
                        f"{out / 'gsm' / 'clean.jsonl'}, {out / 'decontaminate.parquet'} (1 record)")
     assert "BENCHMARK" not in result.output
     html = (out / "contamination.html").read_text()
-    for name in ("gsm/items.parquet", "gsm/clean.jsonl", "decontaminate.parquet", "contamination.json"):
+    for name in ("gsm/items.parquet", "gsm/clean.jsonl", "decontaminate.parquet", "contamination.json",
+                 "clean_ids.json"):
         assert f"<code>{name}</code>" in html
