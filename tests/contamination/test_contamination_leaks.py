@@ -139,3 +139,20 @@ def test_clean_ids_json(real, tmp_path):
     assert (a["id_field"], a["id_is"], a["clean"]) == ("id", "field", 1171)
     assert arc.ids[2] not in a["ids"] and a["ids"] == [arc.ids[i] for i in a["rows"]] and 2 not in a["rows"]
     assert (t["ids"], t["rows"], t["short_items_found"]) == (["1", "2"], [0, 1], ["1"])
+
+
+def test_ngram_8_finds_a_copy_with_one_word_changed_that_13_grams_miss(tmp_path):
+    words = [f"w{i}" for i in range(30)]
+    edited = words[:15] + ["changed"] + words[16:]
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(json.dumps({"id": "a", "text": " ".join(words)}) + "\n")
+    (tmp_path / "t.jsonl").write_text(json.dumps({"text": "x " + " ".join(edited)}) + "\n")
+    got = {}
+    for n in ("13", "8"):
+        out = tmp_path / n
+        res = CliRunner().invoke(main, ["contamination", "--train", str(tmp_path / "t.jsonl"), "--benchmark",
+                                        f"b={bench}", "--out", str(out), "--ngram", n, "--engine", "local"])
+        (r,) = pq.read_table(out / "b" / "items.parquet").to_pylist()
+        got[n] = (res.exit_code, r["ngram_found"], r["ngram_total"], r["contaminated"])
+    # 13-grams: the 5 of 18 that avoid word 15; 8-grams: the 15 of 23 (0.65 >= 0.5)
+    assert got == {"13": (0, 5, 18, False), "8": (1, 15, 23, True)}

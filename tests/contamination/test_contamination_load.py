@@ -234,6 +234,14 @@ def test_config_validation():
                      ({"method": {}}, r"unknown section \[method\]"),
                      ({"methods": {"ngram": {"threshold": 1.5}}}, "from 0 to 1"),
                      ({"methods": {"ngram": {"n": 0}}}, "integer >= 1"),
-                     ({"benchmarks": {"x": {"preset": "nope"}}}, "unknown preset 'nope'")]:
+                     ({"benchmarks": {"x": {"preset": "nope"}}}, "unknown preset 'nope'"),
+                     ({"methods": {"ngram": {"score": "max"}}}, "score must be one of fraction, longest"),
+                     ({"items": {"min_item_words": 0}}, r"\[items\] min_item_words must be an integer >= 1"),
+                     ({"items": {"count_short": True}}, "unknown key 'count_short' in \\[items\\]")]:
         with pytest.raises(ContaminationConfigError, match=msg):
             build_contamination_config(raw, "c.toml")
+    cfg = build_contamination_config({"items": {"min_item_words": 5, "count_short_items": True},
+                                      "methods": {"ngram": {"score": "longest"}}})
+    assert (cfg.min_item_words, cfg.count_short_items, cfg.ngram.score) == (5, True, "longest")
+    cfg = cfg.with_overrides(min_item_words=3, score="fraction")
+    assert (cfg.min_item_words, cfg.count_short_items, cfg.ngram.score) == (3, True, "fraction")
