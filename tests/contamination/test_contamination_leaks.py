@@ -156,3 +156,27 @@ def test_ngram_8_finds_a_copy_with_one_word_changed_that_13_grams_miss(tmp_path)
         got[n] = (res.exit_code, r["ngram_found"], r["ngram_total"], r["contaminated"])
     # 13-grams: the 5 of 18 that avoid word 15; 8-grams: the 15 of 23 (0.65 >= 0.5)
     assert got == {"13": (0, 5, 18, False), "8": (1, 15, 23, True)}
+
+
+def test_a_compound_hyphenated_at_a_hard_wrap_is_one_word(real, tmp_path):
+    from dataaudit.contamination.grams import join_hyphen_breaks
+    from dataaudit.contamination.snippet import word_spans
+    import pyarrow as pa
+
+    assert join_hyphen_breaks(pa.array(["water-\ncycle", "well-\r\n  known", "X-\nRay", "a -\nb", None])).to_pylist() \
+        == ["watercycle", "wellknown", "X-\nRay", "a -\nb", None]
+    _, arc, _ = real
+    i = arc.ids.index("Mercury_417150")
+    stem = arc.texts[i]
+    assert "water-cycle" in stem
+    # textwrap breaks on hyphens: "water-" ends a line, "cycle" starts the next
+    wrapped = "The tide came in. " + stem.replace("water-cycle", "water-\ncycle")
+    (tmp_path / "t.jsonl").write_text(json.dumps({"text": wrapped}) + "\n")
+    run_contamination([str(tmp_path / "t.jsonl")], [arc], ContaminationConfig(), tmp_path / "out",
+                      options=EngineOptions("local"))
+    rows = {r["id"]: r for r in pq.read_table(tmp_path / "out" / "arc_challenge" / "items.parquet").to_pylist()}
+    r = rows["Mercury_417150"]
+    assert r["contaminated"] and r["exact_records"] == 1
+    m = r["matches"][0]
+    assert m["snippet"][m["match_start"]:m["match_end"]] == wrapped[len("The tide came in. "):]
+    assert [wrapped[a:b] for a, b in word_spans(wrapped)][-12:-10] == ["water-\ncycle", "processes"]
