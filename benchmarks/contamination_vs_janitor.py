@@ -5,7 +5,7 @@ Both check the same training documents against the same benchmark, GSM8K's test 
 
 (a) dataaudit: the benchmark index (`build_index`, ngram method only: exact and MinHash off) built once, then
     every record batch of the corpus through the per-batch stage (`match_texts`: normalize, split, hash, look
-    up; plus `matches_table`: the match rows and their snippets). Best of --repeats passes.
+    up; plus `matches_table`: the match rows, their snippets and answer leak flags). Best of --repeats passes.
 (b) lm_eval: `Janitor(ngram_n=13)` with every question registered (`register_contaminant_python`), then
     `clean_python(doc)` on each of the first --janitor-docs documents, as lm_eval's decontamination uses it.
     (The optional C++ `janitor_util` is not on PyPI; the Janitor runs in its Python mode, as pip installs it.)
@@ -95,7 +95,7 @@ def run_ours(batches: list[pa.Array], index, config, repeats: int):
         t0 = time.perf_counter()
         for b, k in zip(batches, keys):
             m = match_texts(b, index, config)
-            t = matches_table(m, b, np.arange(len(b), dtype=np.int64), k, config.max_matches)
+            t = matches_table(m, b, np.arange(len(b), dtype=np.int64), k, config.max_matches, index=index)
             rows_out += t.num_rows
             flagged.append(np.unique(m.doc) + start)
             start += len(b)

@@ -16,8 +16,9 @@ from dataaudit.contamination.config import ContaminationConfig
 from dataaudit.contamination.index import build_index
 from dataaudit.contamination.load import Benchmark
 from dataaudit.contamination.report import (contamination_report, decontaminate_labels, write_benchmark_folders,
-                                            write_report)
-from dataaudit.contamination.results import DECON_SCHEMA, Accumulator, decontaminate_tables, matches_by_item
+                                            write_clean_ids, write_report)
+from dataaudit.contamination.results import (DECON_SCHEMA, Accumulator, decontaminate_tables, leak_forms,
+                                             matches_by_item)
 from dataaudit.contamination.scan import MATCH_SCHEMA
 from dataaudit.contamination.shard import scan_shard
 from dataaudit.handlers import report_unreadable
@@ -55,7 +56,9 @@ def run_contamination(train_paths: Sequence[str], benchmarks: list[Benchmark], c
         acc.add(i, summaries[i], store.read(i, path))
     v = acc.verdicts()
     matches = matches_by_item(acc.top, index)
-    bench_reports = write_benchmark_folders(out_dir, benchmarks, index, v, matches, config)
+    leak_forms(v, matches, index)
+    bench_reports = write_benchmark_folders(out_dir, benchmarks, index, v, matches, config, acc.longest_at)
+    clean_ids_file = write_clean_ids(out_dir, benchmarks, index, v)
 
     decon = None
     if decontaminate_train:
@@ -65,5 +68,6 @@ def run_contamination(train_paths: Sequence[str], benchmarks: list[Benchmark], c
         decon = {"file": DECONTAMINATE, "records": n}
     report = contamination_report(benchmarks, index, config, v, bench_reports, summaries, decon, notes or [],
                                   run.record())
+    report["clean_ids"] = clean_ids_file
     write_report(out_dir, report)
     return report

@@ -25,6 +25,7 @@ RESERVED_NAMES = {PARTS}   # names of the folders a job keeps in --out
 
 def _print_summary(console: Console, report: dict, out: Path) -> None:
     from rich.table import Table
+    from rich.text import Text
 
     t = report["totals"]
     table = Table(title=f"dataaudit contamination: {plural(t['items'], 'item')} in "
@@ -40,6 +41,22 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
                         for m in ("ngram", "exact", "minhash")),
                       str(b["empty"]))
     console.print(table)
+    for name, b in report["benchmarks"].items():
+        leaks = b.get("leaks") or {}
+        if b["contaminated"] and (leaks.get("answer") is not None or leaks.get("choices") is not None):
+            parts = [f"{k} {leaks[k]}" for k in ("answer", "choices") if leaks.get(k) is not None]
+            console.print(f"{name}: of {b['contaminated']} contaminated, leaked with the " + ", with the ".join(parts),
+                          highlight=False, markup=False)
+    short = [(name, b["short_items"]) for name, b in report["benchmarks"].items() if b["short_items"]["found"]]
+    if short:
+        st = Table(title=f"short items (fewer than {short[0][1]['min_item_words']} words) found as a whole sentence "
+                         f"or turn: {'counted' if short[0][1]['counted'] else 'not counted'}")
+        for col in ("benchmark", "id", "item", "records"):
+            st.add_column(col)
+        for name, s in short:
+            for w in s["listed"]:
+                st.add_row(Text(name), Text(w["id"]), Text(w["text"]), str(w["train_records"]))   # data: no markup
+        console.print(st)
     m = report["methods"]
     parts = []
     if m["ngram"]["enabled"]:
@@ -57,7 +74,7 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     for note in report["notes"]:
         console.print(f"note: {note}", highlight=False, markup=False)   # notes hold data: "[x]" is no markup
     print_resumed(console, report, out)
-    files = [FILES.record, FILES.page] + [f for b in report["benchmarks"].values() for f in b["files"]]
+    files = [FILES.record, FILES.page] + ([report["clean_ids"]] if report.get("clean_ids") else []) + [f for b in report["benchmarks"].values() for f in b["files"]]
     decon = report["decontaminate"]
     print_wrote(console, out, files,
                 more=[f"{out / decon['file']} ({plural(decon['records'], 'record')})"] if decon else [])
@@ -75,13 +92,22 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
               help=f"Folder for {FILES.record}, {FILES.page} and one folder per benchmark.")
 @click.option("--ngram", type=click.IntRange(min=1), default=None,
               help="Word n-gram size of the ngram method (default 13, or the config's; 8 for PaLM-style).")
+@click.option("--score", type=click.Choice(["fraction", "longest"]), default=None,
+              help="ngram method: the fraction of the item's n-grams found anywhere (default), or the longest "
+                   "contiguous copy in one record, over the item's words; both against the threshold.")
+@click.option("--min-item-words", type=click.IntRange(min=1), default=None,
+              help="Items of fewer words (default 8, or the config's) match only as a whole sentence or turn with "
+                   "their own final mark, and are listed as short items, not counted.")
+@click.option("--count-short-items", is_flag=True,
+              help="Count the short items found in the verdict, the exit code and the drop list.")
 @click.option("--decontaminate-train", is_flag=True,
               help=f"Also write {DECONTAMINATE}: the (shard, key) of every training record to drop.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
               help="contamination.toml: methods and thresholds, training text field, per-benchmark fields.")
 @text_records_option("the config's [train] text_records, else line")
 @engine_options("one task per training shard")
-def contamination(train, benchmarks, out, ngram, decontaminate_train, config_path, text_records, options):
+def contamination(train, benchmarks, out, ngram, score, min_item_words, count_short_items, decontaminate_train, config_path,
+                  text_records, options):
     """Report which benchmark items the training shards already contain, per benchmark and per item, and write
     a clean subset of every benchmark. Exit 0: none contaminated; 1: some; 2: usage or I/O error."""
     from rich.console import Console
@@ -91,7 +117,9 @@ def contamination(train, benchmarks, out, ngram, decontaminate_train, config_pat
     from dataaudit.contamination.load import load_benchmark, parse_benchmark_arg
 
     paths = expand_shards(list(train))
-    config = load_contamination_config(config_path).with_overrides(ngram=ngram, text_unit=text_records)
+    config = load_contamination_config(config_path).with_overrides(
+        ngram=ngram, text_unit=text_records, min_item_words=min_item_words, count_short_items=count_short_items,
+        score=score)
     specs = [parse_benchmark_arg(b) for b in benchmarks]
     names = [s[0] for s in specs]
     dup = next((n for n in names if names.count(n) > 1), None)

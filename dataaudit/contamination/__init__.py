@@ -17,6 +17,7 @@ ITEMS = "items.parquet"                   # <benchmark>/items.parquet: every ite
 FILES = JobFiles("contamination.json", (DECONTAMINATE,), "contamination.html", parts=f"{PARTS}/contamination",
                  nested=(ITEMS,))
 CLEAN_SUBSET = "clean"   # <benchmark>/clean.jsonl, and clean.<ext> in the benchmark's own format
+CLEAN_IDS = "clean_ids.json"   # per benchmark: the ids and rows of the items with no leak (lm-eval filters on them)
 
 __getattr__ = lazy_exports(__name__, {
     ".config": ("ContaminationConfig", "ContaminationConfigError", "build_contamination_config",

@@ -11,6 +11,8 @@ enabled = true
 n = 13                     # --ngram overrides
 threshold = 0.5            # contaminated when >= this fraction of the item's n-grams occur in training
                            # (0 = any shared n-gram, as GPT-3 / lm-evaluation-harness; PaLM: n = 8, 0.7)
+score = "fraction"         # or "longest": when one record holds a contiguous copy of >= threshold of the
+                           # item's words (--score)
 [methods.exact]
 enabled = true             # contaminated when the whole normalized item occurs inside one training record
 
@@ -20,6 +22,11 @@ threshold = 0.8            # estimated Jaccard similarity of item and training r
 ngram = 5                  # word shingle size
 num_perm = 128
 seed = 1                   # (LSH bands x rows are chosen for the threshold as datasketch's MinHashLSH does)
+
+[items]
+min_item_words = 8         # shorter items: matched only as a whole sentence or turn with their own final mark,
+                           # reported as "short items", not counted (--min-item-words)
+count_short_items = false  # count them in the verdict, the exit code and the drop list (--count-short-items)
 
 [report]
 max_matches = 5            # training records kept per item in items.parquet (best first)
@@ -54,6 +61,7 @@ class NgramSettings:
     enabled: bool = True
     n: int = 13
     threshold: float = 0.5
+    score: str = "fraction"    # or "longest": the longest contiguous copy in one record, over the item's words
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,8 @@ class ContaminationConfig:
     text_unit: str = "line"            # plain-text training shards: one record per line or per paragraph
     batch_rows: int = 2048
     max_matches: int = 5
+    min_item_words: int = 8
+    count_short_items: bool = False
     benchmarks: dict[str, BenchmarkSettings] = field(default_factory=dict)
     source: str = "<defaults>"
 
@@ -101,11 +111,24 @@ class ContaminationConfig:
     def fingerprint(self) -> dict[str, Any]:
         """What changes per-shard results (resuming reuses parts only when this is unchanged)."""
         return {"methods": self.methods(), "text_field": self.text_field, "text_records": self.text_unit,
-                "max_matches": self.max_matches}
+                "max_matches": self.max_matches, "min_item_words": self.min_item_words}
 
-    def with_overrides(self, *, ngram: int | None = None, text_unit: str | None = None) -> "ContaminationConfig":
-        """The command line's settings over the file's (`--ngram`, `--text-records`)."""
+    def with_overrides(self, *, ngram: int | None = None, text_unit: str | None = None,
+                       min_item_words: int | None = None, count_short_items: bool | None = None,
+                       score: str | None = None) -> "ContaminationConfig":
+        """The command line's settings over the file's (`--ngram`, `--text-records`, `--min-item-words`,
+        `--count-short-items`)."""
         cfg = self if text_unit is None else replace(self, text_unit=text_unit)
+        if min_item_words is not None:
+            if min_item_words < 1:
+                raise ContaminationConfigError(f"--min-item-words must be >= 1, got {min_item_words}")
+            cfg = replace(cfg, min_item_words=min_item_words)
+        if count_short_items:
+            cfg = replace(cfg, count_short_items=True)
+        if score is not None:
+            if score not in SCORES:
+                raise ContaminationConfigError(f"--score must be one of {', '.join(SCORES)}, got {score!r}")
+            cfg = replace(cfg, ngram=replace(cfg.ngram, score=score))
         if ngram is None:
             return cfg
         if ngram < 1:
@@ -113,7 +136,9 @@ class ContaminationConfig:
         return replace(cfg, ngram=replace(cfg.ngram, n=ngram))
 
 
-_SECTIONS = ("train", "methods", "report", "benchmarks")
+SCORES = ("fraction", "longest")
+_SECTIONS = ("train", "methods", "items", "report", "benchmarks")
+_ITEM_KEYS = ("min_item_words", "count_short_items")
 _TRAIN_KEYS = ("text_field", "text_records", "batch_rows")
 _REPORT_KEYS = ("max_matches",)
 _BENCH_KEYS = ("preset", "fields", "id_field", "header")
@@ -173,9 +198,15 @@ def build_contamination_config(raw: dict[str, Any], source: str = "<config>") ->
     if "max_matches" in report:
         cfg = replace(cfg, max_matches=_int(source, "[report] max_matches", report["max_matches"], 1))
 
+    items = _check_keys(source, "items", raw.get("items", {}), _ITEM_KEYS)
+    if "min_item_words" in items:
+        cfg = replace(cfg, min_item_words=_int(source, "[items] min_item_words", items["min_item_words"], 1))
+    if "count_short_items" in items:
+        cfg = replace(cfg, count_short_items=_bool(source, "[items] count_short_items", items["count_short_items"]))
+
     methods = _check_keys(source, "methods", raw.get("methods", {}), ("ngram", "exact", "minhash"))
     if "ngram" in methods:
-        t = _check_keys(source, "methods.ngram", methods["ngram"], ("enabled", "n", "threshold"))
+        t = _check_keys(source, "methods.ngram", methods["ngram"], ("enabled", "n", "threshold", "score"))
         s = cfg.ngram
         if "enabled" in t:
             s = replace(s, enabled=_bool(source, "[methods.ngram] enabled", t["enabled"]))
@@ -183,6 +214,10 @@ def build_contamination_config(raw: dict[str, Any], source: str = "<config>") ->
             s = replace(s, n=_int(source, "[methods.ngram] n", t["n"], 1))
         if "threshold" in t:
             s = replace(s, threshold=_fraction(source, "[methods.ngram] threshold", t["threshold"]))
+        if "score" in t:
+            if t["score"] not in SCORES:
+                raise _fail(source, f"[methods.ngram] score must be one of {', '.join(SCORES)}, got {t['score']!r}")
+            s = replace(s, score=t["score"])
         cfg = replace(cfg, ngram=s)
     if "exact" in methods:
         t = _check_keys(source, "methods.exact", methods["exact"], ("enabled",))

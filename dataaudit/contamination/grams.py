@@ -15,17 +15,43 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataaudit.textops import GOLD, Tokens, mix, normalize, numba_kernels
-from dataaudit.textops.arrow import as_string_array
+from dataaudit.textops.arrow import as_string_array, string_buffers
 
 # What the report records. Whitespace runs are not rewritten in the text: words are split on any run of Unicode
 # whitespace, which gives exactly the words `normalize(collapse_ws=True)` would (and saves the costliest regex).
 NORMALIZE = {"nfc": True, "lowercase": True, "strip_punct": True, "collapse_ws": True}
 
 
+# A word hyphenated across a line break ("water-\ncycle", what a hard wrap at 60-80 columns does to a compound) is
+# one word again: punctuation removal would give "watercycle" from the unwrapped text, "water cycle" otherwise.
+HYPHEN_BREAK = r"(\p{L})-\r?\n[ \t]*(\p{Ll})"
+
+
+def join_hyphen_breaks(arr: pa.Array) -> pa.Array:
+    """`arr` with every HYPHEN_BREAK joined. The regex runs only on the rows holding "-\n" or "-\r\n", found by
+    two byte comparisons over the string data (a substring search per row costs more than the whole scan)."""
+    offsets, data = string_buffers(arr)
+    if len(data) < 2:
+        return arr
+    dash = np.flatnonzero(data[:-1] == 45)              # '-': rare, so the rest works on few positions
+    nxt = data[np.minimum(dash + 1, len(data) - 1)]
+    nxt2 = data[np.minimum(dash + 2, len(data) - 1)]
+    pos = dash[(nxt == 10) | ((nxt == 13) & (nxt2 == 10))]
+    if not len(pos):
+        return arr
+    rows = np.unique(np.searchsorted(offsets, pos, side="right") - 1)
+    has = np.zeros(len(arr), bool)
+    has[rows] = True
+    mask = pa.array(has)
+    joined = pc.replace_substring_regex(arr.filter(mask), pattern=HYPHEN_BREAK, replacement="\\1\\2")
+    return pc.replace_with_mask(arr, mask, joined.cast(arr.type))
+
+
 def normalize_for_contamination(arr) -> pa.Array:
     """GPT-3 / lm-evaluation-harness style: NFC, lowercase, punctuation removed (words then split on
-    whitespace runs). NFC runs only on the rows that are not pure ASCII (it cannot change the others)."""
-    arr = as_string_array(arr)
+    whitespace runs); a word hyphenated across a line break joined (`join_hyphen_breaks`). NFC runs only on the
+    rows that are not pure ASCII (it cannot change the others)."""
+    arr = join_hyphen_breaks(as_string_array(arr))
     if len(arr) == arr.null_count:
         return normalize(arr, nfc=False, lowercase=True, strip_punct=True, collapse_ws=False)
     ascii_rows = pc.fill_null(pc.string_is_ascii(arr), True)

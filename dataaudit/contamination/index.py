@@ -25,7 +25,7 @@ from dataaudit.textops import word_tokens
 from .config import ContaminationConfig
 from .grams import HashSet, KgramLookup, build_lookup, normalize_for_contamination
 from .load import Benchmark
-from .sentences import ends_a_sentence
+from .sentences import ANY_END, end_class, ends_a_sentence
 
 
 @dataclass
@@ -41,6 +41,8 @@ class GramTable:
     # short-item tables only: per key, whether every item holding it ends a sentence (then so must its match; a
     # key shared with an item that stops mid-sentence takes that item's looser rule)
     closed: np.ndarray | None = None
+    # tables of items under min_item_words: per key, the final mark class the match must end with (sentences)
+    strict: np.ndarray | None = None
 
     @property
     def entry_key(self) -> np.ndarray:
@@ -50,6 +52,7 @@ class GramTable:
 @dataclass
 class ContaminationIndex:
     n: int
+    min_item_words: int
     names: list[str]                   # benchmark names, in order
     offsets: np.ndarray                # int64, len(names) + 1: gids of benchmark b are offsets[b]:offsets[b + 1]
     words: np.ndarray                  # int64 per item: normalized word count
@@ -58,6 +61,9 @@ class ContaminationIndex:
     lookup: KgramLookup                # every table's keys, for the batch lookup
     item_tok: np.ndarray               # uint64: word hashes of the items, in order, item after item
     item_tok_start: np.ndarray         # int64 per item: its first word in item_tok
+    # per item, normalized and space-padded (" w1 w2 "): reference answers, choices (None: not checked)
+    answers: list[list[str] | None] = field(default_factory=list)
+    choices: list[list[str] | None] = field(default_factory=list)
     minhash: object | None = None      # MinhashIndex when the minhash method runs
     digest: str = ""
     meta: dict = field(default_factory=dict)
@@ -69,6 +75,11 @@ class ContaminationIndex:
     @property
     def ks(self) -> list[int]:
         return sorted(self.tables)
+
+    @property
+    def short(self) -> np.ndarray:
+        """Per item: under min_item_words (and not empty): the short-items table's, not counted by default."""
+        return (self.words > 0) & (self.words < self.min_item_words)
 
     def benchmark_of(self, gid: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.offsets, gid, side="right") - 1
@@ -93,6 +104,24 @@ def _table(k: int, hashes: np.ndarray, items: np.ndarray) -> GramTable:
     key_idx = np.searchsorted(hs.keys, hashes).astype(np.int64)
     ptr, its = _csr(key_idx, items.astype(np.int64), len(hs))
     return GramTable(k, hs, ptr, its)
+
+
+def _padded(per_bench: list, benchmarks: list[Benchmark]) -> list[list[str] | None]:
+    """Per item: its texts normalized as the training text is, as " w1 w2 " (whole-word search); None where
+    the benchmark or the item has none."""
+    flat: list[list[str] | None] = []
+    for values, b in zip(per_bench, benchmarks):
+        flat += values if values is not None else [None] * len(b)
+    strings = [t for v in flat if v for t in v]
+    norm = iter(normalize_for_contamination(pa.array(strings, pa.string())).to_pylist()) if strings else iter(())
+    out = []
+    for v in flat:
+        if v is None:
+            out.append(None)
+            continue
+        words = [" ".join((next(norm) or "").split()) for _ in v]
+        out.append([f" {w} " for w in words if w])
+    return out
 
 
 def build_index(benchmarks: list[Benchmark], config: ContaminationConfig) -> ContaminationIndex:
@@ -120,24 +149,36 @@ def build_index(benchmarks: list[Benchmark], config: ContaminationConfig) -> Con
     sd = grams.doc[short[grams.doc]]
     sh = grams.hash[short[grams.doc]]
     item_closed = ends_a_sentence(pa.array(texts, pa.string()))
+    item_class = end_class(pa.array(texts, pa.string())).astype(np.int64)
     for k in np.unique(words[short]):
         m = words[sd] == k
         t = _table(int(k), sh[m], sd[m])
         t.closed = np.bincount(t.entry_key, weights=~item_closed[t.items], minlength=len(t.set)) == 0
+        if k < config.min_item_words:
+            # one class per key; items of one text with different final marks (or none) take any end
+            lo = np.full(len(t.set), 9, np.int64)
+            hi = np.zeros(len(t.set), np.int64)
+            np.minimum.at(lo, t.entry_key, item_class[t.items])
+            np.maximum.at(hi, t.entry_key, item_class[t.items])
+            t.strict = np.where((lo == hi) & (lo > 0), lo, ANY_END).astype(np.int8)
         tables[int(k)] = t
 
     total = np.zeros(num, np.int64)
     for t in tables.values():
         total += np.bincount(t.items, minlength=num)
     h = hashlib.sha256()
-    h.update(repr((n, [b.name for b in benchmarks], offsets.tolist())).encode())
+    h.update(repr((n, config.min_item_words, [b.name for b in benchmarks], offsets.tolist())).encode())
     for b in benchmarks:
         for i, t in zip(b.ids, b.texts):
             h.update(i.encode("utf-8", "backslashreplace") + b"\x00" + t.encode("utf-8", "backslashreplace") + b"\x01")
-    index = ContaminationIndex(n=n, names=[b.name for b in benchmarks], offsets=offsets, words=words.astype(np.int64),
+    index = ContaminationIndex(n=n, min_item_words=config.min_item_words, names=[b.name for b in benchmarks], offsets=offsets, words=words.astype(np.int64),
                                total=total, tables=tables,
                                lookup=build_lookup({k: t.set for k, t in tables.items()}),
                                item_tok=tokens.hash, item_tok_start=tokens.first, digest=h.hexdigest()[:16])
+    index.answers, index.choices = _padded([b.answers for b in benchmarks], benchmarks), \
+        _padded([b.choices for b in benchmarks], benchmarks)
+    h.update(repr((index.answers, index.choices)).encode("utf-8", "backslashreplace"))   # the shards use them
+    index.digest = h.hexdigest()[:16]
     if config.minhash.enabled:
         from .minhash import build_minhash_index
         index.minhash = build_minhash_index(tokens, config.minhash)

@@ -64,6 +64,9 @@ class Benchmark:
     csv_columns: tuple[str, ...] | None = None
     nested_in: str | None = None     # JSON: the field of the one object whose array holds the items
     warnings: list[str] = field(default_factory=list)
+    # per item: the reference answer(s) and the choices (`answers`); None: the preset has no reader (not checked)
+    answers: list[list[str]] | None = None
+    choices: list[list[str] | None] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -368,6 +371,10 @@ def load_benchmark(name: str, path: str, fields: tuple[str, ...] | None = None,
                       preset=preset.name if preset is not None and _origin.startswith("preset") else None,
                       fields=chosen, id_field=id_field, ids=ids, lines=[r.line for r in recs], texts=texts,
                       records=[r.obj for r in recs], csv_header=header, csv_columns=columns, nested_in=nested_in)
+    from .answers import answers_of
+    read = answers_of(preset.name if preset is not None else None, bench.records)
+    if read is not None:
+        bench.answers, bench.choices = read
     seen: dict[str, int] = {}
     for i in ids:
         seen[i] = seen.get(i, 0) + 1

@@ -1,8 +1,11 @@
 """Built-in field choices for common public benchmark files, so `--benchmark gsm8k=test.jsonl` just works.
 
-A preset names the text an item is matched on (the prompt part a model is evaluated on, as the
-lm-evaluation-harness decontamination queries do; multiple-choice options are included where the question
-alone is too short to be specific), the item id field, and for headerless CSV files the column names.
+A preset names the text an item is matched on: the input of lm-evaluation-harness's decontamination query for
+the task (`doc_to_decontamination_query`, else the question its prompt is built on), never the options or the
+answer: arc_easy/arc_challenge query `Question: {{question}}\nAnswer:` (the stem), gsm8k the question, mmlu the
+question, hellaswag the context, truthfulqa the question, humaneval the prompt, mbpp the text. It also names the
+item id field, the headerless CSV column names, and how to read the item's reference answer and its choices
+(`answers`), which are looked for after a match (the answer leak, the severity) but never matched on their own.
 Each preset lists alternative field sets for the schemas the benchmark is published in (the original release
 and the Hugging Face export); the first alternative whose fields all exist in the file's first record is used.
 """
@@ -23,13 +26,11 @@ class Preset:
 PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("gsm8k", (("question",),), (),
            description="GSM8K (openai/grade-school-math JSONL, HF gsm8k): question"),
-    Preset("arc", (("question.stem", "question.choices.text"), ("question", "choices.text")), ("id",),
-           description="ARC (AI2 JSONL: question.stem + question.choices[].text; HF ai2_arc: question + "
-                       "choices.text), id"),
-    Preset("mmlu", (("question", "A", "B", "C", "D"), ("question", "choices")), (),
+    Preset("arc", (("question.stem",), ("question",)), ("id",),
+           description="ARC (AI2 JSONL: question.stem; HF ai2_arc: question), id"),
+    Preset("mmlu", (("question",),), (),
            csv_columns=("question", "A", "B", "C", "D", "answer"),
-           description="MMLU (original headerless CSV: question,A,B,C,D,answer; HF cais/mmlu: question + "
-                       "choices)"),
+           description="MMLU (original headerless CSV: question,A,B,C,D,answer; HF cais/mmlu: question)"),
     Preset("hellaswag", (("ctx",), ("ctx_a", "ctx_b")), ("ind",),
            description="HellaSwag (rowanz JSONL and HF hellaswag): ctx, id ind"),
     Preset("humaneval", (("prompt",),), ("task_id",),

@@ -32,7 +32,13 @@ MATCH_SCHEMA = pa.schema([
     ("snippet", pa.string()),      # original training text around the match (only for the best few per item)
     ("match_start", pa.int32()),   # the match inside the snippet
     ("match_end", pa.int32()),
+    ("longest", pa.int32()),       # words of the longest contiguous run of item n-grams in the record (0: MinHash only)
+    ("answer", pa.bool_()),        # the item's answer follows the match (null: not checked)
+    ("choices", pa.bool_()),       # every choice of the item follows the match (null: not checked)
 ])
+
+ANSWER_WINDOW = 100      # words after the match searched for the answer's start (Answer: ..., a worked solution)
+CHOICES_WINDOW = 200     # words after the match that must hold every choice
 
 
 @dataclass
@@ -46,6 +52,7 @@ class BatchMatches:
     minhash: np.ndarray     # float32, NaN where not a MinHash match
     lo: np.ndarray
     hi: np.ndarray
+    longest: np.ndarray
     found: dict[int, np.ndarray]   # k -> indices of the k table's keys that occur in the batch
     words: int = 0
 
@@ -56,7 +63,7 @@ class BatchMatches:
 def _empty_pairs() -> dict[str, np.ndarray]:
     z = np.zeros(0, np.int64)
     return {"doc": z, "item": z.copy(), "shared": z.copy(), "exact": np.zeros(0, bool), "lo": z.copy(),
-            "hi": z.copy()}
+            "hi": z.copy(), "longest": z.copy()}
 
 
 def _ranges(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -85,6 +92,16 @@ def _gram_pairs(index: ContaminationIndex, tokens: Tokens, k: int, p: np.ndarray
     np.minimum.at(lo, inv, pp)
     np.maximum.at(hi, inv, pp)
     hi += k
+    # longest run of item grams at consecutive positions of the record: a contiguous copy of run + k - 1 words
+    o = np.lexsort((pp, inv))
+    pi, ii = pp[o], inv[o]
+    cont = np.zeros(len(o), bool)
+    cont[1:] = (ii[1:] == ii[:-1]) & (pi[1:] == pi[:-1] + 1)
+    run_start = np.maximum.accumulate(np.where(cont, 0, np.arange(len(o))))
+    run = np.arange(len(o)) - run_start + 1
+    longest = np.zeros(len(upk), np.int64)
+    np.maximum.at(longest, ii, run)
+    longest += k - 1
     pdoc = upk // num_items
     pitem = upk % num_items
     if k != index.n:                     # short items have one gram: their whole text, so a hit is exact
@@ -114,11 +131,12 @@ def _gram_pairs(index: ContaminationIndex, tokens: Tokens, k: int, p: np.ndarray
                     ek_u, ek_first = np.unique(ek, return_index=True)   # first occurrence of each pair
                     where = np.searchsorted(upk, ek_u)
                     exact[where] = True
+                    longest[where] = index.words[pitem[where]]
                     lo[where] = epos[ek_first]
                     hi[where] = epos[ek_first] + index.words[it[ok][ek_first]]
     first_word = tokens.first[pdoc]
     return {"doc": pdoc, "item": pitem, "shared": shared.astype(np.int64), "exact": exact,
-            "lo": lo - first_word, "hi": hi - first_word}
+            "lo": lo - first_word, "hi": hi - first_word, "longest": longest}
 
 
 def match_texts(texts: pa.Array, index: ContaminationIndex, config: ContaminationConfig) -> BatchMatches:
@@ -131,7 +149,8 @@ def match_texts(texts: pa.Array, index: ContaminationIndex, config: Contaminatio
     if config.ngram.enabled or config.exact.enabled:
         hits = kgram_hits(tokens, index.lookup)
         short = {k: t.closed for k, t in index.tables.items() if k != index.n}
-        hits = whole_sentence_hits(texts, tokens, hits, short)    # short items: whole sentences only
+        strict = {k: t.strict for k, t in index.tables.items() if t.strict is not None}
+        hits = whole_sentence_hits(texts, tokens, hits, short, strict)    # short items: whole sentences only
         for k, (p, u) in sorted(hits.items()):
             if config.ngram.enabled:
                 found[k] = np.unique(u)
@@ -153,7 +172,7 @@ def match_texts(texts: pa.Array, index: ContaminationIndex, config: Contaminatio
             allk, inv = np.unique(np.concatenate([pk, mk]), return_inverse=True)
             n = len(allk)
             merged = {"doc": allk // num_items, "item": allk % num_items}
-            for c, fill in (("shared", 0), ("exact", False), ("lo", 0), ("hi", 0)):
+            for c, fill in (("shared", 0), ("exact", False), ("lo", 0), ("hi", 0), ("longest", 0)):
                 arr = np.full(n, fill, dtype=cols[c].dtype)
                 arr[inv[:len(pk)]] = cols[c]
                 merged[c] = arr
@@ -165,7 +184,7 @@ def match_texts(texts: pa.Array, index: ContaminationIndex, config: Contaminatio
             merged["hi"][only_mh] = 0
             cols, mh = merged, mh2
     return BatchMatches(cols["doc"], cols["item"], cols["shared"], cols["exact"], mh, cols["lo"], cols["hi"],
-                        found, int(len(tokens.hash)))
+                        cols["longest"], found, int(len(tokens.hash)))
 
 
 def rank_order(item: np.ndarray, exact: np.ndarray, shared: np.ndarray, minhash: np.ndarray,
@@ -189,9 +208,41 @@ def top_mask(item: np.ndarray, order: np.ndarray, k: int) -> np.ndarray:
     return mask
 
 
+def leak_flags(norm_words: list[str], hi: int, item: int, index: ContaminationIndex) -> tuple[bool | None,
+                                                                                             bool | None]:
+    """(the answer follows, every choice follows) the match ending at normalized word `hi` of a record whose
+    normalized words are `norm_words`, looked for in a bounded window after the match in the same record; None:
+    the item has none to look for. The choices are looked for first, and the answer after the last of them when
+    all are there: a correct choice merely listed among the options is no answer leak."""
+    answers = index.answers[item] if item < len(index.answers) else None
+    choices = index.choices[item] if item < len(index.choices) else None
+    if not answers and not choices:
+        return None, None
+    longest_answer = max((w.count(" ") - 1 for w in answers or []), default=0)
+    after = " " + " ".join(norm_words[hi:hi + CHOICES_WINDOW + ANSWER_WINDOW + longest_answer]) + " "
+    start = 0
+    choices_found = None
+    if choices:
+        ends = [after.find(c) for c in choices]
+        choices_found = all(0 <= e and after.count(" ", 0, e) < CHOICES_WINDOW for e in ends)
+        if choices_found:
+            start = max(e + len(c) - 1 for e, c in zip(ends, choices))
+    answer_found = None
+    if answers:
+        answer_found = False
+        for w in answers:
+            at = after.find(w, start)
+            if at >= 0 and after.count(" ", start, at) < ANSWER_WINDOW:
+                answer_found = True
+                break
+    return answer_found, choices_found
+
+
 def matches_table(m: BatchMatches, texts: pa.Array, rows: np.ndarray, keys: pa.Array,
-                  max_matches: int, lines: pa.Array | None = None) -> pa.Table:
-    """The batch's match rows, with a snippet for the best `max_matches` of each item."""
+                  max_matches: int, lines: pa.Array | None = None,
+                  index: ContaminationIndex | None = None) -> pa.Table:
+    """The batch's match rows, with a snippet, and whether the answer and the choices follow the match, for the
+    best `max_matches` of each item."""
     n = len(m)
     if n == 0:
         return MATCH_SCHEMA.empty_table()
@@ -200,15 +251,22 @@ def matches_table(m: BatchMatches, texts: pa.Array, rows: np.ndarray, keys: pa.A
     snippets: list[str | None] = [None] * n
     starts = np.zeros(n, np.int32)
     ends = np.zeros(n, np.int32)
-    spans_cache: dict[int, tuple[str, list]] = {}
+    answer: list[bool | None] = [None] * n
+    choices: list[bool | None] = [None] * n
+    spans_cache: dict[int, tuple[str, list, list[str] | None]] = {}
     for i in np.flatnonzero(top):          # bounded: items x max_matches per batch
         d = int(m.doc[i])
         if d not in spans_cache:
             text = texts[d].as_py() or ""
-            spans_cache[d] = (text, word_spans(text))
-        text, spans = spans_cache[d]
+            spans_cache[d] = (text, word_spans(text), None)
+        text, spans, norm = spans_cache[d]
         s, a, b = make_snippet(text, int(m.lo[i]), int(m.hi[i]), spans)
         snippets[i], starts[i], ends[i] = s, a, b
+        if index is not None and index.answers:
+            if norm is None:
+                norm = (normalize_for_contamination(pa.array([text])).to_pylist()[0] or "").split()
+                spans_cache[d] = (text, spans, norm)
+            answer[i], choices[i] = leak_flags(norm, int(m.hi[i]), int(m.item[i]), index)
     mh = pa.array(m.minhash, pa.float32(), mask=np.isnan(m.minhash))
     return pa.table({
         "item": pa.array(m.item, pa.int64()), "row": pa.array(rows[m.doc], pa.int64()),
@@ -216,4 +274,6 @@ def matches_table(m: BatchMatches, texts: pa.Array, rows: np.ndarray, keys: pa.A
         "line": pa.nulls(n, pa.int64()) if lines is None else lines.take(pa.array(m.doc)),
         "shared": pa.array(m.shared.astype(np.int32)),
         "exact": pa.array(m.exact), "minhash": mh, "snippet": pa.array(snippets, pa.string()),
-        "match_start": pa.array(starts), "match_end": pa.array(ends)}, schema=MATCH_SCHEMA)
+        "match_start": pa.array(starts), "match_end": pa.array(ends),
+        "longest": pa.array(m.longest.astype(np.int32)), "answer": pa.array(answer, pa.bool_()),
+        "choices": pa.array(choices, pa.bool_())}, schema=MATCH_SCHEMA)

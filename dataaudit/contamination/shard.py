@@ -82,7 +82,8 @@ class ScanStage(ShardStage):
             rows = batch.column(batch.schema.get_field_index(ROW)).to_numpy()
             keys = batch.column(batch.schema.get_field_index(KEY))
             lines = batch.column(batch.schema.get_field_index(LINE))
-            state.tables.append(matches_table(m, texts, rows, keys, self.config.max_matches, lines))
+            state.tables.append(matches_table(m, texts, rows, keys, self.config.max_matches, lines,
+                                              self.index))
 
     def finish(self, state: _ScanState, error: str | None) -> ShardScan:
         summary = state.summary

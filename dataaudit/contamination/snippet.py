@@ -22,11 +22,30 @@ CONTEXT_CHARS = 80
 MAX_MATCH_CHARS = 600
 
 
+_HYPHEN_GAP = re.compile(r"\r?\n[ \t]*")
+
+
+def _join_hyphen_breaks(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Pieces "water-" + line break + "cycle" as one (as grams.join_hyphen_breaks joins them)."""
+    out: list[tuple[int, int]] = []
+    for a, b in spans:
+        if out:
+            pa_, pb = out[-1]
+            if (pb - pa_ >= 2 and text[pb - 1] == "-" and text[pb - 2].isalpha() and text[a].islower()
+                    and _HYPHEN_GAP.fullmatch(text, pb, a)):
+                out[-1] = (pa_, b)
+                continue
+        out.append((a, b))
+    return out
+
+
 def word_spans(text: str) -> list[tuple[int, int]]:
     """Character span in `text` of every normalized word, in order."""
     spans = [(m.start(), m.end()) for m in _PIECE.finditer(text)]
     if not spans:
         return []
+    if "-\n" in text or "-\r\n" in text:
+        spans = _join_hyphen_breaks(text, spans)
     norm = normalize_for_contamination(pa.array([text[a:b] for a, b in spans], pa.string()))
     keep = np.asarray(pc.greater(pc.utf8_length(norm), 0).to_numpy(zero_copy_only=False), dtype=bool)
     out = []

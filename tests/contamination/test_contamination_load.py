@@ -64,9 +64,11 @@ def test_jsonl_nested_and_list_fields_ids_and_line_numbers(tmp_path, gz):
     raw = ("\ufeff" + lines[0] + "\r\n\n  \n" + lines[1]).encode()     # BOM, CRLF, blank lines, no final newline
     path = _write(tmp_path / ("arc.jsonl.gz" if gz else "arc.jsonl"), raw, gz)
     b = load_benchmark("arc", path)
-    assert b.preset == "arc" and b.fields == ("question.stem", "question.choices.text") and b.id_field == "id"
+    assert b.preset == "arc" and b.fields == ("question.stem",) and b.id_field == "id"
     assert b.ids == ["Q1", "Q2"] and b.lines == [1, 4] and b.compressed is gz
-    assert b.texts == ["Which gas do plants take in?\noxygen\ncarbon dioxide", "What melts ice?\nheat"]
+    assert b.texts == ["Which gas do plants take in?", "What melts ice?"]      # the stem, as lm-eval's query
+    assert b.choices == [["oxygen", "carbon dioxide"], ["heat"]]
+    assert b.answers == [["carbon dioxide", "Answer: B", "answer is B"], ["heat", "Answer: A", "answer is A"]]
     # the clean subset comes from the JSONL writer: every byte as it was (BOM, CRLF, blank lines), never gzipped
     assert write_clean(b, np.array([True, True]), str(tmp_path / "all"), "clean") == ["clean.jsonl"]
     assert (tmp_path / "all" / "clean.jsonl").read_bytes() == raw
@@ -116,7 +118,9 @@ def test_headerless_mmlu_csv_and_numbered_columns(tmp_path):
     b = load_benchmark("mmlu_anatomy", path)
     assert b.preset == "mmlu" and b.csv_columns == ("question", "A", "B", "C", "D", "answer")
     assert b.csv_header is False and b.ids == ["1", "2"]
-    assert b.texts == ["What is 2+2?\n3\n4\n5\n6", "Capital of France?\nRome\nParis\nOslo\nBern"]
+    assert b.texts == ["What is 2+2?", "Capital of France?"]
+    assert b.choices == [["3", "4", "5", "6"], ["Rome", "Paris", "Oslo", "Bern"]]
+    assert b.answers == [["4", "Answer: B", "answer is B"], ["Paris", "Answer: B", "answer is B"]]
     b = load_benchmark("x", path, ("0", "5"))
     assert b.texts == ["What is 2+2?\nB", "Capital of France?\nB"]
 
@@ -135,8 +139,8 @@ def test_tsv_and_parquet(tmp_path):
 @pytest.mark.parametrize("name, record, fields, id_field", [
     ("gsm8k", {"question": "q", "answer": "a"}, ("question",), None),
     ("arc_easy", {"id": "x", "question": "q", "choices": {"text": ["a", "b"], "label": ["A", "B"]}},
-     ("question", "choices.text"), "id"),
-    ("mmlu", {"question": "q", "subject": "s", "choices": ["a", "b"], "answer": 1}, ("question", "choices"), None),
+     ("question",), "id"),
+    ("mmlu", {"question": "q", "subject": "s", "choices": ["a", "b"], "answer": 1}, ("question",), None),
     ("hellaswag", {"ind": 4, "ctx": "c", "ctx_a": "a", "ctx_b": "b", "endings": ["e"]}, ("ctx",), "ind"),
     ("humaneval", {"task_id": "HumanEval/1", "prompt": "p", "canonical_solution": "s"}, ("prompt",), "task_id"),
     ("mbpp", {"task_id": 2, "text": "t", "code": "c"}, ("text",), "task_id"),
@@ -230,6 +234,14 @@ def test_config_validation():
                      ({"method": {}}, r"unknown section \[method\]"),
                      ({"methods": {"ngram": {"threshold": 1.5}}}, "from 0 to 1"),
                      ({"methods": {"ngram": {"n": 0}}}, "integer >= 1"),
-                     ({"benchmarks": {"x": {"preset": "nope"}}}, "unknown preset 'nope'")]:
+                     ({"benchmarks": {"x": {"preset": "nope"}}}, "unknown preset 'nope'"),
+                     ({"methods": {"ngram": {"score": "max"}}}, "score must be one of fraction, longest"),
+                     ({"items": {"min_item_words": 0}}, r"\[items\] min_item_words must be an integer >= 1"),
+                     ({"items": {"count_short": True}}, "unknown key 'count_short' in \\[items\\]")]:
         with pytest.raises(ContaminationConfigError, match=msg):
             build_contamination_config(raw, "c.toml")
+    cfg = build_contamination_config({"items": {"min_item_words": 5, "count_short_items": True},
+                                      "methods": {"ngram": {"score": "longest"}}})
+    assert (cfg.min_item_words, cfg.count_short_items, cfg.ngram.score) == (5, True, "longest")
+    cfg = cfg.with_overrides(min_item_words=3, score="fraction")
+    assert (cfg.min_item_words, cfg.count_short_items, cfg.ngram.score) == (3, True, "fraction")

@@ -84,10 +84,18 @@ def test_short_item_matches_its_whole_text_only(tmp_path):
     items = ["Which gas do plants absorb?", "Which gas do plants emit?"]
     docs = ["Students asked: which gas do PLANTS absorb? The teacher smiled.", "which gas do plants"]
     report, rows = _run(tmp_path, items, docs)
-    assert rows["i0"]["contaminated"] and rows["i0"]["ngram_total"] == 1 and rows["i0"]["exact_records"] == 1
+    # 5 words: under min_item_words (8), found but listed as a short item, not counted
+    assert rows["i0"]["short_found"] and not rows["i0"]["contaminated"]
+    assert rows["i0"]["ngram_total"] == 1 and rows["i0"]["exact_records"] == 1
     assert [m["key"] for m in rows["i0"]["matches"]] == ["0"]
-    assert not rows["i1"]["contaminated"] and rows["i1"]["train_records"] == 0
+    assert not rows["i1"]["contaminated"] and rows["i1"]["train_records"] == 0 and not rows["i1"]["short_found"]
     assert any("fewer than 13 words" in n for n in report["notes"])
+    short = report["benchmarks"]["bench"]["short_items"]
+    assert (short["items"], short["found"], short["counted"], [w["id"] for w in short["listed"]]) == \
+        (2, 1, False, ["i0"])
+    assert report["totals"]["contaminated"] == 0 and report["totals"]["short_items_found"] == 1
+    _, rows = _run(tmp_path / "counted", items, docs, replace(ContaminationConfig(), count_short_items=True))
+    assert rows["i0"]["contaminated"] and not rows["i1"]["contaminated"]
 
 
 def test_empty_items_are_reported_not_matched(tmp_path):
@@ -160,8 +168,8 @@ def test_results_do_not_depend_on_batch_size(tmp_path):
     def rows(name):   # (each run has its own training file: compare without the shard path)
         out = pq.read_table(tmp_path / name / "out" / "bench" / "items.parquet").to_pylist()
         for r in out:
-            for m in r["matches"]:
-                m.pop("shard")
+            for m in r["matches"] + [r["longest_record"] or {}]:
+                m.pop("shard", None)
         return out
 
     big, small = rows("big"), rows("small")
@@ -263,9 +271,11 @@ def test_the_page_and_the_summary_name_the_files_to_open_next(tmp_path):
     assert result.exit_code == 1, result.output
     # one line, never wrapped inside a path, whatever the terminal's width
     [written] = [line for line in result.output.splitlines() if line.startswith("wrote ")]
-    assert written == (f"wrote {out / 'contamination.json'}, {out / 'contamination.html'}, {out / 'gsm' / 'items.parquet'}, "
+    assert written == (f"wrote {out / 'contamination.json'}, {out / 'contamination.html'}, {out / 'clean_ids.json'}, "
+                       f"{out / 'gsm' / 'items.parquet'}, "
                        f"{out / 'gsm' / 'clean.jsonl'}, {out / 'decontaminate.parquet'} (1 record)")
     assert "BENCHMARK" not in result.output
     html = (out / "contamination.html").read_text()
-    for name in ("gsm/items.parquet", "gsm/clean.jsonl", "decontaminate.parquet", "contamination.json"):
+    for name in ("gsm/items.parquet", "gsm/clean.jsonl", "decontaminate.parquet", "contamination.json",
+                 "clean_ids.json"):
         assert f"<code>{name}</code>" in html

@@ -16,7 +16,9 @@ from tests.paths import shared_file
 
 COLD = "What happens if you go outdoors in cold weather?"
 WET_HAIR = "What happens if you go outdoors in cold weather with wet hair?"
-CONFIG = replace(ContaminationConfig(), max_matches=20)
+# min_item_words 1: these test the sentence rule of every item under n words; the stricter rule of items under
+# min_item_words is tested in test_contamination_short_items.py
+CONFIG = replace(ContaminationConfig(), max_matches=20, min_item_words=1)
 
 
 def _scan(tmp_path, bench, docs: list[str]) -> tuple[dict, dict]:

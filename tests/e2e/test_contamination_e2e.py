@@ -127,9 +127,9 @@ def test_methods_counted_separately_and_thresholds_recorded(planted):
     assert g["methods"]["minhash"] == 2 and a["methods"]["minhash"] == 3
     assert report["methods"]["ngram"]["n"] == 13 and report["methods"]["ngram"]["threshold"] == 0.5
     assert report["methods"]["minhash"]["threshold"] == 0.8
-    assert g["parameters"]["methods"]["ngram"] == {"enabled": True, "n": 13, "threshold": 0.5}
+    assert g["parameters"]["methods"]["ngram"] == {"enabled": True, "n": 13, "threshold": 0.5, "score": "fraction"}
     assert g["preset"] == "gsm8k" and g["fields"] == ["question"] and g["id_field"] is None
-    assert a["preset"] == "arc" and a["fields"] == ["question.stem", "question.choices.text"]
+    assert a["preset"] == "arc" and a["fields"] == ["question.stem"]      # the stem, as lm-eval's query
     assert a["id_field"] == "id"
     assert report["totals"]["train_records"] == 7222 and report["totals"]["unreadable_shards"] == 0
     assert [s["records"] for s in report["train"]["shards"]] == [3000, 2500, 1722]
