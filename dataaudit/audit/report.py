@@ -14,6 +14,7 @@ from dataaudit.checks import REGISTRY
 from dataaudit.config import AuditConfig
 from dataaudit.io import join
 from dataaudit.stats.images import merge_states
+from dataaudit.stats.media import merge_states as merge_media
 from dataaudit.stats.lengths import LengthStats
 
 SCHEMA_VERSION = 1
@@ -218,6 +219,7 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
                    for s in summaries],
         "lengths": lengths,
         "images": merge_states([s.get("images", {}) for s in summaries]),
+        "media": merge_media([s.get("media", {}) for s in summaries]),
         "notes": notes,
         "examples": {k: examples[k] for k in REGISTRY if k in examples},   # report order = check order
         "config": config.fingerprint(),

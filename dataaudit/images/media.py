@@ -39,7 +39,7 @@ def resolve_inside(folder: str, path: str) -> tuple[str | None, str | None]:
     return full, None
 
 
-def _sized(folder: str, path: str, limit: int) -> tuple[str | None, int, Probe | None]:
+def _sized(folder: str, path: str, limit: int, name: str = "max_image_bytes") -> tuple[str | None, int, Probe | None]:
     """(the file, its size, None) for a referenced image to read, or (None, 0, the probe saying why not)."""
     if "://" in path:
         return None, 0, Probe(MISSING, f"{path!r} is a URL (not downloaded)")
@@ -53,7 +53,7 @@ def _sized(folder: str, path: str, limit: int) -> tuple[str | None, int, Probe |
     except OSError as e:
         return None, 0, Probe(MISSING, f"cannot read {path!r}: {e.strerror or e}")
     if size > limit:
-        return None, 0, Probe(TOO_BIG, f"file of {size} bytes > max_image_bytes {limit} (not read)")
+        return None, 0, Probe(TOO_BIG, f"file of {size} bytes > {name} {limit} (not read)")
     return full, size, None
 
 
@@ -74,6 +74,7 @@ class Media:
 
     folder: str
     limit: int
+    limit_name: str = "max_image_bytes"              # the [data] key of `limit` (media: max_media_bytes)
     arrays: list = field(default_factory=list)       # binary arrays holding in-batch bytes
     where: list = field(default_factory=list)        # per image: (array index, element) or (-1, path)
     files: list = field(default_factory=list)        # per image: the resolved file to read, or None
@@ -97,7 +98,7 @@ class Media:
                 self._append((a, i), None, 0, Probe(MISSING, "image struct with no bytes and no path"))
 
     def add_path(self, path: str) -> None:
-        full, size, found = _sized(self.folder, path, self.limit)
+        full, size, found = _sized(self.folder, path, self.limit, self.limit_name)
         if full is not None:       # a file many records name (one picture for every row) is read once
             first = self._first.setdefault(full, len(self.where))
             if first != len(self.where):
