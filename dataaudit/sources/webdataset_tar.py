@@ -3,9 +3,9 @@
 Members are grouped into samples by key (path up to the first dot of the basename) with webdataset's own rule;
 members it puts in no sample (no extension, its `__meta__` members) are no record here either.
 Only text, JSON, class labels and .npy are decoded, by our own code: webdataset's default decoders unpickle,
-and a shard is untrusted input. Pickle-like members are reported, never loaded. Image members are kept as raw
-bytes in a binary column named by their extension ("jpg", "left.png"): only the image checks decode them,
-bounded (dataaudit.images).
+and a shard is untrusted input. Pickle-like members are reported, never loaded. Image, video and audio members
+are kept as raw bytes in a binary column named by their extension ("jpg", "left.png", "mp4", "wav"): only the
+image and media checks decode them, bounded (dataaudit.images, dataaudit.media).
 
 Bounds, so that one hostile member costs its sample, never the job: extended headers are looked at before tarfile
 reads them (tar_headers), a member holds at most max_member_bytes and a sample as much for all its members (the
@@ -26,7 +26,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from dataaudit.fields import IMAGE_EXTENSIONS
+from dataaudit.fields import MEDIA_EXTENSIONS
 from dataaudit.io import open_input
 
 from .base import ShardReadError
@@ -265,9 +265,10 @@ def iter_webdataset(path: str, columns: list[str] | None = None, batch_rows: int
             if suffix in NOT_UNPICKLED:
                 rec.warnings.append(f"{where}: unsupported type .{suffix} (not unpickled)")
                 continue
-            image = suffix in IMAGE_EXTENSIONS and not ext.endswith(".gz")
+            # images, video and audio: kept as bytes, probed by the image and media checks
+            image = suffix in MEDIA_EXTENSIONS and not ext.endswith(".gz")
             if (suffix not in DECODED and not image) or (image and not builder.wants(ext)):
-                continue  # audio, video, ... (normal payload we do not inspect), images nobody asked for
+                continue  # payload we do not inspect, media nobody asked for
             if m.size > max_member_bytes:
                 rec.errors.append(f"{where}: {m.size} bytes exceeds max_member_bytes {max_member_bytes} (not read)")
                 continue

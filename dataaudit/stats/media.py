@@ -11,7 +11,9 @@ import numpy as np
 from dataaudit.images.probe import STATUS_NAMES
 from dataaudit.stats.lengths import LengthStats
 
-DIMS = {"duration": "s", "fps": "frames/s", "sample_rate": "Hz"}
+# Kept as integers (the length buckets count values >= 1): milliseconds, frames per second x100, hertz.
+DIMS = {"duration": "ms", "fps": "frames/s, x100", "sample_rate": "Hz"}
+SCALE = {"duration": 1000.0, "fps": 100.0, "sample_rate": 1.0}
 
 
 @dataclass
@@ -35,7 +37,7 @@ class MediaStats:
         self.formats.update(mb.probes[i].format or f"({STATUS_NAMES[mb.probes[i].status]})" for i in idx.tolist())
         for dim in DIMS:
             v = mb.array(dim)[idx]
-            self.dims[dim].add(v[np.isfinite(v) & (v > 0)])
+            self.dims[dim].add(np.rint(v[np.isfinite(v) & (v > 0)] * SCALE[dim]).astype(np.int64))
 
     def merge(self, other: "MediaStats") -> "MediaStats":
         return MediaStats(self.kind or other.kind, self.files + other.files, self.ok + other.ok,

@@ -1,0 +1,69 @@
+"""Small hostile media, generated from LLaMA-Factory's demo media (../shared/data/posttrain/mllm_demo_data): cut
+copies, a zero-byte file, a renamed text file, silence, a tone too short, another sample rate, a header declaring
+10^7 frames. Shared by the media tests and benchmarks/media_recall.py."""
+from __future__ import annotations
+
+import struct
+import wave
+from pathlib import Path
+
+import numpy as np
+
+DEMO = "posttrain/mllm_demo_data"
+VIDEOS = ("1.mp4", "3.mp4", "4.mp4", "2.avi")
+AUDIOS = ("1.mp3", "2.wav", "3.flac", "4.mp3")
+
+
+def cut(src: Path, dst: Path, keep: float = 0.6) -> Path:
+    """The first `keep` of the file's bytes (a download or copy that stopped)."""
+    data = src.read_bytes()
+    dst.write_bytes(data[: int(len(data) * keep)])
+    return dst
+
+
+def write_wav(dst: Path, samples: np.ndarray, rate: int) -> Path:
+    """16-bit mono PCM (samples in [-1, 1])."""
+    with wave.open(str(dst), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
+    return dst
+
+
+def tone(seconds: float, rate: int = 16000, hz: float = 440.0, level: float = 0.3) -> np.ndarray:
+    t = np.arange(int(seconds * rate)) / rate
+    return level * np.sin(2 * np.pi * hz * t)
+
+
+def silenced(src_wav: Path, dst: Path) -> Path:
+    """A copy of a WAV file with every sample zero (its header, rate and length kept)."""
+    with wave.open(str(src_wav), "rb") as r:
+        params, n = r.getparams(), r.getnframes()
+    with wave.open(str(dst), "wb") as w:
+        w.setparams(params)
+        w.writeframes(b"\x00" * (n * params.sampwidth * params.nchannels))
+    return dst
+
+
+def resampled(src_wav: Path, dst: Path, rate: int) -> Path:
+    """A WAV file re-encoded at another sample rate (linear interpolation: what a careless pipeline does)."""
+    with wave.open(str(src_wav), "rb") as r:
+        old, x = r.getframerate(), np.frombuffer(r.readframes(r.getnframes()), "<i2").astype(np.float64) / 32768
+    n = int(len(x) * rate / old)
+    return write_wav(dst, np.interp(np.arange(n) * old / rate, np.arange(len(x)), x), rate)
+
+
+def frames_bomb(src_avi: Path, dst: Path, frames: int = 10**7) -> Path:
+    """An AVI whose headers (avih dwTotalFrames, strh dwLength) declare `frames` frames: its index is the real one."""
+    d = bytearray(src_avi.read_bytes())
+    avih, strh = d.find(b"avih"), d.find(b"strh")
+    struct.pack_into("<I", d, avih + 8 + 16, frames)
+    struct.pack_into("<I", d, strh + 8 + 32, frames)
+    dst.write_bytes(bytes(d))
+    return dst
+
+
+def renamed_text(dst: Path) -> Path:
+    dst.write_text("<html><body>404 Not Found</body></html>\n")
+    return dst

@@ -1,0 +1,131 @@
+"""Video and audio through the audit: hostile media generated from LLaMA-Factory's demo media, each flagged by
+its one check with the field and index named; the demo's own video and audio datasets pass, counted exactly."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from dataaudit.audit.shard import audit_shard
+from dataaudit.config import build_config
+from tests.media import hostile_media as hm
+from tests.paths import shared_file
+
+pytest.importorskip("av", reason="the media checks need PyAV (pip install 'dataaudit[media]')")
+
+MEDIA_CHECKS = ("media_missing_file", "media_empty", "media_corrupt", "media_bomb", "media_duration",
+                "video_resolution", "video_fps", "video_blank", "audio_silent", "audio_clipped", "audio_nonfinite",
+                "audio_sample_rate", "audio_channels", "transcript_rate", "video_placeholders", "audio_placeholders")
+
+
+def _record(kind: str, files: list[str], reply: str = "ok", placeholders: int | None = None) -> dict:
+    token = f"<{kind}>"
+    n = len(files) if placeholders is None else placeholders
+    return {"messages": [{"role": "user", "content": token * n + "What is it?"},
+                         {"role": "assistant", "content": reply}],
+            f"{kind}s": files}
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    demo = shared_file(f"{hm.DEMO}/2.wav").parent
+    root = tmp_path_factory.mktemp("media")
+    data = root / "data"
+    data.mkdir()
+    for name in ("1.mp4", "2.wav"):
+        shutil.copy(demo / name, data / name)
+    hm.cut(demo / "2.avi", data / "cut.avi")
+    (data / "zero.wav").write_bytes(b"")
+    hm.renamed_text(data / "text.mp4")
+    hm.silenced(demo / "2.wav", data / "silent.wav")
+    hm.frames_bomb(demo / "2.avi", data / "frames.avi")
+    hm.write_wav(data / "short.wav", hm.tone(0.2), 16000)
+    hm.resampled(demo / "2.wav", data / "rate8k.wav", 8000)
+    (root / "x.mp4").write_bytes((demo / "4.mp4").read_bytes())
+    records = [
+        _record("video", ["1.mp4"]),                        # 0: clean
+        _record("video", ["404.mp4"]),                      # 1: missing
+        _record("video", ["cut.avi"]),                      # 2: truncated
+        _record("audio", ["zero.wav"]),                     # 3: zero bytes
+        _record("video", ["1.mp4", "text.mp4"]),            # 4: a renamed text file, second in the list
+        _record("audio", ["silent.wav"]),                   # 5: silence
+        _record("video", ["frames.avi"]),                   # 6: 10^7 frames declared
+        _record("audio", ["2.wav"], placeholders=0),        # 7: no <audio> placeholder
+        _record("video", ["../x.mp4"]),                     # 8: outside the shard's folder
+        _record("audio", ["short.wav"]),                    # 9: 0.2 s
+        _record("audio", ["2.wav"], reply="word " * 40),    # 10: 200 characters for 2.9 s of audio
+        _record("audio", ["rate8k.wav"]),                   # 11: re-encoded at 8 kHz
+    ]
+    path = data / "hostile.json"
+    path.write_text(json.dumps(records))
+    return path
+
+
+def _flags(flags) -> list[tuple]:
+    return sorted((r["row"], r["field"], r["check"]) for r in flags.to_pylist() if r["check"] in MEDIA_CHECKS)
+
+
+def test_each_hostile_file_is_flagged_by_its_check(hostile):
+    result, flags = audit_shard(str(hostile), build_config({"data": {"audio_sample_rate": 16000}}))
+    summary = result.summary()
+    assert summary["fields"]["media"] == ["videos", "audios"]
+    assert summary["fields"]["text"] == ["messages"]
+    assert _flags(flags) == [
+        (1, "videos[0]", "media_missing_file"),
+        (2, "videos[0]", "media_corrupt"),
+        (3, "audios[0]", "media_empty"),
+        (4, "videos[1]", "media_corrupt"),
+        (5, "audios[0]", "audio_silent"),
+        (6, "videos[0]", "media_bomb"),
+        (7, "messages", "audio_placeholders"),
+        (8, "videos[0]", "media_missing_file"),
+        (9, "audios[0]", "media_duration"),
+        (10, "messages", "transcript_rate"),
+        (11, "audios[0]", "audio_sample_rate"),
+    ]
+    detail = {(r["row"], r["check"]): r["detail"] for r in flags.to_pylist()}
+    assert detail[(1, "media_missing_file")] == "no such file: '404.mp4'"
+    assert detail[(2, "media_corrupt")] == "1 of 166 packets corrupt (truncated or damaged stream)"
+    assert detail[(3, "media_empty")] == "0 bytes"
+    assert detail[(6, "media_bomb")] == "10000000 frames declared > max_media_frames 1000000 (not decoded)"
+    assert detail[(7, "audio_placeholders")] == "0 <audio> placeholders, 1 audio files"
+    assert detail[(8, "media_missing_file")] == "path '../x.mp4' resolves outside the shard's folder"
+    assert detail[(9, "media_duration")] == "duration 0.20 s < 0.5 s"
+    assert detail[(10, "transcript_rate")] == "200 characters for 2.90 s of audio = 68.9/s"
+    assert detail[(11, "audio_sample_rate")] == "8000 Hz, expected 16000 Hz"
+    # a flagged video's example shows its poster frame (decoded before the stream broke off)
+    example = summary["examples"]["media_corrupt"][0]
+    assert example["row"] == 2 and example["thumbnail"].startswith("data:image/jpeg;base64,")
+    stats = summary["media"]
+    assert (stats["videos"]["files"], stats["videos"]["ok"]) == (7, 2)
+    assert (stats["audios"]["files"], stats["audios"]["ok"]) == (6, 5)
+
+
+def test_without_pyav_media_fields_are_not_checked(hostile, monkeypatch):
+    import dataaudit.audit.plan as plan
+
+    monkeypatch.setattr(plan, "available", lambda module: module != "av")
+    result, flags = audit_shard(str(hostile), build_config({}))
+    summary = result.summary()
+    assert _flags(flags) == []
+    assert "media" not in summary["fields"]   # roles with no field are left out
+    assert summary["problems"] == ["videos, audios: not checked: the video and audio checks need av (PyAV), which "
+                                   "is not installed: pip install 'dataaudit[media]'"]
+    assert summary["skipped"]["media_corrupt"].startswith("its field in this shard needs av (PyAV)")
+
+
+@pytest.mark.parametrize("name, records", [("mllm_video_demo.json", 3), ("mllm_audio_demo.json", 3),
+                                           ("mllm_video_audio_demo.json", 3)])
+def test_llamafactory_media_demos_pass(name, records, tmp_path):
+    path = shared_file(f"posttrain/{name}")
+    result, flags = audit_shard(str(path), build_config({}))
+    summary = result.summary()
+    assert (summary["records"], summary["flagged"], flags.num_rows) == (records, 0, 0)
+    kinds = {"mllm_video_demo.json": ["videos"], "mllm_audio_demo.json": ["audios"],
+             "mllm_video_audio_demo.json": ["videos", "audios"]}[name]
+    assert summary["fields"]["media"] == kinds and summary["fields"]["text"] == ["messages"]
+    assert {k: (v["files"], v["ok"]) for k, v in summary["media"].items()} == {k: (3, 3) for k in kinds}
+    assert "messages" in summary["lengths"] and not any(k.startswith(("videos", "audios")) for k in summary["lengths"])
+    assert summary["unchecked"] == {} and summary["problems"] == []
+
