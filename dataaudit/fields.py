@@ -266,7 +266,7 @@ class Fields:
         """role -> columns (every role, possibly empty): what a report says was resolved."""
         single = lambda c: [c] if c else []  # noqa: E731
         return {"text": [c.name for c in self.text], "image": [c.name for c in self.images],
-                "media": [c.name for c in self.media],
+                **({"media": [c.name for c in self.media]} if self.media else {}),   # only media data has it
                 "json": [c.name for c in self.json],
                 "numeric": list(self.numeric), "label": single(self.label), "input_ids": single(self.input_ids),
                 "attention_mask": single(self.attention_mask), "id": single(self.id),

@@ -42,6 +42,8 @@ def test_core_dependencies_are_light_and_extras_hold_the_rest():
     assert extras["datasketch"] == {"datasketch"}
     assert extras["secrets"] == {"detect-secrets"}
     assert extras["language"] == {"pycld2"}
+    assert extras["media"] == {"av"}
+    assert extras["tars"] == {"msgpack", "cbor2"}
     assert PYPROJECT["project"]["optional-dependencies"]["all"] == \
-        ["dataaudit[guard,images,tokenizers,ray,datasketch,secrets,language]"]
+        ["dataaudit[guard,images,tokenizers,ray,datasketch,secrets,language,media,tars]"]
     assert PYPROJECT["project"]["license"] == "Apache-2.0"   # SPDX string: no setuptools deprecation banner
