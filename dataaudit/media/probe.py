@@ -36,6 +36,7 @@ STATS_SIDE = 64
 # sequence, whose demuxers open other files or URLs.
 FORMATS = ("mov,mp4,m4a,3gp,3g2,mj2", "matroska,webm", "avi", "wav", "flac", "mp3", "ogg", "aac", "asf", "flv",
            "mpegts", "mpeg", "yuv4mpegpipe", "w64", "aiff", "caf")
+MPEG_AUDIO = ("mp3", "mp3float", "mp2", "mp2float")   # encoders write whole frames only
 CLIP_LEVEL = 0.999                   # |sample| at or above this (full scale 1.0) counts as clipped
 
 
@@ -136,6 +137,13 @@ def _probe_open(container, kind: str, limits: MediaLimits) -> MediaProbe:
     else:
         out.sample_rate = int(cc.sample_rate or 0)
         out.channels = int(cc.layout.nb_channels) if cc.layout is not None else int(getattr(cc, "channels", 0))
+    if kind == "audio" and (out.sample_rate <= 0 or out.channels <= 0):
+        out.status, out.error = CORRUPT, "audio stream without a sample rate or channels (not audio data)"
+        return out
+    if kind == "video" and (out.width <= 0 or out.height <= 0):
+        # FFmpeg zeroes dimensions it refuses (a header declaring 100000 x 100000 of raw video, av_image_check_size)
+        out.status, out.error = CORRUPT, "video stream without valid dimensions (FFmpeg refused the header's)"
+        return out
     bomb = _bomb(out, limits)
     if bomb is not None:
         out.status, out.error = BOMB, bomb + " (not decoded)"
@@ -225,7 +233,8 @@ def _demux(container, st, kind: str, out: MediaProbe) -> None:
     base = float(tb) if tb else 0.0
     start = st.start_time or 0
     audio, stds = _Audio(), []
-    corrupt = packets = 0
+    corrupt = packets = mine = 0
+    low, high, last = math.inf, 0, -1     # the probed stream's packet sizes: all but the last, and the last
     last_end = -math.inf
     first_window: list = []
 
@@ -243,6 +252,10 @@ def _demux(container, st, kind: str, out: MediaProbe) -> None:
         corrupt += bool(packet.is_corrupt)
         if packet.stream_index != st.index:
             continue
+        mine += 1
+        if last >= 0:
+            low, high = min(low, last), max(high, last)
+        last = packet.size
         if packet.pts is not None and tb is not None:
             t = (packet.pts - start) * base
             last_end = max(last_end, t + (packet.duration or 0) * base)
@@ -254,9 +267,16 @@ def _demux(container, st, kind: str, out: MediaProbe) -> None:
             elif t < window and len(stds) < VIDEO_SAMPLES:   # a video's first frames, then no more decoding
                 _decode(st, [packet], measure)
     out.packets = packets
+    if not mine:
+        out.status, out.error = CORRUPT, f"no packet in its {kind} stream (not {kind} data: FFmpeg went by the name)"
+        return
     _decode(st, first_window + [None], measure)   # None flushes the decoder
     if corrupt:
         out.status, out.error = CORRUPT, f"{corrupt} of {packets} packets corrupt (truncated or damaged stream)"
+        return
+    if st.codec_context.name in MPEG_AUDIO and high - low <= 1 and mine > 2 and last < low - 1:
+        # constant-bitrate MPEG audio: every frame the same size (+-1 padding byte); a short last one was cut
+        out.status, out.error = CORRUPT, f"last frame {last} bytes of {low} (truncated)"
         return
     if declared == declared and last_end < 0.9 * declared - 0.5:
         out.status, out.error = CORRUPT, (f"stream ends at {max(last_end, 0):.2f} s of {declared:.2f} s declared "
