@@ -129,3 +129,62 @@ def test_llamafactory_media_demos_pass(name, records, tmp_path):
     assert "messages" in summary["lengths"] and not any(k.startswith(("videos", "audios")) for k in summary["lengths"])
     assert summary["unchecked"] == {} and summary["problems"] == []
 
+
+
+def test_report_json_and_page_show_media(tmp_path):
+    from click.testing import CliRunner
+
+    from dataaudit.cli import main
+
+    path = shared_file("posttrain/mllm_video_audio_demo.json")
+    res = CliRunner().invoke(main, ["audit", str(path), "--out", str(tmp_path / "o"), "--strict"])
+    assert res.exit_code == 0, res.output
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    media = report["media"]
+    assert sorted(media) == ["audios", "videos"]
+    assert {k: (v["kind"], v["files"], v["ok"], v["formats"]) for k, v in media.items()} == {
+        "audios": ("audio", 3, 3, {"mp3": 3}), "videos": ("video", 3, 3, {"mov,mp4,m4a,3gp,3g2,mj2": 3})}
+    # 4.mp4: 5.0 s at 30 frames/s; 4.mp3: 5.0 s at 44,100 Hz (histograms in integers: ms, fps x100, Hz)
+    assert (media["videos"]["duration"]["min"], media["videos"]["fps"]["min"]) == (5000, 3000)
+    assert (media["audios"]["duration"]["min"], media["audios"]["sample_rate"]["max"]) == (5000, 44100)
+    assert "fps" not in media["audios"] and "sample_rate" not in media["videos"]
+    assert list(report["lengths"]) == ["messages"]    # no length histogram of file paths
+    page = (tmp_path / "o" / "report.html").read_text()
+    assert '<h2 id="media">Video and audio</h2>' in page and "<h3>videos: fps" in page
+
+
+def test_media_bytes_in_parquet_and_webdataset_members(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.builders import make_tar
+
+    demo = shared_file(f"{hm.DEMO}/2.wav").parent
+    wav, mp4 = (demo / "2.wav").read_bytes(), (demo / "4.mp4").read_bytes()
+    silent = hm.silenced(demo / "2.wav", tmp_path / "silent.wav").read_bytes()
+    pq.write_table(pa.table({"text": ["a cough", "silence", "cut"],
+                             "payload": pa.array([wav, silent, wav[: len(wav) // 2]], pa.binary())}),
+                   tmp_path / "a.parquet")
+    result, flags = audit_shard(str(tmp_path / "a.parquet"), build_config({}))
+    assert result.summary()["fields"]["media"] == ["payload"]
+    assert _flags(flags) == [(1, "payload", "audio_silent"), (2, "payload", "media_corrupt")]
+    tar = make_tar(tmp_path / "s.tar", [("a.mp4", mp4), ("a.txt", b"a girl drawing"),
+                                        ("b.mp4", mp4[:30000]), ("b.txt", b"cut"), ("c.wav", b""), ("c.txt", b"x")])
+    result, flags = audit_shard(str(tar), build_config({}))
+    assert result.summary()["fields"]["media"] == ["mp4", "wav"]
+    assert _flags(flags) == [(1, "mp4", "media_corrupt"), (2, "wav", "media_empty")]
+
+
+def test_header_limits_refuse_before_decoding(tmp_path):
+    from dataaudit.media.probe import BOMB, CORRUPT, MediaLimits, probe
+
+    demo = shared_file(f"{hm.DEMO}/4.mp4").parent
+    p = probe(str(demo / "4.mp4"), "video", MediaLimits(max_pixels=224 * 224 - 1))
+    assert (p.status, p.error, p.poster, p.packets) == (
+        BOMB, "224x224 = 50176 pixels per frame > max_media_pixels 50175 (not decoded)", None, -1)
+    p = probe(str(demo / "4.mp3"), "audio", MediaLimits(max_seconds=4))
+    assert (p.status, p.error) == (BOMB, "5 s declared > max_media_seconds 4 (not decoded)")
+    p = probe((demo / "4.mp3").read_bytes(), "video")
+    assert (p.status, p.error) == (CORRUPT, "no video stream (streams: audio)")
+    cut = hm.cut(demo / "1.mp3", tmp_path / "cut.mp3", 0.7)
+    assert probe(str(cut), "audio").error == "last frame 460 bytes of 768 (truncated)"
