@@ -128,7 +128,10 @@ def _probe_all(media: Media, kinds: list, limits: MediaLimits) -> list[MediaProb
         if isinstance(src, MediaProbe):
             return src
         try:
-            return probe(src, kinds[k], limits)
+            found = probe(src, kinds[k], limits)
+            if isinstance(src, str) and found.error and src in found.error:   # FFmpeg's message names the file
+                found.error = found.error.replace(src, media.where[k][1])
+            return found
         except OSError as e:   # gone since it was sized, not a regular file
             return MediaProbe(MISSING, f"cannot read {media.where[k][1]!r}: {e.strerror or e}")
 
