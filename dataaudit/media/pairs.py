@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataaudit.fields import ASSISTANT_ROLES, Column
+from dataaudit.images.pairs import count_placeholders
 from dataaudit.texts import conversation
 
 from .batch import MediaBatch
@@ -62,8 +63,4 @@ class MediaPairs:
 
     def placeholders(self, token: str) -> np.ndarray:
         """Per record, how many times `token` occurs in its conversation turns."""
-        n = self.videos.size
-        if len(self.turn_text) == 0:
-            return np.zeros(n, np.int64)
-        per_turn = pc.fill_null(pc.count_substring(self.turn_text, token), 0).to_numpy(zero_copy_only=False)
-        return np.bincount(self.turn_rows, weights=per_turn, minlength=n).astype(np.int64)
+        return count_placeholders(self.turn_text, self.turn_rows, self.videos.size, token)

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 # Status codes shared with the image probe (one meaning each across the report).
-from dataaudit.images.probe import BOMB, CORRUPT, EMPTY, MISSING, OK, OUTSIDE, TOO_BIG  # noqa: F401
+from dataaudit.images.probe import BOMB, CORRUPT, EMPTY, MISSING, OK, OUTSIDE, TOO_BIG
+
+__all__ = ["BOMB", "CORRUPT", "EMPTY", "MISSING", "OK", "OUTSIDE", "TOO_BIG", "MediaLimits", "MediaProbe", "probe"]
 
 DEFAULT_MAX_BYTES = 2 << 30          # a media file larger than this is not read
 DEFAULT_MAX_PIXELS = 89_478_485      # per frame (as images: Pillow's default MAX_IMAGE_PIXELS)

@@ -188,3 +188,18 @@ def test_header_limits_refuse_before_decoding(tmp_path):
     assert (p.status, p.error) == (CORRUPT, "no video stream (streams: audio)")
     cut = hm.cut(demo / "1.mp3", tmp_path / "cut.mp3", 0.7)
     assert probe(str(cut), "audio").error == "last frame 460 bytes of 768 (truncated)"
+
+
+def test_a_concat_list_is_never_followed(tmp_path):
+    """FFmpeg's concat demuxer would open the files a list names (even from a file object): not a format the probe
+    allows, so the list is a corrupt file and the file it names is never opened through it."""
+    import av
+
+    from dataaudit.media.probe import CORRUPT, probe
+
+    shutil.copy(shared_file(f"{hm.DEMO}/4.mp4"), tmp_path / "4.mp4")
+    (tmp_path / "list.mp4").write_text("ffconcat version 1.0\nfile 4.mp4\n")
+    with open(tmp_path / "list.mp4", "rb") as f, av.open(f) as c:   # what an unrestricted open does
+        assert (c.format.name, len(c.streams.video)) == ("concat", 1)
+    p = probe(str(tmp_path / "list.mp4"), "video")
+    assert p.status == CORRUPT and p.error.startswith("not a readable media file (") and p.packets == -1
