@@ -88,23 +88,15 @@ def _cut_video(src: Path, dst: Path, seconds: float) -> None:
 
 
 def _blank_video(src: Path, dst: Path) -> None:
+    """The video re-encoded (MPEG-4, its size, rate and frame count) with every frame black."""
     import av
-    import numpy as np
 
     with av.open(str(src)) as inp:
         st = inp.streams.video[0]
         w, h = st.codec_context.width & ~1, st.codec_context.height & ~1
         rate = st.average_rate or Fraction(25)
-        frames = sum(1 for _ in inp.demux(st)) - 1
-    with av.open(str(dst), "w", format="mp4") as out:
-        ost = out.add_stream("mpeg4", rate=rate)
-        ost.width, ost.height, ost.pix_fmt = w, h, "yuv420p"
-        black = np.zeros((h, w, 3), np.uint8)
-        for _ in range(max(frames, 1)):
-            for p in ost.encode(av.VideoFrame.from_ndarray(black, format="rgb24")):
-                out.mux(p)
-        for p in ost.encode(None):
-            out.mux(p)
+        frames = sum(1 for p in inp.demux(st) if p.dts is not None)
+    hm.encoded_video(dst, max(frames, 1), w, h, rate)
 
 
 def build(root: Path, copies: int) -> tuple[dict, dict]:

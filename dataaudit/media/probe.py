@@ -228,7 +228,8 @@ def _demux(container, st, kind: str, out: MediaProbe) -> None:
     on the way, then its last window after a seek back."""
     window = VIDEO_WINDOW if kind == "video" else AUDIO_WINDOW
     declared = out.duration
-    whole = not declared == declared or declared <= 2 * window   # short (or of unknown length): decoded whole
+    known = declared == declared
+    whole = known and declared <= 2 * window   # short: decoded whole; of unknown length: its first window only
     if whole:
         window = math.inf
     tb = st.time_base
@@ -284,7 +285,7 @@ def _demux(container, st, kind: str, out: MediaProbe) -> None:
         out.status, out.error = CORRUPT, (f"stream ends at {max(last_end, 0):.2f} s of {declared:.2f} s declared "
                                           "(truncated)")
         return
-    if not whole:
+    if known and not whole:
         st.codec_context.flush_buffers()
         container.seek(int((declared - window) / tb) + start if tb else 0, stream=st, backward=True)
         if kind == "audio":     # the last window

@@ -67,3 +67,36 @@ def frames_bomb(src_avi: Path, dst: Path, frames: int = 10**7) -> Path:
 def renamed_text(dst: Path) -> Path:
     dst.write_text("<html><body>404 Not Found</body></html>\n")
     return dst
+
+
+def encoded_video(dst: Path, frames: int, width: int, height: int, rate: int = 25, black: bool = True) -> Path:
+    """An MPEG-4 video written with PyAV: black frames (or a moving gradient)."""
+    import av
+
+    with av.open(str(dst), "w", format="mp4") as out:
+        st = out.add_stream("mpeg4", rate=rate)
+        st.width, st.height, st.pix_fmt = width, height, "yuv420p"
+        for i in range(frames):
+            img = np.zeros((height, width, 3), np.uint8)
+            if not black:
+                img[:] = ((np.arange(width)[None, :, None] * 4 + i * 8) % 256).astype(np.uint8)
+            for p in st.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
+                out.mux(p)
+        for p in st.encode(None):
+            out.mux(p)
+    return dst
+
+
+def float_wav(dst: Path, samples: np.ndarray, rate: int = 16000) -> Path:
+    """32-bit float mono WAV written with PyAV (NaN and inf samples kept as they are)."""
+    import av
+
+    with av.open(str(dst), "w", format="wav") as out:
+        st = out.add_stream("pcm_f32le", rate=rate, layout="mono")
+        frame = av.AudioFrame.from_ndarray(samples.astype(np.float32).reshape(1, -1), format="flt", layout="mono")
+        frame.sample_rate = rate
+        for p in st.encode(frame):
+            out.mux(p)
+        for p in st.encode(None):
+            out.mux(p)
+    return dst

@@ -203,3 +203,28 @@ def test_a_concat_list_is_never_followed(tmp_path):
         assert (c.format.name, len(c.streams.video)) == ("concat", 1)
     p = probe(str(tmp_path / "list.mp4"), "video")
     assert p.status == CORRUPT and p.error.startswith("not a readable media file (") and p.packets == -1
+
+
+def test_synthetic_defects_warnings(tmp_path):
+    import numpy as np
+
+    shutil.copy(shared_file(f"{hm.DEMO}/4.mp4"), tmp_path / "ok.mp4")
+    hm.encoded_video(tmp_path / "black.mp4", 30, 64, 48)
+    hm.encoded_video(tmp_path / "tiny.mp4", 30, 16, 16, black=False)
+    hm.write_wav(tmp_path / "clipped.wav", np.clip(hm.tone(2.0, level=3.0), -1, 1), 16000)
+    nan = hm.tone(2.0)
+    nan[100:110] = np.nan
+    hm.float_wav(tmp_path / "nan.wav", nan)
+    hm.encoded_video(tmp_path / "fast.mp4", 200, 64, 48, rate=300, black=False)
+    records = [_record("video", ["ok.mp4"]), _record("video", ["black.mp4"]), _record("video", ["tiny.mp4"]),
+               _record("audio", ["clipped.wav"]), _record("audio", ["nan.wav"]), _record("video", ["fast.mp4"])]
+    (tmp_path / "d.json").write_text(json.dumps(records))
+    result, flags = audit_shard(str(tmp_path / "d.json"), build_config({}))
+    assert _flags(flags) == [(1, "videos[0]", "video_blank"), (2, "videos[0]", "video_resolution"),
+                             (3, "audios[0]", "audio_clipped"), (4, "audios[0]", "audio_nonfinite"),
+                             (5, "videos[0]", "video_fps")]
+    detail = {r["check"]: (r["value"], r["detail"]) for r in flags.to_pylist()}
+    assert detail["video_resolution"] == (16.0, "16x16")
+    assert detail["video_fps"] == (300.0, "300.00 frames/s")
+    assert detail["audio_nonfinite"] == (10.0, "10 NaN/inf samples")
+    assert detail["video_blank"][0] < 2.0 and detail["audio_clipped"][0] > 0.5
