@@ -21,9 +21,10 @@ It audits the dataset with the CLI (`dataaudit audit`, one child process per sou
 flags.parquet: recall per kind = planted records flagged by the expected check; clean = share of clean records
 with any flag. Then:
 
-  bomb         an AVI whose headers declare 10^7 frames (2.avi patched) and one declaring 100,000 x 100,000 raw
-               pixels, audited by the CLI under a wrapper: the kernel's peak RSS of the audit (RUSAGE_CHILDREN
-               ru_maxrss) and the flags each got.
+  bomb         an AVI whose headers declare 10^7 frames (2.avi patched), one declaring 100,000 x 100,000 raw
+               pixels, and minimal Matroska files declaring 100,000 x 100,000, 12,000 x 12,000, and 400,000 s
+               (10^7 frames at 25 fps) of VP9, audited by the CLI under a wrapper: the kernel's peak RSS of the
+               audit (RUSAGE_CHILDREN ru_maxrss) beside a clean video's, and the flags each got.
   speed        probe() on the four demo videos, one thread, in this process: files per CPU-second (full demux
                of every packet, first frames and the last key frame decoded).
 
@@ -222,11 +223,15 @@ def bomb(root: Path) -> dict:
     d[strf + 8 + 16:strf + 8 + 20] = b"\0\0\0\0"
     struct.pack_into("<II", d, avih + 8 + 32, 100000, 100000)
     (data / "pixels.avi").write_bytes(bytes(d))
+    hm.matroska_header(data / "huge.mkv", "V_VP9", 100000, 100000)
+    hm.matroska_header(data / "big.mkv", "V_VP9", 12000, 12000)
+    hm.matroska_header(data / "long.mkv", "V_VP9", 64, 64, seconds=10**7 / 25)   # 10^7 frames at 25 fps
     shutil.copy(demo / "4.mp4", data / "clean.mp4")
+    names = ("frames.avi", "pixels.avi", "huge.mkv", "big.mkv", "long.mkv", "clean.mp4")
     recs = [{"messages": [{"role": "user", "content": "<video>?"}, {"role": "assistant", "content": "ok"}],
-             "videos": [n]} for n in ("frames.avi", "pixels.avi", "clean.mp4")]
+             "videos": [n]} for n in names]
     out = {}
-    for name, rows in (("bombs", recs), ("clean only", recs[2:])):
+    for name, rows in (("bombs", recs), ("clean only", recs[-1:])):
         shard = data / f"{name.replace(' ', '_')}.json"
         shard.write_text(json.dumps(rows))
         m = _wrapped_rss(shard, root / f"out_bomb_{name.replace(' ', '_')}")

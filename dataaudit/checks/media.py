@@ -51,7 +51,7 @@ def media_bomb(mb, **params) -> CheckOutput:
                       "duration). value = seconds.")
 def media_duration(mb, min_seconds=0.5, max_seconds=3600.0, **params) -> CheckOutput:
     d = mb.array("duration")
-    flagged = (mb.status != BOMB) & np.isfinite(d) & ((d < min_seconds) | (d > max_seconds))
+    flagged = mb.measured & np.isfinite(d) & ((d < min_seconds) | (d > max_seconds))
     detail = [f"duration {x:.2f} s {'<' if x < min_seconds else '>'} {min_seconds if x < min_seconds else max_seconds} s"
               if f else None for f, x in zip(flagged.tolist(), d.tolist())]
     return CheckOutput(flagged=flagged, value=d, detail=detail)
@@ -64,7 +64,7 @@ def media_duration(mb, min_seconds=0.5, max_seconds=3600.0, **params) -> CheckOu
 def video_resolution(mb, min_side=32, max_side=8192, **params) -> CheckOutput:
     w, h = mb.array("width"), mb.array("height")
     short, long = np.minimum(w, h), np.maximum(w, h)
-    flagged = mb.is_video & (mb.status != BOMB) & (short > 0) & ((short < min_side) | (long > max_side))
+    flagged = mb.is_video & mb.measured & (short > 0) & ((short < min_side) | (long > max_side))
     detail = [f"{int(a)}x{int(b)}" if f else None for f, a, b in zip(flagged.tolist(), w.tolist(), h.tolist())]
     return CheckOutput(flagged=flagged, value=short, detail=detail)
 
@@ -75,7 +75,7 @@ def video_resolution(mb, min_side=32, max_side=8192, **params) -> CheckOutput:
                       "value = frames per second.")
 def video_fps(mb, min_fps=1.0, max_fps=240.0, **params) -> CheckOutput:
     fps = mb.array("fps")
-    flagged = mb.is_video & (mb.status != BOMB) & np.isfinite(fps) & ((fps < min_fps) | (fps > max_fps))
+    flagged = mb.is_video & mb.measured & np.isfinite(fps) & ((fps < min_fps) | (fps > max_fps))
     return CheckOutput(flagged=flagged, value=fps)
 
 
@@ -123,7 +123,7 @@ def audio_nonfinite(mb, **params) -> CheckOutput:
                       "set). value = Hz.")
 def audio_sample_rate(mb, audio_sample_rate=None, **params) -> CheckOutput:
     sr = mb.array("sample_rate")
-    return CheckOutput(flagged=~mb.is_video & (sr > 0) & (sr != audio_sample_rate), value=sr)
+    return CheckOutput(flagged=~mb.is_video & mb.measured & (sr > 0) & (sr != audio_sample_rate), value=sr)
 
 
 @register("audio_channels", target="media", severity="warning", params={"audio_channels": None},
@@ -133,7 +133,7 @@ def audio_sample_rate(mb, audio_sample_rate=None, **params) -> CheckOutput:
                       "set). value = channels.")
 def audio_channels(mb, audio_channels=None, **params) -> CheckOutput:
     ch = mb.array("channels")
-    return CheckOutput(flagged=~mb.is_video & (ch > 0) & (ch != audio_channels), value=ch)
+    return CheckOutput(flagged=~mb.is_video & mb.measured & (ch > 0) & (ch != audio_channels), value=ch)
 
 
 def _pair(flagged: np.ndarray, value: np.ndarray, where, detail=None) -> CheckOutput:

@@ -57,6 +57,12 @@ class MediaBatch:
         return self.array("status", np.int8)
 
     @property
+    def measured(self) -> np.ndarray:
+        """Files whose header passed and whose packets were demuxed (a bomb's or a refused header's declarations
+        are that file's error, not also a duration or rate warning)."""
+        return self.array("packets", np.int64) >= 0
+
+    @property
     def is_video(self) -> np.ndarray:
         return np.array([k == "video" for k in self.kinds], bool)
 

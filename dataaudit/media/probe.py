@@ -128,6 +128,9 @@ def _probe_open(container, kind: str, limits: MediaLimits) -> MediaProbe:
         return out
     st = streams[0]
     cc = st.codec_context
+    if cc is None:   # a codec this FFmpeg has no decoder for: nothing of the stream can be read
+        out.status, out.error = CORRUPT, f"no decoder for its {kind} codec"
+        return out
     out.codec = cc.name
     out.duration = container.duration / 1e6 if container.duration is not None and container.duration > 0 else \
         _seconds(st.duration, st.time_base)

@@ -100,3 +100,25 @@ def float_wav(dst: Path, samples: np.ndarray, rate: int = 16000) -> Path:
         for p in st.encode(None):
             out.mux(p)
     return dst
+
+
+def _ebml(id_hex: str, payload: bytes) -> bytes:
+    return bytes.fromhex(id_hex) + b"\x01" + len(payload).to_bytes(7, "big") + payload   # sizes: 8-byte vints
+
+
+def _uint(id_hex: str, value: int) -> bytes:
+    return _ebml(id_hex, value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big"))
+
+
+def matroska_header(dst: Path, codec: str, width: int, height: int, seconds: float = 1000.0) -> Path:
+    """A minimal Matroska file whose one video track declares `width` x `height` (PixelWidth, PixelHeight) and
+    `seconds`, with one 64-byte block of zeros: a header that lies, with nothing behind it."""
+    head = _ebml("1A45DFA3", _uint("4286", 1) + _uint("42F7", 1) + _uint("42F2", 4) + _uint("42F3", 8)
+                 + _ebml("4282", b"matroska") + _uint("4287", 4) + _uint("4285", 2))
+    info = _ebml("1549A966", _uint("2AD7B1", 1_000_000) + _ebml("4489", struct.pack(">d", seconds * 1000)))
+    video = _ebml("E0", _uint("B0", width) + _uint("BA", height))
+    track = _ebml("AE", _uint("D7", 1) + _uint("73C5", 1) + _uint("83", 1) + _ebml("86", codec.encode()) + video)
+    block = b"\x81" + struct.pack(">h", 0) + b"\x80" + b"\x00" * 64
+    cluster = _ebml("1F43B675", _uint("E7", 0) + _ebml("A3", block))
+    dst.write_bytes(head + _ebml("18538067", info + _ebml("1654AE6B", track) + cluster))
+    return dst
