@@ -32,7 +32,7 @@ DEFAULT_MAX_SECONDS = 36_000.0       # 10 hours
 VIDEO_WINDOW = 1.0                   # video: its first VIDEO_SAMPLES frames, and the key frame of its last second
 AUDIO_WINDOW = 10.0                  # seconds decoded at each end of an audio stream
 VIDEO_SAMPLES = 3                    # frames of each window measured for the blank test
-POSTER_SIDE = 96
+POSTER_SIDE = 64                     # the report shows thumbnails of at most 64 px
 STATS_SIDE = 64
 # The containers FFmpeg may open here: media files, never a playlist (hls, dash), a concat list or an image
 # sequence, whose demuxers open other files or URLs.
