@@ -113,6 +113,16 @@ def test_without_pyav_media_fields_are_not_checked(hostile, monkeypatch):
     assert summary["problems"] == ["videos, audios: not checked: the video and audio checks need av (PyAV), which "
                                    "is not installed: pip install 'dataaudit[media]'"]
     assert summary["skipped"]["media_corrupt"].startswith("its field in this shard needs av (PyAV)")
+    from click.testing import CliRunner
+
+    from dataaudit.cli import main
+
+    out = hostile.parent.parent / "strict_without_av"
+    res = CliRunner().invoke(main, ["audit", str(hostile), "--out", str(out), "--strict"])
+    assert res.exit_code == 1, res.output     # no error flagged, but the media were not checked
+    assert CliRunner().invoke(main, ["audit", str(hostile), "--out", str(out.with_name("plain"))]).exit_code == 0
+    notes = json.loads((out / "report.json").read_text())["notes"]
+    assert f"{hostile}: {summary['problems'][0]}" in notes
 
 
 @pytest.mark.parametrize("name, records", [("mllm_video_demo.json", 3), ("mllm_audio_demo.json", 3),
