@@ -438,8 +438,7 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
                      None)
     tools = _tools_column(cols, text)
     used = taken | {c.name for c in json} | {c.name for c in images} | {c.name for c in media} | set(numeric) | \
-        set(identifiers) | \
-        {label, ids, mask, record_id, image_tensor, tools, token_labels, train_mask}
+        set(identifiers) | {label, ids, mask, record_id, image_tensor, tools, token_labels, train_mask}
     unchecked = tuple(c for n, c in cols.items() if n not in used and not c.nested and (c.kind == "other" or c.single)
                       and not n.endswith((DTYPE_SUFFIX, SHAPE_SUFFIX)))
     return Fields(tuple(text), numeric, label, ids, mask, json, record_id, identifiers, unchecked, tuple(problems),
@@ -802,15 +801,16 @@ def sniff_media_format(data: bytes) -> tuple[str, str] | None:
         return "audio", "FLAC"
     if head[:4] == b"OggS":
         return "audio", "OGG"
-    if head[:3] == b"ID3" or (len(head) > 1 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0 and head[1] & 0x06):
-        return "audio", "MP3"   # an ID3 tag, or an MPEG audio frame sync with a layer set
+    if head[:3] == b"ID3" or (len(head) > 2 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0 and head[1] & 0x06
+                              and head[2] >> 4 != 0xF and (head[2] >> 2) & 3 != 3):
+        return "audio", "MP3"   # an ID3 tag, or an MPEG audio frame header (sync, a layer, a valid bitrate and rate)
     return None
 
 
 def _looks_like_media(name: str, form: str, values) -> str | None:
     """"video" or "audio" when an image-capable column holds media: by its name (a WebDataset member's extension, a
     path column's name), else by a sample of its values (paths that all end in a video, or all in an audio,
-    extension; bytes of which some have a media signature and none an image one)."""
+    extension; bytes of which at least half have a media signature and none an image one)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -837,7 +837,9 @@ def _looks_like_media(name: str, form: str, values) -> str | None:
     if any(sniff_image_format(v) is not None for v in present):
         return None
     kinds = [k[0] for v in present if (k := sniff_media_format(v)) is not None]
-    return kinds[0] if kinds else None
+    # most sampled values signed as media (a few broken files do not unmake the column; a stray match does not
+    # make one: a binary column of other data is not condemned as broken audio)
+    return kinds[0] if kinds and 2 * len(kinds) >= len(present) else None
 
 
 def _image_form(t) -> tuple[str, bool] | None:

@@ -57,12 +57,14 @@ def test_sniff_media_format():
     assert sniff_media_format(b"\xff\xd8\xff\xe0") is None            # a JPEG
     assert sniff_media_format(b"RIFF\x00\x00\x00\x00WEBPVP8 ") is None   # a WebP image
     assert sniff_media_format(b"hello") is None
+    assert sniff_media_format(b"\xff\xff\xff\xff\xff\xff\xff\xff") is None     # int64 -1: no valid bitrate
 
 
 def test_parquet_binary_columns_with_media_magic():
-    t = pa.table({"payload": pa.array([WAV + b"\x00" * 8, None], pa.binary()),
-                  "blob": pa.array([b"not media", b"x"], pa.binary()),
-                  "rec": pa.array([{"bytes": MP4, "path": "a.mp4"}, None],
+    t = pa.table({"payload": pa.array([WAV + b"\x00" * 8, None, WAV], pa.binary()),
+                  "blob": pa.array([b"not media", b"x", b"y"], pa.binary()),
+                  "mostly": pa.array([WAV, b"a", b"b"], pa.binary()),   # one stray signature: not media
+                  "rec": pa.array([{"bytes": MP4, "path": "a.mp4"}, None, None],
                                   pa.struct([("bytes", pa.binary()), ("path", pa.string())]))})
     f = _resolve(t)
     assert [(c.name, c.media, c.image) for c in f.media] == [("payload", "audio", "bytes"), ("rec", "video", "struct")]
