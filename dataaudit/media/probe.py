@@ -100,7 +100,7 @@ def probe(source: str | bytes, kind: str, limits: MediaLimits = MediaLimits()) -
 
     if isinstance(source, (bytes, bytearray)) and not source:
         return MediaProbe(EMPTY, "0 bytes")
-    f = io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else _open_file(source)
+    f = io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else _Capped(_open_file(source), limits.max_bytes)
     try:
         try:
             container = av.open(f, options={"threads": "1"},
@@ -111,6 +111,34 @@ def probe(source: str | bytes, kind: str, limits: MediaLimits = MediaLimits()) -
             return _probe_open(container, kind, limits)
     finally:
         f.close()
+
+
+class _Capped:
+    """A file read through at most `limit` bytes: FFmpeg sees a file that ends there, even one that grew past
+    max_media_bytes after it was sized."""
+
+    def __init__(self, f, limit: int):
+        self.f, self.limit = f, limit
+
+    def read(self, n: int = -1) -> bytes:
+        left = self.limit - self.f.tell()
+        return self.f.read(max(0, left if n is None or n < 0 else min(n, left)))
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self.f.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self.f.tell()
+
+    def seekable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.f.close()
+
+    @property
+    def name(self) -> str:
+        return self.f.name
 
 
 def _open_file(path: str):

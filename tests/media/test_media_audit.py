@@ -196,6 +196,9 @@ def test_header_limits_refuse_before_decoding(tmp_path):
     assert (p.status, p.error) == (BOMB, "5 s declared > max_media_seconds 4 (not decoded)")
     p = probe((demo / "4.mp3").read_bytes(), "video")
     assert (p.status, p.error) == (CORRUPT, "no video stream (streams: audio)")
+    # a file read through the byte cap only (one that grew past it after it was sized reads as cut there)
+    p = probe(str(demo / "2.wav"), "audio", MediaLimits(max_bytes=60000))
+    assert (p.status, p.error) == (CORRUPT, "1 of 30 packets corrupt (truncated or damaged stream)")
     cut = hm.cut(demo / "1.mp3", tmp_path / "cut.mp3", 0.7)
     assert probe(str(cut), "audio").error == "last frame 460 bytes of 768 (truncated)"
 
