@@ -6,7 +6,9 @@ From the real files of ../shared/data/posttrain/mllm_demo_data (videos 1.mp4 3.m
 2.wav 3.flac 4.mp3) it writes one LLaMA-Factory dataset (`messages` + `videos` / `audios`, one file a record,
 `<video>`/`<audio>` placeholders right) holding:
 
-  clean        COPIES copies of every demo file (each its own path, so each is probed)
+  clean        COPIES copies of every demo file (each its own path, so each is probed), and each file in another
+               container or codec: videos remuxed to Matroska and re-encoded to MPEG-4, audio decoded and written
+               as WAV and as FLAC at its own rate
   cut          the first 0.3 s of each file (stream-copied with PyAV; audio: decoded and written as WAV)
                                                                               expected: media_duration
   truncated    each file cut to 30/50/70/90 % of its bytes                    expected: media_corrupt
@@ -73,12 +75,14 @@ def _decode_audio(src: Path):
     return np.concatenate(chunks).astype(np.float64) / 32768.0, rate
 
 
-def _cut_video(src: Path, dst: Path, seconds: float) -> None:
+def _cut_video(src: Path, dst: Path, seconds: float, fmt: str = "mp4") -> None:
+    """The video's packets up to `seconds`, stream-copied into a new container (`fmt`)."""
     import av
 
-    with av.open(str(src)) as inp, av.open(str(dst), "w", format="mp4") as out:
+    with av.open(str(src)) as inp, av.open(str(dst), "w", format=fmt) as out:
         ist = inp.streams.video[0]
         ost = out.add_stream_from_template(ist)
+        ost.codec_context.framerate = ist.average_rate   # else Matroska's frame rate comes out as 1 / time base
         for p in inp.demux(ist):
             if p.dts is None:
                 continue
@@ -98,6 +102,37 @@ def _blank_video(src: Path, dst: Path) -> None:
         rate = st.average_rate or Fraction(25)
         frames = sum(1 for p in inp.demux(st) if p.dts is not None)
     hm.encoded_video(dst, max(frames, 1), w, h, rate)
+
+
+def _reencode_video(src: Path, dst: Path) -> None:
+    """The video decoded and encoded again (MPEG-4 in MP4, its size and rate): a clean file of another codec."""
+    import av
+
+    with av.open(str(src)) as inp, av.open(str(dst), "w", format="mp4") as out:
+        ist = inp.streams.video[0]
+        ost = out.add_stream("mpeg4", rate=ist.average_rate or Fraction(25))
+        ost.width, ost.height, ost.pix_fmt = ist.codec_context.width & ~1, ist.codec_context.height & ~1, "yuv420p"
+        for frame in inp.decode(ist):
+            rgb = frame.to_ndarray(format="rgb24")[: ost.height, : ost.width]
+            for p in ost.encode(av.VideoFrame.from_ndarray(rgb, format="rgb24")):
+                out.mux(p)
+        for p in ost.encode(None):
+            out.mux(p)
+
+
+def _flac(pcm, rate: int, dst: Path) -> None:
+    import av
+    import numpy as np
+
+    with av.open(str(dst), "w", format="flac") as out:
+        st = out.add_stream("flac", rate=rate, layout="mono")
+        frame = av.AudioFrame.from_ndarray((pcm * 32767).astype(np.int16).reshape(1, -1), format="s16",
+                                           layout="mono")
+        frame.sample_rate = rate
+        for p in st.encode(frame):
+            out.mux(p)
+        for p in st.encode(None):
+            out.mux(p)
 
 
 def build(root: Path, copies: int) -> tuple[dict, dict]:
@@ -133,6 +168,20 @@ def build(root: Path, copies: int) -> tuple[dict, dict]:
         dst = f"renamed_{stem}_{ext}.{ext}"
         hm.renamed_text(data / dst)
         add(group, dst, kind, "renamed")
+        if kind == "video":   # clean files of other containers and codecs: remuxed to Matroska, re-encoded
+            dst = f"clean_{stem}_{ext}_remux.mkv"
+            _cut_video(src, data / dst, float("inf"), "matroska")
+            add(group, dst, kind, "clean")
+            dst = f"clean_{stem}_{ext}_mpeg4.mp4"
+            _reencode_video(src, data / dst)
+            add(group, dst, kind, "clean")
+        else:                 # clean audio decoded and written again as WAV and FLAC at its own rate
+            dst = f"clean_{stem}_{ext}_pcm.wav"
+            hm.write_wav(data / dst, pcm, rate)
+            add(group, dst, kind, "clean")
+            dst = f"clean_{stem}_{ext}_pcm.flac"
+            _flac(pcm, rate, data / dst)
+            add(group, dst, kind, "clean")
         if kind == "video":
             dst = f"cut_{stem}_{ext}.mp4"
             _cut_video(src, data / dst, 0.3)
