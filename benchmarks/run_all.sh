@@ -86,8 +86,9 @@ fi
 # Post-training data: the pair plants are built from ../shared/data/posttrain; the tool plants are generated
 if [[ -d "$SHARED/posttrain" ]]; then
   step pair_recall "$PY" benchmarks/pair_recall.py
+  step media_recall "$PY" benchmarks/media_recall.py
 else
-  echo "=== pair_recall: skipped ($SHARED/posttrain missing)"
+  echo "=== pair_recall, media_recall: skipped ($SHARED/posttrain missing)"
 fi
 step tool_recall "$PY" benchmarks/tool_recall.py --strict
 

@@ -27,7 +27,8 @@ FIELD_KEYS = ROLES   # [fields] keys: the roles of the one field rule
 # checks read. A check declares which [data] keys fill its parameters and may own more keys, which it validates
 # itself (CheckSpec.data, CheckSpec.resolve_data).
 DATA_FACTS = ("dataset_info", "num_classes", "vocab_size", "pad_id", "context_length", "tokenizer", "numeric_dtype", "max_image_pixels",
-              "max_image_bytes", "image_threads", "text_records", "media_root")
+              "max_image_bytes", "image_threads", "text_records", "media_root", "max_media_bytes", "max_media_pixels",
+              "max_media_frames", "max_media_seconds", "media_threads")
 CHECK_KEYS = ("enabled", "severity")
 # How much of a Parquet shard the audit decodes (`dataaudit audit --read`): every column of every row group, as a
 # training loader does (a column that cannot be decoded makes the shard unreadable), or only the columns the
@@ -40,7 +41,8 @@ READ_MODES = ("all-columns", "checked-columns")
 INT32_MAX = 2**31 - 1
 DATA_RANGES = {"num_classes": (1, INT32_MAX), "vocab_size": (1, INT32_MAX), "context_length": (1, INT32_MAX),
                "pad_id": (0, INT32_MAX), "max_image_pixels": (1, 2**34), "max_image_bytes": (1, 2**32),
-               "image_threads": (1, 256)}
+               "image_threads": (1, 256), "max_media_bytes": (1, 2**40), "max_media_pixels": (1, 2**34),
+               "max_media_frames": (1, 2**40), "max_media_seconds": (1, 2**40), "media_threads": (1, 256)}
 # Check parameters unset by default (None), by the kind they must be, and the numeric ones' ranges.
 PARAM_TYPES = {"num_classes": (int, "an integer"), "vocab_size": (int, "an integer"),
                "context_length": (int, "an integer"), "pad_id": (int, "an integer"),

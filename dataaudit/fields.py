@@ -38,6 +38,11 @@ problem, reported, and never silently replaced by another column):
                   string column named `image`/`image_path`/... or whose values all end in an image extension,
                   and a list of paths (`images` next to `messages`); lists of any of these too. Beside images,
                   a flat text field is a caption: its null, empty or blank value is the pairing checks' to report
+  media           every video or audio column (Column.media "video" or "audio"), in the image forms: paths (a
+                  string or list-of-strings column named `videos`/`audios`/`video`/`audio`/... or whose values all
+                  end in a video or an audio extension), binary (WebDataset .mp4/.wav/... members, named by their
+                  extension; a Parquet binary column whose sampled values have a media signature), or structs
+                  with `bytes` holding such bytes. Never text: no text check or length histogram reads them
 Provenance columns (dataaudit.provenance) are never data. A configured name that no shard has is a usage
 error: `missing_fields` finds those.
 """
@@ -60,7 +65,7 @@ TRAIN_MASK_NAMES = ("assistant_masks", "assistant_mask", "loss_mask")
 IMAGE_TENSOR_NAMES = ("pixel_values", "image", "images", "img", "pixels")
 # string: one text per record; strings: a list of texts; conversation: a list of turns (structs with a role and a
 # text, the text possibly a list of parts); other: nothing a check reads (struct, binary, list of structs, ...)
-KINDS = ("string", "strings", "conversation", "image", "float", "int", "bool", "other")
+KINDS = ("string", "strings", "conversation", "image", "media", "float", "int", "bool", "other")
 TEXT_KINDS = ("string", "strings", "conversation")
 
 # Conversations: the keys a turn's role and text go by (OpenAI messages, ShareGPT conversations), the key of a
@@ -129,7 +134,7 @@ class Column:
     hint: str | None = None
     nested: bool = False
     optional: bool = False
-    image: str | None = None       # an image column's form (IMAGE_FORMS); many: a list of images per record
+    image: str | None = None       # an image or media column's form (IMAGE_FORMS); many: a list per record
     many: bool = False
     # the form its values would have as images (binary, string, ...), for a column the user names as images
     can_image: tuple[str, bool] | None = field(default=None, compare=False, repr=False)
@@ -144,6 +149,7 @@ class Column:
     # The column is then no column of the schema: `top` is the conversation, and a flag names its part.
     parts_of: str | None = None
     part_sources: tuple = ()
+    media: str | None = None       # a media column (kind "media"): "video" or "audio"
 
     @property
     def numeric(self) -> bool:
@@ -174,6 +180,9 @@ class Column:
             return "list of texts"
         if self.hint == "json":
             return "JSON text"
+        if self.kind == "media":
+            form = {"bytes": "bytes", "struct": "{bytes, path}", "path": "path"}[self.image]
+            return f"{'list of ' if self.many else ''}{self.media} {form}{'s' if self.many else ''}"
         if self.kind == "image":
             if self.parts_of is not None:
                 return f"images in content parts of {self.parts_of} (paths, data: URLs, URLs)"
@@ -267,6 +276,7 @@ class Fields:
     tools: str | None = None          # the tools declared beside a conversation (read by the tool-call checks)
     token_labels: str | None = None   # per-token labels beside input_ids (-100: not trained)
     train_mask: str | None = None     # per-token 0/1 mask of the trained tokens beside input_ids
+    media: tuple[Column, ...] = ()    # video and audio fields (Column.media), probed by dataaudit.media
 
     @property
     def primary_text(self) -> str | None:
@@ -277,6 +287,7 @@ class Fields:
         """role -> columns (every role, possibly empty): what a report says was resolved."""
         single = lambda c: [c] if c else []  # noqa: E731
         return {"text": [c.name for c in self.text], "image": [c.name for c in self.images],
+                **({"media": [c.name for c in self.media]} if self.media else {}),   # only media data has it
                 "json": [c.name for c in self.json],
                 "numeric": list(self.numeric), "label": single(self.label), "input_ids": single(self.input_ids),
                 "attention_mask": single(self.attention_mask), "id": single(self.id),
@@ -286,7 +297,7 @@ class Fields:
 
     def formats(self) -> dict[str, str]:
         """field -> its format, for the text and JSON fields and the identifiers."""
-        out = {c.name: c.describe() for c in (*self.text, *self.json, *self.images)}
+        out = {c.name: c.describe() for c in (*self.text, *self.json, *self.images, *self.media)}
         out.update({name: "metadata (not audited as prose)" if self.images and name.lower() in METADATA_NAMES
                     else "identifier (not audited as prose)" for name in self.identifiers if name not in out})
         return out
@@ -294,6 +305,7 @@ class Fields:
     def columns(self) -> list[str]:
         """Every top-level column some role uses, plus the per-sample dtype companions of numeric columns."""
         cols = [c.top for c in self.text] + [c.name for c in self.json] + [c.top for c in self.images]
+        cols += [c.name for c in self.media]
         cols += [*self.numeric, self.label, self.input_ids, self.attention_mask, self.token_labels, self.train_mask,
                  self.id]
         cols += [c + DTYPE_SUFFIX for c in self.numeric]
@@ -414,6 +426,8 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
         images = [c for n in spec.image if check("image", n, c := _configured_image(cols.get(n)))]
     else:
         images = [c for c in cols.values() if c.kind == "image" and c.name not in {t.top for t in text}]
+    media = [c for c in cols.values() if c.kind == "media" and c.name not in {t.top for t in text}
+             and c.name not in {i.name for i in images}]
     if images and spec.text is None:
         text = [c for c in text if c.top not in {i.name for i in images}
                 and not (c.kind == "string" and c.name.lower() in METADATA_NAMES)]
@@ -447,13 +461,13 @@ def resolve(columns: Iterable[Column], spec: FieldSpec) -> Fields:
                       and c.kind in ("string", "int") and n not in (label, ids, mask, token_labels, train_mask)),
                      None)
     tools = _tools_column(cols, text)
-    used = taken | {c.name for c in json} | {c.name for c in images} | set(numeric) | set(identifiers) | \
-        {label, ids, mask, record_id, image_tensor, tools, token_labels, train_mask}
+    used = taken | {c.name for c in json} | {c.name for c in images} | {c.name for c in media} | set(numeric) | \
+        set(identifiers) | {label, ids, mask, record_id, image_tensor, tools, token_labels, train_mask}
     unchecked = tuple(c for n, c in cols.items() if n not in used and not c.nested and (c.kind == "other" or c.single)
                       and not n.endswith((DTYPE_SUFFIX, SHAPE_SUFFIX)))
     return Fields(tuple(text), numeric, label, ids, mask, json, record_id, identifiers, unchecked, tuple(problems),
                   tuple(images), image_tensor=image_tensor, pairs=pairs, tools=tools, token_labels=token_labels,
-                  train_mask=train_mask)
+                  train_mask=train_mask, media=tuple(media))
 
 
 # ---- Preference pairs and KTO (issue 30). A pair is one record: a prompt and two replies, each side checked as
@@ -840,6 +854,64 @@ def sniff_image_format(data: bytes) -> str | None:
 
 
 _IMAGE_PATH_RE = r"(?i)^[^\n]*\.(" + "|".join(IMAGE_EXTENSIONS) + r")$"
+_MEDIA_PATH_RE = {kind: r"(?i)^[^\n]*\.(" + "|".join(exts) + r")$"
+                  for kind, exts in (("video", VIDEO_EXTENSIONS), ("audio", AUDIO_EXTENSIONS))}
+
+
+def sniff_media_format(data: bytes) -> tuple[str, str] | None:
+    """(kind, container) named by a media file's magic bytes: ("audio", "WAV"), ("video", "MP4"), ...; else None.
+    An MP4/MOV (`ftyp`) or Matroska/WebM (EBML) file is taken for video, its usual content (an audio-only .m4a
+    says `M4A ` in its brand)."""
+    head = data[:16]
+    if head[:4] == b"RIFF":
+        return {b"WAVE": ("audio", "WAV"), b"AVI ": ("video", "AVI")}.get(head[8:12])
+    if head[4:8] == b"ftyp":
+        return ("audio", "M4A") if head[8:12] in (b"M4A ", b"M4B ") else ("video", "MP4")
+    if head[:4] == b"\x1a\x45\xdf\xa3":
+        return "video", "MKV"
+    if head[:4] == b"fLaC":
+        return "audio", "FLAC"
+    if head[:4] == b"OggS":
+        return "audio", "OGG"
+    if head[:3] == b"ID3" or (len(head) > 2 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0 and head[1] & 0x06
+                              and head[2] >> 4 != 0xF and (head[2] >> 2) & 3 != 3):
+        return "audio", "MP3"   # an ID3 tag, or an MPEG audio frame header (sync, a layer, a valid bitrate and rate)
+    return None
+
+
+def _looks_like_media(name: str, form: str, values) -> str | None:
+    """"video" or "audio" when an image-capable column holds media: by its name (a WebDataset member's extension, a
+    path column's name), else by a sample of its values (paths that all end in a video, or all in an audio,
+    extension; bytes of which at least half have a media signature and none an image one)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    low = name.lower()
+    suffix = low.rsplit(".", 1)[-1]
+    for kind, exts, names in (("video", VIDEO_EXTENSIONS, VIDEO_PATH_NAMES), ("audio", AUDIO_EXTENSIONS,
+                                                                           AUDIO_PATH_NAMES)):
+        if (suffix in exts and form != "path") or low in names:
+            return kind
+    if values is None:
+        return None
+    if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+        values = pc.list_flatten(values)
+    if form == "struct":
+        values = pc.struct_field(values, "bytes")
+    present = values.drop_null()[:64]
+    if form == "path":
+        present = present.filter(pc.not_equal(present, ""))
+        if len(present) == 0 or pc.any(pc.match_substring(present, "://")).as_py():
+            return None
+        return next((kind for kind, rx in _MEDIA_PATH_RE.items()
+                     if pc.all(pc.match_substring_regex(present, rx)).as_py()), None)
+    present = [v for v in present.to_pylist() if v]
+    if any(sniff_image_format(v) is not None for v in present):
+        return None
+    kinds = [k[0] for v in present if (k := sniff_media_format(v)) is not None]
+    # most sampled values signed as media (a few broken files do not unmake the column; a stray match does not
+    # make one: a binary column of other data is not condemned as broken audio)
+    return kinds[0] if kinds and 2 * len(kinds) >= len(present) else None
 
 
 def _image_form(t) -> tuple[str, bool] | None:
@@ -928,6 +1000,10 @@ def arrow_columns(schema, sample=None) -> list[Column]:
         hint = None
         image = _image_form(f.type) if f.name not in RESERVED_NAMES else None
         values = sample.column(f.name) if sample is not None and f.name in sample.schema.names else None
+        media = _looks_like_media(f.name, image[0], values) if image is not None else None
+        if media is not None:
+            out.append(Column(f.name, "media", str(f.type), image=image[0], many=image[1], media=media))
+            continue
         if image is not None and _looks_like_images(f.name, image[0], values):
             out.append(Column(f.name, "image", str(f.type), image=image[0], many=image[1]))
             continue

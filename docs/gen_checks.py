@@ -32,6 +32,8 @@ TARGETS = {
     "ids": "record ids",
     "image": "images",
     "pairs": "image-text pairs",
+    "media": "video and audio files",
+    "media_pairs": "records with video or audio",
     "text_tokens": "text + token ids",
     "reader": "reader",
     "samples": "samples (collate guard)",

@@ -54,6 +54,7 @@ class BatchResult:
     examples: dict[str, list[dict]] = field(default_factory=dict)
     images: ImageBatch | None = None                                # the batch's probed images, if any
     rendered: RenderedBatch | None = None      # the records rendered with the tokenizer (with one configured)
+    media: Any = None                          # the batch's probed video and audio (dataaudit.media.MediaBatch)
 
 
 def _to_numpy(x) -> np.ndarray:
@@ -264,6 +265,15 @@ def _fields(batch: pa.RecordBatch, plan: FieldPlan, texts: BatchTexts, device, s
         images.append(probed)
         yield "image", Site(None, probed, probed), probed
         yield "pairs", Site("", None, probed), Pairs.of(batch, plan.text, probed)
+    if plan.media:   # PyAV is imported only for data that has video or audio
+        from dataaudit.media.batch import MediaBatch
+        from dataaudit.media.pairs import MediaPairs
+        from dataaudit.media.probe import MediaLimits
+
+        mb = MediaBatch.of(batch, plan.media, media_folder(shard, config.data), MediaLimits.from_data(config.data))
+        images.append(mb)
+        yield "media", Site(None, mb, mb), mb
+        yield "media_pairs", Site(""), MediaPairs.of(batch, plan.text, mb)
     for column in plan.numeric:
         yield "numeric", Site(column), _numeric(batch, column, device)
     if plan.image_tensor is not None:  # its [C, H, W]: the `.shape` column beside it (the rule requires one)
@@ -443,8 +453,10 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
             for j, (i, r, s) in enumerate(zip(idx[first].tolist(), rows[first].tolist(), snippets))
         ]
     flags = pa.concat_tables(tables) if tables else FLAG_SCHEMA.empty_table()
+    probed = [p for p in images if isinstance(p, ImageBatch)]
+    media = [p for p in images if not isinstance(p, ImageBatch)]
     result = BatchResult(flags, flagged_rows, _lengths(batch, plan, texts, usable, tokenizer), examples,
-                         images[0] if images else None, texts.rendered)
+                         probed[0] if probed else None, texts.rendered, media[0] if media else None)
     for spec, state, part in merges:
         spec.state.merge(state, part)
     return result

@@ -16,17 +16,19 @@ SHARD_WORDS = "this shard"     # how a shard's skip reasons name it; the job's r
 # target kinds whose data needs an optional dependency: the checks on them run on torch tensors or decoded images
 NEEDS = {"numeric": "torch", "label": "torch", "tokens": "torch", "token_ids": "torch", "trained": "torch",
          "image_tensor": "torch",
-         "text_tokens": "torch", "image": "PIL", "pairs": "PIL"}
+         "text_tokens": "torch", "image": "PIL", "pairs": "PIL", "media": "av", "media_pairs": "av"}
 # what each leaves unchecked when missing (the fields are dropped from the plan, named in `problems`)
 _DROPPED = {"torch": dict(numeric=(), label=None, input_ids=None, attention_mask=None, image_tensor=None,
                           token_labels=None, train_mask=None),
-            "PIL": dict(images=())}
-_WHAT = {"torch": "numeric, label, token and image-tensor checks", "PIL": "image checks"}
+            "PIL": dict(images=()), "av": dict(media=())}
+_WHAT = {"torch": "numeric, label, token and image-tensor checks", "PIL": "image checks", "av": "video and audio checks"}
 
 
 def _columns_needing(resolved: Fields, module: str) -> list[str]:
     if module == "PIL":
         return [c.name for c in resolved.images]
+    if module == "av":
+        return [c.name for c in resolved.media]
     return [c for c in (*resolved.numeric, resolved.label, resolved.input_ids, resolved.token_labels,
                         resolved.train_mask, resolved.image_tensor) if c]
 
@@ -35,7 +37,7 @@ def _without_missing_extras(resolved: Fields) -> tuple[Fields, set[str]]:
     """The fields whose checks need a dependency that is not installed are left out, each named in `problems`
     with the extra to install (never a silent pass); also the modules missing for this schema."""
     missing = set()
-    for module in ("torch", "PIL"):
+    for module in ("torch", "PIL", "av"):
         cols = _columns_needing(resolved, module)
         if cols and not available(module):
             missing.add(module)
@@ -63,6 +65,7 @@ def resolve_plan(schema: pa.Schema, config: AuditConfig, sample: pa.RecordBatch 
     has_target = {"text": bool(text), "json": bool(resolved.json) or conversations, "conversation": conversations,
                   "tool_use": conversations,
                   "ids": resolved.id is not None, "image": bool(resolved.images), "pairs": bool(resolved.images),
+                  "media": bool(resolved.media), "media_pairs": bool(resolved.media),
                   "numeric": bool(numeric), "label": label is not None,
                   "tokens": ids is not None,
                   "trained": ids is not None and (resolved.token_labels or resolved.train_mask) is not None,

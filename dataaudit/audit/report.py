@@ -15,6 +15,7 @@ from dataaudit.config import AuditConfig
 from dataaudit.images.probe import REMOTE, STATUS_NAMES
 from dataaudit.io import join
 from dataaudit.stats.images import merge_states
+from dataaudit.stats.media import merge_states as merge_media
 from dataaudit.stats.lengths import LengthStats
 
 SCHEMA_VERSION = 1
@@ -113,11 +114,12 @@ def _field_notes(summaries: list[dict], config: AuditConfig) -> list[str]:
         if s["unchecked"]:
             cols = ", ".join(f"{name} ({kind})" for name, kind in s["unchecked"].items())
             notes.append(f"{s['path']}: warning: not checked by any check: {cols}")
-        for name, stats in (s.get("images") or {}).items():
-            remote = stats["formats"].get(f"({STATUS_NAMES[REMOTE]})", 0)
-            if remote:
-                notes.append(f"{s['path']}: warning: {remote} image reference(s) in {name} are URLs: not fetched, "
-                             "not checked")
+        for kind, section in (("image", "images"), ("media", "media")):
+            for name, stats in (s.get(section) or {}).items():
+                remote = stats["formats"].get(f"({STATUS_NAMES[REMOTE]})", 0)
+                if remote:
+                    notes.append(f"{s['path']}: warning: {remote} {kind} reference(s) in {name} are URLs: not "
+                                 "fetched, not checked")
     return notes
 
 
@@ -224,6 +226,7 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
                    for s in summaries],
         "lengths": lengths,
         "images": merge_states([s.get("images", {}) for s in summaries]),
+        "media": merge_media([s.get("media", {}) for s in summaries]),
         "notes": notes,
         "examples": {k: examples[k] for k in REGISTRY if k in examples},   # report order = check order
         "config": config.fingerprint(),

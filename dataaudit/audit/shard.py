@@ -24,6 +24,7 @@ from dataaudit.sources import PROVENANCE_COLUMNS
 from dataaudit.sources.fingerprint import shard_fingerprint
 from dataaudit.stage import ShardStage
 from dataaudit.stats.images import ImageStats
+from dataaudit.stats.media import MediaStats
 from dataaudit.stats.lengths import LengthStats
 from dataaudit.stats.conversation_lengths import ConversationTokens, load_length_tokenizer
 
@@ -48,6 +49,7 @@ class ShardResult:
     formats: dict[str, str] = field(default_factory=dict)        # text / JSON / identifier field -> its format
     unchecked: dict[str, str] = field(default_factory=dict)      # column no check reads -> its type
     images: dict[str, ImageStats] = field(default_factory=dict)  # image field -> its images' statistics
+    media: dict[str, MediaStats] = field(default_factory=dict)   # video / audio field -> its files' statistics
     not_decoded: list[str] = field(default_factory=list)  # Parquet columns not decoded (--read checked-columns)
     fingerprint: dict | None = None   # the file as read: size, mtime_ns, xxh3_128 (what `clean` checks it against)
     # its first record with trained tokens, decoded with [data] tokenizer (dataaudit.audit.trained_example)
@@ -62,7 +64,8 @@ class ShardResult:
             "lengths": {k: v.state() for k, v in sorted(self.lengths.items())},
             "examples": self.examples, "fields": self.fields, "skipped": dict(sorted(self.skipped.items())),
             "problems": self.problems, "formats": self.formats, "unchecked": self.unchecked,
-            "images": {k: v.state() for k, v in sorted(self.images.items())}, "fingerprint": self.fingerprint,
+            "images": {k: v.state() for k, v in sorted(self.images.items())},
+            "media": {k: v.state() for k, v in sorted(self.media.items())}, "fingerprint": self.fingerprint,
             "not_decoded": self.not_decoded, "trained_example": self.trained_example,
             **self.states,
         }
@@ -176,6 +179,9 @@ class AuditShard(ShardStage):
         if out.images is not None:
             for f, col in enumerate(plan.images):
                 result.images.setdefault(col.name, ImageStats()).add(out.images, f)
+        if out.media is not None:
+            for col in plan.media:
+                result.media.setdefault(col.name, MediaStats()).add(out.media, col.name)
         for key, lengths in out.lengths.items():
             unit = "tokens" if key.endswith(".tokens") or key == plan.input_ids else "chars"
             stat = result.lengths.setdefault(key, LengthStats(unit))

@@ -19,6 +19,8 @@ Targets (what the function receives, always as its first argument):
   "ids"          pa.Array of the record id column (audit only)
   "image"        dataaudit.images.ImageBatch: every image of the batch, probed once (audit only)
   "pairs"        dataaudit.images.Pairs: per record, its images and its caption or conversation (audit only)
+  "media"        dataaudit.media.MediaBatch: every video and audio file of the batch, probed once (audit only)
+  "media_pairs"  dataaudit.media.MediaPairs: per record, its media files, placeholders and transcript (audit only)
   "numeric"      NumericField (any numeric field)                    -> torch tensors on the field's device
   "label"        NumericField of class labels                        -> torch tensors
   "tokens"       TokenFields (token ids + optional attention mask)   -> torch tensors
@@ -49,8 +51,8 @@ SEVERITIES = ("info", "warning", "error")
 # Keys of a shard summary and of report.json: a stateful check's name must not be one of them.
 SUMMARY_KEYS = frozenset(("path", "records", "flagged", "status", "error", "checks", "lengths", "examples", "fields",
                           "skipped", "problems", "schema_version", "totals", "shards", "notes", "config", "run",
-                          "images", "formats", "unchecked", "fingerprint", "trained_example"))
-TARGET_KINDS = ("text", "json", "conversation", "tool_use", "ids", "image", "pairs", "numeric", "label", "tokens",
+                          "images", "media", "formats", "unchecked", "fingerprint", "trained_example"))
+TARGET_KINDS = ("text", "json", "conversation", "tool_use", "ids", "image", "pairs", "media", "media_pairs", "numeric", "label", "tokens",
                 "token_ids", "trained", "image_tensor", "text_tokens", "reader", "samples", "pair", "kto", "ranked",
                 "rendered", "rendered_pair")
 # Which text segments a text check sees: all, the assistant's turns, all others (flat text included), or what is

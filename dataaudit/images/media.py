@@ -56,7 +56,7 @@ _DATA_URL = re.compile(r"data:([\w.+-]+/[\w.+-]+)?((?:;[\w.+-]+=[^;,]*)*)(;base6
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 
-def data_url(ref: str, limit: int) -> bytes | Probe | None:
+def data_url(ref: str, limit: int, name: str = "max_image_bytes") -> bytes | Probe | None:
     """The bytes of a `data:` URL (base64 or percent-free plain), None when `ref` is not one; a payload whose
     decoded size would pass `limit` is refused before it is decoded."""
     m = _DATA_URL.match(ref)
@@ -66,15 +66,14 @@ def data_url(ref: str, limit: int) -> bytes | Probe | None:
     if not m.group(3):
         return Probe(CORRUPT, "data: URL without ;base64 (not an image encoding)")
     if len(payload) // 4 * 3 > limit:
-        return Probe(TOO_BIG, f"data: URL of about {len(payload) // 4 * 3} bytes > max_image_bytes {limit} (not "
-                              "decoded)")
+        return Probe(TOO_BIG, f"data: URL of about {len(payload) // 4 * 3} bytes > {name} {limit} (not decoded)")
     try:
         return base64.b64decode("".join(payload.split()), validate=True)
     except (binascii.Error, ValueError) as e:
         return Probe(CORRUPT, f"data: URL with invalid base64: {e}")
 
 
-def _sized(folder: str, path: str, limit: int) -> tuple[str | None, int, Probe | None]:
+def _sized(folder: str, path: str, limit: int, name: str = "max_image_bytes") -> tuple[str | None, int, Probe | None]:
     """(the file, its size, None) for a referenced image to read, or (None, 0, the probe saying why not)."""
     if _URL.match(path):
         return None, 0, Probe(REMOTE, f"{path[:200]!r} is a URL (not fetched, not checked)")
@@ -88,7 +87,7 @@ def _sized(folder: str, path: str, limit: int) -> tuple[str | None, int, Probe |
     except OSError as e:
         return None, 0, Probe(MISSING, f"cannot read {path!r}: {e.strerror or e}")
     if size > limit:
-        return None, 0, Probe(TOO_BIG, f"file of {size} bytes > max_image_bytes {limit} (not read)")
+        return None, 0, Probe(TOO_BIG, f"file of {size} bytes > {name} {limit} (not read)")
     return full, size, None
 
 
@@ -109,6 +108,7 @@ class Media:
 
     folder: str
     limit: int
+    limit_name: str = "max_image_bytes"              # the [data] key of `limit` (media: max_media_bytes)
     arrays: list = field(default_factory=list)       # binary arrays holding in-batch bytes
     where: list = field(default_factory=list)        # per image: (array index, element), (-1, path) or (-2, k)
     inline: list = field(default_factory=list)       # the decoded bytes of data: URLs
@@ -134,7 +134,7 @@ class Media:
 
     def add_path(self, path: str) -> None:
         if path.startswith("data:"):
-            data = data_url(path, self.limit)
+            data = data_url(path, self.limit, self.limit_name)
             if isinstance(data, bytes):
                 self.inline.append(data)
                 self._append((-2, len(self.inline) - 1), None, len(data), None)
@@ -142,7 +142,7 @@ class Media:
             if data is not None:
                 self._append((-1, path[:64]), None, 0, data)
                 return
-        full, size, found = _sized(self.folder, path, self.limit)
+        full, size, found = _sized(self.folder, path, self.limit, self.limit_name)
         if full is not None:       # a file many records name (one picture for every row) is read once
             first = self._first.setdefault(full, len(self.where))
             if first != len(self.where):

@@ -71,9 +71,14 @@ class Pairs:
 
     def placeholders(self, token: str) -> np.ndarray:
         """Per record, how many times `token` occurs in its conversation turns."""
-        n = self.images.size
-        parts = self.part_images if self.part_images is not None else np.zeros(n, np.int64)
-        if len(self.turn_text) == 0:
-            return parts
-        per_turn = pc.fill_null(pc.count_substring(self.turn_text, token), 0).to_numpy(zero_copy_only=False)
-        return np.bincount(self.turn_rows, weights=per_turn, minlength=n).astype(np.int64) + parts
+        parts = self.part_images if self.part_images is not None else np.zeros(self.images.size, np.int64)
+        return count_placeholders(self.turn_text, self.turn_rows, self.images.size, token) + parts
+
+
+def count_placeholders(turn_text: pa.Array, turn_rows: np.ndarray, records: int, token: str) -> np.ndarray:
+    """Per record, how many times `token` occurs in its turns (`turn_text`, of records `turn_rows`): the one count
+    of `<image>`, `<video>` and `<audio>` placeholders."""
+    if len(turn_text) == 0:
+        return np.zeros(records, np.int64)
+    per_turn = pc.fill_null(pc.count_substring(turn_text, token), 0).to_numpy(zero_copy_only=False)
+    return np.bincount(turn_rows, weights=per_turn, minlength=records).astype(np.int64)

@@ -121,4 +121,9 @@ def length_charts(report: dict) -> dict[str, Markup]:
         for dim in ("width", "height", "aspect"):
             charts[f"{name} {dim}"] = Markup(histogram_svg(stats[dim]["histogram"], stats[dim]["unit"], None,
                                                            "images", log=log_axis(stats[dim])))
+    for name, stats in report.get("media", {}).items():   # duration, frame rate, sample rate of each media field
+        for dim in ("duration", "fps", "sample_rate"):
+            if dim in stats:
+                charts[f"{name} {dim}"] = Markup(histogram_svg(stats[dim]["histogram"], stats[dim]["unit"], None,
+                                                               "files", log=log_axis(stats[dim])))
     return charts

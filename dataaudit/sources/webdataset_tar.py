@@ -5,8 +5,9 @@ members it puts in no sample (no extension, its `__meta__` members) are no recor
 Text, JSON, class labels and arrays or packed objects (.npy, .npz, .ten, .mp, .cbor: dataaudit.sources.tar_arrays)
 are decoded, by our own code: webdataset's default decoders unpickle, and a shard is untrusted input. Pickle-like
 members are reported, never loaded. Every other member is kept as raw bytes in a binary column named by its
-extension ("jpg", "left.png", "mp4", "xml"): image members for the image checks (bounded, dataaudit.images), the
-rest named in the notes as not checked, so `--strict` fails on them; no member is dropped without a word.
+extension ("jpg", "left.png", "mp4", "xml"): image, video and audio members for the image and media checks
+(bounded, dataaudit.images, dataaudit.media), the rest named in the notes as not checked, so `--strict` fails on
+them; no member is dropped without a word.
 
 Bounds, so that one hostile member costs its sample, never the job: extended headers are looked at before tarfile
 reads them (tar_headers), a member holds at most max_member_bytes and a sample as much for all its members (the
