@@ -97,12 +97,18 @@ VIDEO_PATH_NAMES = ("video", "videos", "video_path", "video_paths", "video_file"
 AUDIO_PATH_NAMES = ("audio", "audios", "audio_path", "audio_paths", "audio_file", "audio_files")
 MEDIA_EXTENSIONS = IMAGE_EXTENSIONS + VIDEO_EXTENSIONS + AUDIO_EXTENSIONS
 
-# Where a content part holds an image, in the chat formats that put images inside messages: OpenAI's
-# {"type": "image_url", "image_url": {"url": ...}}, LLaMA-Factory v1's {"type": "image_url", "value": ...} (the
-# part's text key, so only parts of those types), Qwen-VL's {"type": "image", "image": ...}. (key path, part types
-# or None: any part whose key holds a string). The value is a path, a data: URL or a URL (never fetched).
-IMAGE_PART_TYPES = ("image_url", "image")
-IMAGE_PART_SOURCES = (("image_url.url", None), ("image_url", None), ("image", None), ("value", IMAGE_PART_TYPES))
+# Where a content part holds an image, a video or an audio clip, in the chat formats that put media inside
+# messages: OpenAI's {"type": "image_url", "image_url": {"url": ...}} and {"type": "input_audio", "input_audio":
+# {"data": base64, "format": "wav"}}, LLaMA-Factory v1's {"type": "image_url", "value": ...} (the part's text key, so
+# only parts of those types), Qwen-VL's {"type": "image", "image": ...} and {"type": "video", "video": ...}.
+# kind -> ((key path, part types or None: any part whose key holds a string), ...). The value is a path, a data:
+# URL or a URL (never fetched); input_audio's base64 is read as a data: URL of its format.
+PART_SOURCES = {
+    "image": (("image_url.url", None), ("image_url", None), ("image", None), ("value", ("image_url", "image"))),
+    "video": (("video_url.url", None), ("video_url", None), ("video", None), ("value", ("video_url", "video"))),
+    "audio": (("audio_url.url", None), ("audio_url", None), ("audio", None), ("input_audio.data", None),
+              ("value", ("audio_url", "audio", "input_audio"))),
+}
 
 # Beside images, strings that describe the file, not the picture (a WebDataset sample's .json metadata member, an
 # img2dataset parquet): never a caption, not prose, unless configured as text.
@@ -144,7 +150,7 @@ class Column:
     ndim: int | None = None
     dtype: str | None = None
     single: bool = False           # a conversation of one turn stored as a struct (LLaMA-Factory's `chosen`)
-    # Images inside a conversation's content parts (IMAGE_PART_SOURCES): the conversation column, its turn and part
+    # Media inside a conversation's content parts (PART_SOURCES): the conversation column, its turn and part
     # keys, and where a part holds its image (a key path, with the part types that mark it, or None for any part).
     # The column is then no column of the schema: `top` is the conversation, and a flag names its part.
     parts_of: str | None = None
@@ -181,6 +187,8 @@ class Column:
         if self.hint == "json":
             return "JSON text"
         if self.kind == "media":
+            if self.parts_of is not None:
+                return f"{self.media} in content parts of {self.parts_of} (paths, data: URLs, URLs)"
             form = {"bytes": "bytes", "struct": "{bytes, path}", "path": "path"}[self.image]
             return f"{'list of ' if self.many else ''}{self.media} {form}{'s' if self.many else ''}"
         if self.kind == "image":
@@ -305,7 +313,7 @@ class Fields:
     def columns(self) -> list[str]:
         """Every top-level column some role uses, plus the per-sample dtype companions of numeric columns."""
         cols = [c.top for c in self.text] + [c.name for c in self.json] + [c.top for c in self.images]
-        cols += [c.name for c in self.media]
+        cols += [c.top for c in self.media]
         cols += [*self.numeric, self.label, self.input_ids, self.attention_mask, self.token_labels, self.train_mask,
                  self.id]
         cols += [c + DTYPE_SUFFIX for c in self.numeric]
@@ -773,16 +781,29 @@ def _turn_text_key(t) -> str:
     return next(k for k in TURN_TEXT_KEYS if k in names)
 
 
-def _image_parts(f, keys, sample) -> list[Column]:
-    """The Column of the images inside a conversation's content parts (IMAGE_PART_SOURCES), when it has any: a
-    source keyed by its own name (`image_url`, `image`) is there when the parts have that key as a string or
-    {url}; one marked by part types (v1's `value`) when a sample shows such a part (else the key is text)."""
+def _media_parts(f, keys, sample) -> list[Column]:
+    """A Column per kind (image, video, audio) of the media inside a conversation's content parts
+    (PART_SOURCES), for the kinds it has: a source keyed by its own name (`image_url`, `video`) is there when the
+    parts have that key as a string or {url}; one marked by part types (v1's `value`) when a sample shows such a
+    part holding a value (else the key is text)."""
+    out = []
+    for kind, sources in PART_SOURCES.items():
+        found = _part_sources(f, keys, sample, sources)
+        if found:
+            out.append(Column(f"{f.name}.{keys[1]}[].{kind}", "image" if kind == "image" else "media", str(f.type),
+                              image="path", many=True, role_key=keys[0], text_key=keys[1], part_key=keys[2],
+                              parts_of=f.name, part_sources=tuple(found),
+                              media=None if kind == "image" else kind))
+    return out
+
+
+def _part_sources(f, keys, sample, sources) -> list:
     import pyarrow as pa
     import pyarrow.compute as pc
 
     part = _part_struct(f.type)
     found = []
-    for path, types in IMAGE_PART_SOURCES:
+    for path, types in sources:
         head, _, sub = path.partition(".")
         i = part.get_field_index(head)
         if i < 0:
@@ -804,11 +825,7 @@ def _image_parts(f, keys, sample) -> list[Column]:
             if not pc.any(typed).as_py():
                 continue
         found.append((path, types))
-    if not found:
-        return []
-    return [Column(f"{f.name}.{keys[1]}[].image", "image", str(f.type), image="path", many=True,
-                   role_key=keys[0], text_key=keys[1], part_key=keys[2], parts_of=f.name,
-                   part_sources=tuple(found))]
+    return found
 
 
 def _kind(t) -> str:
@@ -994,7 +1011,7 @@ def arrow_columns(schema, sample=None) -> list[Column]:
             out.append(Column(f.name, "conversation", str(f.type), role_key=keys[0], text_key=keys[1],
                               part_key=keys[2], single=pa.types.is_struct(f.type)))
             if keys[2] is not None and not pa.types.is_struct(f.type):
-                out.extend(_image_parts(f, keys, sample))
+                out.extend(_media_parts(f, keys, sample))
             continue
         kind = _kind(f.type)
         hint = None

@@ -155,11 +155,11 @@ def transcript_rate(mp, min_cps=0.0, max_cps=40.0, **params) -> CheckOutput:
     return _pair(flagged, rate, mp.transcript_field, detail)
 
 
-def _placeholders(mp, files: np.ndarray, token: str, what: str) -> CheckOutput:
+def _placeholders(mp, files: np.ndarray, token: str, what: str, kind: str) -> CheckOutput:
     n = files.size
     if mp.conversation_field is None:
         return _pair(np.zeros(n, bool), np.zeros(n), None)
-    count = mp.placeholders(token)
+    count = mp.placeholders(token, kind)
     flagged = (count != files) & ((files > 0) | (count > 0))
     detail = [f"{c} {token} placeholders, {i} {what}" if f else None
               for f, c, i in zip(flagged.tolist(), count.tolist(), files.tolist())]
@@ -173,7 +173,7 @@ def _placeholders(mp, files: np.ndarray, token: str, what: str) -> CheckOutput:
 def video_placeholders(mp, token="<video>", **params) -> CheckOutput:
     if mp.video_field is None:
         return _pair(np.zeros(mp.videos.size, bool), np.zeros(mp.videos.size), None)
-    return _placeholders(mp, mp.videos, token, "videos")
+    return _placeholders(mp, mp.videos, token, "videos", "video")
 
 
 @register("audio_placeholders", target="media_pairs", severity="error", params={"token": "<audio>"},
@@ -183,4 +183,4 @@ def video_placeholders(mp, token="<video>", **params) -> CheckOutput:
 def audio_placeholders(mp, token="<audio>", **params) -> CheckOutput:
     if mp.audio_field is None:
         return _pair(np.zeros(mp.audios.size, bool), np.zeros(mp.audios.size), None)
-    return _placeholders(mp, mp.audios, token, "audio files")
+    return _placeholders(mp, mp.audios, token, "audio files", "audio")

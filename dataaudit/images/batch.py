@@ -58,9 +58,10 @@ def flat_images(column: pa.Array, many: bool) -> tuple[pa.Array, np.ndarray, np.
     return values.take(pa.array(keep, pa.int64())), rows[keep].astype(np.int64), pos[keep]
 
 
-def part_images(column: pa.Array, col: Column) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
-    """(values, record, turn, part) of every image inside a conversation's content parts (Column.part_sources):
-    per part, the first source that holds a string there, of a part of the source's types when it names some."""
+def part_values(column: pa.Array, col: Column) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
+    """(values, record, turn, part) of every image, video or audio clip inside a conversation's content parts
+    (Column.part_sources): per part, the first source that holds a string there, of a part of the source's types
+    when it names some. OpenAI's input_audio base64 becomes a data: URL of its format."""
     from dataaudit.texts import flatten_lists
 
     turns, rows, turn_pos = flatten_lists(column)
@@ -72,6 +73,11 @@ def part_images(column: pa.Array, col: Column) -> tuple[pa.Array, np.ndarray, np
         for key in path.split("."):
             value = pc.struct_field(value, key)
         value = value.cast(pa.string())
+        if path == "input_audio.data":
+            fmt = pc.struct_field(pc.struct_field(parts, "input_audio"), "format") \
+                if parts.type.field("input_audio").type.get_field_index("format") >= 0 else pa.nulls(len(parts))
+            fmt = pc.fill_null(fmt.cast(pa.string()), "wav")
+            value = pc.binary_join_element_wise("data:audio/", fmt, ";base64,", value, "")
         if types is not None:
             value = pc.if_else(pc.fill_null(pc.is_in(kinds, pa.array(types)), False), value, None)
         found = pc.coalesce(value, found)
@@ -150,7 +156,7 @@ class ImageBatch:
         media = Media(folder, limits.max_bytes)
         for f, col in enumerate(fields):
             if col.parts_of is not None:
-                values, r, p, k = part_images(batch.column(col.parts_of), col)
+                values, r, p, k = part_values(batch.column(col.parts_of), col)
             else:
                 values, r, p = flat_images(batch.column(col.name), col.many)
                 k = np.full(len(values), -1, np.int64)

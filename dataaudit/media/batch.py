@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataaudit.images.batch import flat_images
+from dataaudit.images.batch import flat_images, part_values
 from dataaudit.images.media import Media
 
 from .probe import EMPTY, MISSING, MediaLimits, MediaProbe, probe
@@ -32,6 +32,7 @@ class Source:
     values: pa.Array
     rows: np.ndarray
     pos: np.ndarray
+    labels: list | None = None   # per file, the path a flag names (content parts: `messages[0].content[1]`)
 
 
 @dataclass
@@ -42,12 +43,20 @@ class MediaBatch:
     pos: np.ndarray             # int64: position in a list field, -1 for a single file
     paths_given: list           # the path that came with the file, or None
     probes: list                # MediaProbe per file
+    labels: list | None = None  # per file, the flag path of a content part (None: the field and position)
 
     def __len__(self) -> int:
         return self.rows.size
 
     def paths(self, idx: np.ndarray) -> list[str]:
-        return [self.names[i] if self.pos[i] < 0 else f"{self.names[i]}[{self.pos[i]}]" for i in idx.tolist()]
+        labels = self.labels or [None] * len(self.names)
+        return [labels[i] or (self.names[i] if self.pos[i] < 0 else f"{self.names[i]}[{self.pos[i]}]")
+                for i in idx.tolist()]
+
+    def in_parts(self, kind: str) -> np.ndarray:
+        """Which files of `kind` sit in content parts (each its own placeholder)."""
+        labels = self.labels or [None] * len(self.names)
+        return np.array([lb is not None and k == kind for lb, k in zip(labels, self.kinds)], bool)
 
     def array(self, attr: str, dtype=np.float64) -> np.ndarray:
         return np.array([getattr(p, attr) for p in self.probes], dtype)
@@ -78,6 +87,11 @@ class MediaBatch:
     def of(cls, batch: pa.RecordBatch, fields, folder: str, limits: MediaLimits = MediaLimits()) -> "MediaBatch":
         sources = []
         for col in fields:
+            if col.parts_of is not None:
+                values, rows, turn, part = part_values(batch.column(col.parts_of), col)
+                labels = [f"{col.parts_of}[{t}].{col.text_key}[{k}]" for t, k in zip(turn.tolist(), part.tolist())]
+                sources.append(Source(col.name, col.media, col.image, values, rows, part, labels))
+                continue
             values, rows, pos = flat_images(batch.column(col.name), col.many)
             sources.append(Source(col.name, col.media, col.image, values, rows, pos))
         return cls.of_values(sources, folder, limits)
@@ -85,9 +99,10 @@ class MediaBatch:
     @classmethod
     def of_values(cls, sources: list[Source], folder: str, limits: MediaLimits = MediaLimits()) -> "MediaBatch":
         media = Media(folder, limits.max_bytes, "max_media_bytes")
-        names, kinds, rows, pos, given = [], [], [], [], []
+        names, kinds, rows, pos, given, labels = [], [], [], [], [], []
         for src in sources:
             n = len(src.values)
+            labels += src.labels if src.labels is not None else [None] * n
             names += [src.name] * n
             kinds += [src.kind] * n
             rows.append(src.rows)
@@ -103,10 +118,11 @@ class MediaBatch:
                 paths = src.values.to_pylist()
                 for path in paths:
                     media.add_path(path)
+                paths = [None if p.startswith("data:") else p for p in paths]   # its bytes are the file
             given += paths
         probes = _probe_all(media, kinds, limits)
         cat = lambda parts: np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)  # noqa: E731
-        return cls(names, kinds, cat(rows), cat(pos), given, probes)
+        return cls(names, kinds, cat(rows), cat(pos), given, probes, labels if any(labels) else None)
 
 
 def _source(media: Media, k: int):

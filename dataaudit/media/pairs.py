@@ -28,6 +28,8 @@ class MediaPairs:
     conversation_field: str | None
     transcript_chars: np.ndarray  # int64 per record: its assistant replies' characters, else its flat text's
     transcript_field: str | None
+    part_videos: np.ndarray | None = None   # int64 per record: its videos inside content parts (own placeholders)
+    part_audios: np.ndarray | None = None
 
     @classmethod
     def of(cls, batch: pa.RecordBatch, text: tuple[Column, ...], mb: MediaBatch) -> "MediaPairs":
@@ -59,8 +61,13 @@ class MediaPairs:
                    pa.concat_arrays(texts) if texts else pa.array([], pa.string()),
                    np.concatenate(rows).astype(np.int64) if rows else np.zeros(0, np.int64),
                    ", ".join(c.name for c in convs) or None, chars,
-                   ", ".join(c.name for c in (convs or flat)) or None)
+                   ", ".join(c.name for c in (convs or flat)) or None,
+                   np.bincount(mb.rows[mb.in_parts("video")], minlength=n).astype(np.int64),
+                   np.bincount(mb.rows[mb.in_parts("audio")], minlength=n).astype(np.int64))
 
-    def placeholders(self, token: str) -> np.ndarray:
-        """Per record, how many times `token` occurs in its conversation turns."""
-        return count_placeholders(self.turn_text, self.turn_rows, self.videos.size, token)
+    def placeholders(self, token: str, kind: str | None = None) -> np.ndarray:
+        """Per record, how many times `token` occurs in its conversation turns, plus its files of `kind` inside
+        content parts: a part is its own placeholder (as for images)."""
+        count = count_placeholders(self.turn_text, self.turn_rows, self.videos.size, token)
+        parts = self.part_videos if kind == "video" else self.part_audios if kind == "audio" else None
+        return count if parts is None else count + parts

@@ -112,7 +112,8 @@ def test_sidecars_name_only_files_written_and_yaml_is_copied_as_it_is(tmp_path):
     assert (out / "v1.yaml").read_bytes() == (data / "v1.yaml").read_bytes()
     assert [(c["output"], c.get("removed")) for c in report["sidecars"]] == [
         ("dataset_info.json", {"gone": "b.jsonl is not in the output",
-                               "up": "path '../a.jsonl' resolves outside the shard's folder"}),
+                               "up": "path '../a.jsonl' resolves outside the media root (the shard's folder, or "
+                                     "--media-root)"}),
         ("v1.yaml", None)]
     assert (out / "a.jsonl").read_text() == '{"text": "one"}\n'
 

@@ -90,7 +90,7 @@ def test_each_hostile_file_is_flagged_by_its_check(hostile):
     assert detail[(3, "media_empty")] == "0 bytes"
     assert detail[(6, "media_bomb")] == "10000000 frames declared > max_media_frames 1000000 (not decoded)"
     assert detail[(7, "audio_placeholders")] == "0 <audio> placeholders, 1 audio files"
-    assert detail[(8, "media_missing_file")] == "path '../x.mp4' resolves outside the shard's folder"
+    assert detail[(8, "media_missing_file")] == "path '../x.mp4' resolves outside the media root (the shard's folder, or --media-root)"
     assert detail[(9, "media_duration")] == "duration 0.20 s < 0.5 s"
     assert detail[(10, "transcript_rate")] == "200 characters for 2.90 s of audio = 68.9/s"
     assert detail[(11, "audio_sample_rate")] == "8000 Hz, expected 16000 Hz"
