@@ -82,6 +82,7 @@ class MediaProbe:
     nonfinite: int = 0              # audio: NaN / inf samples decoded (float PCM)
     frame_std: float = float("nan")  # video: largest grey std (0-255) of the sampled frames
     poster: bytes | None = None     # video: a small JPEG of the first decoded frame
+    zeroed: bool = False            # FFmpeg zeroed the frame size it refused (dataaudit.media.declared reads it)
 
 
 def _message(e: BaseException) -> str:
@@ -108,9 +109,28 @@ def probe(source: str | bytes, kind: str, limits: MediaLimits = MediaLimits()) -
         except Exception as e:   # not a container FFmpeg reads (a renamed text file), a broken header
             return MediaProbe(CORRUPT, f"not a readable media file ({_message(e)})")
         with container:
-            return _probe_open(container, kind, limits)
+            out = _probe_open(container, kind, limits)
+        if out.zeroed:   # FFmpeg refused the header's frame size: say what it declared, a bomb when over the limit
+            _declared_bomb(out, source, limits)
+        return out
     finally:
         f.close()
+
+
+def _declared_bomb(out: "MediaProbe", source: str | bytes, limits: MediaLimits) -> None:
+    from .declared import HEAD_BYTES, declared_size
+
+    if isinstance(source, (bytes, bytearray)):
+        head = bytes(source[:HEAD_BYTES])
+    else:
+        with _open_file(source) as f:
+            head = f.read(HEAD_BYTES)
+    size = declared_size(head)
+    if size is not None and size[0] * size[1] > limits.max_pixels:
+        out.status = BOMB
+        out.width, out.height = size
+        out.error = f"{size[0]}x{size[1]} = {size[0] * size[1]} pixels per frame declared > max_media_pixels " \
+                    f"{limits.max_pixels} (FFmpeg refuses the header; not decoded)"
 
 
 class _Capped:
@@ -176,6 +196,7 @@ def _probe_open(container, kind: str, limits: MediaLimits) -> MediaProbe:
     if kind == "video" and (out.width <= 0 or out.height <= 0):
         # FFmpeg zeroes dimensions it refuses (a header declaring 100000 x 100000 of raw video, av_image_check_size)
         out.status, out.error = CORRUPT, "video stream without valid dimensions (FFmpeg refused the header's)"
+        out.zeroed = True
         return out
     bomb = _bomb(out, limits)
     if bomb is not None:

@@ -245,8 +245,8 @@ def test_synthetic_defects_warnings(tmp_path):
 
 def test_crafted_matroska_headers(tmp_path):
     """A header declaring 12,000 x 12,000 (FFmpeg reports it) is refused before decoding; one declaring
-    100,000 x 100,000 is past FFmpeg's own limit (it zeroes the dimensions): a stream with none is corrupt; a codec
-    FFmpeg cannot decode is corrupt. No PyAV needed to write them, and none shared data."""
+    100,000 x 100,000 is past FFmpeg's own limit (it zeroes the dimensions): read from the header itself, it is a bomb
+    too; a codec FFmpeg cannot decode is corrupt. No PyAV needed to write them, and none shared data."""
     from dataaudit.media.probe import BOMB, CORRUPT, probe
 
     big = hm.matroska_header(tmp_path / "big.mkv", "V_VP9", 12000, 12000)
@@ -255,6 +255,7 @@ def test_crafted_matroska_headers(tmp_path):
     long = hm.matroska_header(tmp_path / "long.mkv", "V_VP9", 64, 64, seconds=400000.0)
     assert [(p.status, p.error) for p in (probe(str(f), "video") for f in (big, huge, odd, long))] == [
         (BOMB, "12000x12000 = 144000000 pixels per frame > max_media_pixels 89478485 (not decoded)"),
-        (CORRUPT, "video stream without valid dimensions (FFmpeg refused the header's)"),
+        (BOMB, "100000x100000 = 10000000000 pixels per frame declared > max_media_pixels 89478485 (FFmpeg refuses "
+               "the header; not decoded)"),
         (CORRUPT, "no decoder for its video codec"),
         (BOMB, "400000 s declared > max_media_seconds 36000 (not decoded)")]
