@@ -900,7 +900,6 @@ def _looks_like_media(name: str, form: str, values) -> str | None:
     """"video" or "audio" when an image-capable column holds media: by its name (a WebDataset member's extension, a
     path column's name), else by a sample of its values (paths that all end in a video, or all in an audio,
     extension; bytes of which at least half have a media signature and none an image one)."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     low = name.lower()
@@ -911,13 +910,8 @@ def _looks_like_media(name: str, form: str, values) -> str | None:
             return kind
     if values is None:
         return None
-    if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
-        values = pc.list_flatten(values)
-    if form == "struct":
-        values = pc.struct_field(values, "bytes")
-    present = values.drop_null()[:64]
+    present = _sampled(values, form)
     if form == "path":
-        present = present.filter(pc.not_equal(present, ""))
         if len(present) == 0 or pc.any(pc.match_substring(present, "://")).as_py():
             return None
         return next((kind for kind, rx in _MEDIA_PATH_RE.items()
@@ -929,6 +923,20 @@ def _looks_like_media(name: str, form: str, values) -> str | None:
     # most sampled values signed as media (a few broken files do not unmake the column; a stray match does not
     # make one: a binary column of other data is not condemned as broken audio)
     return kinds[0] if kinds and 2 * len(kinds) >= len(present) else None
+
+
+def _sampled(values, form: str):
+    """The first 64 present leaf values of a sample column (lists flattened, a struct's `bytes`; paths not empty):
+    what the image and media rules look at."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+        values = pc.list_flatten(values)
+    if form == "struct":
+        values = pc.struct_field(values, "bytes")
+    present = values.drop_null()[:64]
+    return present.filter(pc.not_equal(present, "")) if form == "path" else present
 
 
 def _image_form(t) -> tuple[str, bool] | None:
@@ -951,7 +959,6 @@ def _looks_like_images(name: str, form: str, values) -> bool:
     """Whether an image-capable column holds images: by its name (an image extension, a path column's name), else
     by a sample of its values (`values`: a pa.Array or None; the magic bytes of image files, or paths that all end
     in an image extension). Binary columns count as images until a sample says otherwise."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     low = name.lower()
@@ -959,13 +966,8 @@ def _looks_like_images(name: str, form: str, values) -> bool:
         return form != "path" or low in IMAGE_PATH_NAMES
     if values is None:
         return form != "path"
-    if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
-        values = pc.list_flatten(values)
-    if form == "struct":
-        values = pc.struct_field(values, "bytes")
-    present = values.drop_null()[:64]
+    present = _sampled(values, form)
     if form == "path":
-        present = present.filter(pc.not_equal(present, ""))
         return len(present) > 0 and pc.all(pc.match_substring_regex(present, _IMAGE_PATH_RE)).as_py() and \
             not pc.any(pc.match_substring(present, "://")).as_py()
     present = [v for v in present.to_pylist() if v]
