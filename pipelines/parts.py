@@ -1,6 +1,7 @@
 """Per-shard partial results in the output folder: what makes a rerun skip finished work."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -16,9 +17,29 @@ from dataaudit.outputs import PARTS
 PART_VERSION = 3
 
 
+@functools.cache
+def code_digest() -> str:
+    """A digest of dataaudit's own source (the package and its jobs): a part written by other code (an upgrade, a
+    fixed check) is redone, never reused into a report of this code's. ~200 small files: milliseconds, once."""
+    import dataaudit
+
+    h = hashlib.sha256(dataaudit.__version__.encode())
+    for root in (os.path.dirname(dataaudit.__file__), os.path.dirname(__file__)):
+        for folder, dirs, files in sorted(os.walk(root)):
+            dirs.sort()
+            for name in sorted(f for f in files if f.endswith((".py", ".json", ".html"))):
+                path = os.path.join(folder, name)
+                h.update(os.path.relpath(path, root).encode())
+                with open(path, "rb") as f:   # our own source, not data: the file door is for shards and outputs
+                    h.update(f.read())
+    return h.hexdigest()[:16]
+
+
 def fingerprint_digest(fingerprint: dict) -> str:
-    """A short digest of a job's settings: parts written under other settings are not reused."""
-    text = json.dumps({"part_version": PART_VERSION, **fingerprint}, sort_keys=True, default=str)
+    """A short digest of a job's settings and of the code: parts written under other settings or by other code are
+    not reused."""
+    text = json.dumps({"part_version": PART_VERSION, "code": code_digest(), **fingerprint}, sort_keys=True,
+                      default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

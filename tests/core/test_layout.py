@@ -340,6 +340,7 @@ _OWN_FILES = {
     "dataaudit.atomic": "writes the temporary path the door's commit gives it",
     "dataaudit": "maps a checkout's pipelines/ folder at import (no data)",
     "dataaudit.cache": "the local cache folder",
+    "dataaudit.pipelines.parts": "dataaudit's own source files, digested so parts of other code are redone",
     "dataaudit.textops.compiled": "the kernels compiled into the local cache folder, and /proc/cpuinfo",
     "dataaudit.textops.codepoints": "code point tables in the local cache folder",
     "dataaudit.textops.spacy_en": "the package's own tables of spaCy's English tokenizer (spacy_en.json)",

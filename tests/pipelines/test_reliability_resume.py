@@ -107,3 +107,14 @@ def test_parts_of_another_config_are_not_reused(corpus, tmp_path):
     assert report["run"]["resumed_shards"] == 0
     assert report["checks"]["control_chars"]["severity"] == "error"
     assert PartStore(tmp_path, {"x": 1}, suffix=".flags.parquet").load(0, paths[0]) is None
+
+
+def test_parts_of_other_code_are_not_reused(corpus, tmp_path, monkeypatch):
+    """A part written by other code (an upgrade, a fixed check) is redone: the code's digest is in the job's."""
+    import dataaudit.pipelines.parts as parts
+
+    paths = sorted(str(p) for p in corpus.glob("*.parquet"))[:2]
+    run_audit(paths, load_config(None), tmp_path, options=EngineOptions("local"))
+    assert run_audit(paths, load_config(None), tmp_path, options=EngineOptions("local"))["run"]["resumed_shards"] == 2
+    monkeypatch.setattr(parts, "code_digest", lambda: "other code")
+    assert run_audit(paths, load_config(None), tmp_path, options=EngineOptions("local"))["run"]["resumed_shards"] == 0
