@@ -56,7 +56,7 @@ def test_csv_audit_clean_dedup_and_contamination(tmp_path):
     bench = tmp_path / "bench.csv"
     bench.write_bytes(b"question,answer\nThe last row says something else entirely.,yes\nUnseen question?,no\n")
     code, out = _run("contamination", "--train", shard, "--benchmark", f"qa={bench}:question", "--ngram", "4",
-                     "--out", tmp_path / "con", "--decontaminate-train")
+                     "--out", tmp_path / "con", "--decontaminate-train", "--count-short-items")
     assert code == 1, out
     con = json.loads((tmp_path / "con" / "contamination.json").read_text())
     assert con["benchmarks"]["qa"]["contaminated"] == 1 and con["benchmarks"]["qa"]["header"] is True

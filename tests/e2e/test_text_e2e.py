@@ -60,7 +60,8 @@ def test_paragraphs_through_audit_dedup_clean_and_contamination(tmp_path):
     bench = tmp_path / "bench.txt"     # a benchmark as text: one item per line
     bench.write_bytes(b"The last paragraph says something else entirely.\nAn unseen question about tides?\n")
     code, out = _run("contamination", "--train", shard, "--benchmark", f"qa={bench}", "--ngram", "4",
-                     "--text-records", "paragraph", "--out", tmp_path / "con", "--decontaminate-train")
+                     "--text-records", "paragraph", "--out", tmp_path / "con", "--decontaminate-train",
+                     "--count-short-items")   # 7-word items: short (min_item_words 8), counted here
     assert code == 1, out
     con = json.loads((tmp_path / "con" / "contamination.json").read_text())
     assert con["benchmarks"]["qa"]["contaminated"] == 1 and con["train"]["text_records"] == "paragraph"
