@@ -11,7 +11,9 @@ never a plain Environment. A spec that is `!function` Python code is not run: a 
 or choices leave the answer not checked (a note). A plain field name missing from a record, or an undefined
 variable, is an error naming the task, the template and the field.
 
-The answer is the harness's target as text (the correct choice's text when the target indexes the choices). When
+The input matched is the query without the template's literal text before its first and after its last tag
+(`Question: {{question}}\nAnswer:` -> the question), which copies of an item often lack; `render_query` gives
+the harness's whole query. The answer is the harness's target as text (the correct choice's text when the target indexes the choices). When
 every choice is a bare label (`A`..`D`: MMLU's prompt lists the options itself) the choices are not checked and
 the answer is looked for as `Answer: C` / `answer is C`, as the presets do.
 """
@@ -25,6 +27,15 @@ from .answers import label_answers
 from .lmeval_tasks import Entry, Function, LmEvalError
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TAG = re.compile(r"\{\{|\{%|\{#|\}\}|%\}|#\}")
+
+
+def scaffolding(template: str) -> tuple[str, str]:
+    """The template's literal text before its first and after its last Jinja tag (`Question: `, `\nAnswer:`)."""
+    tags = list(_TAG.finditer(template))
+    if not tags:
+        return "", ""
+    return template[:tags[0].start()], template[tags[-1].end():]
 
 
 def _regex_replace(string, pattern, repl, count: int = 0):
@@ -106,14 +117,21 @@ class _Task:
             msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise LmEvalError(self._where(key, spec, f"{where}: {msg}", doc)) from None
 
-    def text(self, doc: dict, where: str) -> str:
+    def text(self, doc: dict, where: str, full: bool = False) -> str:
+        """The query as the harness renders it (`full`), else without the template's literal scaffolding around
+        it (copies of an item often lack `Question:` / `Answer:`; an item that is one n-gram would miss them)."""
         from .load import value_text
 
-        v, _ = self._value(self.query_key, self.query, doc, where)
+        v, rendered = self._value(self.query_key, self.query, doc, where)
         try:
-            return value_text(v, self.query_key)
+            text = value_text(v, self.query_key)
         except Exception as exc:
             raise LmEvalError(self._where(self.query_key, self.query, f"{where}: {exc}", doc)) from None
+        if rendered and not full:
+            head, tail = scaffolding(self.query)
+            if text.startswith(head) and text.endswith(tail) and len(text) >= len(head) + len(tail):
+                text = text[len(head):len(text) - len(tail)]
+        return text
 
     def choices(self, doc: dict, where: str) -> list[str] | None:
         spec = self.choice
@@ -160,9 +178,15 @@ def _answers(targets: list[Any], choices: list[str] | None) -> list[str]:
     return out
 
 
+def render_query(entry: Entry, doc: dict, where: str = "record") -> str:
+    """One record's query exactly as the harness renders it (scaffolding included)."""
+    return _Task(entry).text(doc, where, full=True)
+
+
 def render_task(entry: Entry, records: list[dict], wheres: list[str]
                 ) -> tuple[list[str], list[list[str]], list[list[str] | None], list[str]]:
-    """(input texts, answers, choices, notes) of every record under the task's specs."""
+    """(input texts, answers, choices, notes) of every record under the task's specs: the input is the query
+    without its scaffolding (`_Task.text`)."""
     task = _Task(entry)
     texts, answers, choices = [], [], []
     labels_only = False

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,16 +172,19 @@ def _register(cfg: dict, path: str, index: dict[str, Entry]) -> None:
 
 
 def find_task(name: str, root: str) -> Entry | None:
-    """The task (or group) `name` among the YAMLs under `root`; None when no file declares it. Only files whose
-    text holds the name are parsed (a declaration spells it out), so a lookup reads ~14,000 files but parses a few."""
+    """The task (or group) `name` among the YAMLs under `root`; None when no file declares it. Only files where
+    the name stands as a whole YAML value (`task: NAME`, `- NAME`, `[a, NAME]`) are parsed: a declaration spells
+    it out, so a lookup reads ~14,000 files but parses a few, whatever the name."""
     loader, index = _loader(), {}
-    needle = name.encode("utf-8")
+    raw = name.encode("utf-8")
+    needle = re.compile(rb"(?m)(?::|^\s*-|[\[,])\s*[\"']?" + re.escape(raw) + rb"[\"']?\s*(?:$|[,\]#])")
     for path in yaml_files(root):
         try:
             if os.path.getsize(path) > MAX_YAML_BYTES:
                 continue
             with open(path, "rb") as fh:
-                if needle not in fh.read():
+                data = fh.read()
+                if raw not in data or not needle.search(data):
                     continue
             cfg = load_yaml(path, root, loader)
         except (LmEvalError, OSError):

@@ -374,7 +374,15 @@ def load_benchmark(name: str, path: str, fields: tuple[str, ...] | None = None,
     fmt = detect_format(path)
     task = _lm_eval_entry(name, fields, settings, lm_eval, lm_eval_tasks)
     if task is not None:
-        return _load_lm_eval(name, path, fmt, task, settings)
+        from .lmeval_tasks import LmEvalError
+
+        try:
+            return _load_lm_eval(name, path, fmt, task, settings)
+        except LmEvalError as exc:
+            if lm_eval:
+                raise
+            raise LmEvalError(f"{exc} (the name {name!r} is an lm-eval task; to match fields instead: "
+                              f"{name}=PATH:FIELD)") from None
     preset = preset_by_name(settings.preset) if settings.preset else find_preset(name)
     recs, header, columns, nested_in = _read(path, fmt, fields or settings.fields, settings, preset)
     chosen, _origin = _choose_fields(name, path, recs[0], fields, settings, preset)
