@@ -3,7 +3,8 @@
 The harness's conventions (its `ConfigurableTask.doc_to_*` and `utils.apply_template`): a spec that is one of the
 record's fields is that field's value; otherwise a Jinja template rendered with the record's fields as variables
 (StrictUndefined, trailing newline kept, the `regex_replace` filter). The input is `doc_to_decontamination_query`
-when `should_decontaminate` is set, else `doc_to_text`. `doc_to_target` is a field, an int, a list, or a template
+when `should_decontaminate` is set, else `doc_to_text` (the harness also runs `ast.literal_eval` on a rendered
+decontamination query, which fails on plain text such as `{{question.stem}}`; its rendering is used as it is). `doc_to_target` is a field, an int, a list, or a template
 whose digits index `doc_to_choice`, and a `[...]` rendering is a literal list; `doc_to_choice` is a list, a dict
 (its values), a field, or a template rendering a list literal (`ast.literal_eval`, never eval). The templates and the
 data are untrusted: they render in the bounded immutable sandbox of the chat templates (`tokenization.render`),

@@ -277,3 +277,37 @@ def test_a_task_name_without_lm_eval_prefix_hints_at_fields_when_it_fails(tmp_pa
         "match fields instead: openbookqa=PATH:FIELD)")
     assert load_benchmark("openbookqa", path, fields=("text",), lm_eval_tasks=VENDORED).texts == \
         ["The sun is responsible for"]
+
+
+@pytest.mark.parametrize("specs, want", [
+    ("doc_to_target: 1\ndoc_to_choice: ['no', 'yes']", ([["yes"]], [["no", "yes"]])),               # int index
+    ("doc_to_target: '{{label}}'\ndoc_to_choice: '{{opts}}'", ([["ruby"]], [["opal", "ruby"]])),     # digits index
+    ("doc_to_target: '{{[0, 1]}}'\ndoc_to_choice: {a: opal, b: ruby}", ([["opal", "ruby"]], [["opal", "ruby"]])),
+    ("doc_to_target: gold", ([["a ruby"]], [None])),                                                 # a field
+    ("doc_to_target: !function utils.gold", ([[]], [None])),
+])
+def test_target_and_choice_conventions(tmp_path, specs, want):
+    root = _task_dir(tmp_path, f"task: conv\ndoc_to_text: '{{{{q}}}}'\n{specs}\n")
+    doc = {"q": "Which gem is red?", "label": "1", "opts": ["opal", "ruby"], "gold": "a ruby"}
+    texts, answers, choices, notes = render_task(task_config("conv", root), [doc], ["line 1"])
+    assert (texts, answers, choices) == (["Which gem is red?"], *want)
+    assert notes == (["lm-eval task 'conv': doc_to_target is !function utils.gold (Python code, not run): the "
+                      "answer is not checked"] if "!function" in specs else [])
+
+
+def test_lm_eval_prefix_takes_no_fields(tmp_path):
+    path = _jsonl(tmp_path / "g.jsonl", [{"question": "q"}])
+    with pytest.raises(Exception) as exc:
+        load_benchmark("gsm8k", path, fields=("question",), lm_eval=True, lm_eval_tasks=VENDORED)
+    assert str(exc.value) == "--benchmark lm-eval:gsm8k: the task names the text; give no fields or preset"
+
+
+def test_without_lm_eval_the_option_names_the_extra(tmp_path, monkeypatch):
+    import dataaudit.contamination.lmeval_tasks as tasks
+
+    monkeypatch.setattr(tasks, "installed_tasks_dir", lambda: None)
+    path = _jsonl(tmp_path / "g.jsonl", [{"question": "q"}])
+    with pytest.raises(LmEvalError) as exc:
+        load_benchmark("gsm8k", path, lm_eval=True)
+    assert str(exc.value) == ("--benchmark lm-eval:TASK needs lm-eval, which is not installed: pip install "
+                              "'dataaudit[lmeval]' (or name a folder of task YAMLs with --lm-eval-tasks DIR)")
