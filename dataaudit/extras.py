@@ -12,9 +12,10 @@ from functools import cache
 # import name -> the extra that installs it (pyproject.toml's optional-dependencies)
 EXTRAS = {"torch": "guard", "safetensors": "guard", "webdataset": "guard", "PIL": "images",
           "tokenizers": "tokenizers", "ray": "ray", "datasketch": "datasketch", "detect_secrets": "secrets",
-          "pycld2": "language", "av": "media", "msgpack": "tars", "cbor2": "tars"}
+          "pycld2": "language", "av": "media", "msgpack": "tars", "cbor2": "tars", "lm_eval": "lmeval",
+          "yaml": "lmeval"}
 # import name -> the package's name, where a message should say that instead
-PACKAGES = {"detect_secrets": "detect-secrets", "av": "av (PyAV)"}
+PACKAGES = {"detect_secrets": "detect-secrets", "av": "av (PyAV)", "lm_eval": "lm-eval", "yaml": "PyYAML"}
 
 
 class MissingExtra(ImportError):

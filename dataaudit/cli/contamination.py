@@ -87,7 +87,11 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
 @click.option("--benchmark", "benchmarks", multiple=True, required=True, metavar="NAME=PATH[:FIELD+FIELD]",
               help="A benchmark file (JSONL, JSON, CSV, Parquet, optionally gzipped) with the fields to match "
                    "(dots for nested fields, '+' to join several). Known names (gsm8k, arc, mmlu, hellaswag, "
-                   "humaneval, mbpp, truthfulqa) pick their fields by preset. Repeatable.")
+                   "humaneval, mbpp, truthfulqa) pick their fields by preset; lm-eval:TASK=PATH (or a TASK name "
+                   "no preset matches) renders the lm-eval task's query, target and choices. Repeatable.")
+@click.option("--lm-eval-tasks", "lm_eval_tasks", type=click.Path(file_okay=False, exists=True),
+              help="Folder of lm-eval task YAMLs for lm-eval:TASK (default: the installed lm-eval's tasks; "
+                   "pip install 'dataaudit[lmeval]').")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help=f"Folder for {FILES.record}, {FILES.page} and one folder per benchmark.")
 @click.option("--ngram", type=click.IntRange(min=1), default=None,
@@ -106,21 +110,22 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
               help="contamination.toml: methods and thresholds, training text field, per-benchmark fields.")
 @text_records_option("the config's [train] text_records, else line")
 @engine_options("one task per training shard")
-def contamination(train, benchmarks, out, ngram, score, min_item_words, count_short_items, decontaminate_train, config_path,
-                  text_records, options):
+def contamination(train, benchmarks, lm_eval_tasks, out, ngram, score, min_item_words, count_short_items,
+                  decontaminate_train, config_path, text_records, options):
     """Report which benchmark items the training shards already contain, per benchmark and per item, and write
     a clean subset of every benchmark. Exit 0: none contaminated; 1: some; 2: usage or I/O error."""
     from rich.console import Console
 
     from dataaudit.cli.paths import expand_shards
     from dataaudit.contamination.config import load_contamination_config
-    from dataaudit.contamination.load import load_benchmark, parse_benchmark_arg
+    from dataaudit.contamination.load import LM_EVAL_PREFIX, load_benchmark, parse_benchmark_arg
 
     paths = expand_shards(list(train))
     config = load_contamination_config(config_path).with_overrides(
         ngram=ngram, text_unit=text_records, min_item_words=min_item_words, count_short_items=count_short_items,
         score=score)
-    specs = [parse_benchmark_arg(b) for b in benchmarks]
+    specs = [parse_benchmark_arg(b.removeprefix(LM_EVAL_PREFIX)) for b in benchmarks]
+    forced = [b.startswith(LM_EVAL_PREFIX) for b in benchmarks]
     names = [s[0] for s in specs]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup is not None:
@@ -133,7 +138,8 @@ def contamination(train, benchmarks, out, ngram, score, min_item_words, count_sh
     if unknown:
         raise InputError(f"{config.source}: [benchmarks.{unknown[0]}] names no --benchmark "
                          f"(given: {', '.join(names)})")
-    loaded = [load_benchmark(n, p, f, config.benchmarks.get(n)) for n, p, f in specs]
+    loaded = [load_benchmark(n, p, f, config.benchmarks.get(n), lm_eval=lm, lm_eval_tasks=lm_eval_tasks)
+              for (n, p, f), lm in zip(specs, forced)]
     require_fields(paths, FieldSpec(text=config.text_field), f"{config.source}: [train] text_field")
     make_out_dir(out)
 

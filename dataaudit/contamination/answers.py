@@ -25,11 +25,17 @@ def _gsm8k(rec: dict) -> tuple[list[str], None]:
     return [a for a in (final, sol, body) if a], None
 
 
+def label_answers(key: Any) -> list[str]:
+    """A choice's label as an answer line gives it ("Answer: C", "the answer is C"); a bare letter is no answer."""
+    key = _text(key).strip()
+    return [f"Answer: {key}", f"answer is {key}"] if key else []
+
+
 def _labelled(rec: dict, key: Any, texts: list, labels: list) -> list[str]:
-    """The correct choice's text, and its label as an answer line gives it ("Answer: C", "the answer is C")."""
+    """The correct choice's text, and its label as an answer line gives it."""
     key = _text(key).strip()
     found = [_text(t) for t, lab in zip(texts, labels) if _text(lab).strip() == key]
-    return found + [f"Answer: {key}", f"answer is {key}"] if found else []
+    return found + label_answers(key) if found else []
 
 
 def _arc(rec: dict) -> tuple[list[str], list[str] | None]:

@@ -35,6 +35,7 @@ from dataaudit.writers.base import WriteOptions, is_gzip
 from .config import BenchmarkSettings
 from .presets import Preset, find_preset, preset_by_name
 
+LM_EVAL_PREFIX = "lm-eval:"   # --benchmark lm-eval:TASK=PATH: the name is an lm-eval task (`lmeval_tasks`)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 MAX_BENCHMARK_BYTES = 2 << 30
 GENERIC_TEXT_FIELDS = ("text", "content")
@@ -326,18 +327,13 @@ def _choose_fields(name: str, path: str, first: _Rec, cli_fields, settings: Benc
                          f"(the record has: {have}); name the fields: {name}=PATH:FIELD1+FIELD2")
 
 
-def load_benchmark(name: str, path: str, fields: tuple[str, ...] | None = None,
-                   settings: BenchmarkSettings | None = None) -> Benchmark:
-    """Read one benchmark file. `fields` from the command line win over the config's, which win over the
-    preset implied by `name` (or named in the config)."""
-    settings = settings or BenchmarkSettings()
-    path = os.fspath(path)
-    fmt = detect_format(path)
-    preset = preset_by_name(settings.preset) if settings.preset else find_preset(name)
+def _read(path: str, fmt: Format, fields, settings: BenchmarkSettings, preset: Preset | None
+          ) -> tuple[list[_Rec], bool | None, tuple[str, ...] | None, str | None]:
+    """(items' records, CSV header, CSV column names, JSON array field) of the file."""
     records = _records(path, fmt)
     header, columns, nested_in = None, None, None
     if fmt.name in ("csv", "tsv"):
-        recs, header, columns = _csv_recs(path, records, fields or settings.fields, settings, preset)
+        recs, header, columns = _csv_recs(path, records, fields, settings, preset)
     elif fmt.name == "json":
         recs, nested_in = _json_recs(path, records)
     else:   # line-based formats number items by line; the others by row
@@ -345,28 +341,62 @@ def load_benchmark(name: str, path: str, fields: tuple[str, ...] | None = None,
                 for i, (obj, line) in enumerate(records)]
     if not recs:
         raise BenchmarkError(f"{path}: holds no records")
+    return recs, header, columns, nested_in
+
+
+def _lm_eval_entry(name: str, fields, settings: BenchmarkSettings, lm_eval: bool, tasks: str | None):
+    """The lm-eval task to render: `lm-eval:TASK` (`lm_eval`), or a name that no built-in preset matches but an
+    lm-eval task of the installed package (or of `tasks`) does, when no fields are given."""
+    from .lmeval_tasks import installed_tasks_dir, task_config, tasks_dir
+
+    if lm_eval:
+        if fields or settings.fields or settings.preset:
+            raise BenchmarkError(f"--benchmark lm-eval:{name}: the task names the text; give no fields or preset")
+        return task_config(name, tasks_dir(tasks))
+    if fields or settings.fields or settings.preset or find_preset(name) is not None:
+        return None
+    root = tasks if tasks is not None else installed_tasks_dir()
+    if root is None:
+        return None
+    from .lmeval_tasks import find_task
+
+    return task_config(name, tasks_dir(root)) if find_task(name, tasks_dir(root)) is not None else None
+
+
+def load_benchmark(name: str, path: str, fields: tuple[str, ...] | None = None,
+                   settings: BenchmarkSettings | None = None, lm_eval: bool = False,
+                   lm_eval_tasks: str | None = None) -> Benchmark:
+    """Read one benchmark file. `fields` from the command line win over the config's, which win over the
+    preset implied by `name` (or named in the config), which wins over an lm-eval task of that name (`lm_eval`:
+    the task is required; `lm_eval_tasks`: a folder of task YAMLs instead of the installed package's)."""
+    settings = settings or BenchmarkSettings()
+    path = os.fspath(path)
+    fmt = detect_format(path)
+    task = _lm_eval_entry(name, fields, settings, lm_eval, lm_eval_tasks)
+    if task is not None:
+        from .lmeval_tasks import LmEvalError
+
+        try:
+            return _load_lm_eval(name, path, fmt, task, settings)
+        except LmEvalError as exc:
+            if lm_eval:
+                raise
+            raise LmEvalError(f"{exc} (the name {name!r} is an lm-eval task; to match fields instead: "
+                              f"{name}=PATH:FIELD)") from None
+    preset = preset_by_name(settings.preset) if settings.preset else find_preset(name)
+    recs, header, columns, nested_in = _read(path, fmt, fields or settings.fields, settings, preset)
     chosen, _origin = _choose_fields(name, path, recs[0], fields, settings, preset)
     id_field = settings.id_field
     if id_field is None:
         candidates = (preset.id_fields if preset is not None else ()) + GENERIC_ID_FIELDS
         id_field = next((f for f in candidates if _has(recs[0].obj, f)), None)
-    ids, texts = [], []
+    texts = []
     for rec in recs:
         try:
             texts.append(item_text(rec.obj, chosen))
         except FieldError as exc:
             raise BenchmarkError(f"{path}: {rec.where}: {exc}") from None
-        if id_field is None:
-            ids.append(str(rec.number))
-        else:
-            try:
-                v = resolve_field(rec.obj, id_field)
-            except FieldError as exc:
-                raise BenchmarkError(f"{path}: {rec.where}: id {exc}") from None
-            if v is None or isinstance(v, (dict, list)) or v == "":
-                what = "empty" if v == "" else _kind(v)
-                raise BenchmarkError(f"{path}: {rec.where}: id field {id_field!r} is {what}")
-            ids.append(value_text(v, id_field))
+    ids = _ids(recs, id_field, path)
     bench = Benchmark(name=name, path=path, format=fmt.name, compressed=_compressed(path),
                       preset=preset.name if preset is not None and _origin.startswith("preset") else None,
                       fields=chosen, id_field=id_field, ids=ids, lines=[r.line for r in recs], texts=texts,
@@ -375,13 +405,48 @@ def load_benchmark(name: str, path: str, fields: tuple[str, ...] | None = None,
     read = answers_of(preset.name if preset is not None else None, bench.records)
     if read is not None:
         bench.answers, bench.choices = read
+    _dup_warning(bench)
+    return bench
+
+
+def _ids(recs: list[_Rec], id_field: str | None, path: str) -> list[str]:
+    if id_field is None:
+        return [str(rec.number) for rec in recs]
+    ids = []
+    for rec in recs:
+        try:
+            v = resolve_field(rec.obj, id_field)
+        except FieldError as exc:
+            raise BenchmarkError(f"{path}: {rec.where}: id {exc}") from None
+        if v is None or isinstance(v, (dict, list)) or v == "":
+            what = "empty" if v == "" else _kind(v)
+            raise BenchmarkError(f"{path}: {rec.where}: id field {id_field!r} is {what}")
+        ids.append(value_text(v, id_field))
+    return ids
+
+
+def _dup_warning(bench: Benchmark) -> None:
     seen: dict[str, int] = {}
-    for i in ids:
+    for i in bench.ids:
         seen[i] = seen.get(i, 0) + 1
     dups = [i for i, c in seen.items() if c > 1]
     if dups:
         bench.warnings.append(f"{len(dups)} item ids occur more than once (first: {dups[0]!r}); items are told "
                               "apart by their index")
+
+
+def _load_lm_eval(name: str, path: str, fmt: Format, task, settings: BenchmarkSettings) -> Benchmark:
+    """A benchmark whose item input, answer and choices are the lm-eval task's renderings of each record."""
+    from .lmeval_render import render_task
+
+    recs, header, columns, nested_in = _read(path, fmt, None, settings, None)
+    texts, answers, choices, notes = render_task(task, [r.obj for r in recs], [f"{path}: {r.where}" for r in recs])
+    id_field = settings.id_field or next((f for f in GENERIC_ID_FIELDS if _has(recs[0].obj, f)), None)
+    bench = Benchmark(name=name, path=path, format=fmt.name, compressed=_compressed(path),
+                      preset=f"lm-eval:{task.name}", fields=(), id_field=id_field, ids=_ids(recs, id_field, path),
+                      lines=[r.line for r in recs], texts=texts, records=[r.obj for r in recs], csv_header=header,
+                      csv_columns=columns, nested_in=nested_in, warnings=notes, answers=answers, choices=choices)
+    _dup_warning(bench)
     return bench
 
 

@@ -1,13 +1,20 @@
 """Built-in field choices for common public benchmark files, so `--benchmark gsm8k=test.jsonl` just works.
 
-A preset names the text an item is matched on: the input of lm-evaluation-harness's decontamination query for
-the task (`doc_to_decontamination_query`, else the question its prompt is built on), never the options or the
-answer: arc_easy/arc_challenge query `Question: {{question}}\nAnswer:` (the stem), gsm8k the question, mmlu the
-question, hellaswag the context, truthfulqa the question, humaneval the prompt, mbpp the text. It also names the
-item id field, the headerless CSV column names, and how to read the item's reference answer and its choices
-(`answers`), which are looked for after a match (the answer leak, the severity) but never matched on their own.
-Each preset lists alternative field sets for the schemas the benchmark is published in (the original release
-and the Hugging Face export); the first alternative whose fields all exist in the file's first record is used.
+A preset names the text an item is matched on: the question that lm-evaluation-harness's query for the task is
+built on (its `doc_to_decontamination_query` where the task sets one, else its `doc_to_text`), without the
+prompt's scaffolding (`Question:` / `Answer:`), which copies of an item often lack. Compared with lm-eval 0.4.13's
+YAMLs (tests/contamination/test_contamination_lmeval.py): arc_easy/arc_challenge decontaminate on `Question:
+{{question}}\nAnswer:` and gsm8k prompts `Question: {{question}}\nAnswer:`: the preset is the question, exactly
+what they interpolate; truthfulqa decontaminates on `question` and humaneval prompts `{{prompt}}`: the same text.
+Three differ on purpose: mmlu's prompt lists the lettered choices after the question and hellaswag's prefixes the
+activity label (its `process_docs` also capitalizes `ctx_b` and drops `[title]` marks), mbpp's wraps the task
+text in an instruction and the tests; the preset matches the question, the context and the text alone, and the
+choices are looked for after a match (the choices leak form). `--benchmark lm-eval:TASK=FILE` renders the task's
+own query instead (`lmeval_render`). A preset also names the item id field, the headerless CSV column names, and
+how to read the item's reference answer and its choices (`answers`), which are looked for after a match (the
+answer leak, the severity) but never matched on their own. Each preset lists alternative field sets for the
+schemas the benchmark is published in (the original release and the Hugging Face export); the first alternative
+whose fields all exist in the file's first record is used.
 """
 from __future__ import annotations
 

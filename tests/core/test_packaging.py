@@ -44,6 +44,7 @@ def test_core_dependencies_are_light_and_extras_hold_the_rest():
     assert extras["language"] == {"pycld2"}
     assert extras["media"] == {"av"}
     assert extras["tars"] == {"msgpack", "cbor2"}
+    assert extras["lmeval"] == {"lm-eval", "pyyaml"}     # not in `all`: lm-eval pulls datasets, evaluate, ...
     assert PYPROJECT["project"]["optional-dependencies"]["all"] == \
         ["dataaudit[guard,images,tokenizers,ray,datasketch,secrets,language,media,tars]"]
     assert PYPROJECT["project"]["license"] == "Apache-2.0"   # SPDX string: no setuptools deprecation banner
