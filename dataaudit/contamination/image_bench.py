@@ -1,0 +1,180 @@
+"""Image benchmarks: `--benchmark NAME=IMAGES`, where IMAGES is a folder of images, a WebDataset tar or a Parquet
+file whose records hold images (the field rule's image fields, dataaudit.fields).
+
+Each image is one benchmark item, with an id: the file's path in the folder without its extension (the file name
+for a flat folder); the sample key of a tar; the `id`-like field of a Parquet record (else its row), followed by
+`/FIELD` when a record holds several images. The images are hashed as `dedup-images` hashes them
+(dataaudit.dedup.image_hashes: bounded decode, paths inside the benchmark's folder only) and matched against every
+training image by the one rule of `dedup-images --against` (dataaudit.images.overlap: same bytes, near pHash, near
+pHash of the mirror image).
+
+A path is an image benchmark when it is a folder (its image files), or a tar or Parquet file whose first records
+hold an image field and no field spec (`NAME=PATH:FIELD`) names text to match: a text benchmark file loads as before.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dataaudit.fields import IMAGE_EXTENSIONS, FieldSpec, resolve_schema
+from dataaudit.formats import MAX_RECORD, format_of
+from dataaudit.images.batch import Limits
+from dataaudit.provenance import ERROR, KEY, LINE, ROW, WARNING
+
+from .load import BenchmarkError
+
+IMAGE_FORMATS = ("webdataset", "parquet")
+ID_FIELDS = ("id", "image_id", "uid", "idx", "index", "key")
+MAX_IMAGES = 1_000_000        # a benchmark is small; a folder walk stops with an error past this
+HASHES = ("digest", "phash", "flipped", "decoded", "nbytes")
+
+
+@dataclass
+class ImageBenchmark:
+    """One image benchmark. Per image (parallel arrays, in record order then field order): its id, record (0-based
+    record of the file; in a folder, the file's position in sorted order) and field path."""
+    name: str
+    path: str
+    format: str                      # folder | webdataset | parquet
+    id_is: str                       # how ids are made: "file name", "key", "field", "row number"
+    id_field: str | None
+    ids: list[str]
+    record: np.ndarray
+    where: list[str]
+    records: int
+    hashes: dict[str, np.ndarray]
+    image_field: str | None
+    files: list[str] | None = None   # folder: each record's file, relative to the folder
+    warnings: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def describe(self) -> dict:
+        return {"path": self.path, "format": self.format, "id_is": self.id_is, "id_field": self.id_field,
+                "image_field": self.image_field}
+
+
+def _walk_images(folder: str) -> list[str]:
+    """The image files under `folder` (relative paths, sorted; hidden entries left out)."""
+    out = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for f in sorted(files):
+            if not f.startswith(".") and f.rsplit(".", 1)[-1].lower() in IMAGE_EXTENSIONS:
+                out.append(os.path.relpath(os.path.join(root, f), folder))
+                if len(out) > MAX_IMAGES:
+                    raise BenchmarkError(f"{folder}: more than {MAX_IMAGES} images; a benchmark is expected to be "
+                                         "small")
+    return out
+
+
+def image_format(path: str, fields: tuple[str, ...] | None) -> str | None:
+    """`folder`, `webdataset` or `parquet` when `path` is an image benchmark; None for a text benchmark."""
+    if os.path.isdir(path):
+        return "folder"
+    if fields:
+        return None                   # NAME=PATH:FIELD names the text to match
+    try:
+        fmt = format_of(path)
+    except ValueError:
+        return None
+    if fmt.name not in IMAGE_FORMATS or not os.path.isfile(path):
+        return None
+    try:
+        batch = next(iter(fmt.read(path, None, 64, MAX_RECORD, True, "line")), None)
+    except Exception:                 # unreadable: the text loader says why, in one line
+        return None
+    if batch is None:
+        return None
+    return fmt.name if resolve_schema(batch.schema, FieldSpec(), batch).images else None
+
+
+def _folder_batch(files: list[str]) -> pa.RecordBatch:
+    n = len(files)
+    return pa.record_batch({"image": pa.array(files, pa.string()),
+                            KEY: pa.array([os.path.splitext(f)[0] for f in files], pa.string()),
+                            ROW: pa.array(np.arange(n, dtype=np.int64)), LINE: pa.nulls(n, pa.int64()),
+                            ERROR: pa.nulls(n, pa.string()), WARNING: pa.nulls(n, pa.string())})
+
+
+def _flat(part: pa.Table) -> tuple[np.ndarray, dict[str, np.ndarray], list[str]]:
+    """(record row, hashes, field path) of every image of a part table (dataaudit.dedup.image_hashes)."""
+    lists = part.column("images").combine_chunks()
+    lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False)
+    rows = part.column("row").to_numpy(zero_copy_only=False)
+    owner = np.repeat(rows.astype(np.int64), lengths)
+    flat = lists.flatten()
+    hashes = {h: flat.field(h).to_numpy(zero_copy_only=False) for h in HASHES}
+    hashes["decoded"] = hashes["decoded"].astype(bool)
+    return owner, hashes, flat.field("path").to_pylist()
+
+
+def _parquet_ids(path: str, id_field: str | None, records: int) -> tuple[list[str] | None, str | None]:
+    import pyarrow.parquet as pq
+
+    names = pq.read_schema(path).names
+    chosen = id_field or next((f for f in ID_FIELDS if f in names), None)
+    if chosen is None:
+        return None, None
+    if chosen not in names:
+        raise BenchmarkError(f"{path}: id field {chosen!r} not found (columns: {', '.join(names[:20])})")
+    values = pq.read_table(path, columns=[chosen]).column(chosen).to_pylist()
+    if len(values) != records or any(v is None or v == "" or isinstance(v, (dict, list)) for v in values):
+        bad = next((i for i, v in enumerate(values) if v is None or v == "" or isinstance(v, (dict, list))), 0)
+        raise BenchmarkError(f"{path}: row {bad}: id field {chosen!r} is empty or not a value")
+    return [str(v) for v in values], chosen
+
+
+def load_image_benchmark(name: str, path: str, fmt: str, id_field: str | None = None,
+                         limits: Limits = Limits()) -> ImageBenchmark:
+    """Hash every image of an image benchmark (BenchmarkError: one line naming the file)."""
+    from dataaudit.dedup.image_hashes import ImageDedupSpec, hash_batch, hash_shard
+
+    spec = ImageDedupSpec(limits=limits)
+    path = os.fspath(path)
+    files = None
+    if fmt == "folder":
+        files = _walk_images(path)
+        if not files:
+            raise BenchmarkError(f"{path}: folder holds no image file ({', '.join(IMAGE_EXTENSIONS)})")
+        part, _ = hash_batch(_folder_batch(files), ImageDedupSpec(image_field=("image",), limits=limits), path)
+        records, image_field = len(files), None
+    else:
+        summary, part = hash_shard(path, spec)
+        if summary["status"] != "ok":
+            raise BenchmarkError(f"{path}: cannot read it: {summary['error']}")
+        records, image_field = summary["records"], summary["image_field"]
+    owner, hashes, where = _flat(part)
+    keys = part.column("key").to_pylist()
+    if fmt == "folder":
+        rec_ids, id_is = keys, "file name"
+        where = [files[r] for r in owner.tolist()]
+    elif fmt == "webdataset":
+        rec_ids, id_is = keys, "key"
+    else:
+        rec_ids, id_field = _parquet_ids(path, id_field, records)
+        id_is = "field" if rec_ids is not None else "row number"
+        rec_ids = rec_ids if rec_ids is not None else [str(r) for r in range(records)]
+    per_record = np.bincount(owner, minlength=records)
+    ids = [rec_ids[r] if per_record[r] == 1 else f"{rec_ids[r]}/{w}" for r, w in zip(owner.tolist(), where)]
+    bench = ImageBenchmark(name=name, path=path, format=fmt, id_is=id_is, id_field=id_field if fmt == "parquet"
+                           else None, ids=ids, record=owner, where=where, records=records, hashes=hashes,
+                           image_field=image_field, files=files)
+    if not len(bench):
+        raise BenchmarkError(f"{path}: no image found in its {records} record(s)")
+    empty = int((hashes["nbytes"] <= 0).sum())
+    undecoded = int((~hashes["decoded"] & (hashes["nbytes"] > 0)).sum())
+    if empty:
+        bench.warnings.append(f"{empty} image(s) without bytes (missing or empty file): not checked, never counted "
+                              "clean (left out of the clean subset)")
+    if undecoded:
+        bench.warnings.append(f"{undecoded} image(s) that do not decode: matched by their bytes only")
+    if np.any(per_record == 0):
+        bench.warnings.append(f"{int((per_record == 0).sum())} record(s) without an image: not checked, kept in "
+                              "the clean subset")
+    return bench
