@@ -167,6 +167,7 @@ def load_image_benchmark(name: str, path: str, fmt: str, id_field: str | None = 
                            image_field=image_field, files=files)
     if not len(bench):
         raise BenchmarkError(f"{path}: no image found in its {records} record(s)")
+    add_crop_hashes(bench, limits)
     empty = int((hashes["nbytes"] <= 0).sum())
     undecoded = int((~hashes["decoded"] & (hashes["nbytes"] > 0)).sum())
     if empty:
@@ -178,3 +179,46 @@ def load_image_benchmark(name: str, path: str, fmt: str, id_field: str | None = 
         bench.warnings.append(f"{int((per_record == 0).sum())} record(s) without an image: not checked, kept in "
                               "the clean subset")
     return bench
+
+
+def image_bytes(bench: ImageBenchmark, wanted, limits: Limits):
+    """(index, bytes) of each benchmark image in `wanted` (indices in hashing order), read again as it was hashed
+    (paths inside the benchmark's folder only, each file bounded by `limits.max_bytes`)."""
+    from dataaudit.dedup.image_hashes import image_order
+    from dataaudit.formats import BY_NAME
+    from dataaudit.images.batch import ImageBatch
+
+    want = set(np.asarray(wanted).tolist())
+    if not want:
+        return
+    if bench.format == "folder":
+        batches, folder, spec = [_folder_batch(bench.files)], bench.path, FieldSpec(image=("image",))
+    else:
+        batches = BY_NAME[bench.format].read(bench.path, None, 256, MAX_RECORD, True, "line")
+        folder, spec = os.path.dirname(bench.path), FieldSpec()
+    base, last = 0, max(want)
+    for batch in batches:
+        ib = ImageBatch.of(batch, resolve_schema(batch.schema, spec, batch).images, folder, limits)
+        order = image_order(ib) if len(ib) else np.zeros(0, np.int64)
+        for k, i in enumerate(order.tolist()):
+            if base + k in want and ib.nbytes[i] > 0:
+                data = ib.media.fetch(i)
+                if isinstance(data, bytes):
+                    yield base + k, data
+        base += len(order)
+        if base > last:
+            break
+
+
+def add_crop_hashes(bench: ImageBenchmark, limits: Limits) -> None:
+    """The hashes of every decoded benchmark image with a few percent cut from its borders, and of their mirror
+    images (dataaudit.images.overlap.border_crop_hashes): border-cropped training copies match them."""
+    from dataaudit.images.overlap import BORDER_CROPS, border_crop_hashes
+
+    n, v = len(bench), len(BORDER_CROPS)
+    crops, flipped, has = np.zeros((n, v), np.uint64), np.zeros((n, v), np.uint64), np.zeros(n, bool)
+    for i, data in image_bytes(bench, np.flatnonzero(bench.hashes["decoded"]), limits):
+        got = border_crop_hashes(data, limits.max_pixels)
+        if got is not None:
+            crops[i], flipped[i], has[i] = got[0], got[1], True
+    bench.hashes.update(crops=crops, crops_flipped=flipped, has_crops=has)

@@ -15,7 +15,7 @@ from dataaudit.images.overlap import KINDS, image_pairs
 from dataaudit.io import join
 
 from . import CLEAN_SUBSET, ITEMS
-from .image_bench import HASHES, ImageBenchmark, _flat
+from .image_bench import HASHES, ImageBenchmark, _flat, image_bytes
 
 MATCH = pa.struct([("shard", pa.string()), ("key", pa.string()), ("row", pa.int64()), ("line", pa.int64()),
                    ("field", pa.string()), ("match", pa.string())])
@@ -68,7 +68,7 @@ def match_benchmark(bench: ImageBenchmark, train: TrainImages, max_distance: int
     n = len(bench)
     checked = bench.hashes["nbytes"] > 0
     sel = np.flatnonzero(checked)
-    sub = {h: bench.hashes[h][sel] for h in HASHES}
+    sub = {h: bench.hashes[h][sel] for h in HASHES + ("crops", "crops_flipped", "has_crops") if h in bench.hashes}
     ti, bj, kind = image_pairs(train.hashes, sub, max_distance, every_b=True)
     bj = sel[bj]
     o = np.lexsort((train.row[ti], train.shard[ti], kind, bj))
@@ -161,33 +161,15 @@ def write_clean_images(bench: ImageBenchmark, keep: np.ndarray, folder: str) -> 
 
 
 def thumbnails(bench: ImageBenchmark, wanted: np.ndarray, limits) -> dict[int, str | None]:
-    """A thumbnail (PNG data URI) of each benchmark image in `wanted`, read again (in the hashing order)."""
-    from dataaudit.dedup.image_hashes import image_order
-    from dataaudit.fields import FieldSpec, resolve_schema
-    from dataaudit.formats import MAX_RECORD, BY_NAME
-    from dataaudit.images.batch import ImageBatch
+    """A thumbnail (PNG data URI, at most 64 px) of each benchmark image in `wanted`, read again."""
+    import base64
 
-    from .image_bench import _folder_batch
+    from dataaudit.images.probe import thumbnail_png
 
-    want = set(np.asarray(wanted).tolist())
-    if not want:
-        return {}
-    if bench.format == "folder":
-        batches, folder, spec = [_folder_batch(bench.files)], bench.path, FieldSpec(image=("image",))
-    else:
-        batches = BY_NAME[bench.format].read(bench.path, None, 1024, MAX_RECORD, True, "line")
-        folder, spec = os.path.dirname(bench.path), FieldSpec()
-    out, base = {}, 0
-    for batch in batches:
-        fields = resolve_schema(batch.schema, spec, batch).images
-        ib = ImageBatch.of(batch, fields, folder, limits)
-        order = image_order(ib) if len(ib) else np.zeros(0, np.int64)
-        idx = [k for k in range(len(order)) if base + k in want]
-        for k, t in zip(idx, ib.thumbnails(order[idx]) if idx else []):
-            out[base + k] = t
-        base += len(order)
-        if base > max(want):
-            break
+    out = {}
+    for i, data in image_bytes(bench, wanted, limits):
+        png = thumbnail_png(data, max_pixels=limits.max_pixels)
+        out[i] = None if png is None else "data:image/png;base64," + base64.b64encode(png).decode("ascii")
     return out
 
 

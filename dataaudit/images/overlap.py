@@ -2,8 +2,11 @@
 `dedup-images --against` and of `contamination`'s image benchmarks.
 
 An image of `a` matches an image of `b` when it has the same bytes (`exact`), a perceptual hash within
-`max_distance` bits of b's (`near`: re-encodes, resizes, small crops), or within `max_distance` bits of the hash of
-b's mirror image (`flipped`: a horizontally flipped copy). Each set is a dict of parallel arrays, one entry per
+`max_distance` bits of b's (`near`: re-encodes, resizes), or within `max_distance` bits of the hash of b's mirror image (`flipped`: a
+horizontally flipped copy). When b carries `crops` (n, V) and `crops_flipped`, the hashes of its picture with a few
+percent cut from every border (`border_crop_hashes`), a training image within `max_distance` bits of one of them is
+a near (or flipped) copy too: pHash alone finds under half of the copies cut 2-5% at the borders at 6 bits
+(benchmarks/image_benchmark_recall.py). Each set is a dict of parallel arrays, one entry per
 image: digest (xxh3-64 of the bytes), phash, flipped (the mirror image's phash), decoded (bool: the hashes are
 only compared where both images decoded). The multi-index search (dataaudit.images.near) only proposes
 candidates, over the distinct hashes, so a million identical blank images cost one comparison; every pair it
@@ -17,6 +20,31 @@ from .near import near_duplicate_edges
 from .phash import hamming
 
 KINDS = ("exact", "near", "flipped")
+BORDER_CROPS = (0.02, 0.035, 0.05)      # share of each side cut from every border of b's picture
+
+
+def border_crop_hashes(data: bytes, max_pixels: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(pHash, pHash of the mirror image) of the picture in `data` with each of BORDER_CROPS cut from every border
+    (uint64, one per crop); None when it does not decode within `max_pixels` (checked before decoding)."""
+    import io
+
+    from PIL import Image
+
+    from .phash import phash64, resize_grey
+    from .probe import decode_formats, quiet
+
+    with quiet():
+        try:
+            with Image.open(io.BytesIO(data), formats=decode_formats()) as im:
+                w, h = im.size
+                if w * h > max_pixels or w < 8 or h < 8:
+                    return None
+                im.load()
+                grey = np.stack([resize_grey(im.crop((round(w * c), round(h * c), w - round(w * c),
+                                                      h - round(h * c)))) for c in BORDER_CROPS])
+        except Exception:   # noqa: BLE001  (a hostile file: no crop hashes, its other hashes still count)
+            return None
+    return phash64(grey), phash64(grey[:, :, ::-1])
 
 
 def _components(src: np.ndarray, dst: np.ndarray, n: int) -> np.ndarray:
@@ -76,12 +104,12 @@ def image_pairs(a: dict, b: dict, max_distance: int, every_b: bool = False
     out_a, out_b, out_k = [exact], [first[pos[exact]] if len(ud) else exact], [np.zeros(len(exact), np.int8)]
     a_dec, b_dec = np.flatnonzero(a["decoded"]), np.flatnonzero(b["decoded"])
     for kind, column in ((1, "phash"), (2, "flipped")):
-        hb = b[column][b_dec]
-        ai, uj = near_pairs(a["phash"][a_dec], hb, max_distance)
-        _, ufirst = np.unique(hb, return_index=True)
-        out_a.append(a_dec[ai])
-        out_b.append(b_dec[ufirst[uj]])
-        out_k.append(np.full(len(ai), kind, np.int8))
+        for hb, rows in _hash_columns(b, column, b_dec):
+            ai, uj = near_pairs(a["phash"][a_dec], hb, max_distance)
+            _, ufirst = np.unique(hb, return_index=True)
+            out_a.append(a_dec[ai])
+            out_b.append(rows[ufirst[uj]])
+            out_k.append(np.full(len(ai), kind, np.int8))
     ai, bj, kind = (np.concatenate(x) for x in (out_a, out_b, out_k))
     if every_b and len(ai):
         ai, bj, kind = _every_b(ai, bj, kind, b, d_inv)
@@ -94,6 +122,16 @@ def image_pairs(a: dict, b: dict, max_distance: int, every_b: bool = False
         first_of[:] = False
         first_of[at] = True
     return ai[first_of].astype(np.int64), bj[first_of].astype(np.int64), kind[first_of]
+
+
+def _hash_columns(b: dict, column: str, b_dec: np.ndarray):
+    """(hashes, their b images) to compare for a kind: b's own hash, then each border crop's (where computed)."""
+    yield b[column][b_dec], b_dec
+    crops = b.get("crops" if column == "phash" else "crops_flipped")
+    if crops is not None and len(b_dec):
+        has = b_dec[b["has_crops"][b_dec]]
+        for v in range(crops.shape[1]):
+            yield crops[has, v], has
 
 
 def _every_b(ai, bj, kind, b: dict, d_inv: np.ndarray):
