@@ -180,6 +180,11 @@ def contamination(train, benchmarks, out, ngram, score, min_item_words, count_sh
         if kind is None:
             loaded.append(load_benchmark(n, p, f, settings))
         else:
+            key = next((k for k in ("preset", "fields", "header") if settings and getattr(settings, k) is not None),
+                       None)
+            if key is not None:
+                raise InputError(f"{config.source}: [benchmarks.{n}] {key} does not apply to an image benchmark "
+                                 f"({p}); only id_field does")
             images.append(load_image_benchmark(n, p, kind, settings.id_field if settings else None))
     if loaded:
         require_fields(paths, FieldSpec(text=config.text_field), f"{config.source}: [train] text_field")

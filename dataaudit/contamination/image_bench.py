@@ -94,16 +94,21 @@ def image_format(path: str, fields: tuple[str, ...] | None) -> str | None:
     return fmt.name if resolve_schema(batch.schema, FieldSpec(), batch).images else None
 
 
-def _folder_batch(files: list[str]) -> pa.RecordBatch:
-    n = len(files)
-    return pa.record_batch({"image": pa.array(files, pa.string()),
-                            KEY: pa.array([os.path.splitext(f)[0] for f in files], pa.string()),
-                            ROW: pa.array(np.arange(n, dtype=np.int64)), LINE: pa.nulls(n, pa.int64()),
-                            ERROR: pa.nulls(n, pa.string()), WARNING: pa.nulls(n, pa.string())})
+def _folder_batches(files: list[str], rows: int):
+    """A folder's images as record batches of `rows` records (an `image` path each, keyed by the file's name), so
+    no more than a batch of images is decoded at once."""
+    for start in range(0, len(files), rows):
+        part = files[start:start + rows]
+        n = len(part)
+        yield pa.record_batch({"image": pa.array(part, pa.string()),
+                               KEY: pa.array([os.path.splitext(f)[0] for f in part], pa.string()),
+                               ROW: pa.array(np.arange(start, start + n, dtype=np.int64)),
+                               LINE: pa.nulls(n, pa.int64()), ERROR: pa.nulls(n, pa.string()),
+                               WARNING: pa.nulls(n, pa.string())})
 
 
-def _flat(part: pa.Table) -> tuple[np.ndarray, dict[str, np.ndarray], list[str]]:
-    """(record row, hashes, field path) of every image of a part table (dataaudit.dedup.image_hashes)."""
+def _flat(part: pa.Table, paths: bool = True) -> tuple[np.ndarray, dict[str, np.ndarray], list[str] | None]:
+    """(record row, hashes, field path or None) of every image of a part table (dataaudit.dedup.image_hashes)."""
     lists = part.column("images").combine_chunks()
     lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False)
     rows = part.column("row").to_numpy(zero_copy_only=False)
@@ -111,7 +116,7 @@ def _flat(part: pa.Table) -> tuple[np.ndarray, dict[str, np.ndarray], list[str]]
     flat = lists.flatten()
     hashes = {h: flat.field(h).to_numpy(zero_copy_only=False) for h in HASHES}
     hashes["decoded"] = hashes["decoded"].astype(bool)
-    return owner, hashes, flat.field("path").to_pylist()
+    return owner, hashes, flat.field("path").to_pylist() if paths else None
 
 
 def _parquet_ids(path: str, id_field: str | None, records: int) -> tuple[list[str] | None, str | None]:
@@ -142,7 +147,9 @@ def load_image_benchmark(name: str, path: str, fmt: str, id_field: str | None = 
         files = _walk_images(path)
         if not files:
             raise BenchmarkError(f"{path}: folder holds no image file ({', '.join(IMAGE_EXTENSIONS)})")
-        part, _ = hash_batch(_folder_batch(files), ImageDedupSpec(image_field=("image",), limits=limits), path)
+        folder_spec = ImageDedupSpec(image_field=("image",), limits=limits)
+        part = pa.concat_tables([hash_batch(batch, folder_spec, path)[0] for batch in _folder_batches(files,
+                                                                                                  spec.batch_rows)])
         records, image_field = len(files), None
     else:
         summary, part = hash_shard(path, spec)
@@ -192,7 +199,7 @@ def image_bytes(bench: ImageBenchmark, wanted, limits: Limits):
     if not want:
         return
     if bench.format == "folder":
-        batches, folder, spec = [_folder_batch(bench.files)], bench.path, FieldSpec(image=("image",))
+        batches, folder, spec = _folder_batches(bench.files, 256), bench.path, FieldSpec(image=("image",))
     else:
         batches = BY_NAME[bench.format].read(bench.path, None, 256, MAX_RECORD, True, "line")
         folder, spec = os.path.dirname(bench.path), FieldSpec()

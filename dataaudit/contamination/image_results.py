@@ -38,7 +38,7 @@ def train_images(parts) -> TrainImages:
     """From (shard index, part table) of the training shards (dataaudit.dedup.image_hashes parts)."""
     shard, row, at, cols = [], [], [], {h: [] for h in HASHES}
     for s, part in parts:
-        owner, hashes, _ = _flat(part.drop_columns(["field"]))
+        owner, hashes, _ = _flat(part, paths=False)
         keep = np.flatnonzero(hashes["nbytes"] > 0)     # an image without bytes: nothing to compare
         shard.append(np.full(len(keep), s, np.int64))
         row.append(owner[keep])
@@ -107,7 +107,7 @@ def _match_rows(v: ImageVerdicts, train: TrainImages, train_paths: list[str], re
     for s in np.unique(train.shard[ti[sel]]).tolist():
         mine = sel[train.shard[ti[sel]] == s]
         part = read_part(s)
-        _, _, paths = _flat(part.drop_columns(["field"]))
+        _, _, paths = _flat(part)
         rows = part.column("row").to_numpy(zero_copy_only=False)
         pos = np.searchsorted(rows, train.row[ti[mine]])     # part rows are in shard order
         keys, lines = part.column("key").to_pylist(), part.column("line").to_pylist()

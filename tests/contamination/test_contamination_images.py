@@ -192,3 +192,41 @@ def test_every_benchmark_copy_of_a_leaked_picture_is_listed():
                                                                    (1, 2, 1), (1, 3, 1)]
     kind, other = image_matches(a, b, 2)
     assert (kind.tolist(), other.tolist()) == ([0, 1, 3], [0, 2, -1])
+
+
+def test_what_is_not_checked_is_said(tmp_path):
+    """An empty benchmark file is not checked (left out of the clean subset, noted); a training shard with no image
+    field is named in a note; a JSONL of image paths, or a Parquet named with a field spec, stays a text benchmark;
+    a text setting for an image benchmark is one error line."""
+    from dataaudit.contamination.image_bench import image_format
+
+    photos = _photos()
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    (bench / "a.jpg").write_bytes(photos["1.jpg"])
+    (bench / "b.jpg").write_bytes(b"")
+    (bench / "notes.txt").write_text("not an image")
+    text_only = tmp_path / "text.jsonl"
+    text_only.write_text(json.dumps({"text": "no picture here"}) + "\n")
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, ["contamination", "--train", str(text_only), "--benchmark", f"v={bench}",
+                                    "--out", str(out), "--engine", "local"])
+    report = json.loads((out / "contamination.json").read_text())
+    b = report["image_benchmarks"]["v"]
+    assert (res.exit_code, b["items"], b["contaminated"], b["not_checked"]) == (0, 2, 0, 1)
+    assert sorted(f.name for f in (out / "v" / "clean").iterdir()) == ["a.jpg"]
+    assert report["notes"] == [
+        f"1 training shard(s) hold no image field (first: {text_only}): image benchmarks not checked against them",
+        "v: 1 benchmark image(s) without bytes: not checked (left out of the clean subset and clean ids)"]
+    listing = tmp_path / "qa.jsonl"
+    listing.write_text(json.dumps({"image": "a.jpg", "text": "a question about a picture"}) + "\n")
+    parquet = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"question": ["q"], "image": pa.array([photos["1.jpg"]], pa.binary())}), parquet)
+    assert (image_format(str(listing), None), image_format(str(parquet), ("question",)),
+            image_format(str(parquet), None)) == (None, None, "parquet")
+    config = tmp_path / "c.toml"
+    config.write_text('[benchmarks.v]\nfields = ["text"]\n')
+    res = CliRunner().invoke(main, ["contamination", "--train", str(text_only), "--benchmark", f"v={bench}",
+                                    "--out", str(tmp_path / "o2"), "--config", str(config), "--engine", "local"])
+    assert res.exit_code == 2
+    assert f"[benchmarks.v] fields does not apply to an image benchmark ({bench}); only id_field does" in res.output
