@@ -287,9 +287,11 @@ def run(args) -> int:
     missed = [k for k, r in result["recall"].items() if r["recall"] < RECALL_TARGET]
     if result["false_match_rate"] > FALSE_TARGET:
         missed.append("false matches")
+    b = report["image_benchmarks"]["bench"]
+    print(f"benchmark photos of low detail, matched by their bytes only: {b['bytes_only']} of {b['items']}")
     print("targets: " + ("met" if not missed else "MISSED: " + ", ".join(missed)))
     _common.write_json_result(args.json, {"params": vars(args), "seconds": seconds, "max_distance": distance,
-                                          **result})
+                                          "bytes_only": b["bytes_only"], **result})
     return 3 if missed and args.strict else 0
 
 

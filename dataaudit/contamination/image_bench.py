@@ -49,6 +49,7 @@ class ImageBenchmark:
     hashes: dict[str, np.ndarray]
     image_field: str | None
     files: list[str] | None = None   # folder: each record's file, relative to the folder
+    bytes_only: int = 0              # images of low detail, compared by their bytes only
     warnings: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
@@ -174,7 +175,6 @@ def load_image_benchmark(name: str, path: str, fmt: str, id_field: str | None = 
                            image_field=image_field, files=files)
     if not len(bench):
         raise BenchmarkError(f"{path}: no image found in its {records} record(s)")
-    add_crop_hashes(bench, limits)
     empty = int((hashes["nbytes"] <= 0).sum())
     undecoded = int((~hashes["decoded"] & (hashes["nbytes"] > 0)).sum())
     if empty:
@@ -185,6 +185,7 @@ def load_image_benchmark(name: str, path: str, fmt: str, id_field: str | None = 
     if np.any(per_record == 0):
         bench.warnings.append(f"{int((per_record == 0).sum())} record(s) without an image: not checked, kept in "
                               "the clean subset")
+    add_crop_hashes(bench, limits)
     return bench
 
 
@@ -220,12 +221,21 @@ def image_bytes(bench: ImageBenchmark, wanted, limits: Limits):
 def add_crop_hashes(bench: ImageBenchmark, limits: Limits) -> None:
     """The hashes of every decoded benchmark image with a few percent cut from its borders, and of their mirror
     images (dataaudit.images.overlap.border_crop_hashes): border-cropped training copies match them."""
-    from dataaudit.images.overlap import BORDER_CROPS, border_crop_hashes
+    from dataaudit.images.overlap import BORDER_CROPS, LOW_DETAIL, border_crop_hashes
 
     n, v = len(bench), len(BORDER_CROPS)
     crops, flipped, has = np.zeros((n, v), np.uint64), np.zeros((n, v), np.uint64), np.zeros(n, bool)
+    flat = np.zeros(n, bool)
     for i, data in image_bytes(bench, np.flatnonzero(bench.hashes["decoded"]), limits):
         got = border_crop_hashes(data, limits.max_pixels)
         if got is not None:
             crops[i], flipped[i], has[i] = got[0], got[1], True
-    bench.hashes.update(crops=crops, crops_flipped=flipped, has_crops=has)
+            flat[i] = got[2] < LOW_DETAIL
+    # a nearly flat picture: its hashes match unrelated pictures, so it is compared by its bytes only
+    bench.hashes["decoded"] = bench.hashes["decoded"] & ~flat
+    bench.hashes.update(crops=crops, crops_flipped=flipped, has_crops=has & ~flat)
+    bench.bytes_only = int(flat.sum())
+    if flat.any():
+        bench.warnings.append(f"{int(flat.sum())} image(s) of low detail (grey std under {LOW_DETAIL:g} of 255 at "
+                              "32x32): matched by their bytes only (the perceptual hash of a nearly flat picture "
+                              "matches unrelated ones)")

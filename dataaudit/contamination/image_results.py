@@ -179,7 +179,7 @@ def benchmark_summary(bench: ImageBenchmark, v: ImageVerdicts, matches: dict[int
     counts = np.bincount(v.kind[leaked].astype(np.int64), minlength=3) if len(leaked) else np.zeros(3, np.int64)
     return {"kind": "images", **bench.describe(), "items": len(bench), "records": bench.records,
             "contaminated": int(len(leaked)), "rate": float(len(leaked) / len(bench)) if len(bench) else 0.0,
-            "not_checked": int((~v.checked).sum()), "max_distance": max_distance,
+            "not_checked": int((~v.checked).sum()), "bytes_only": bench.bytes_only, "max_distance": max_distance,
             **{k: int(c) for k, c in zip(KINDS, counts.tolist())},
             "files": files, "warnings": list(bench.warnings),
             "leaked": [{"index": int(i), "id": bench.ids[i], "record": int(bench.record[i]), "field": bench.where[i],

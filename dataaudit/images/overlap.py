@@ -20,13 +20,18 @@ from .near import near_duplicate_edges
 from .phash import hamming
 
 KINDS = ("exact", "near", "flipped")
+# A nearly flat picture (grey std under this, of 255, at 32x32) has a generic pHash: in
+# benchmarks/image_benchmark_recall.py one such crop (std 11.6, the lowest of 300) matched 9 of 1,000 unrelated
+# textures. A benchmark image that flat is matched by its bytes only (said in the benchmark's warnings).
+LOW_DETAIL = 14.0
 _BLOCK = 1 << 22                        # hash pairs compared at once (bytes of the distance matrix: 8x)
 BORDER_CROPS = (0.02, 0.035, 0.05)      # share of each side cut from every border of b's picture
 
 
-def border_crop_hashes(data: bytes, max_pixels: int) -> tuple[np.ndarray, np.ndarray] | None:
+def border_crop_hashes(data: bytes, max_pixels: int) -> tuple[np.ndarray, np.ndarray, float] | None:
     """(pHash, pHash of the mirror image) of the picture in `data` with each of BORDER_CROPS cut from every border
-    (uint64, one per crop); None when it does not decode within `max_pixels` (checked before decoding)."""
+    (uint64, one per crop), and the grey standard deviation of the whole picture reduced to 32x32 (its detail: see
+    LOW_DETAIL); None when it does not decode within `max_pixels` (checked before decoding)."""
     import io
 
     from PIL import Image
@@ -43,9 +48,10 @@ def border_crop_hashes(data: bytes, max_pixels: int) -> tuple[np.ndarray, np.nda
                 im.load()
                 grey = np.stack([resize_grey(im.crop((round(w * c), round(h * c), w - round(w * c),
                                                       h - round(h * c)))) for c in BORDER_CROPS])
+                detail = float(resize_grey(im).std())
         except Exception:   # noqa: BLE001  (a hostile file: no crop hashes, its other hashes still count)
             return None
-    return phash64(grey), phash64(grey[:, :, ::-1])
+    return phash64(grey), phash64(grey[:, :, ::-1]), detail
 
 
 def _components(src: np.ndarray, dst: np.ndarray, n: int) -> np.ndarray:

@@ -206,14 +206,27 @@ def test_what_is_not_checked_is_said(tmp_path):
     (bench / "a.jpg").write_bytes(photos["1.jpg"])
     (bench / "b.jpg").write_bytes(b"")
     (bench / "notes.txt").write_text("not an image")
+    # a nearly flat picture (a faint gradient): its bytes are matched, its re-encoded copy is not (generic pHash)
+    from PIL import Image
+    flat = io.BytesIO()
+    Image.fromarray(np.tile(np.linspace(100, 130, 96).astype(np.uint8), (64, 1))).save(flat, "PNG")
+    (bench / "flat.png").write_bytes(flat.getvalue())
+    (tmp_path / "flat_copy.png").write_bytes(flat.getvalue())
+    (tmp_path / "flat_q50.jpg").write_bytes(_edit(flat.getvalue(), quality=50))
     text_only = tmp_path / "text.jsonl"
     text_only.write_text(json.dumps({"text": "no picture here"}) + "\n")
+    pictures = tmp_path / "pictures.jsonl"
+    pictures.write_text(json.dumps({"images": ["flat_q50.jpg"]}) + "\n" + json.dumps({"images": ["flat_copy.png"]})
+                        + "\n")
     out = tmp_path / "out"
-    res = CliRunner().invoke(main, ["contamination", "--train", str(text_only), "--benchmark", f"v={bench}",
-                                    "--out", str(out), "--engine", "local"])
+    res = CliRunner().invoke(main, ["contamination", "--train", str(text_only), str(pictures), "--benchmark",
+                                    f"v={bench}", "--out", str(out), "--engine", "local"])
     report = json.loads((out / "contamination.json").read_text())
     b = report["image_benchmarks"]["v"]
-    assert (res.exit_code, b["items"], b["contaminated"], b["not_checked"]) == (0, 2, 0, 1)
+    assert (res.exit_code, b["items"], b["contaminated"], b["not_checked"], b["bytes_only"]) == (1, 3, 1, 1, 1)
+    assert _leaks(report, "v") == {"flat": ("exact", [("pictures.jsonl", 1, "images[0]")])}
+    assert b["warnings"][-1].startswith("1 image(s) of low detail (grey std under 14 of 255 at 32x32): matched by "
+                                        "their bytes only")
     assert sorted(f.name for f in (out / "v" / "clean").iterdir()) == ["a.jpg"]
     assert report["notes"] == [
         f"1 training shard(s) hold no image field (first: {text_only}): image benchmarks not checked against them",
