@@ -20,8 +20,8 @@ is scored from bench/items.parquet (every matching record listed: [report] max_m
   recall per kind   planted copies found as a match of their own benchmark picture (target >= 0.95 each)
   false matches     unrelated training photos matched to some benchmark picture they are unrelated to, over all
                     unrelated photos (target <= 0.1%). Unrelated: a texture; another source photo; or the same
-                    photo where the two crop boxes overlap by at most half the smaller box. Pairs of overlapping
-                    crops of one photo may show the same picture: counted apart, not scored.
+                    photo where the two crop boxes overlap by at most half their union (IoU <= 0.5). Pairs of
+                    crops of one photo with IoU > 0.5 may show the same picture: counted apart, not scored.
 
     .venv/bin/python benchmarks/image_benchmark_recall.py
 """
@@ -152,11 +152,11 @@ def copy_of(rng: random.Random, kind: str, data: bytes) -> bytes:
 
 
 def overlap(a: tuple, b: tuple) -> float:
-    """Intersection of two boxes over the smaller one's area."""
+    """Intersection of two boxes over their union."""
     iw = max(0, min(a[2], b[2]) - max(a[0], b[0]))
     ih = max(0, min(a[3], b[3]) - max(a[1], b[1]))
-    small = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
-    return iw * ih / small if small else 0.0
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - iw * ih
+    return iw * ih / union if union else 0.0
 
 
 def generate(work: Path, args) -> dict:
@@ -282,8 +282,8 @@ def run(args) -> int:
     print(_common.fmt_table(["copy kind", "planted", "found", "recall", "target"], rows,
                             f"contamination, image benchmark, max_distance {distance}, {seconds:.1f} s end to end"))
     print(f"false matches: {result['false_matches']} of {result['unrelated']} unrelated training photos "
-          f"({100 * result['false_match_rate']:.3f}%; target <= {100 * FALSE_TARGET:.1f}%); matched only to an "
-          f"overlapping crop of the same photo: {result['same_photo_overlapping']} (not scored)")
+          f"({100 * result['false_match_rate']:.3f}%; target <= {100 * FALSE_TARGET:.1f}%); matched only to a "
+          f"crop of the same photo with IoU > 0.5: {result['same_photo_overlapping']} (not scored)")
     missed = [k for k, r in result["recall"].items() if r["recall"] < RECALL_TARGET]
     if result["false_match_rate"] > FALSE_TARGET:
         missed.append("false matches")
