@@ -2,7 +2,7 @@
 file whose records hold images (the field rule's image fields, dataaudit.fields).
 
 Each image is one benchmark item, with an id: the file's path in the folder without its extension (the file name
-for a flat folder); the sample key of a tar; the `id`-like field of a Parquet record (else its row), followed by
+for a flat folder; with it, when two files differ by extension only); the sample key of a tar; the `id`-like field of a Parquet record (else its row), followed by
 `/FIELD` when a record holds several images. The images are hashed as `dedup-images` hashes them
 (dataaudit.dedup.image_hashes: bounded decode, paths inside the benchmark's folder only) and matched against every
 training image by the one rule of `dedup-images --against` (dataaudit.images.overlap: same bytes, near pHash, near
@@ -14,6 +14,7 @@ hold an image field and no field spec (`NAME=PATH:FIELD`) names text to match: a
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -159,8 +160,11 @@ def load_image_benchmark(name: str, path: str, fmt: str, id_field: str | None = 
         records, image_field = summary["records"], summary["image_field"]
     owner, hashes, where = _flat(part)
     keys = part.column("key").to_pylist()
-    if fmt == "folder":
-        rec_ids, id_is = keys, "file name"
+    if fmt == "folder":     # two files that differ by extension only (a.jpg, a.png): each keeps its extension
+        stems = [os.path.splitext(f)[0] for f in files]
+        seen = Counter(stems)
+        rec_ids = [f if seen[x] > 1 else x for f, x in zip(files, stems)]
+        id_is = "file name"
         where = [files[r] for r in owner.tolist()]
     elif fmt == "webdataset":
         rec_ids, id_is = keys, "key"
@@ -185,6 +189,10 @@ def load_image_benchmark(name: str, path: str, fmt: str, id_field: str | None = 
     if np.any(per_record == 0):
         bench.warnings.append(f"{int((per_record == 0).sum())} record(s) without an image: not checked, kept in "
                               "the clean subset")
+    uniq, counts = np.unique(np.array(ids, object), return_counts=True)
+    if (counts > 1).any():
+        bench.warnings.append(f"{int((counts > 1).sum())} image ids occur more than once (first: "
+                              f"{uniq[counts > 1][0]!r}); images are told apart by their index")
     add_crop_hashes(bench, limits)
     return bench
 
