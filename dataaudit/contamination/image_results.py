@@ -173,6 +173,39 @@ def thumbnails(bench: ImageBenchmark, wanted: np.ndarray, limits) -> dict[int, s
     return out
 
 
+def train_thumbnails(train_paths: list[str], wanted: list[dict], limits) -> None:
+    """Add `thumbnail` (a PNG data URI, at most 64 px; None where it does not decode) to each match in `wanted`
+    ({shard, row, field}), its training image read again: only the batches holding a wanted record are probed, and
+    only those records."""
+    from dataaudit.fields import FieldSpec, resolve_schema
+    from dataaudit.formats import iter_shard
+    from dataaudit.images.batch import ImageBatch
+    from dataaudit.provenance import ROW
+
+    by_shard: dict[str, dict[tuple[int, str], list[dict]]] = {}
+    for m in wanted:
+        m["thumbnail"] = None
+        by_shard.setdefault(m["shard"], {}).setdefault((m["row"], m["field"]), []).append(m)
+    for path, want in by_shard.items():
+        rows = np.array(sorted({r for r, _ in want}), np.int64)
+        try:
+            for batch in iter_shard(path, batch_rows=1024):
+                got = batch.column(batch.schema.get_field_index(ROW)).to_numpy(zero_copy_only=False)
+                keep = np.flatnonzero(np.isin(got, rows))
+                if not len(keep):
+                    continue
+                sub = batch.take(pa.array(keep))
+                ib = ImageBatch.of(sub, resolve_schema(sub.schema, FieldSpec(), sub).images, os.path.dirname(path),
+                                   limits)
+                for k, (field, t) in enumerate(zip(ib.paths(np.arange(len(ib))), ib.thumbnails(range(len(ib))))):
+                    for m in want.get((int(got[keep[ib.rows[k]]]), field), []):
+                        m["thumbnail"] = t
+                if got[-1] >= rows[-1]:
+                    break
+        except Exception:   # noqa: BLE001  (read at hashing time; gone or changed since: no thumbnail, said as None)
+            continue
+
+
 def benchmark_summary(bench: ImageBenchmark, v: ImageVerdicts, matches: dict[int, list[dict]], files: list[str],
                       thumbs: dict[int, str | None], max_distance: int) -> dict:
     leaked = np.flatnonzero(v.contaminated)
@@ -205,7 +238,9 @@ def image_benchmark_outputs(out_dir, bench: ImageBenchmark, v: ImageVerdicts, tr
     matches = _match_rows(v, train, train_paths, read_part, max_matches)
     write_parquet(join(folder, ITEMS), [items_table(bench, v, matches)], ITEMS_SCHEMA)
     files = [ITEMS] + write_clean_images(bench, clean_records(bench, v), folder)
-    thumbs = thumbnails(bench, np.flatnonzero(v.contaminated)[:MAX_LISTED], limits)
+    listed = np.flatnonzero(v.contaminated)[:MAX_LISTED]
+    thumbs = thumbnails(bench, listed, limits)
+    train_thumbnails(train_paths, [m for i in listed.tolist() for m in matches.get(i, [])], limits)
     return benchmark_summary(bench, v, matches, [f"{bench.name}/{f}" for f in files], thumbs, max_distance)
 
 

@@ -115,7 +115,7 @@ def _run(tmp: Path, *benchmarks: str, extra=()) -> tuple[int, str, dict]:
     return res.exit_code, res.output, json.loads((out / "contamination.json").read_text())
 
 
-def _leaks(report: dict, name: str) -> dict:
+def _leaks(report: dict, name: str) -> dict:   # the training thumbnails aside
     return {w["id"]: (w["match"], [(Path(m["shard"]).name, m["row"], m["field"]) for m in w["matches"]])
             for w in report["image_benchmarks"][name]["leaked"]}
 
@@ -131,6 +131,7 @@ def test_a_folder_of_real_photos_against_paths_and_content_parts(tmp_path):
     assert _leaks(report, "vis") == LEAKED
     assert (b["items"], b["contaminated"], b["exact"], b["near"], b["flipped"], b["not_checked"]) == (7, 5, 1, 3, 1, 0)
     assert all(w["thumbnail"].startswith("data:image/png;base64,") for w in b["leaked"])
+    assert all(m["thumbnail"].startswith("data:image/png;base64,") for w in b["leaked"] for m in w["matches"])
     assert b["files"] == ["vis/items.parquet", "vis/clean/"]
     assert sorted(f.name for f in (tmp_path / "out" / "vis" / "clean").iterdir()) == ["cabin_left.jpg", "cabin_roof.jpg"]
     assert (tmp_path / "out" / "vis" / "clean" / "cabin_left.jpg").read_bytes() == (bench / "cabin_left.jpg").read_bytes()
