@@ -27,6 +27,7 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    text = bool(report["benchmarks"]) or not report.get("image_benchmarks")   # image benchmarks only: no text table
     t = report["totals"]
     table = Table(title=f"dataaudit contamination: {plural(t['items'], 'item')} in "
                         f"{plural(t['benchmarks'], 'benchmark')} vs {plural(t['train_records'], 'training record')} "
@@ -40,7 +41,8 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
                       *("-" if b["methods"][m] is None else str(b["methods"][m])
                         for m in ("ngram", "exact", "minhash")),
                       str(b["empty"]))
-    console.print(table)
+    if text:
+        console.print(table)
     for name, b in report["benchmarks"].items():
         leaks = b.get("leaks") or {}
         if b["contaminated"] and (leaks.get("answer") is not None or leaks.get("choices") is not None):
@@ -57,6 +59,7 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
             for w in s["listed"]:
                 st.add_row(Text(name), Text(w["id"]), Text(w["text"]), str(w["train_records"]))   # data: no markup
         console.print(st)
+    _print_images(console, report)
     m = report["methods"]
     parts = []
     if m["ngram"]["enabled"]:
@@ -65,19 +68,53 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
         parts.append("exact")
     if m["minhash"]["enabled"]:
         parts.append(f"minhash threshold={m['minhash']['threshold']}")
-    console.print("methods: " + (", ".join(parts) or "none"), highlight=False)
-    console.print(fields_line({"text": s["text_field"].split(", ") if s.get("text_field") else []}
-                              for s in report["train"]["shards"]), highlight=False)
+    if text:
+        console.print("methods: " + (", ".join(parts) or "none"), highlight=False)
+        console.print(fields_line({"text": s["text_field"].split(", ") if s.get("text_field") else []}
+                                  for s in report["train"]["shards"]), highlight=False)
     for shard in report["train"]["shards"]:
         if shard["status"] != "ok":
             console.print(f"[red]unreadable[/] {shard['path']}: {shard['error']}", markup=True, highlight=False)
     for note in report["notes"]:
         console.print(f"note: {note}", highlight=False, markup=False)   # notes hold data: "[x]" is no markup
     print_resumed(console, report, out)
-    files = [FILES.record, FILES.page] + ([report["clean_ids"]] if report.get("clean_ids") else []) + [f for b in report["benchmarks"].values() for f in b["files"]]
+    benches = list(report["benchmarks"].values()) + list((report.get("image_benchmarks") or {}).values())
+    files = [FILES.record, FILES.page] + ([report["clean_ids"]] if report.get("clean_ids") else []) + \
+        [f for b in benches for f in b["files"]]
     decon = report["decontaminate"]
     print_wrote(console, out, files,
                 more=[f"{out / decon['file']} ({plural(decon['records'], 'record')})"] if decon else [])
+
+
+def _print_images(console: Console, report: dict) -> None:
+    """The image benchmarks: counts per kind of copy, then each leaked image with its first training record."""
+    from rich.table import Table
+    from rich.text import Text
+
+    images = report.get("image_benchmarks") or {}
+    if not images:
+        return
+    t = report["totals"]
+    table = Table(title=f"image benchmarks vs {plural(t['train_images'], 'training image')} in "
+                        f"{plural(t['train_records'], 'training record')}")
+    for col, just in (("benchmark", "left"), ("images", "right"), ("contaminated", "right"), ("rate", "right"),
+                      ("exact", "right"), ("near", "right"), ("flipped", "right"), ("not checked", "right")):
+        table.add_column(col, justify=just)
+    for name, b in images.items():
+        style = "red" if b["contaminated"] else "green"
+        table.add_row(Text(name), str(b["items"]), f"[{style}]{b['contaminated']}[/]", f"{100 * b['rate']:.2f}%",
+                      str(b["exact"]), str(b["near"]), str(b["flipped"]), str(b["not_checked"]))
+    console.print(table)
+    leaks = Table(title="leaked benchmark images (first training record each)")
+    for col in ("benchmark", "id", "match", "records", "shard", "key", "row", "field"):
+        leaks.add_column(col)
+    for name, b in images.items():
+        for w in b["leaked"]:
+            m = w["matches"][0] if w["matches"] else {}
+            leaks.add_row(*(Text(str(x)) for x in (name, w["id"], w["match"], w["train_records"], m.get("shard", ""),
+                                                   m.get("key", ""), m.get("row", ""), m.get("field", ""))))
+    if leaks.row_count:
+        console.print(leaks)
 
 
 @click.command(cls=MultiValueCommand, multi_value=("--train",))
@@ -88,7 +125,9 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
               help="A benchmark file (JSONL, JSON, CSV, Parquet, optionally gzipped) with the fields to match "
                    "(dots for nested fields, '+' to join several). Known names (gsm8k, arc, mmlu, hellaswag, "
                    "humaneval, mbpp, truthfulqa) pick their fields by preset; lm-eval:TASK=PATH (or a TASK name "
-                   "no preset matches) renders the lm-eval task's query, target and choices. Repeatable.")
+                   "no preset matches) renders the lm-eval task's query, target and choices. An image benchmark: a "
+                   "folder of images, or a WebDataset tar or Parquet file of images (matched against the training "
+                   "images: exact, pHash, mirrored pHash). Repeatable.")
 @click.option("--lm-eval-tasks", "lm_eval_tasks", type=click.Path(file_okay=False, exists=True),
               help="Folder of lm-eval task YAMLs for lm-eval:TASK (default: the installed lm-eval's tasks; "
                    "pip install 'dataaudit[lmeval]').")
@@ -138,9 +177,23 @@ def contamination(train, benchmarks, lm_eval_tasks, out, ngram, score, min_item_
     if unknown:
         raise InputError(f"{config.source}: [benchmarks.{unknown[0]}] names no --benchmark "
                          f"(given: {', '.join(names)})")
-    loaded = [load_benchmark(n, p, f, config.benchmarks.get(n), lm_eval=lm, lm_eval_tasks=lm_eval_tasks)
-              for (n, p, f), lm in zip(specs, forced)]
-    require_fields(paths, FieldSpec(text=config.text_field), f"{config.source}: [train] text_field")
+    from dataaudit.contamination.image_bench import image_format, load_image_benchmark
+    loaded, images = [], []
+    for (n, p, f), lm in zip(specs, forced):
+        # a folder, or a tar or Parquet file of images without a field spec: an image benchmark
+        kind = None if lm else image_format(p, f)
+        settings = config.benchmarks.get(n)
+        if kind is None:
+            loaded.append(load_benchmark(n, p, f, settings, lm_eval=lm, lm_eval_tasks=lm_eval_tasks))
+        else:
+            key = next((k for k in ("preset", "fields", "header") if settings and getattr(settings, k) is not None),
+                       None)
+            if key is not None:
+                raise InputError(f"{config.source}: [benchmarks.{n}] {key} does not apply to an image benchmark "
+                                 f"({p}); only id_field does")
+            images.append(load_image_benchmark(n, p, kind, settings.id_field if settings else None))
+    if loaded:
+        require_fields(paths, FieldSpec(text=config.text_field), f"{config.source}: [train] text_field")
     make_out_dir(out)
 
     from dataaudit.contamination.report import has_errors
@@ -148,8 +201,9 @@ def contamination(train, benchmarks, lm_eval_tasks, out, ngram, score, min_item_
     freeze_imports()
 
     console = Console(stderr=False)
-    with job_progress(console, len(paths), {"scan": ("scanning", "shards")}) as on_progress:
+    with job_progress(console, len(paths), {"scan": ("scanning", "shards"),
+                                            "images": ("hashing images of", "shards")}) as on_progress:
         report = run_contamination(paths, loaded, config, out, options, on_progress,
-                                   decontaminate_train=decontaminate_train)
+                                   decontaminate_train=decontaminate_train, images=images)
     _print_summary(console, report, out)
     raise SystemExit(1 if has_errors(report) else 0)

@@ -28,6 +28,9 @@ min_item_words = 8         # shorter items: matched only as a whole sentence or 
                            # reported as "short items", not counted (--min-item-words)
 count_short_items = false  # count them in the verdict, the exit code and the drop list (--count-short-items)
 
+[images]
+max_distance = 6           # image benchmarks: pHash bits a near or mirrored copy may differ by (of 64)
+
 [report]
 max_matches = 5            # training records kept per item in items.parquet (best first)
 
@@ -97,6 +100,7 @@ class ContaminationConfig:
     max_matches: int = 5
     min_item_words: int = 8
     count_short_items: bool = False
+    image_max_distance: int = 6        # image benchmarks: pHash bits a near or mirrored copy may differ by
     benchmarks: dict[str, BenchmarkSettings] = field(default_factory=dict)
     source: str = "<defaults>"
 
@@ -137,7 +141,7 @@ class ContaminationConfig:
 
 
 SCORES = ("fraction", "longest")
-_SECTIONS = ("train", "methods", "items", "report", "benchmarks")
+_SECTIONS = ("train", "methods", "items", "images", "report", "benchmarks")
 _ITEM_KEYS = ("min_item_words", "count_short_items")
 _TRAIN_KEYS = ("text_field", "text_records", "batch_rows")
 _REPORT_KEYS = ("max_matches",)
@@ -203,6 +207,13 @@ def build_contamination_config(raw: dict[str, Any], source: str = "<config>") ->
         cfg = replace(cfg, min_item_words=_int(source, "[items] min_item_words", items["min_item_words"], 1))
     if "count_short_items" in items:
         cfg = replace(cfg, count_short_items=_bool(source, "[items] count_short_items", items["count_short_items"]))
+
+    images = _check_keys(source, "images", raw.get("images", {}), ("max_distance",))
+    if "max_distance" in images:
+        k = _int(source, "[images] max_distance", images["max_distance"], 0)
+        if k > 32:
+            raise _fail(source, f"[images] max_distance must be at most 32, got {k}")
+        cfg = replace(cfg, image_max_distance=k)
 
     methods = _check_keys(source, "methods", raw.get("methods", {}), ("ngram", "exact", "minhash"))
     if "ngram" in methods:

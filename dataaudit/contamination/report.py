@@ -112,9 +112,10 @@ def contamination_report(benchmarks: list[Benchmark], index: ContaminationIndex,
     }
 
 
-def clean_ids(benchmarks: list[Benchmark], index: ContaminationIndex, v: dict) -> dict:
+def clean_ids(benchmarks: list[Benchmark], index: ContaminationIndex, v: dict, images: dict | None = None) -> dict:
     """clean_ids.json's content: per benchmark, the items with no counted leak, as ids (with the field they come
-    from, or how they were numbered) and as 0-based rows of the benchmark file, for filtering an evaluation."""
+    from, or how they were numbered) and as 0-based rows of the benchmark file, for filtering an evaluation.
+    `images`: the image benchmarks' entries (dataaudit.contamination.image_results.clean_ids_entry)."""
     out = {}
     for b, bench in enumerate(benchmarks):
         lo, hi = int(index.offsets[b]), int(index.offsets[b + 1])
@@ -128,13 +129,14 @@ def clean_ids(benchmarks: list[Benchmark], index: ContaminationIndex, v: dict) -
             "ids": [bench.ids[i] for i in clean], "rows": clean.tolist(),
             # found as a whole sentence or turn but not counted (under min_item_words): drop these too to be strict
             "short_items_found": [bench.ids[i] for i in short]}
+    out.update(images or {})
     return {"schema_version": SCHEMA_VERSION, "rows_are": "0-based record index in the benchmark file",
             "benchmarks": out}
 
 
 def write_clean_ids(out_dir: str | os.PathLike, benchmarks: list[Benchmark], index: ContaminationIndex,
-                    v: dict) -> str:
-    write_json(join(out_dir, CLEAN_IDS), clean_ids(benchmarks, index, v))
+                    v: dict, images: dict | None = None) -> str:
+    write_json(join(out_dir, CLEAN_IDS), clean_ids(benchmarks, index, v, images))
     return CLEAN_IDS
 
 

@@ -27,7 +27,7 @@ from dataaudit.sources import ERROR, KEY, LINE, ROW
 from dataaudit.stage import ShardStage
 
 IMAGE = pa.struct([("digest", pa.uint64()), ("phash", pa.uint64()), ("flipped", pa.uint64()),
-                   ("decoded", pa.bool_())])
+                   ("decoded", pa.bool_()), ("nbytes", pa.int64()), ("path", pa.string())])
 PART_SCHEMA = pa.schema([("row", pa.int64()), ("line", pa.int64()), ("key", pa.string()), ("has_image", pa.bool_()),
                          ("images", pa.list_(IMAGE)), ("field", pa.string())])
 
@@ -42,8 +42,8 @@ class ImageDedupSpec:
     batch_rows: int = 1024
 
     def hash_fingerprint(self) -> dict:
-        # 3: every image of a record (a list of structs), with the hash of its mirror image
-        return {"kind": "image", "version": 3, "image_field": list(self.image_field or []),
+        # 3: every image of a record (a list of structs), with the hash of its mirror image; 4: its size and path
+        return {"kind": "image", "version": 4, "image_field": list(self.image_field or []),
                 "max_pixels": self.limits.max_pixels, "max_bytes": self.limits.max_bytes}
 
 
@@ -81,7 +81,8 @@ def hash_batch(batch: pa.RecordBatch, spec: ImageDedupSpec, folder: str) -> tupl
     images = pa.ListArray.from_arrays(pa.array(offsets), pa.StructArray.from_arrays(
         [pa.array(ib.digest[order] if len(ib) else np.zeros(0, np.uint64), pa.uint64()),
          pa.array(phash[order], pa.uint64()), pa.array(flipped[order], pa.uint64()),
-         pa.array(decoded[order], pa.bool_())], fields=list(IMAGE)))
+         pa.array(decoded[order], pa.bool_()), pa.array(ib.nbytes[order] if len(ib) else np.zeros(0, np.int64)),
+         pa.array(ib.paths(order) if len(ib) else [], pa.string())], fields=list(IMAGE)))
     first = np.full(n, -1, np.int64)
     with_images, at = np.unique(rows, return_index=True)
     first[with_images] = order[at]             # each record's first image, for its field name
