@@ -23,7 +23,6 @@ from dataaudit.contamination.scan import MATCH_SCHEMA
 from dataaudit.contamination.image_results import add_image_report, merge_decontaminate, text_free_summaries
 from dataaudit.contamination.shard import scan_shard
 from dataaudit.handlers import report_unreadable
-from dataaudit.images.batch import Limits
 from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.job import JobRun, Progress
 from dataaudit.pipelines.parts import PartStore
@@ -50,10 +49,9 @@ def run_image_benchmarks(run: JobRun, train_paths: list[str], images: list, conf
     them: (summary per benchmark, the shards' hash summaries, clean_ids entries, the training records holding a
     leaked image, a reader of a shard's hash part)."""
     from dataaudit.contamination.image_results import (clean_ids_entry, decontaminate_rows, image_benchmark_outputs,
-                                                       match_benchmark, train_images)
-    from dataaudit.dedup.image_hashes import PART_SCHEMA, ImageDedupSpec, hash_shard
+                                                       image_hashing, match_benchmark, train_images)
 
-    spec = ImageDedupSpec(max_distance=config.image_max_distance, limits=Limits())
+    spec, PART_SCHEMA, hash_shard = image_hashing(config.image_max_distance)
     store = _ImageParts(out_dir, spec.hash_fingerprint(), suffix=".img.parquet", folder=FILES.parts,
                         schema=PART_SCHEMA)
     summaries = run.units("images", train_paths, store, hash_shard, (spec,))

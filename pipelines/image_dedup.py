@@ -15,11 +15,10 @@ from typing import Callable, Sequence
 from dataaudit.dedup import FILES, OVERLAP
 from dataaudit.dedup.corpus import Corpus
 from dataaudit.dedup.image_hashes import PART_SCHEMA, ImageDedupSpec, hash_shard
-from dataaudit.dedup.image_against import against_section, record_matches, write_image_overlap
+from dataaudit.dedup.image_against import against_section, image_matches, record_matches, write_image_overlap
 from dataaudit.dedup.images import corpus_images, image_clusters, image_report
 from dataaudit.dedup.outputs import write_clusters, write_keep
 from dataaudit.dedup.report import shard_entries, write_report
-from dataaudit.images.overlap import image_matches
 from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.job import JobRun, Progress
 from dataaudit.pipelines.parts import PartStore

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from dataaudit.fields import IMAGE_EXTENSIONS, FieldSpec, resolve_schema
 from dataaudit.formats import MAX_RECORD, format_of
+from dataaudit.io import is_dir, is_file, walk
 from dataaudit.images.batch import Limits
 from dataaudit.provenance import ERROR, KEY, LINE, ROW, WARNING
 
@@ -64,7 +65,7 @@ class ImageBenchmark:
 def _walk_images(folder: str) -> list[str]:
     """The image files under `folder` (relative paths, sorted; hidden entries left out)."""
     out = []
-    for root, dirs, files in os.walk(folder):
+    for root, dirs, files in walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for f in sorted(files):
             if not f.startswith(".") and f.rsplit(".", 1)[-1].lower() in IMAGE_EXTENSIONS:
@@ -77,7 +78,7 @@ def _walk_images(folder: str) -> list[str]:
 
 def image_format(path: str, fields: tuple[str, ...] | None) -> str | None:
     """`folder`, `webdataset` or `parquet` when `path` is an image benchmark; None for a text benchmark."""
-    if os.path.isdir(path):
+    if is_dir(path):
         return "folder"
     if fields:
         return None                   # NAME=PATH:FIELD names the text to match
@@ -85,7 +86,7 @@ def image_format(path: str, fields: tuple[str, ...] | None) -> str | None:
         fmt = format_of(path)
     except ValueError:
         return None
-    if fmt.name not in IMAGE_FORMATS or not os.path.isfile(path):
+    if fmt.name not in IMAGE_FORMATS or not is_file(path):
         return None
     try:
         batch = next(iter(fmt.read(path, None, 64, MAX_RECORD, True, "line")), None)

@@ -4,7 +4,6 @@ key, row, the image's field path), with what kind of copy; each benchmark's item
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,10 +11,19 @@ import pyarrow as pa
 
 from dataaudit.atomic import write_parquet
 from dataaudit.images.overlap import KINDS, image_pairs
-from dataaudit.io import join
+from dataaudit.io import copy_file, join, makedirs, remove_tree
 
 from . import CLEAN_SUBSET, ITEMS
 from .image_bench import HASHES, ImageBenchmark, _flat, image_bytes
+
+
+def image_hashing(max_distance: int):
+    """The training images' hash stage of image benchmarks, dedup-images' own: (its spec, the schema of its parts,
+    the per-shard stage)."""
+    from dataaudit.dedup.image_hashes import PART_SCHEMA, ImageDedupSpec, hash_shard
+    from dataaudit.images.batch import Limits
+
+    return ImageDedupSpec(max_distance=max_distance, limits=Limits()), PART_SCHEMA, hash_shard
 
 MATCH = pa.struct([("shard", pa.string()), ("key", pa.string()), ("row", pa.int64()), ("line", pa.int64()),
                    ("field", pa.string()), ("match", pa.string())])
@@ -146,13 +154,12 @@ def write_clean_images(bench: ImageBenchmark, keep: np.ndarray, folder: str) -> 
 
     if bench.format == "folder":
         dst = join(folder, CLEAN_SUBSET)
-        if os.path.isdir(dst):
-            shutil.rmtree(dst)
+        remove_tree(dst)
         for r in np.flatnonzero(keep).tolist():
-            target = os.path.join(dst, bench.files[r])
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            shutil.copyfile(os.path.join(bench.path, bench.files[r]), target)
-        os.makedirs(dst, exist_ok=True)
+            target = join(dst, bench.files[r])
+            makedirs(os.path.dirname(target))
+            copy_file(join(bench.path, bench.files[r]), target)
+        makedirs(dst)
         return [CLEAN_SUBSET + "/"]
     fmt = BY_NAME[bench.format]
     own = f"{CLEAN_SUBSET}{fmt.suffixes[0]}"

@@ -25,6 +25,7 @@ import re
 from typing import Any
 
 from .answers import label_answers
+from .fields import value_text
 from .lmeval_tasks import Entry, Function, LmEvalError
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -121,7 +122,6 @@ class _Task:
     def text(self, doc: dict, where: str, full: bool = False) -> str:
         """The query as the harness renders it (`full`), else without the template's literal scaffolding around
         it (copies of an item often lack `Question:` / `Answer:`; an item that is one n-gram would miss them)."""
-        from .load import value_text
 
         v, rendered = self._value(self.query_key, self.query, doc, where)
         try:

@@ -340,6 +340,7 @@ _OWN_FILES = {
     "dataaudit.atomic": "writes the temporary path the door's commit gives it",
     "dataaudit": "maps a checkout's pipelines/ folder at import (no data)",
     "dataaudit.cache": "the local cache folder",
+    "dataaudit.contamination.lmeval_tasks": "lm-eval's task YAMLs: the installed package's or a local folder's",
     "dataaudit.pipelines.parts": "dataaudit's own source files, digested so parts of other code are redone",
     "dataaudit.textops.compiled": "the kernels compiled into the local cache folder, and /proc/cpuinfo",
     "dataaudit.textops.codepoints": "code point tables in the local cache folder",
