@@ -27,6 +27,9 @@ from typing import IO, Iterator, NamedTuple
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 TEMP_SUFFIX = ".tmp"          # temporary outputs are `.<name>.<random>.tmp` beside their final name
 COPY_CHUNK = 1 << 20
+# A URI's reads are buffered this much: each refill is one ranged GET on an object store, whose per-request cost
+# (latency; on moto, a copy of the whole object) dwarfs a local read's. 16 MiB: 64 requests per GB, memory flat.
+REMOTE_BUFFER = 16 << 20
 OBJECT_STORES = ("s3", "gcs", "abfs")   # pyarrow filesystems whose objects appear whole when their upload ends
 
 
@@ -261,7 +264,7 @@ def open_input(location: str | os.PathLike, buffering: int = -1) -> IO[bytes]:
     NotRegularFileError for a FIFO, a device or a socket, never opened for reading."""
     if is_uri(location):
         fs, path = _remote(location)
-        return io.BufferedReader(fs.open_input_file(path), buffer_size=buffering if buffering > 0 else COPY_CHUNK)
+        return io.BufferedReader(fs.open_input_file(path), buffer_size=max(buffering, REMOTE_BUFFER))
     return open(os.fspath(location), "rb", buffering=buffering, opener=lambda path, _flags: _open_regular(path))
 
 
@@ -653,7 +656,7 @@ def fingerprint(location: str | os.PathLike) -> dict:
     st = stat(location)
     h = xxhash.xxh3_128()
     with open_input(location) as f:
-        while chunk := f.read(8 << 20):
+        while chunk := f.read(REMOTE_BUFFER if is_uri(location) else 8 << 20):
             h.update(chunk)
     return {"size": st.size, "mtime_ns": st.mtime_ns, "xxh3_128": h.hexdigest()}
 
