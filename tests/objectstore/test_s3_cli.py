@@ -161,3 +161,11 @@ def test_dedup_and_contamination_read_shards_from_s3_as_the_local_copies(tmp_pat
     assert code == 1, text
     report = json.loads((tmp_path / "c" / "contamination.json").read_text())
     assert report["totals"]["contaminated"] == 1 and report["totals"]["train_records"] == 60
+
+
+def test_a_command_that_writes_locally_refuses_a_uri_out_in_one_line(tmp_path, bucket, corpus):
+    code, text = cli("dedup", bucket.uri("train/"), "--out", bucket.uri("dedup/"))
+    assert code == 2
+    assert text.strip() == f"Error: {bucket.uri('dedup/')}: this command writes its --out to a local folder " \
+                           "(URIs: audit, clean)"
+    assert not Path("s3:").exists()
