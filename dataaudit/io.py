@@ -1,17 +1,20 @@
 """The one door for files: every shard, referenced file and output is opened, listed, measured and committed here.
 
-A location is a local path or a URI (`file://`, `s3://`, `gs://`, `hdfs://`: whatever `pyarrow.fs` resolves).
+A location is a local path or a URI: `s3://` (one S3FileSystem per bucket and settings: the endpoint from
+AWS_ENDPOINT_URL[_S3], `--storage-option`s, bounded retries), `gs://`, `abfs://`, `hdfs://`, `file://` (pyarrow.fs's
+own), and any other protocol through fsspec (`hf://`, `az://`, `memory://`), wrapped as a pyarrow filesystem.
 Local paths use Python's own file objects and `os`, exactly as a program that knows only local files would (the
-errors a user sees name the file the way the operating system does); a URI goes through its `pyarrow.fs`
-filesystem, and the same calls work on it. What opens, lists or writes a shard, a referenced file or an output
-anywhere in dataaudit calls one of these functions (tests/core/test_layout.py names the few local-only files that
-do not: the cache folder, tokenizer files), so a new kind of storage is one more branch here.
+errors a user sees name the file the way the operating system does); a URI goes through its filesystem, and the
+same calls work on it (prefixes walked and globbed like folders). What opens, lists or writes a shard, a
+referenced file or an output anywhere in dataaudit calls one of these functions (tests/core/test_layout.py names
+the few local-only files that do not: the cache folder, tokenizer files), so a new kind of storage is one more
+branch here.
 
 Outputs are committed atomically: written to a temporary file beside the final name and renamed into place
 (locally), or uploaded whole once complete (an object store makes an object visible only when its upload ends).
 A reader never sees half a file, even when the job is killed mid-write; `remove_stale_temps` clears what a killed
 run left. Nothing heavy is imported here (it loads with `dataaudit --help`): pyarrow.fs loads on the first URI,
-shutil and tempfile on the first copy or upload.
+shutil and tempfile on the first copy or upload, fsspec on the first URI of a protocol pyarrow.fs lacks.
 """
 from __future__ import annotations
 

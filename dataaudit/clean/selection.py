@@ -62,7 +62,8 @@ def reason_names(extra_checks: list[str] = ()) -> list[str]:
 
 def shard_index(column: pa.ChunkedArray | pa.Array, index_of: dict[str, int]) -> np.ndarray:
     """For each value of a `shard` column, the index of that shard among the cleaned ones (-1: not cleaned).
-    Paths are compared resolved (dataaudit.io.resolved: links, or a URI normalized; one Python call per distinct shard, not per row)."""
+    Paths are compared resolved (dataaudit.io.resolved: links, or a URI normalized; one Python call per distinct
+    shard, not per row)."""
     enc = pc.dictionary_encode(column)
     if isinstance(enc, pa.ChunkedArray):
         enc = enc.combine_chunks() if enc.num_chunks else pa.array([], pa.dictionary(pa.int32(), pa.string()))

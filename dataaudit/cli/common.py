@@ -140,7 +140,7 @@ def make_out_dir(out: Path) -> None:
     try:
         makedirs(out)
     except OSError as exc:
-        raise InputError(f"{out}: cannot create output folder: {exc.strerror}") from None
+        raise InputError(f"{out}: cannot create output folder: {exc.strerror or ' '.join(str(exc).split())}") from None
     try:
         lock_folder(out)
     except FolderLocked as exc:

@@ -75,7 +75,8 @@ def _unreachable_object(arg: str) -> bool:
 
 
 def _looked_at(arg: str, look):
-    """`look(arg)` (is_dir, is_file, glob, _walk), an OSError of a URI's store (forbidden, no server) as one line naming it."""
+    """`look(arg)` (is_dir, is_file, glob, _walk), an OSError of a URI's store (forbidden, no server) as one line
+    naming it."""
     from dataaudit.sources.batch import one_line
 
     try:

@@ -169,3 +169,11 @@ def test_a_command_that_writes_locally_refuses_a_uri_out_in_one_line(tmp_path, b
     assert text.strip() == f"Error: {bucket.uri('dedup/')}: this command writes its --out to a local folder " \
                            "(URIs: audit, clean)"
     assert not Path("s3:").exists()
+
+
+def test_an_out_in_a_bucket_that_does_not_exist_is_one_line(tmp_path, bucket, corpus):
+    out = f"s3://{bucket.name}-missing/out/"
+    code, text = cli("audit", bucket.uri("train/a.parquet"), "--out", out)
+    assert code == 2
+    assert text.strip() == f"Error: {out}: cannot create output folder: Bucket '{bucket.name}-missing' not found. " \
+                           "To create buckets, enable the allow_bucket_creation option."
