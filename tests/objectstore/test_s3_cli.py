@@ -177,3 +177,48 @@ def test_an_out_in_a_bucket_that_does_not_exist_is_one_line(tmp_path, bucket, co
     assert code == 2
     assert text.strip() == f"Error: {out}: cannot create output folder: Bucket '{bucket.name}-missing' not found. " \
                            "To create buckets, enable the allow_bucket_creation option."
+
+
+def test_an_audit_into_s3_killed_mid_run_resumes_to_the_bytes_of_an_undisturbed_run(tmp_path, bucket, moto_server):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import numpy as np
+    import pyarrow as pa
+
+    from tests.paths import REPO
+
+    rng = np.random.default_rng(3)
+    data = tmp_path / "data"
+    data.mkdir()
+    for s in range(4):
+        texts = [f"shard {s} row {i} " + " ".join(map(str, rng.integers(0, 1000, 30))) for i in range(10_000)]
+        texts[7] = ""
+        pq.write_table(pa.table({"text": texts}), data / f"part-{s}.parquet", row_group_size=5_000)
+    bucket.put(data, "train")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def audit(out: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "dataaudit.cli", "audit", bucket.uri("train/"), "--out", out,
+                                 "--engine", "local"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+
+    run = audit(bucket.uri("killed"))
+    deadline = time.monotonic() + 60
+    while not [k for k in bucket.keys("killed/parts") if k.endswith(".json")] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.kill(run.pid, signal.SIGKILL)
+    run.wait()
+    markers = [k for k in bucket.keys("killed/parts") if k.endswith(".json")]
+    assert 1 <= len(markers) < 4 and "killed/report.json" not in bucket.keys("killed")   # stopped mid-run
+    assert run.returncode == -signal.SIGKILL
+    for out in ("killed", "undisturbed"):     # the rerun and the reference in this process (a child's start-up is s)
+        assert cli("audit", bucket.uri("train/"), "--out", bucket.uri(out), "--engine", "local")[0] == 0
+
+    assert bucket.get("killed/flags.parquet") == bucket.get("undisturbed/flags.parquet")
+    resumed = json.loads(bucket.get("killed/report.json"))["run"]["resumed_shards"]
+    assert resumed == len(markers)
+    assert not [k for k in bucket.keys() if k.endswith(".tmp")]
