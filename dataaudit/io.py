@@ -1,22 +1,26 @@
 """The one door for files: every shard, referenced file and output is opened, listed, measured and committed here.
 
-A location is a local path or a URI (`file://`, `s3://`, `gs://`, `hdfs://`: whatever `pyarrow.fs` resolves).
+A location is a local path or a URI: `s3://` (one S3FileSystem per bucket and settings: the endpoint from
+AWS_ENDPOINT_URL[_S3], `--storage-option`s, bounded retries), `gs://`, `abfs://`, `hdfs://`, `file://` (pyarrow.fs's
+own), and any other protocol through fsspec (`hf://`, `az://`, `memory://`), wrapped as a pyarrow filesystem.
 Local paths use Python's own file objects and `os`, exactly as a program that knows only local files would (the
-errors a user sees name the file the way the operating system does); a URI goes through its `pyarrow.fs`
-filesystem, and the same calls work on it. What opens, lists or writes a shard, a referenced file or an output
-anywhere in dataaudit calls one of these functions (tests/core/test_layout.py names the few local-only files that
-do not: the cache folder, tokenizer files), so a new kind of storage is one more branch here.
+errors a user sees name the file the way the operating system does); a URI goes through its filesystem, and the
+same calls work on it (prefixes walked and globbed like folders). What opens, lists or writes a shard, a
+referenced file or an output anywhere in dataaudit calls one of these functions (tests/core/test_layout.py names
+the few local-only files that do not: the cache folder, tokenizer files), so a new kind of storage is one more
+branch here.
 
 Outputs are committed atomically: written to a temporary file beside the final name and renamed into place
 (locally), or uploaded whole once complete (an object store makes an object visible only when its upload ends).
 A reader never sees half a file, even when the job is killed mid-write; `remove_stale_temps` clears what a killed
 run left. Nothing heavy is imported here (it loads with `dataaudit --help`): pyarrow.fs loads on the first URI,
-shutil and tempfile on the first copy or upload.
+shutil and tempfile on the first copy or upload, fsspec on the first URI of a protocol pyarrow.fs lacks.
 """
 from __future__ import annotations
 
 import errno
 import io
+import json
 import os
 import stat as st_mode
 from contextlib import contextmanager
@@ -26,6 +30,9 @@ from typing import IO, Iterator, NamedTuple
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 TEMP_SUFFIX = ".tmp"          # temporary outputs are `.<name>.<random>.tmp` beside their final name
 COPY_CHUNK = 1 << 20
+# A URI's reads are buffered this much: each refill is one ranged GET on an object store, whose per-request cost
+# (latency; on moto, a copy of the whole object) dwarfs a local read's. 16 MiB: 64 requests per GB, memory flat.
+REMOTE_BUFFER = 16 << 20
 OBJECT_STORES = ("s3", "gcs", "abfs")   # pyarrow filesystems whose objects appear whole when their upload ends
 
 
@@ -80,16 +87,153 @@ def is_uri(location: str | os.PathLike) -> bool:
     return bool(sep) and scheme[:1].isalpha() and scheme.isascii() and set(scheme) <= _SCHEME_CHARS
 
 
-def _remote(location: str):
-    """(pyarrow filesystem, path inside it) of a URI; a scheme pyarrow does not know is the user's error."""
+# pyarrow.fs's own schemes (native clients: range reads, pre-buffering, retries); any other goes through fsspec.
+_ARROW_SCHEMES = frozenset({"s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss", "file"})
+STORAGE_ENV = "DATAAUDIT_STORAGE_OPTIONS"   # --storage-option as JSON: worker processes (spawned, Ray) inherit it
+
+
+def _flag(text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"expected true or false, got {text!r}")
+
+
+# --storage-option keys: pyarrow.fs.S3FileSystem's settings that a string can give, each with its parser;
+# `retry_max_attempts` sets its retry strategy (AwsStandardS3RetryStrategy: jittered back-off per request).
+S3_OPTIONS = {"endpoint_override": str, "region": str, "scheme": str, "access_key": str, "secret_key": str,
+              "session_token": str, "anonymous": _flag, "role_arn": str, "session_name": str, "external_id": str,
+              "request_timeout": float, "connect_timeout": float, "force_virtual_addressing": _flag,
+              "allow_delayed_open": _flag, "background_writes": _flag, "tls_ca_file_path": str,
+              "proxy_options": str, "retry_max_attempts": int}
+DEFAULT_RETRY_ATTEMPTS = 3    # pyarrow's own default: a stopped server fails a request in well under a second
+
+
+def parse_storage_options(pairs) -> dict[str, str]:
+    """--storage-option KEY=VALUE pairs as {key: value}, each value checked by its key's parser; ValueError (one
+    line) for a pair without '=', an unknown key or a value its key cannot take."""
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"{pair!r}: expected KEY=VALUE")
+        if key not in S3_OPTIONS:
+            raise ValueError(f"{key!r}: unknown key (known: {', '.join(sorted(S3_OPTIONS))})")
+        try:
+            S3_OPTIONS[key](value)
+        except ValueError as exc:
+            raise ValueError(f"{key}={value}: {exc}") from None
+        options[key] = value
+    return options
+
+
+def set_storage_options(options: dict[str, str]) -> None:
+    """The settings every URI of this run opens with (and its worker processes': kept in the environment)."""
+    if options:
+        os.environ[STORAGE_ENV] = json.dumps(options, sort_keys=True)
+    else:
+        os.environ.pop(STORAGE_ENV, None)
+
+
+def _endpoint(url: str) -> dict:
+    """AWS_ENDPOINT_URL's "http://host:port" as S3FileSystem's (endpoint_override, scheme)."""
+    scheme, sep, rest = url.partition("://")
+    return {"endpoint_override": rest.rstrip("/"), "scheme": scheme} if sep else {"endpoint_override": url}
+
+
+# The environment an S3 client is built from: a change (another endpoint, other credentials) builds another.
+_S3_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID",
+           "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
+
+
+def _s3(bucket: str, options: dict[str, str]):
+    """An S3FileSystem: the endpoint from --storage-option endpoint_override, else AWS_ENDPOINT_URL_S3, else
+    AWS_ENDPOINT_URL (set here, not left to the SDK: older ones ignore it, and pyarrow's from_uri then also asks
+    the endpoint for the bucket's region on every call); the region from the options or AWS_REGION /
+    AWS_DEFAULT_REGION, else the bucket's own (asked once, as from_uri does) when the endpoint is AWS's;
+    credentials from the SDK's standard chain unless given."""
     import pyarrow.fs as pafs
 
+    kwargs = {}
+    url = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if url and "endpoint_override" not in options:
+        kwargs.update(_endpoint(url))
+    for key, value in options.items():
+        if key == "endpoint_override":
+            kwargs.update(_endpoint(value))
+        elif key != "retry_max_attempts":
+            kwargs[key] = S3_OPTIONS[key](value)
+    kwargs.setdefault("region", os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"))
+    if not kwargs["region"] and "endpoint_override" not in kwargs and bucket:
+        try:
+            kwargs["region"] = pafs.resolve_s3_region(bucket)
+        except OSError:
+            pass     # the SDK's default; the first request says what is wrong
+    attempts = int(options.get("retry_max_attempts", DEFAULT_RETRY_ATTEMPTS))
+    return pafs.S3FileSystem(**{k: v for k, v in kwargs.items() if v is not None},
+                             retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=attempts))
+
+
+_FILESYSTEMS: dict[tuple, object] = {}
+
+
+def _s3_filesystem(bucket: str):
+    """The S3 filesystem for `bucket`, made once per process for the same options and environment."""
+    options = json.loads(os.environ.get(STORAGE_ENV) or "{}")
+    key = ("s3", bucket, json.dumps(options, sort_keys=True), tuple(os.environ.get(v) for v in _S3_ENV))
+    fs = _FILESYSTEMS.get(key)
+    if fs is None:
+        fs = _FILESYSTEMS[key] = _s3(bucket, options)
+    return fs
+
+
+def _fsspec(location: str):
+    """(pyarrow filesystem, path) of a URI whose scheme pyarrow.fs does not know (hf://, memory://, az://, ...):
+    fsspec's filesystem for it, behind pyarrow's FSSpecHandler so that every call here works on it alike."""
+    try:
+        import fsspec
+    except ImportError:
+        from dataaudit.errors import DataAuditError
+
+        raise DataAuditError(f"{location}: this kind of location needs fsspec: pip install 'dataaudit[hf]' "
+                             "(or the fsspec package of its protocol)") from None
+    import pyarrow.fs as pafs
+
+    fs, path = fsspec.core.url_to_fs(location)
+    key = ("fsspec", location.partition("://")[0], id(fs))
+    wrapped = _FILESYSTEMS.get(key)
+    if wrapped is None:
+        wrapped = _FILESYSTEMS[key] = pafs.PyFileSystem(pafs.FSSpecHandler(fs))
+    return wrapped, path
+
+
+def _remote(location: str):
+    """(pyarrow filesystem, path inside it) of a URI; a scheme nobody knows, or a malformed URI, is the user's
+    error. A folder's trailing '/' is dropped (`s3://bucket/prefix/` is the prefix)."""
     from dataaudit.errors import DataAuditError
 
+    scheme, _, rest = location.partition("://")
+    scheme = scheme.lower()
     try:
-        return pafs.FileSystem.from_uri(location)
-    except (ValueError, OSError) as exc:   # pyarrow.lib.ArrowInvalid is a ValueError
+        if scheme not in _ARROW_SCHEMES:
+            fs, path = _fsspec(location)
+        elif scheme == "s3":
+            bucket, _, key = rest.partition("/")
+            if not bucket:
+                raise ValueError("no bucket named")
+            fs, path = _s3_filesystem(bucket), f"{bucket}/{key}" if key else bucket
+        else:                # gs://, abfs://, hdfs://, file://: pyarrow's own, from their providers' settings
+            import pyarrow.fs as pafs
+
+            fs, path = pafs.FileSystem.from_uri(location)
+    except (ValueError, ImportError) as exc:   # pyarrow.lib.ArrowInvalid is a ValueError
         raise DataAuditError(f"{location}: cannot open this location: {' '.join(str(exc).split())}") from None
+    except OSError as exc:
+        raise DataAuditError(f"{location}: cannot open this location: {' '.join(str(exc).split())}") from None
+    return fs, path.rstrip("/") if len(path) > 1 else path
 
 
 def arrow_filesystem(location: str | os.PathLike):
@@ -123,7 +267,7 @@ def open_input(location: str | os.PathLike, buffering: int = -1) -> IO[bytes]:
     NotRegularFileError for a FIFO, a device or a socket, never opened for reading."""
     if is_uri(location):
         fs, path = _remote(location)
-        return io.BufferedReader(fs.open_input_file(path), buffer_size=buffering if buffering > 0 else COPY_CHUNK)
+        return io.BufferedReader(fs.open_input_file(path), buffer_size=max(buffering, REMOTE_BUFFER))
     return open(os.fspath(location), "rb", buffering=buffering, opener=lambda path, _flags: _open_regular(path))
 
 
@@ -215,6 +359,62 @@ def join(folder: str | os.PathLike, *names: str) -> str:
     return os.path.join(os.fspath(folder), *names)
 
 
+def resolved(location: str | os.PathLike) -> str:
+    """One spelling per file, to compare locations: a local path with its links resolved (os.path.realpath), a URI
+    with its path normalized ('a//b/' and 'a/./b' are 'a/b')."""
+    if is_uri(location):
+        import posixpath
+
+        scheme, _, rest = location.partition("://")
+        lead = "/" if rest.startswith("/") else ""
+        return f"{scheme}://{lead}{posixpath.normpath(rest).lstrip('/')}" if rest.strip("/") else f"{scheme}://"
+    return os.path.realpath(os.fspath(location))
+
+
+def absolute(location: str | os.PathLike) -> str:
+    """A local path made absolute from the working folder (links kept); a URI normalized (`resolved`)."""
+    return resolved(location) if is_uri(location) else os.path.abspath(os.fspath(location))
+
+
+def parent(location: str | os.PathLike) -> str:
+    """The folder holding `location` (of an absolute path or a normalized URI)."""
+    if is_uri(location):
+        head, _, rest = resolved(location).partition("://")
+        up = rest.rpartition("/")[0]
+        return f"{head}://{up}" if up or rest.startswith("/") else f"{head}://{rest}"
+    return os.path.dirname(os.fspath(location))
+
+
+def relative(location: str | os.PathLike, folder: str | os.PathLike) -> str:
+    """`location` relative to `folder`, both absolute paths or both URIs ('/'-separated for URIs); ValueError when
+    `location` is not inside `folder`."""
+    if is_uri(location) or is_uri(folder):
+        loc, top = resolved(location), resolved(folder).rstrip("/")
+        if not loc.startswith(top + "/"):
+            raise ValueError(f"{location} is not inside {folder}")
+        return loc[len(top) + 1:]
+    return os.path.relpath(os.fspath(location), os.fspath(folder))
+
+
+def inside(location: str, folder: str) -> bool:
+    """Whether `location` is `folder` or under it (both `resolved`)."""
+    sep = "/" if is_uri(folder) else os.sep
+    return location == folder or location.startswith(folder.rstrip(sep) + sep)
+
+
+def common_parent(locations: list[str]) -> str:
+    """The deepest folder holding every one of `locations` (absolute paths, or URIs of one scheme and bucket)."""
+    if is_uri(locations[0]):
+        folders = [parent(loc).split("/") for loc in locations]
+        common = []
+        for names in zip(*folders):
+            if len(set(names)) > 1:
+                break
+            common.append(names[0])
+        return "/".join(common)
+    return os.path.commonpath([os.path.dirname(a) for a in locations])
+
+
 def walk(folder: str | os.PathLike) -> Iterator[tuple[str, list[str], list[str]]]:
     """(folder, subfolders, files) top-down, like os.walk; a caller may prune the subfolders list in place. Links
     to folders are listed, never descended (a link loop would never end). `files` holds every other entry,
@@ -222,24 +422,65 @@ def walk(folder: str | os.PathLike) -> Iterator[tuple[str, list[str], list[str]]
     if not is_uri(folder):
         yield from os.walk(os.fspath(folder))
         return
-    import pyarrow.fs as pafs
-
     fs, root = _remote(folder)
-    scheme = os.fspath(folder)[: os.fspath(folder).index("://") + 3]
-    infos = fs.get_file_info(pafs.FileSelector(root, recursive=True))
+    base = os.fspath(folder).rstrip("/")    # locations are spelled as the user wrote the folder
     dirs: dict[str, list[str]] = {}
     files: dict[str, list[str]] = {}
-    for info in infos:
-        parent, _, name = info.path.rstrip("/").rpartition("/")
-        (dirs if info.type == pafs.FileType.Directory else files).setdefault(parent, []).append(name)
+    for parent, name, is_folder in _listing(fs, root):
+        (dirs if is_folder else files).setdefault(parent, []).append(name)
 
-    def visit(path: str):
-        subs = sorted(dirs.get(path, []))
-        yield scheme + path, subs, sorted(files.get(path, []))
+    def visit(rel: str):
+        subs = sorted(dirs.get(rel, []))
+        yield base + rel, subs, sorted(files.get(rel, []))
         for sub in subs:                  # pruned by the caller as os.walk allows
-            yield from visit(f"{path}/{sub}")
+            yield from visit(f"{rel}/{sub}")
 
-    yield from visit(root.rstrip("/"))
+    yield from visit("")
+
+
+def _listing(fs, root: str) -> Iterator[tuple[str, str, bool]]:
+    """(parent relative to `root` as "" or "/a/b", name, is a folder) of everything under `root`, one recursive
+    listing (on an object store: a few LIST requests per thousand keys, never one per folder)."""
+    import pyarrow.fs as pafs
+
+    cut = len(root.rstrip("/"))
+    for info in fs.get_file_info(pafs.FileSelector(root, recursive=True)):
+        parent, _, name = info.path.rstrip("/")[cut:].rpartition("/")
+        yield parent, name, info.type == pafs.FileType.Directory
+
+
+def _match(names: list[str], pats: list[str]) -> bool:
+    """Whether the path components `names` match the glob components `pats` (`**`: zero or more folders, hidden
+    ones excepted, as glob does; a hidden name only by a pattern starting with '.')."""
+    import fnmatch
+
+    if not pats:
+        return not names
+    if pats[0] == "**":
+        return any(_match(names[k:], pats[1:]) for k in range(len(names) + 1)
+                   if not any(n.startswith(".") for n in names[:k]))
+    return bool(names) and (pats[0].startswith(".") or not names[0].startswith(".")) \
+        and fnmatch.fnmatchcase(names[0], pats[0]) and _match(names[1:], pats[1:])
+
+
+def _remote_glob(pattern: str) -> list[str]:
+    """What a URI glob matches (files only, sorted): one listing under the fixed prefix before the first pattern
+    component, each key matched component by component (`s3://b/train/**/*.parquet`)."""
+    import glob as globbing
+
+    head, _, rest = pattern.partition("://")
+    parts = rest.split("/")
+    fixed = next(i for i, part in enumerate(parts) if globbing.has_magic(part))
+    if fixed == 0:
+        from dataaudit.errors import DataAuditError
+
+        raise DataAuditError(f"{pattern}: a pattern cannot match bucket names: name the bucket")
+    top = f"{head}://{'/'.join(parts[:fixed])}"
+    if not is_dir(top):
+        return []
+    fs, root = _remote(top)
+    return sorted(f"{top}{parent}/{name}" for parent, name, is_folder in _listing(fs, root)
+                  if not is_folder and _match([*parent.split("/")[1:], name], parts[fixed:]))
 
 
 def glob(pattern: str) -> list[str]:
@@ -247,24 +488,16 @@ def glob(pattern: str) -> list[str]:
     opening one reports it; folders and broken links are left out). `**` follows links to folders but enters no
     folder twice (the real folders first), so a link loop ends: Python's glob followed it until the path was too
     long."""
-    import fnmatch
     import glob as globbing
 
+    if is_uri(pattern):
+        return _remote_glob(pattern)
     if "**" not in pattern:      # a bounded depth: Python's glob cannot loop
         return sorted(m for m in globbing.glob(pattern) if _globbed(m))
     parts = pattern.split(os.sep)
     fixed = next(i for i, part in enumerate(parts) if globbing.has_magic(part))
     top = os.sep.join(parts[:fixed]) or (os.sep if pattern.startswith(os.sep) else "")
     wanted = parts[fixed:]
-
-    def match(names: list[str], pats: list[str]) -> bool:
-        if not pats:
-            return not names
-        if pats[0] == "**":      # zero or more folders, hidden ones excepted (as glob does)
-            return any(match(names[k:], pats[1:]) for k in range(len(names) + 1)
-                       if not any(n.startswith(".") for n in names[:k]))
-        return bool(names) and (pats[0].startswith(".") or not names[0].startswith(".")) \
-            and fnmatch.fnmatchcase(names[0], pats[0]) and match(names[1:], pats[1:])
 
     found, seen, links = [], set(), []
 
@@ -281,7 +514,7 @@ def glob(pattern: str) -> list[str]:
             rel = os.path.relpath(root, top or os.curdir)
             names = [] if rel == os.curdir else rel.split(os.sep)
             for f in files:
-                if match(names + [f], wanted):
+                if _match(names + [f], wanted):
                     path = os.path.join(root, f) if top else os.path.join(*names, f)
                     if _globbed(path):
                         found.append(path)
@@ -339,27 +572,32 @@ def temp_beside(path: str | os.PathLike) -> Path:
 
 
 def _upload(local: Path, dst: str) -> None:
-    """Put a complete local file at the URI `dst`. An object store shows an object only once its upload ends; a
+    """Put a complete local file at the URI `dst`. An object store shows an object only once its upload ends: the
+    copy runs in pyarrow's C++ loop (a Ctrl-C is seen after it, never in the middle, where closing the stream
+    would commit a truncated object; a killed process never completes the upload, so no object appears). A
     filesystem with folders gets a temporary name beside `dst`, then a rename, as a local output does."""
     import shutil
 
     fs, path = _remote(dst)
-    parent = path.rpartition("/")[0]
-    direct = fs.type_name in OBJECT_STORES
-    if parent and not direct:
-        fs.create_dir(parent, recursive=True)
-    target = path if direct else f"{parent}/.{path.rpartition('/')[2]}.{os.urandom(6).hex()}{TEMP_SUFFIX}"
+    parent_dir = path.rpartition("/")[0]
+    if fs.type_name in OBJECT_STORES:
+        import pyarrow.fs as pafs
+
+        pafs.copy_files(str(local), path, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=fs,
+                        chunk_size=COPY_CHUNK * 8)
+        return
+    if parent_dir:
+        fs.create_dir(parent_dir, recursive=True)
+    target = f"{parent_dir}/.{path.rpartition('/')[2]}.{os.urandom(6).hex()}{TEMP_SUFFIX}"
     try:
         with open(local, "rb") as src, fs.open_output_stream(target) as out:
             shutil.copyfileobj(src, out, COPY_CHUNK)
-        if not direct:
-            fs.move(target, path)
+        fs.move(target, path)
     except BaseException:
-        if not direct:
-            try:
-                fs.delete_file(target)
-            except OSError:
-                pass
+        try:
+            fs.delete_file(target)
+        except OSError:
+            pass
         raise
 
 
@@ -421,7 +659,7 @@ def fingerprint(location: str | os.PathLike) -> dict:
     st = stat(location)
     h = xxhash.xxh3_128()
     with open_input(location) as f:
-        while chunk := f.read(8 << 20):
+        while chunk := f.read(REMOTE_BUFFER if is_uri(location) else 8 << 20):
             h.update(chunk)
     return {"size": st.size, "mtime_ns": st.mtime_ns, "xxh3_128": h.hexdigest()}
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -17,7 +16,7 @@ import pyarrow as pa
 from dataaudit import audit, contamination, dedup
 from dataaudit.clean import STATE
 from dataaudit.formats import format_of
-from dataaudit.io import join, read_parquet, read_text
+from dataaudit.io import join, parent, read_parquet, read_text, relative, resolved
 
 from .safety import CleanRefused, audited, check_outputs, covered, output_paths
 from .selection import DROPPED_SCHEMA, Selection, flag_drops, group, keep_drops, list_drops, reason_names
@@ -73,8 +72,8 @@ class CleanJob:
         """Resolved paths a referenced file is never copied to (or under): every shard's output and clean's own
         folder (STATE: record, page, dropped table, parts)."""
         own = [STATE] if self.out else []
-        return frozenset([os.path.realpath(p.output) for p in self.shards.values()]
-                         + [os.path.realpath(os.path.join(self.out, f)) for f in own])
+        return frozenset([resolved(p.output) for p in self.shards.values()]
+                         + [resolved(join(self.out, f)) for f in own])
 
     def fingerprint(self) -> dict:
         return {"writer": WRITER_VERSION, "selection": self.selection.to_json(), "reasons": self.reasons,
@@ -85,7 +84,7 @@ def _read_json(path: str, what: str) -> dict:
     try:
         return json.loads(read_text(path))
     except FileNotFoundError:
-        raise CleanRefused(f"{path}: not found: is {os.path.dirname(path)} the --out folder of "
+        raise CleanRefused(f"{path}: not found: is {parent(path)} the --out folder of "
                            f"`dataaudit {what}`?") from None
     except (OSError, ValueError) as e:
         raise CleanRefused(f"{path}: cannot read it: {e}") from None
@@ -116,13 +115,13 @@ def _dedup_drops(dirs: list[Path], paths: list[str], counts: list[int], fps: lis
     for d in dirs:
         report = _read_json(join(d, dedup.FILES.record), "dedup")
         same_records(text_unit, report.get("params", {}).get("text_unit", "line"), f"dedup ({d})")
-        entries = {os.path.realpath(s["path"]) for s in report.get("shards", [])}
-        idx = [i for i, p in enumerate(paths) if os.path.realpath(p) in entries]
+        entries = {resolved(s["path"]) for s in report.get("shards", [])}
+        idx = [i for i, p in enumerate(paths) if resolved(p) in entries]
         sub = [paths[i] for i in idx]
         covered(sub, report.get("shards", []), [counts[i] for i in idx], f"dedup ({d})", "samples",
                 [fps[i] for i in idx])
         keep = _read_table(join(d, dedup.KEEP), ["shard", "row"])
-        shard, rows, codes = keep_drops(keep, {os.path.realpath(p): j for j, p in enumerate(sub)},
+        shard, rows, codes = keep_drops(keep, {resolved(p): j for j, p in enumerate(sub)},
                                         [counts[i] for i in idx], code)
         parts.append((np.asarray(idx, np.int64)[shard] if len(idx) else shard, rows, codes))
         seen.update(idx)
@@ -157,14 +156,14 @@ def plan_clean(paths: Sequence[str], args: Sequence[str], out: Path, selection: 
     if not paths:
         raise CleanRefused("no shard left to clean")
     outputs = output_paths(paths, out)
-    dedup_dirs = [Path(d) for d in dedup_dirs]
-    findings_dirs = [Path(d) for d in (audit_dir, *dedup_dirs, contamination_dir) if d is not None]
+    dedup_dirs = list(dedup_dirs)
+    findings_dirs = [d for d in (audit_dir, *dedup_dirs, contamination_dir) if d is not None]
     check_outputs(paths, list(args), out, outputs, findings_dirs)
-    samples = {os.path.realpath(s["path"]): s["samples"] for s in report["shards"]}
-    counts = [int(samples[os.path.realpath(p)]) for p in paths]
-    entries = {os.path.realpath(s["path"]): s for s in report["shards"]}
-    fps = [entries[os.path.realpath(p)]["fingerprint"] for p in paths]
-    index_of = {os.path.realpath(p): i for i, p in enumerate(paths)}
+    samples = {resolved(s["path"]): s["samples"] for s in report["shards"]}
+    counts = [int(samples[resolved(p)]) for p in paths]
+    entries = {resolved(s["path"]): s for s in report["shards"]}
+    fps = [entries[resolved(p)]["fingerprint"] for p in paths]
+    index_of = {resolved(p): i for i, p in enumerate(paths)}
 
     flags = _read_table(join(audit_dir, audit.FLAGS), ["shard", "row", "check", "severity"])
     flagged_checks = [c for c in flags.column("check").unique().to_pylist() if c is not None]
@@ -184,7 +183,7 @@ def plan_clean(paths: Sequence[str], args: Sequence[str], out: Path, selection: 
     for i, p in enumerate(paths):
         d = drops.shards[i]
         fp = fps[i]
-        shards[p] = ShardPlan(p, str(outputs[i]), str(outputs[i].relative_to(out)), format_of(p).name, counts[i],
+        shards[p] = ShardPlan(p, outputs[i], relative(outputs[i], out), format_of(p).name, counts[i],
                               d.rows, d.offsets, d.codes, f"{d.digest()}-{fp['xxh3_128']}")
     _refuse_heavy_drops(shards, max_drop)
     findings = {"audit": str(audit_dir), "dedup": [str(d) for d in dedup_dirs],

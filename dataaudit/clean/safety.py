@@ -8,13 +8,12 @@ folder (STATE, in --out).
 """
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from dataaudit.clean import STATE
 from dataaudit.errors import DataAuditError
-from dataaudit.io import is_dir
+from dataaudit.io import absolute, common_parent, inside, is_dir, join, parent, relative, resolved
 from dataaudit.sources.fingerprint import changed
 
 
@@ -24,8 +23,7 @@ class CleanRefused(DataAuditError):
     prefix = "refused: "
 
 
-def _real(p) -> str:
-    return os.path.realpath(os.fspath(p))
+_real = resolved    # one spelling per file: links resolved, a URI normalized
 
 
 def by_path(shards: list[dict]) -> dict[str, dict]:
@@ -82,39 +80,39 @@ def covered(paths: list[str], shards: list[dict], counts: list[int], what: str, 
                                "them): run it again on this file")
 
 
-def _inside(child: str, parent: str) -> bool:
-    return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
+def output_paths(paths: list[str], out: Path | str) -> list[str]:
+    """OUT/<path relative to the inputs' common parent folder>, one per shard (local paths or URIs alike)."""
+    full = [absolute(p) for p in paths]
+    try:
+        top = common_parent(full)
+        return [join(out, relative(a, top)) for a in full]
+    except ValueError:
+        raise CleanRefused(f"{paths[0]}: the shards are on different filesystems or buckets: clean each "
+                           "filesystem's shards separately") from None
 
 
-def output_paths(paths: list[str], out: Path) -> list[Path]:
-    """OUT/<path relative to the inputs' common parent folder>, one per shard."""
-    absolute = [os.path.abspath(p) for p in paths]
-    parent = os.path.commonpath([os.path.dirname(a) for a in absolute])
-    return [Path(out) / os.path.relpath(a, parent) for a in absolute]
-
-
-def check_outputs(paths: list[str], args: list[str], out: Path, outputs: list[Path],
-                  findings: list[Path]) -> None:
+def check_outputs(paths: list[str], args: list[str], out: Path | str, outputs: list[str],
+                  findings: list[Path | str]) -> None:
     """Refuse an --out folder that is (or is inside) an input folder or a findings folder, and an output path
     that would be an input or one of clean's own files."""
-    out_s = {os.path.abspath(out), _real(out)}
-    folders = {f for p in paths for f in (os.path.dirname(os.path.abspath(p)), os.path.dirname(_real(p)))}
-    folders |= {f for a in args if is_dir(a) for f in (os.path.abspath(a), _real(a))}
+    out_s = {absolute(out), _real(out)}
+    folders = {f for p in paths for f in (parent(absolute(p)), parent(_real(p)))}
+    folders |= {f for a in args if is_dir(a) for f in (absolute(a), _real(a))}
     for o in out_s:
         for f in sorted(folders):
-            if _inside(o, f):
+            if inside(o, f):
                 raise CleanRefused(f"{out}: --out is {'an input folder' if o == f else 'inside the input folder ' + f}"
                                    ": cleaned shards must not mix with their inputs")
         for f in findings:
-            if o in (os.path.abspath(f), _real(f)):
+            if o in (absolute(f), _real(f)):
                 raise CleanRefused(f"{out}: --out is the findings folder {f}")
     inputs = {_real(p) for p in paths}
-    state = _real(Path(out) / STATE)
+    state = _real(join(out, STATE))
     for p, o in zip(paths, outputs):
         r = _real(o)
         if r in inputs:
             raise CleanRefused(f"{o}: this output would overwrite an input")
-        if _inside(r, state):
+        if inside(r, state):
             raise CleanRefused(f"{p}: its output {o} would be inside clean's own folder {STATE}/: move the shard "
                                "or clean it separately")
     seen: dict[str, str] = {}

@@ -7,7 +7,6 @@ fixed order (checks in registry order, then dedup, then contamination).
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataaudit.checks import REGISTRY, SEVERITIES
+from dataaudit.io import resolved
 
 DROPPED_SCHEMA = pa.schema([("shard", pa.string()), ("key", pa.string()), ("row", pa.int64()), ("line", pa.int64()),
                             ("reasons", pa.list_(pa.string()))])
@@ -62,11 +62,12 @@ def reason_names(extra_checks: list[str] = ()) -> list[str]:
 
 def shard_index(column: pa.ChunkedArray | pa.Array, index_of: dict[str, int]) -> np.ndarray:
     """For each value of a `shard` column, the index of that shard among the cleaned ones (-1: not cleaned).
-    Paths are compared resolved (one Python call per distinct shard, not per row)."""
+    Paths are compared resolved (dataaudit.io.resolved: links, or a URI normalized; one Python call per distinct
+    shard, not per row)."""
     enc = pc.dictionary_encode(column)
     if isinstance(enc, pa.ChunkedArray):
         enc = enc.combine_chunks() if enc.num_chunks else pa.array([], pa.dictionary(pa.int32(), pa.string()))
-    lut = np.array([index_of.get(os.path.realpath(s), -1) if s is not None else -1
+    lut = np.array([index_of.get(resolved(s), -1) if s is not None else -1
                     for s in enc.dictionary.to_pylist()] + [-1], dtype=np.int64)
     idx = enc.indices.fill_null(len(lut) - 1).to_numpy(zero_copy_only=False).astype(np.int64)
     return lut[idx]

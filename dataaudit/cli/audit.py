@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from dataaudit.audit import FILES, FLAGS
-from dataaudit.cli.common import (media_root_option, engine_options, text_records_option, freeze_imports, job_progress, make_out_dir, plural, print_resumed,
+from dataaudit.cli.common import (FOLDER, media_root_option, engine_options, text_records_option, freeze_imports, job_progress, make_out_dir, plural, print_resumed,
                                   print_wrote)
 from dataaudit.cli.paths import expand_shards
 from dataaudit.cli.fields import fields_line, require_fields
@@ -75,7 +75,7 @@ def _skipped_by_reason(checks: dict) -> dict[str, list[str]]:
 
 @click.command()
 @click.argument("shards", nargs=-1, required=True)
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", "out", required=True, type=FOLDER,
               help=f"Folder for {FILES.record}, {FLAGS} and {FILES.page} (created if missing).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
               help="audit.toml: fields, data facts (num_classes, vocab_size, ...) and per-check settings.")

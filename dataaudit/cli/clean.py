@@ -14,7 +14,7 @@ import click
 
 from dataaudit import audit, contamination, dedup
 from dataaudit.clean import DROPPED, FILES, STATE
-from dataaudit.cli.common import (InputError, engine_options, freeze_imports, job_progress, make_out_dir, plural,
+from dataaudit.cli.common import (FOLDER, InputError, engine_options, freeze_imports, job_progress, make_out_dir, plural,
                                   print_resumed, print_wrote)
 from dataaudit.cli.paths import expand_shards
 
@@ -75,15 +75,15 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
 
 @click.command("clean")
 @click.argument("shards", nargs=-1, required=True)
-@click.option("--audit", "audit_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("--audit", "audit_dir", required=True, type=FOLDER,
               help=f"The audit's --out folder ({audit.FILES.record}, {audit.FLAGS}) for these shards.")
-@click.option("--dedup", "dedup_dirs", type=click.Path(file_okay=False, path_type=Path), multiple=True,
+@click.option("--dedup", "dedup_dirs", type=FOLDER, multiple=True,
               help=f"A `dedup` or `dedup-images` --out folder: keep only the records its {dedup.KEEP} lists "
                    "(repeatable: each applies to the shards it covers; every shard must be covered).")
-@click.option("--contamination", "contamination_dir", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--contamination", "contamination_dir", type=FOLDER,
               default=None, help="A `contamination --decontaminate-train` --out folder: drop the training records "
                                  f"its {contamination.DECONTAMINATE} lists.")
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", "out", required=True, type=FOLDER,
               help="Folder for the cleaned shards (same relative names), the media their kept records reference and "
                    f"the folder's dataset_info.json and *.yaml; clean's own {FILES.record}, {DROPPED} and "
                    f"{FILES.page} go in its hidden {STATE}/ folder.")

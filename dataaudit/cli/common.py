@@ -1,5 +1,5 @@
-"""What every `dataaudit` command shares: the usage-error type (exit 2), the --out folder, the engine options and
-the progress bars."""
+"""What every `dataaudit` command shares: the usage-error type (exit 2), the --out folder (a path or a URI), the
+engine and storage options and the progress bars."""
 from __future__ import annotations
 
 import atexit
@@ -55,19 +55,66 @@ class MultiValueCommand(click.Command):
         return super().parse_args(ctx, out)
 
 
-def print_resumed(console: Console, report: dict, out: Path, parts: str | None = None) -> None:
+class Folder(click.ParamType):
+    """A folder option that may name a URI (`s3://bucket/out/`: kept as the string, dataaudit.io opens it) or a
+    local path (a Path, as click.Path gives it: click.Path would make `s3://b/o` the local `s3:/b/o`)."""
+
+    name = "folder"
+
+    def __init__(self, uris: bool = True):
+        self.uris = uris
+
+    def convert(self, value, param, ctx):
+        from dataaudit.io import is_uri
+
+        if isinstance(value, Path) or not is_uri(value):
+            return click.Path(file_okay=False, path_type=Path).convert(value, param, ctx)
+        if not self.uris:   # never a local folder named `s3:`, as click.Path would make of it
+            raise InputError(f"{value}: this command writes its {param.opts[0]} to a local folder (URIs: audit, "
+                             "clean)")
+        return value
+
+
+FOLDER = Folder()
+LOCAL_FOLDER = Folder(uris=False)
+
+
+def _storage_options(ctx, param, pairs):
+    """--storage-option KEY=VALUE: checked (an unknown key is one line, exit 2), then set for every URI the
+    command opens, in this process and its workers (dataaudit.io.set_storage_options)."""
+    from dataaudit.io import parse_storage_options, set_storage_options
+
+    try:
+        set_storage_options(parse_storage_options(pairs))
+    except ValueError as exc:
+        raise InputError(f"--storage-option {exc}") from None
+
+
+# The same option on every command that reads shards (added with the engine options).
+storage_option = click.option(
+    "--storage-option", "storage_options", multiple=True, metavar="KEY=VALUE", expose_value=False,
+    callback=_storage_options,
+    help="Setting of the s3:// filesystem (pyarrow.fs.S3FileSystem), repeatable: endpoint_override, region, "
+         "scheme, access_key, secret_key, anonymous, retry_max_attempts, ... (default: AWS_ENDPOINT_URL and "
+         "the AWS credential chain).")
+
+
+def print_resumed(console: Console, report: dict, out: Path | str, parts: str | None = None) -> None:
     """Say when a rerun reused shards finished by an earlier run (their parts in OUT/parts, or OUT/`parts`)."""
+    from dataaudit.io import join
     from dataaudit.outputs import PARTS
 
     n = report.get("run", {}).get("resumed_shards", 0)
     if n:
-        console.print(f"reused {plural(n, 'finished shard')} of an earlier run ({out / (parts or PARTS)}); "
+        console.print(f"reused {plural(n, 'finished shard')} of an earlier run ({join(out, parts or PARTS)}); "
                       "the others were read now", highlight=False, soft_wrap=True)
 
 
-def print_wrote(console: Console, out: Path, names, first: list[str] = (), more: list[str] = ()) -> None:
+def print_wrote(console: Console, out: Path | str, names, first: list[str] = (), more: list[str] = ()) -> None:
     """The closing line: what a command wrote: `first` as it is, the files `names` in --out, then `more`."""
-    console.print("wrote " + ", ".join([*first, *(str(out / n) for n in names if n), *more]), highlight=False,
+    from dataaudit.io import join
+
+    console.print("wrote " + ", ".join([*first, *(join(out, n) for n in names if n), *more]), highlight=False,
                   soft_wrap=True)
 
 
@@ -93,7 +140,7 @@ def make_out_dir(out: Path) -> None:
     try:
         makedirs(out)
     except OSError as exc:
-        raise InputError(f"{out}: cannot create output folder: {exc.strerror}") from None
+        raise InputError(f"{out}: cannot create output folder: {exc.strerror or ' '.join(str(exc).split())}") from None
     try:
         lock_folder(out)
     except FolderLocked as exc:
@@ -130,7 +177,8 @@ def _ray_installed(ctx, param, value):
 
 def engine_options(ray_unit: str, in_flight: str = "shards", local_workers: bool = False):
     """--engine, --ray-address and --workers: the same three options on every command that runs a job over shards,
-    handed to the command as one `options` (`dataaudit.pipelines.engine.EngineOptions`). `ray_unit` says what one
+    handed to the command as one `options` (`dataaudit.pipelines.engine.EngineOptions`), and --storage-option
+    (applied as it is parsed: nothing handed on). `ray_unit` says what one
     Ray task does, `in_flight` what --workers counts; `local_workers`: the job's local engine runs --workers shards
     at once, in this process and worker processes."""
     def wrap(command):
@@ -141,6 +189,7 @@ def engine_options(ray_unit: str, in_flight: str = "shards", local_workers: bool
             return command(*args, options=EngineOptions(engine, ray_address, workers), **kwargs)
 
         for option in reversed((
+            storage_option,
             click.option("--engine", type=click.Choice(["auto", "local", "ray"]), default="auto", show_default=True,
                          callback=_ray_installed,
                          help=f"local: in this process; ray: {ray_unit}; auto: local for small inputs."),

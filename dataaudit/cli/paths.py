@@ -54,6 +54,37 @@ def _walk(folder: str) -> list[str]:
     return sorted(found)
 
 
+def _unreachable_object(arg: str) -> bool:
+    """Whether `arg` is a URI naming a shard (its name has a shard format's suffix) that cannot be looked at now: not
+    there, forbidden, or its server not answering. It is taken as a shard all the same, so that the job reports it
+    `unreadable` with the provider's message and goes on with the others (one missing object of thousands must not
+    stop a job). A URI naming a prefix that cannot be listed is one line, exit 2: there is nothing to report."""
+    from dataaudit.formats import format_of
+    from dataaudit.io import exists, is_uri
+
+    if not is_uri(arg) or arg.endswith("/"):
+        return False
+    try:
+        format_of(arg)
+    except ValueError:
+        return False
+    try:
+        return not exists(arg)
+    except OSError:
+        return True
+
+
+def _looked_at(arg: str, look):
+    """`look(arg)` (is_dir, is_file, glob, _walk), an OSError of a URI's store (forbidden, no server) as one line
+    naming it."""
+    from dataaudit.sources.batch import one_line
+
+    try:
+        return look(arg)
+    except OSError as exc:
+        raise InputPathError(f"{arg}: {one_line(exc)}") from None
+
+
 def expand_shards(args: list[str]) -> list[str]:
     """Files as given, folders walked (sorted; the files of dataaudit's own jobs left out), globs expanded (sorted);
     duplicates dropped, order kept."""
@@ -63,7 +94,7 @@ def expand_shards(args: list[str]) -> list[str]:
     paths: list[str] = []
     for arg in args:
         if has_magic(arg):
-            matches = glob(arg)
+            matches = _looked_at(arg, glob)
             if not matches:
                 raise InputPathError(f"{arg}: no file matches this pattern")
             # LLaMA-Factory's dataset registry beside the shards describes them; it is not one
@@ -74,12 +105,14 @@ def expand_shards(args: list[str]) -> list[str]:
                 except ValueError as exc:
                     raise InputPathError(str(exc)) from None
             paths += matches
-        elif is_dir(arg):
-            found = _walk(arg)
+        elif _unreachable_object(arg):
+            paths.append(arg)
+        elif _looked_at(arg, is_dir):
+            found = _looked_at(arg, _walk)
             if not found:
                 raise InputPathError(f"{arg}: folder holds no {titles()} shard")
             paths += found
-        elif is_file(arg):
+        elif _looked_at(arg, is_file):
             if os.path.basename(arg) == "dataset_info.json":
                 raise InputPathError(f"{arg}: LLaMA-Factory's dataset registry, not a shard (it is read beside "
                                      "the shards it lists, or named with --dataset-info)")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dataaudit.cli.common import InputError, make_out_dir, progress_bar
+from dataaudit.cli.common import LOCAL_FOLDER, InputError, storage_option, make_out_dir, progress_bar
 from dataaudit.extras import available, missing_message
 from dataaudit.cli.fields import fields_line, text_fields
 from dataaudit.tokenization import FILES
@@ -63,7 +63,7 @@ def _print_summary(console: Console, result: dict, json_path: Path, html_path: P
 @click.argument("train_tokenizer", type=click.Path(path_type=Path))
 @click.argument("infer_tokenizer", type=click.Path(path_type=Path))
 @click.argument("more_samples", nargs=-1, metavar="")
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", "out", required=True, type=LOCAL_FOLDER,
               help=f"Folder for {FILES.record} and {FILES.page} (created if missing).")
 @click.option("--sample", "samples", multiple=True,
               help="Shards (files, folders or quoted globs) whose text is compared; takes one or more values.")
@@ -73,6 +73,7 @@ def _print_summary(console: Console, result: dict, json_path: Path, html_path: P
               help="Field(s) holding the text, repeatable or comma-separated (default: every text field, joined).")
 @click.option("--examples", type=click.IntRange(min=0), default=20, show_default=True,
               help="Differing texts shown aligned in the outputs.")
+@storage_option
 def tokenizer_drift(train_tokenizer, infer_tokenizer, more_samples, out, samples, max_texts, text_field, examples):
     """Compare TRAIN_TOKENIZER with INFER_TOKENIZER (each a tokenizer.json, or a folder with tokenizer.json and
     its tokenizer_config.json / special_tokens_map.json): static diff, behaviour on probe and sample texts, and a

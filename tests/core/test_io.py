@@ -172,3 +172,26 @@ def test_a_double_star_glob_enters_no_folder_twice(tmp_path, monkeypatch):
     assert io.glob(str(tmp_path / "a" / ".hidden" / "**" / "*.jsonl")) == [str(tmp_path / "a" / ".hidden" / "h.jsonl")]
     monkeypatch.chdir(tmp_path)
     assert io.glob("**/one.jsonl") == ["a/one.jsonl"]
+
+
+def test_uri_locations_compare_and_nest_by_their_normalized_spelling():
+    assert io.resolved("s3://b/a//x/./y.parquet") == "s3://b/a/x/y.parquet"
+    assert io.resolved("s3://b/prefix/") == "s3://b/prefix" and io.resolved("memory:///b/c") == "memory:///b/c"
+    assert io.parent("s3://b/a/x.parquet") == "s3://b/a" and io.parent("s3://b") == "s3://b"
+    assert io.relative("s3://b/a/sub/x.tar", "s3://b/a/") == "sub/x.tar"
+    with pytest.raises(ValueError):
+        io.relative("s3://b/ab/x.tar", "s3://b/a")
+    assert io.common_parent(["s3://b/a/x/1.pq", "s3://b/a/2.pq"]) == "s3://b/a"
+    assert io.inside("s3://b/a/x", "s3://b/a") and not io.inside("s3://b/ab", "s3://b/a")
+
+
+def test_storage_options_are_checked_by_key_and_value():
+    assert io.parse_storage_options(["region=eu-west-1", "anonymous=true", "retry_max_attempts=2"]) == \
+        {"region": "eu-west-1", "anonymous": "true", "retry_max_attempts": "2"}
+    for bad, message in (("region", "'region': expected KEY=VALUE"),
+                         ("colour=red", "'colour': unknown key (known: access_key, "),
+                         ("anonymous=maybe", "anonymous=maybe: expected true or false, got 'maybe'"),
+                         ("connect_timeout=soon", "connect_timeout=soon: could not convert string to float")):
+        with pytest.raises(ValueError) as err:
+            io.parse_storage_options([bad])
+        assert str(err.value).startswith(message), str(err.value)

@@ -150,6 +150,7 @@ def test_the_cycle_finder_finds_a_cycle():
 TEST_FOLDERS_NOT_PACKAGES = {
     "e2e": "end-to-end tests of each command (the CLI in, the outputs out), across packages",
     "docs": "the documentation: README.md, the mkdocs site (docs/, mkdocs.yml) and its generated checks page",
+    "objectstore": "every command on URIs (dataaudit/io.py) against an S3-compatible server its fixture starts, and fsspec",
 }
 # Guard tests that another change moves into tests/guard/: drop these names once it is merged.
 def test_test_folders_are_named_after_packages():

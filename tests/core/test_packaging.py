@@ -45,6 +45,9 @@ def test_core_dependencies_are_light_and_extras_hold_the_rest():
     assert extras["media"] == {"av"}
     assert extras["tars"] == {"msgpack", "cbor2"}
     assert extras["lmeval"] == {"lm-eval", "pyyaml"}     # not in `all`: lm-eval pulls datasets, evaluate, ...
+    assert extras["s3"] == extras["gcs"] == {"pyarrow"}      # built into pyarrow's wheels: a version floor only
+    assert extras["azure"] == {"pyarrow", "adlfs"}
+    assert extras["hf"] == {"fsspec", "huggingface_hub"}
     assert PYPROJECT["project"]["optional-dependencies"]["all"] == \
-        ["dataaudit[guard,images,tokenizers,ray,datasketch,secrets,language,media,tars]"]
+        ["dataaudit[guard,images,tokenizers,ray,datasketch,secrets,language,media,tars,hf]"]
     assert PYPROJECT["project"]["license"] == "Apache-2.0"   # SPDX string: no setuptools deprecation banner

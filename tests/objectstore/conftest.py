@@ -1,0 +1,144 @@
+"""An S3-compatible server for the object-store tests: moto in server mode (`moto[server]`, a dev dependency),
+started once per session on 127.0.0.1 on a free port, in its own process, and stopped after the session. IAM
+authentication is on (its first three requests make a user, its policy and its key), so wrong credentials are a
+real 403. The tests use the real client (pyarrow.fs, as dataaudit does), never a patched one; each test gets its
+own bucket, and the endpoint and credentials through the environment for that test only."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from dataaudit.io import STORAGE_ENV
+
+MOTO_MISSING = "moto[server] is not installed (pip install 'moto[server]', in the dev extra)"
+READY_SECONDS = 30.0     # the server imports Flask and every moto backend it serves before it answers
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class MotoServer:
+    """`python -m moto.server` on 127.0.0.1 and a free port; `stop()` ends it (also what a test of a stopped server
+    calls on a server of its own)."""
+
+    def __init__(self, auth: bool = True):
+        if importlib.util.find_spec("moto") is None or importlib.util.find_spec("flask") is None:
+            pytest.skip(MOTO_MISSING)
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "3" if auth else "inf"}
+        self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+                                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + READY_SECONDS
+        while True:
+            try:
+                urllib.request.urlopen(f"{self.url}/moto-api/data.json", timeout=1).close()
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"moto server on {self.url} did not answer within {READY_SECONDS} s")
+                time.sleep(0.1)
+        self.key, self.secret = self._credentials() if auth else ("testing", "testing")
+
+    def _credentials(self) -> tuple[str, str]:
+        """An IAM user allowed everything, and its access key (the three unauthenticated requests)."""
+        import boto3
+
+        iam = boto3.client("iam", endpoint_url=self.url, region_name="us-east-1", aws_access_key_id="bootstrap",
+                           aws_secret_access_key="bootstrap")
+        iam.create_user(UserName="dataaudit-tests")
+        iam.put_user_policy(UserName="dataaudit-tests", PolicyName="all", PolicyDocument=json.dumps(
+            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
+        key = iam.create_access_key(UserName="dataaudit-tests")["AccessKey"]
+        return key["AccessKeyId"], key["SecretAccessKey"]
+
+    def filesystem(self):
+        import pyarrow.fs as pafs
+
+        return pafs.S3FileSystem(access_key=self.key, secret_key=self.secret, endpoint_override=self.url,
+                                 region="us-east-1", allow_bucket_creation=True)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture(scope="session")
+def moto_server():
+    server = MotoServer()
+    yield server
+    server.stop()
+
+
+@dataclass
+class Bucket:
+    """A fresh bucket on the server: `uri(key)` names an object, `put(local, key)` uploads a file or a folder."""
+
+    name: str
+    fs: object
+
+    def uri(self, key: str = "") -> str:
+        return f"s3://{self.name}/{key}"
+
+    def put(self, local: Path, key: str) -> str:
+        import pyarrow.fs as pafs
+
+        local = Path(local)
+        if local.is_dir():
+            pafs.copy_files(str(local), f"{self.name}/{key}".rstrip("/"), destination_filesystem=self.fs)
+        else:
+            with open(local, "rb") as src, self.fs.open_output_stream(f"{self.name}/{key}") as out:
+                out.write(src.read())
+        return self.uri(key)
+
+    def get(self, key: str) -> bytes:
+        with self.fs.open_input_stream(f"{self.name}/{key}") as f:
+            return f.read()
+
+    def keys(self, prefix: str = "") -> list[str]:
+        import pyarrow.fs as pafs
+
+        sel = pafs.FileSelector(f"{self.name}/{prefix}".rstrip("/"), recursive=True, allow_not_found=True)
+        return sorted(i.path[len(self.name) + 1:] for i in self.fs.get_file_info(sel) if i.type == pafs.FileType.File)
+
+
+def s3_environment(monkeypatch, server: MotoServer, key: str | None = None, secret: str | None = None) -> None:
+    """The endpoint and credentials as a user's shell has them, for this test only (monkeypatch undoes them)."""
+    for name in ("AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", server.url)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key or server.key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret or server.secret)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")    # never ask an instance-metadata address
+    monkeypatch.setenv(STORAGE_ENV, "")                         # --storage-option of an earlier command: gone
+
+
+@pytest.fixture
+def bucket(moto_server, monkeypatch) -> Bucket:
+    """A new bucket (a unique name: no test depends on another's objects or order), with the environment set."""
+    s3_environment(monkeypatch, moto_server)
+    fs = moto_server.filesystem()
+    name = f"t-{uuid.uuid4().hex[:16]}"
+    fs.create_dir(name)
+    return Bucket(name, fs)
