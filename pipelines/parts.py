@@ -12,8 +12,9 @@ from dataaudit.io import changed, exists, join, read_parquet, read_text
 from dataaudit.outputs import PARTS
 
 # Bumped when what a part holds changes shape (2: summaries count their records as `records`; 3: they hold the
-# shard's fingerprint): parts written before are then redone, never misread.
-PART_VERSION = 3
+# shard's fingerprint; 4: the audit's count the records flagged at each severity): parts written before are then
+# redone, never misread.
+PART_VERSION = 4
 
 
 def fingerprint_digest(fingerprint: dict) -> str:
@@ -61,14 +62,16 @@ class PartStore:
     def table_path(self, index: int, path: str) -> str:
         return self._stem(index, path) + self.suffix
 
-    def load(self, index: int, path: str) -> dict | None:
+    def load(self, index: int, path: str, check_input: bool = True) -> dict | None:
+        """The finished shard's summary, or None. `check_input=False` (an array job's merge, which may run where the
+        shards are not) trusts the part without comparing the shard's file with its fingerprint."""
         try:
             done = json.loads(read_text(self._stem(index, path) + ".json"))
         except (FileNotFoundError, json.JSONDecodeError):
             return None
         if done.get("job") != self.digest or not self.accepts(done) or not exists(self.table_path(index, path)):
             return None
-        if self.fingerprints and changed(path, done["summary"].get("fingerprint")) is not None:
+        if check_input and self.fingerprints and changed(path, done["summary"].get("fingerprint")) is not None:
             return None    # the shard changed since (or could not be read then): read it again
         return done["summary"]
 

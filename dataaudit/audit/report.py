@@ -179,7 +179,9 @@ def _sweeping_notes(checks: dict, samples: int) -> list[str]:
     return notes
 
 
-def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
+def build_report(summaries: list[dict], config: AuditConfig, run: dict, gates: list | None = None) -> dict:
+    """report.json from the shards' summaries; `gates`: the --fail-on rules (`dataaudit.audit.gates`), evaluated
+    into its `gates`. A sampled audit (config.sample) has its `sample`: what was sampled and each check's rate."""
     samples = sum(s["records"] for s in summaries)
     flagged = sum(s["flagged"] for s in summaries)
     totals = {"samples": samples, "flagged": flagged, "passed": samples - flagged, "shards": len(summaries),
@@ -233,7 +235,28 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
         "run": run,
     }
     report.update(sections)
+    severities: dict[str, int] = {}
+    for s in summaries:
+        for sev, n in (s.get("severities") or {}).items():
+            severities[sev] = severities.get(sev, 0) + n
+    if config.sample is not None:
+        from dataaudit.audit.sample import sample_section
+
+        report["sample"] = sample_section(report, config.sample)
+        notes.insert(0, sample_note(report["sample"]))
+    if gates:
+        from dataaudit.audit.gates import evaluate
+
+        report["gates"] = evaluate(gates, report, severities)
     return report
+
+
+def sample_note(sample: dict) -> str:
+    """What a sampled report covers, in one line (the console and the page say it too)."""
+    asked = f"{sample['size']} records" if sample["size"] is not None else f"a fraction {sample['fraction']:g}"
+    of = f" of {sample['population']}" if sample["population"] is not None else ""
+    return (f"sample: {sample['records']}{of} records ({asked}, seed {sample['seed']}, spread over every shard): the "
+            "counts are the sample's; each check's rate over the input lies in sample.rates[].ci95 (95% Wilson)")
 
 
 def write_report(out_dir: str | os.PathLike, report: dict) -> None:

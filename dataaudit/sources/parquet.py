@@ -298,3 +298,52 @@ def _named_error(fragment, row_group: int, columns: list[str], batch_size: int, 
             f"{', '.join(repr(n) for n, _ in bad[1:])})") if len(bad) > 1 else ""
     return ShardReadError(f"parquet: column {name!r} (row group {row_group}): "
                           f"{one_line(e) or type(e).__name__}{more}{left}")
+
+
+def parquet_row_group_sizes(path: str) -> list[int]:
+    """The rows of each row group, from the footer only (ShardReadError for a bad or forged footer)."""
+    try:
+        fs, where = arrow_source(path)
+        metadata = pq.read_metadata(where, filesystem=fs)
+    except _ARROW_ERRORS as e:
+        raise _error(e) from e
+    _check_footer(metadata)
+    return [metadata.row_group(rg).num_rows for rg in range(metadata.num_row_groups)]
+
+
+def iter_parquet_row_groups(path: str, row_groups: list[int], columns: list[str] | None = None,
+                            batch_rows: int = 4096, *, decode_all: bool = False) -> Iterator[pa.RecordBatch]:
+    """The batches of some row groups only (a sample's), with the provenance columns of their place in the file:
+    `__row__` is the record's number in the whole shard. The others are not read. A row group that cannot be read
+    is a ShardReadError naming it and its column, as `iter_parquet` says it."""
+    try:
+        fs, where = arrow_filesystem(path)
+        fragment = _parquet_format().make_fragment(where, fs)
+        file_schema = fragment.physical_schema
+        metadata = fragment.metadata
+        _check_footer(metadata)
+    except _ARROW_ERRORS as e:
+        raise _error(e) from e
+    names = [n for n in file_schema.names if n not in PROVENANCE_COLUMNS]
+    if columns is not None:
+        wanted = set(columns)
+        names = [n for n in names if n in wanted]
+    decoded = list(file_schema.names) if decode_all else names
+    keep = None if decoded == names else [decoded.index(n) for n in names]
+    starts = np.concatenate([[0], np.cumsum([metadata.row_group(rg).num_rows
+                                             for rg in range(metadata.num_row_groups)])]).tolist()
+    schema = None
+    batch_size = max(batch_rows, _READ_ROWS)
+    for rg in row_groups:
+        row = starts[rg]
+        try:
+            for batch in _scan(fragment.subset(row_group_ids=[rg]), decoded, batch_size):
+                if keep is not None:
+                    batch = batch.select(keep)
+                if schema is None:
+                    schema = pa.schema(list(batch.schema) + _PROVENANCE_FIELDS, metadata=file_schema.metadata)
+                batch = _with_provenance(batch, row, schema)
+                row += batch.num_rows
+                yield from (batch.slice(o, batch_rows) for o in range(0, batch.num_rows, batch_rows))
+        except _ARROW_ERRORS as e:
+            raise _named_error(fragment, rg, decoded, batch_size, e, time.monotonic() + RECOVERY_SECONDS) from e
