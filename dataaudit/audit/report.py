@@ -256,7 +256,7 @@ def sample_note(sample: dict) -> str:
     asked = f"{sample['size']} records" if sample["size"] is not None else f"a fraction {sample['fraction']:g}"
     of = f" of {sample['population']}" if sample["population"] is not None else ""
     return (f"sample: {sample['records']}{of} records ({asked}, seed {sample['seed']}, spread over every shard): the "
-            "counts are the sample's; each check's rate over the input lies in sample.rates[].ci95 (95% Wilson)")
+            "counts are the sample's; sample.rates gives each check's rate with its 95% Wilson interval")
 
 
 def write_report(out_dir: str | os.PathLike, report: dict) -> None:

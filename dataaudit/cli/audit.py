@@ -67,10 +67,9 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
 
 def print_sample_and_gates(console: Console, report: dict) -> None:
     """A sampled audit's rates with their 95% intervals, and each --fail-on rule with its measured rate."""
-    if "sample" in report:
-        from dataaudit.audit.report import sample_note
-
-        console.print(sample_note(report["sample"]), highlight=False, soft_wrap=True, markup=False)
+    if "sample" in report:      # (the first note says what was sampled)
+        console.print("sample rates of the checks that flagged (95% Wilson interval):", highlight=False,
+                      markup=False)
         for name, r in report["sample"]["rates"].items():
             if r["flagged"]:
                 lo, hi = r["ci95"]

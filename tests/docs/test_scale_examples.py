@@ -65,7 +65,7 @@ def test_the_pages_examples_run(tmp_path):
     _run(tmp_path, ["audit", "fixtures/chat/jsonl", "--out", "single"])
     for merged in ("out/array", "out/array-slurm", "out/array-k8s"):
         _same_report(tmp_path, merged, "single")
-    assert json.loads((tmp_path / "out/first-look/report.json").read_text())["sample"]["records"] == 200
+    assert json.loads((tmp_path / "out/first-look/report.json").read_text())["sample"]["records"] == 20
     assert len(json.loads((tmp_path / "out/ci/report.json").read_text())["gates"]) == 3
 
 
