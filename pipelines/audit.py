@@ -77,7 +77,7 @@ def _store(out_dir, config: AuditConfig) -> PartStore:
 
 def _write_outputs(run: JobRun, store: PartStore, paths, summaries, config, record: dict, gates) -> dict:
     """flags.parquet from the parts, then report.json and its page: the one report step of a job and a merge."""
-    write_parquet(run.out(FLAGS), (store.read(i, p) for i, p in enumerate(paths)), FLAG_SCHEMA)
+    write_parquet(run.out(FLAGS), store.read_all(paths), FLAG_SCHEMA)
     report = build_report(summaries, config, record, gates)
     write_report(run.out_dir, report)
     return report
