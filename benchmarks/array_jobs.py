@@ -70,10 +70,11 @@ def bench_merge(tmp: Path, parts: int, slices: int) -> dict:
             "single_job_seconds": round(t_single, 2), "identical_to_one_job": same}
 
 
-def bench_sample(tmp: Path, mb: float, n: int) -> dict:
-    corpus = tmp / "corpus"
-    subprocess.run([sys.executable, str(Path(__file__).parent / "make_corpus.py"), "--mb", str(mb), "--out",
-                    str(corpus)], check=True, capture_output=True, env=child_env())
+def bench_sample(tmp: Path, mb: float, n: int, corpus: Path | None = None) -> dict:
+    if corpus is None:      # generated in the run's folder, deleted with it
+        corpus = tmp / "corpus"
+        subprocess.run([sys.executable, str(Path(__file__).parent / "make_corpus.py"), "--mb", str(mb), "--out",
+                        str(corpus)], check=True, capture_output=True, env=child_env())
     size = sum(p.stat().st_size for p in corpus.rglob("*.parquet"))
     rc_full, t_full, text = _run(["audit", str(corpus), "--out", str(tmp / "full"), "--engine", "local"])
     assert rc_full in (0, 1), text
@@ -97,6 +98,8 @@ def main() -> int:
     ap.add_argument("--slices", type=int, default=4)
     ap.add_argument("--mb", type=float, default=1000.0, help="MB of text of the sample benchmark's corpus")
     ap.add_argument("--sample", type=int, default=10_000)
+    ap.add_argument("--corpus", type=Path, default=None,
+                    help="a make_corpus.py corpus to use as it is (default: one of --mb generated in --tmp)")
     ap.add_argument("--tmp", default="/tmp")
     ap.add_argument("--skip-merge", action="store_true")
     ap.add_argument("--skip-sample", action="store_true")
@@ -114,7 +117,7 @@ def main() -> int:
                   f"{r['slices_seconds']} s, one job {r['single_job_seconds']} s; identical to one job: "
                   f"{r['identical_to_one_job']}")
         if not args.skip_sample:
-            r = bench_sample(tmp, args.mb, args.sample)
+            r = bench_sample(tmp, args.mb, args.sample, args.corpus)
             print(f"--sample {r['sample']} of {r['records']} records ({r['parquet_bytes'] / 1e9:.2f} GB Parquet, "
                   f"{r['corpus_mb_text']:.0f} MB text): {r['sample_seconds']} s vs the full audit "
                   f"{r['full_seconds']} s = {r['sample_share']:.1%} (target < 10%); the full audit's rates inside "

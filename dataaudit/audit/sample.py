@@ -59,6 +59,28 @@ def filtered(sample: dict, path: str, batches: Iterator[pa.RecordBatch]) -> Iter
             yield batch.filter(pa.array(keep))
 
 
+def coalesced(batches: Iterator[pa.RecordBatch], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """Small batches of one schema joined into batches of up to `batch_rows` records: a sample leaves a few records
+    of each batch read, and every check has a fixed cost per batch (a 1.4% sample of 1 GB in batches of ~60
+    records: most of its time)."""
+    held: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in batches:
+        if held and (batch.schema != held[0].schema or rows + batch.num_rows > batch_rows):
+            yield _joined(held)
+            held, rows = [], 0
+        held.append(batch)
+        rows += batch.num_rows
+    if held:
+        yield _joined(held)
+
+
+def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    if len(batches) == 1:
+        return batches[0]
+    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+
+
 def parquet_row_groups(sample: dict, path: str, sizes: Sequence[int]) -> list[int]:
     """The row groups (of these sizes, in file order) that hold at least one sampled record."""
     wanted, start = [], 0
@@ -155,7 +177,9 @@ def sampled_batches(sample: dict, path: str, columns: list[str] | None, batch_ro
 
     if format_of(path).name == "parquet":
         groups = parquet_row_groups(sample, path, parquet_row_group_sizes(path))
-        batches = iter_parquet_row_groups(path, groups, columns, batch_rows, decode_all=decode_all)
+        batches = iter_parquet_row_groups(path, groups, columns, batch_rows, decode_all=decode_all,
+                                          rows_kept=lambda rows: chosen(sample, path, rows))
     else:
-        batches = iter_shard(path, columns, batch_rows, decode_all=decode_all, text_unit=text_unit)
-    yield from filtered(sample, path, batches)
+        batches = filtered(sample, path, iter_shard(path, columns, batch_rows, decode_all=decode_all,
+                                                    text_unit=text_unit))
+    yield from coalesced(batches, batch_rows)

@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING
 import click
 
 from dataaudit.audit import FILES, FLAGS
-from dataaudit.cli.common import (media_root_option, engine_options, text_records_option, freeze_imports, job_progress, make_out_dir, plural, print_resumed,
+from dataaudit.cli.common import (InputError, media_root_option, engine_options, text_records_option, freeze_imports, job_progress, make_out_dir, plural, print_resumed,
                                   print_wrote, slice_options)
-from dataaudit.cli.common import InputError
 from dataaudit.cli.paths import expand_shards
 from dataaudit.cli.fields import fields_line, require_fields
 from dataaudit.config import READ_MODES, load_config
@@ -166,11 +165,10 @@ def audit(shards, out, config_path, tokenizer, context_length, strict, read, dat
                                                     config.data.get("text_records", "line")))
 
     console = Console(stderr=False)
-    total = len(paths)
-    with job_progress(console, total, {"audit": ("auditing", "shards")}) as on_progress:
+    with job_progress(console, len(paths), {"audit": ("auditing", "shards")}) as on_progress:
         report = run_audit(paths, config, out, options, on_progress, read=read, shard_slice=shard_slice,
                            gates=gates)
-    if shard_slice is not None:
+    if shard_slice is not None:     # the merge reports and decides the exit code (its own --strict, --fail-on)
         console.print(f"slice {shard_slice.index} of {shard_slice.count} ({shard_slice.source}): "
                       f"{plural(report['shards'], 'shard')}, {plural(report['records'], 'record')} into {out}; "
                       f"`dataaudit merge {out}` writes the report once every slice is done", highlight=False,
