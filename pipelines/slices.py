@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 
 from dataaudit.atomic import write_json
 from dataaudit.errors import DataAuditError
-from dataaudit.io import join, read_text, stat
+from dataaudit.io import join, read_text, stat, walk
 
 SLICES = "slices"    # the manifests' folder, inside the job's parts folder
 
@@ -115,9 +115,10 @@ def read_manifests(parts_dir: str) -> dict:
     slicing), or when a slice has none (naming its shards)."""
     folder = join(parts_dir, SLICES)
     try:
-        names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
+        _, _, files = next(walk(folder), (None, None, []))
     except OSError:
-        names = []
+        files = []
+    names = sorted(n for n in files if n.endswith(".json"))
     if not names:
         raise SliceError(f"{folder}: no slice manifest: run `dataaudit audit ... --shard-index I --num-shards N "
                          "--out OUT` for every slice first")

@@ -243,20 +243,13 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict, gates: l
         from dataaudit.audit.sample import sample_section
 
         report["sample"] = sample_section(report, config.sample)
-        notes.insert(0, sample_note(report["sample"]))
+        notes.insert(0, report["sample"]["note"])
     if gates:
         from dataaudit.audit.gates import evaluate
 
         report["gates"] = evaluate(gates, report, severities)
     return report
 
-
-def sample_note(sample: dict) -> str:
-    """What a sampled report covers, in one line (the console and the page say it too)."""
-    asked = f"{sample['size']} records" if sample["size"] is not None else f"a fraction {sample['fraction']:g}"
-    of = f" of {sample['population']}" if sample["population"] is not None else ""
-    return (f"sample: {sample['records']}{of} records ({asked}, seed {sample['seed']}, spread over every shard): the "
-            "counts are the sample's; sample.rates gives each check's rate with its 95% Wilson interval")
 
 
 def write_report(out_dir: str | os.PathLike, report: dict) -> None:

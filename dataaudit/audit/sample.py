@@ -164,8 +164,17 @@ def sample_section(report: dict, sample: dict) -> dict:
     rates = {name: {"flagged": c["flagged"], "rate": round(c["flagged"] / n, 6) if n else None,
                     "ci95": wilson(c["flagged"], n)}
              for name, c in report["checks"].items() if c["ran"]}
-    return {"seed": sample["seed"], "size": sample["size"], "fraction": sample["fraction"],
-            "population": sample["population"], "records": n, "rates": rates}
+    section = {"seed": sample["seed"], "size": sample["size"], "fraction": sample["fraction"],
+               "population": sample["population"], "records": n, "rates": rates}
+    return {**section, "note": sample_note(section)}
+
+
+def sample_note(sample: dict) -> str:
+    """What a sampled report covers, in one line (its first note; the console and the page say it too)."""
+    asked = f"{sample['size']} records" if sample["size"] is not None else f"a fraction {sample['fraction']:g}"
+    of = f" of {sample['population']}" if sample["population"] is not None else ""
+    return (f"sample: {sample['records']}{of} records ({asked}, seed {sample['seed']}, spread over every shard): the "
+            "counts are the sample's; sample.rates gives each check's rate with its 95% Wilson interval")
 
 
 def sampled_batches(sample: dict, path: str, columns: list[str] | None, batch_rows: int, decode_all: bool,

@@ -25,7 +25,7 @@ def _error(e: BaseException) -> ShardReadError:
     return ShardReadError(f"arrow: {one_line(e) or type(e).__name__}")
 
 
-def _open(path: str) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+def open_ipc(path: str) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     """The schema and batches of an IPC file, else of an IPC stream (what `datasets` writes)."""
     source = open_arrow(path)
     try:
@@ -40,7 +40,7 @@ def _open(path: str) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
 def iter_arrow(path: str, columns: list[str] | None = None, batch_rows: int = 4096) -> Iterator[pa.RecordBatch]:
     """Batches of `columns` (None: every column) plus the provenance columns, `batch_rows` records at most each."""
     try:
-        file_schema, batches = _open(path)
+        file_schema, batches = open_ipc(path)
     except _ARROW_ERRORS as e:
         raise _error(e) from e
     names = [n for n in file_schema.names if n not in PROVENANCE_COLUMNS and (columns is None or n in set(columns))]

@@ -16,11 +16,11 @@ def rewrite_arrow(src: str, dst: str | os.PathLike, drop: np.ndarray, expected: 
                   options: WriteOptions = WriteOptions()) -> dict:
     """Write `src` without the records in `drop` (sorted) to `dst`; `expected`: the records the audit read (else
     ShardMismatch, nothing written). Returns {"records", "kept"}."""
-    from dataaudit.sources.arrow_ipc import _open, arrow_is_stream
+    from dataaudit.sources.arrow_ipc import arrow_is_stream, open_ipc
 
     try:
         stream = arrow_is_stream(src)
-        schema, batches = _open(src)
+        schema, batches = open_ipc(src)
     except (pa.ArrowException, OSError) as e:
         raise ShardMismatch(f"{src}: arrow: {e}") from None
     rows = kept = 0
