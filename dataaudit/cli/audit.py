@@ -133,8 +133,8 @@ def _skipped_by_reason(checks: dict) -> dict[str, list[str]]:
 @slice_options
 def audit(shards, out, config_path, tokenizer, context_length, strict, read, dataset_info, media_root, profile,
           text_records, sample_size, sample_fraction, seed, fail_on, options, shard_slice):
-    """Scan SHARD_OR_GLOB... (Parquet, WebDataset .tar/.tar.gz, JSONL, JSON, CSV/TSV, plain text) and report every
-    bad sample."""
+    """Scan SHARD_OR_GLOB... (Parquet, WebDataset .tar/.tar.gz, JSONL, JSON, CSV/TSV, plain text, Arrow IPC) and report
+    every bad sample."""
     from rich.console import Console
 
     given = {"tokenizer": str(tokenizer.resolve()) if tokenizer else None, "context_length": context_length,

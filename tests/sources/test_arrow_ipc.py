@@ -116,3 +116,14 @@ def test_clean_rewrites_the_kept_records_as_the_same_kind(tmp_path, stream):
     got = reader.read_all()
     assert got.column("text").to_pylist() == ["r0", "r2", "r3", "r4", "r7"]
     assert got.schema.metadata == {b"huggingface": b"{}"}
+
+
+def test_offsets_that_lie_make_the_shard_unreadable_not_a_crash(tmp_path):
+    path = tmp_path / "s.arrow"
+    _write(path, pa.table({"text": ["abc", "def"]}))
+    good = (0).to_bytes(4, "little") + (3).to_bytes(4, "little") + (6).to_bytes(4, "little")
+    data = path.read_bytes()
+    assert data.count(good) == 1
+    path.write_bytes(data.replace(good, good[:8] + (1 << 30).to_bytes(4, "little")))
+    with pytest.raises(ShardReadError, match=r"^arrow: .*offset"):
+        list(iter_shard(str(path)))
