@@ -144,3 +144,16 @@ def test_a_bad_slice_on_the_command_line_exits_2(corpus, tmp_path):
     res = _audit(corpus, "--out", tmp_path / "o", "--shard-index", 5, "--num-shards", 2)
     assert res.exit_code == 2
     assert res.output.strip() == "Error: --shard-index/--num-shards: slice index 5 is not in 0..1"
+
+
+def test_sampled_slices_merge_into_the_sampled_job(corpus, tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert _audit(corpus, "--out", one, "--sample", 500, "--seed", 4).exit_code == 0
+    for i in range(2):
+        assert _audit(corpus, "--out", two, "--sample", 500, "--seed", 4, "--shard-index", i,
+                      "--num-shards", 2).exit_code == 0
+    assert CliRunner().invoke(main, ["merge", str(two)]).exit_code == 0
+    a, b = (json.loads((d / "report.json").read_text()) for d in (one, two))
+    a.pop("run"), b.pop("run")
+    assert a == b and a["totals"]["samples"] == 500
+    assert (one / "flags.parquet").read_bytes() == (two / "flags.parquet").read_bytes()
