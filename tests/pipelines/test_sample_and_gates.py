@@ -182,3 +182,13 @@ def test_rules_parse_percent_fraction_and_severity():
 def test_sample_and_fraction_together_is_a_usage_error(corpus, tmp_path):
     res = _audit(corpus, "--out", tmp_path / "o", "--sample", 10, "--sample-fraction", 0.5)
     assert res.exit_code == 2 and "--sample and --sample-fraction: give one of them" in res.output
+
+
+def test_clean_refuses_a_sampled_audit(corpus, tmp_path):
+    audit_dir = tmp_path / "a"
+    assert _audit(corpus, "--out", audit_dir, "--sample", 50).exit_code == 0
+    res = CliRunner().invoke(main, ["clean", str(corpus), "--audit", str(audit_dir), "--out", str(tmp_path / "c")])
+    assert res.exit_code == 2
+    assert "the audit is a sample (--sample, --sample-fraction): clean needs the findings of every record" \
+        in res.output
+    assert not (tmp_path / "c").exists()
