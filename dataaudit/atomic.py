@@ -38,7 +38,9 @@ def write_parquet(path: str | os.PathLike, tables: Iterable[pa.Table], schema: p
     with atomic_path(path) as tmp:
         with pq.ParquetWriter(tmp, schema, **options) as writer:
             for table in tables:
-                writer.write_table(table.cast(schema))
+                # a table already of the schema (a job's own parts) is written as it is: a cast per column of
+                # 1,000 parts took 0.6 s of a merge
+                writer.write_table(table if table.schema.equals(schema) else table.cast(schema))
                 rows += table.num_rows
     return rows
 

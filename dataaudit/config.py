@@ -76,6 +76,8 @@ class AuditConfig:
     read: str = READ_MODES[0]   # one of READ_MODES (set by `--read`, not by the TOML file)
     profile: str = "sft"        # the profile (dataaudit.profiles) applied under the [checks.*] tables
     explicit_enabled: set[str] = field(default_factory=set)   # checks whose `enabled` the file's [checks.*] sets
+    # `--sample`/`--sample-fraction`: the records audited (dataaudit.audit.sample); None: every record
+    sample: dict[str, Any] | None = None
 
     def check(self, name: str) -> CheckSettings:
         return self.checks[name]
@@ -95,7 +97,15 @@ class AuditConfig:
                        for n, c in sorted(self.checks.items())},
             "read": self.read,
             "profile": self.profile,
+            **({"sample": self.sample} if self.sample is not None else {}),
         }
+
+    @classmethod
+    def from_fingerprint(cls, fp: dict[str, Any], source: str = "<parts>") -> "AuditConfig":
+        """The config a `fingerprint` describes (what an array job's merge rebuilds the report with)."""
+        return cls(fields=fp["fields"], data=fp["data"], source=source, read=fp["read"], profile=fp["profile"],
+                   checks={n: CheckSettings(c["enabled"], c["severity"], c["params"]) for n, c in fp["checks"].items()},
+                   sample=fp.get("sample"))
 
 
 def _fail(source: str, msg: str) -> ConfigError:

@@ -76,6 +76,23 @@ class Parquet(Format):
         return rewrite_parquet(src, dst, drop, expected, options)
 
 
+class Arrow(Format):
+    """Arrow IPC, stream or file: Hugging Face `datasets`' save_to_disk folders (data-*.arrow beside
+    dataset_info.json and state.json, which a walk leaves out) and cache files; read memory-mapped like Parquet."""
+
+    name, title, suffixes, shown = "arrow", "Arrow IPC", (".arrow",), ".arrow"
+
+    def read(self, path, columns, batch_rows, limit, decode_all, text_unit):
+        from dataaudit.sources.arrow_ipc import iter_arrow
+
+        return iter_arrow(path, columns, batch_rows)
+
+    def write(self, src, dst, drop, expected, options):
+        from dataaudit.writers.arrow_ipc import rewrite_arrow
+
+        return rewrite_arrow(src, dst, drop, expected, options)
+
+
 class WebDataset(Format):
     name, title, suffixes, shown = "webdataset", "WebDataset", (".tar", ".tar.gz", ".tgz"), ".tar/.tar.gz/.tgz"
     embeds_media = True
@@ -165,7 +182,7 @@ class Tsv(Csv):
     delimiter = "\t"
 
 
-FORMATS: tuple[Format, ...] = (Parquet(), WebDataset(), Jsonl(), JsonArray(), Csv(), Tsv(), Text())
+FORMATS: tuple[Format, ...] = (Parquet(), WebDataset(), Jsonl(), JsonArray(), Csv(), Tsv(), Text(), Arrow())
 BY_NAME = {f.name: f for f in FORMATS}
 # The notes a dataset folder holds beside its shards, by file name before the first dot: a walk skips them.
 NOT_DATA_NAMES = frozenset({"readme", "license", "licence", "copying", "notice", "authors", "changelog", "changes",

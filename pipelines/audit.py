@@ -7,6 +7,7 @@ runs. Each finished shard is written to OUT/parts before the report is assembled
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -17,9 +18,11 @@ from dataaudit.audit.report import build_report, write_report
 from dataaudit.audit.shard import audit_shard
 from dataaudit.config import AuditConfig
 from dataaudit.handlers import report_unreadable
+from dataaudit.io import join
 from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.job import JobRun, Progress
 from dataaudit.pipelines.parts import PartStore
+from dataaudit.pipelines.slices import ShardSlice, SliceError, assign, read_manifests, write_manifest
 
 FLAG_ORDER = [("row", "ascending"), ("check", "ascending"), ("field", "ascending")]
 
@@ -39,7 +42,8 @@ class _Summarized:
 
 def run_audit(paths: Sequence[str], config: AuditConfig, out_dir: str | os.PathLike,
               options: EngineOptions = EngineOptions(), on_progress: Callable[[Progress], None] | None = None, *,
-              stage: Callable = audit_shard, read: str | None = None) -> dict:
+              stage: Callable = audit_shard, read: str | None = None, shard_slice: ShardSlice | None = None,
+              gates: list | None = None) -> dict:
     """Audit `paths` into `out_dir` (report.json, flags.parquet, report.html); returns the report.
 
     Progress comes per batch with the local engine, per shard otherwise. With the local engine, `options.workers`
@@ -48,14 +52,54 @@ def run_audit(paths: Sequence[str], config: AuditConfig, out_dir: str | os.PathL
     every column of every Parquet row group, as a training loader does, so a column that cannot be decoded makes
     its shard unreadable; "checked-columns" decodes only the columns the checks read (faster on wide shards; the
     others are named in a note). The mode is part of the config: report.json's `config.read`, and parts written
-    under the other mode are not reused.
+    under the other mode are not reused. `shard_slice`: run only that slice of an array job (`pipelines.slices`):
+    its parts and its manifest, no report (`merge_audit` writes it); returns the slice's manifest. `gates`: the
+    --fail-on rules, evaluated into report.json.
     """
     config = config.with_read(config.read if read is None else read)   # ValueError for an unknown mode
-    run = JobRun(out_dir, paths, options, on_progress)
-    store = PartStore(out_dir, {"config": config.fingerprint(), "schema": FLAG_SCHEMA.to_string()},
-                      suffix=".flags.parquet", folder=FILES.parts)
+    run = JobRun(out_dir, paths, options, on_progress, own_folder=shard_slice is None)
+    store = _store(out_dir, config)
+    if shard_slice is not None:
+        slices = assign(paths, shard_slice.count)
+        mine = [i for i, s in enumerate(slices) if s == shard_slice.index]
+        summaries = run.units("audit", paths, store, _Summarized(stage), (config,), processes=True, only=mine)
+        extra = {"shards": len(mine), "records": sum(s["records"] for s in summaries), "run": run.record()}
+        write_manifest(store.dir, shard_slice, store.digest, paths, slices, config.fingerprint(), extra)
+        return extra
     summaries = run.units("audit", paths, store, _Summarized(stage), (config,), processes=True)
-    write_parquet(run.out(FLAGS), (store.read(i, p) for i, p in enumerate(paths)), FLAG_SCHEMA)
-    report = build_report(summaries, config, run.record())
-    write_report(out_dir, report)
+    return _write_outputs(run, store, paths, summaries, config, run.record(), gates)
+
+
+def _store(out_dir, config: AuditConfig) -> PartStore:
+    return PartStore(out_dir, {"config": config.fingerprint(), "schema": FLAG_SCHEMA.to_string()},
+                     suffix=".flags.parquet", folder=FILES.parts)
+
+
+def _write_outputs(run: JobRun, store: PartStore, paths, summaries, config, record: dict, gates) -> dict:
+    """flags.parquet from the parts, then report.json and its page: the one report step of a job and a merge."""
+    write_parquet(run.out(FLAGS), store.read_all(paths), FLAG_SCHEMA)
+    report = build_report(summaries, config, record, gates)
+    write_report(run.out_dir, report)
     return report
+
+
+def merge_audit(out_dir: str | os.PathLike, gates: list | None = None) -> dict:
+    """The report of an array job whose slices all finished in `out_dir`: the report.json (but its `run`),
+    flags.parquet and report.html one job on the same input writes. SliceError (exit 2) for a slice not finished,
+    a part missing, or slices run with other settings or on other shards."""
+    manifest = read_manifests(join(out_dir, FILES.parts))
+    paths = manifest["paths"]
+    config = AuditConfig.from_fingerprint(manifest["config"])
+    run = JobRun(out_dir, paths, EngineOptions(engine="local"))
+    store = _store(out_dir, config)
+    if store.digest != manifest["job"]:
+        raise SliceError(f"{store.dir}: the slices were written by another version of dataaudit: run them again")
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        summaries = list(pool.map(lambda ip: store.load(*ip, check_input=False), enumerate(paths)))
+    lost = [p for p, s in zip(paths, summaries) if s is None]
+    if lost:
+        raise SliceError(f"{store.dir}: {len(lost)} part(s) missing although their slice finished: {lost[0]}"
+                         + (f", ... ({len(lost) - 1} more)" if len(lost) > 1 else "") + ": rerun its slice")
+    record = run.record()
+    record.update(engine="merge", slices=manifest["num_shards"], merged_shards=len(paths))
+    return _write_outputs(run, store, paths, summaries, config, record, gates)

@@ -38,9 +38,12 @@ class JobRun:
     """One run of a job into `out_dir`: the engine chosen for `shards`, the units it ran, how long each stage took."""
 
     def __init__(self, out_dir: str | os.PathLike, shards: Sequence[str], options: EngineOptions = EngineOptions(),
-                 on_progress: Callable[[Progress], None] | None = None):
+                 on_progress: Callable[[Progress], None] | None = None, *, own_folder: bool = True):
         self.out_dir = out_dir
-        remove_stale_temps(out_dir)   # a killed run's half-written files; finished parts are kept and reused
+        # a killed run's half-written files; finished parts are kept and reused. An array job's slice does not own
+        # the folder (the other slices write their parts beside its own at the same time): the merge clears them.
+        if own_folder:
+            remove_stale_temps(out_dir)
         self.started = time.time()
         self.options = options
         self.engine = choose_engine(shards, options)
@@ -57,12 +60,15 @@ class JobRun:
             self.on_progress(Progress(stage, done, total, records))
 
     def units(self, stage_name: str, paths: Sequence[str], store, stage: Callable, args: tuple, *,
-              processes: bool = False, options: EngineOptions | None = None) -> list[dict]:
+              processes: bool = False, options: EngineOptions | None = None,
+              only: Sequence[int] | None = None) -> list[dict]:
         """The shard runner over `paths` (`runner.run_units`): each unfinished shard through `stage`, its result
-        saved in `store`; the summaries in shard order. `options` overrides the run's (a job's own error policy)."""
+        saved in `store`; the summaries in shard order. `options` overrides the run's (a job's own error policy);
+        `only`: the indexes of an array job's slice."""
+        total = len(paths) if only is None else len(only)
         summaries, resumed = run_units(paths, store, stage, args, engine=self.engine, options=options or self.options,
-                                       on_progress=lambda done, n: self.tell(stage_name, done, len(paths), n),
-                                       processes=processes)
+                                       on_progress=lambda done, n: self.tell(stage_name, done, total, n),
+                                       processes=processes, only=only)
         self.resumed += resumed
         return summaries
 

@@ -54,23 +54,25 @@ class _Unit:
 
 def run_units(paths: Sequence[str], store, stage: Callable, args: tuple, *, engine: str,
               options: EngineOptions = EngineOptions(), on_progress: Callable[[int, int], None] | None = None,
-              processes: bool = False) -> tuple[list, int]:
+              processes: bool = False, only: Sequence[int] | None = None) -> tuple[list, int]:
     """Run `stage(path, *args, handler=options.handler)` on every shard not finished in `store`.
 
     `store.load(index, path)` gives a finished shard's summary (None if unfinished) and `store.save(index, path,
     summary, table)` records one: reruns skip finished shards. `on_progress(shards_done, records)` is told as work
     finishes, `records` summing the summaries' `records` (per batch in-process, per shard on Ray). `options.workers`
     caps the shards in flight on Ray; with `processes` (a stage and args that pickle) it is also how many shards the
-    local engine runs at once, in worker processes. Returns the summaries in shard order and how many shards were
-    resumed from `store`.
+    local engine runs at once, in worker processes. `only`: the indexes of the shards to run (an array job's slice,
+    `pipelines.slices`; each keeps its index in `paths`, so its part is the one a single job writes). Returns the
+    summaries in shard order (of `only` when given) and how many shards were resumed from `store`.
     """
     summaries: dict[int, dict] = {}
     pending = []
+    indexes = list(range(len(paths))) if only is None else list(only)
     # a part is reused only for the same file (store.load compares fingerprints): hashes read in parallel
-    with ThreadPoolExecutor(max_workers=min(8, len(paths) or 1)) as pool:
-        loaded = list(pool.map(store.load, range(len(paths)), paths))
-    for index, path in enumerate(paths):
-        done = loaded[index]
+    with ThreadPoolExecutor(max_workers=min(8, len(indexes) or 1)) as pool:
+        loaded = dict(zip(indexes, pool.map(store.load, indexes, [paths[i] for i in indexes])))
+    for index in indexes:
+        path, done = paths[index], loaded[index]
         if done is None:
             pending.append((index, path))
         else:
@@ -98,4 +100,4 @@ def run_units(paths: Sequence[str], store, stage: Callable, args: tuple, *, engi
     unit = _Unit(stage, store.fingerprints and not getattr(stage, "fingerprints", False))
     run_tasks(pending, unit, args, on_done, engine=engine, options=options, on_batch=on_rows,
               handler=options.handler, processes=processes)
-    return [summaries[i] for i in range(len(paths))], len(paths) - len(pending)
+    return [summaries[i] for i in indexes], len(indexes) - len(pending)

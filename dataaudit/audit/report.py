@@ -179,7 +179,9 @@ def _sweeping_notes(checks: dict, samples: int) -> list[str]:
     return notes
 
 
-def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
+def build_report(summaries: list[dict], config: AuditConfig, run: dict, gates: list | None = None) -> dict:
+    """report.json from the shards' summaries; `gates`: the --fail-on rules (`dataaudit.audit.gates`), evaluated
+    into its `gates`. A sampled audit (config.sample) has its `sample`: what was sampled and each check's rate."""
     samples = sum(s["records"] for s in summaries)
     flagged = sum(s["flagged"] for s in summaries)
     totals = {"samples": samples, "flagged": flagged, "passed": samples - flagged, "shards": len(summaries),
@@ -233,7 +235,21 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict) -> dict:
         "run": run,
     }
     report.update(sections)
+    severities: dict[str, int] = {}
+    for s in summaries:
+        for sev, n in (s.get("severities") or {}).items():
+            severities[sev] = severities.get(sev, 0) + n
+    if config.sample is not None:
+        from dataaudit.audit.sample import sample_section
+
+        report["sample"] = sample_section(report, config.sample)
+        notes.insert(0, report["sample"]["note"])
+    if gates:
+        from dataaudit.audit.gates import evaluate
+
+        report["gates"] = evaluate(gates, report, severities)
     return report
+
 
 
 def write_report(out_dir: str | os.PathLike, report: dict) -> None:

@@ -41,6 +41,7 @@ class ShardResult:
     status: str = "ok"
     error: str | None = None
     checks: Counter = field(default_factory=Counter)       # check -> flagged samples
+    severities: dict[str, int] = field(default_factory=dict)   # severity -> records with a flag of it (--fail-on)
     lengths: dict[str, LengthStats] = field(default_factory=dict)
     examples: dict[str, list[dict]] = field(default_factory=dict)
     fields: dict[str, list[str]] = field(default_factory=dict)   # role -> columns the checks ran on
@@ -60,7 +61,7 @@ class ShardResult:
     def summary(self) -> dict:
         return {
             "path": self.path, "records": self.records, "flagged": self.flagged, "status": self.status,
-            "error": self.error, "checks": dict(sorted(self.checks.items())),
+            "error": self.error, "checks": dict(sorted(self.checks.items())), "severities": self.severities,
             "lengths": {k: v.state() for k, v in sorted(self.lengths.items())},
             "examples": self.examples, "fields": self.fields, "skipped": dict(sorted(self.skipped.items())),
             "problems": self.problems, "formats": self.formats, "unchecked": self.unchecked,
@@ -127,6 +128,16 @@ class AuditShard(ShardStage):
         except OSError:
             fingerprint = None     # the reader reports why the shard cannot be read
         return _Work(ShardResult(path, states=states, fingerprint=fingerprint), tokenizer)
+
+    def _batches(self, work: _Work, path: str):
+        sample = self.config.sample
+        if sample is None:
+            yield from super()._batches(work, path)
+            return
+        from dataaudit.audit.sample import sampled_batches   # --sample: only the sampled records (and row groups)
+
+        columns = self.columns(work, self.schema(work, path))
+        yield from sampled_batches(sample, path, columns, self.batch_rows, self.decode_all, self.text_unit)
 
     def _registry(self, work: _Work) -> dict | None:
         """The shard's dataset_info.json entry (given or beside it), when it describes a pair or KTO layout."""
@@ -235,6 +246,10 @@ class AuditShard(ShardStage):
         if error is not None:
             work.result.status, work.result.error = "unreadable", error
         flags = pa.concat_tables(work.flags) if work.flags else FLAG_SCHEMA.empty_table()
+        if flags.num_rows:
+            per = flags.group_by("severity").aggregate([("row", "count_distinct")])
+            work.result.severities = dict(sorted(zip(per["severity"].to_pylist(),
+                                                     per["row_count_distinct"].to_pylist())))
         return work.result, flags
 
 

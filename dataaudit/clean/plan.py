@@ -151,6 +151,9 @@ def plan_clean(paths: Sequence[str], args: Sequence[str], out: Path, selection: 
     """Everything decided before a byte is written; CleanRefused (one line) for any reason not to clean, among
     them a shard that would lose more than `max_drop` (a share, 0..1) of its records."""
     report = _read_json(join(audit_dir, audit.FILES.record), "audit")
+    if report.get("sample") is not None:     # its flags name the sampled records only: the others were not looked at
+        raise CleanRefused(f"{audit_dir}: the audit is a sample (--sample, --sample-fraction): clean needs the "
+                           "findings of every record; audit without --sample first")
     text_unit = report.get("config", {}).get("data", {}).get("text_records", "line")
     paths, skipped = audited(list(paths), report, skip_unreadable)
     if not paths:

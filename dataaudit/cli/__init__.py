@@ -21,6 +21,7 @@ from dataaudit.cli.clean import clean
 from dataaudit.cli.contamination import contamination
 from dataaudit.cli.dedup import dedup
 from dataaudit.cli.dedup_images import dedup_images
+from dataaudit.cli.merge import merge
 from dataaudit.cli.replay import replay
 from dataaudit.cli.tokenizer_drift import tokenizer_drift
 from dataaudit.errors import DataAuditError
@@ -64,6 +65,7 @@ def main() -> None:
 
 # The commands, one line each.
 main.add_command(audit)
+main.add_command(merge)
 main.add_command(tokenizer_drift)
 main.add_command(contamination)
 main.add_command(dedup)

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 import click
 
 from dataaudit.audit import FILES, FLAGS
-from dataaudit.cli.common import (FOLDER, media_root_option, engine_options, text_records_option, freeze_imports, job_progress, make_out_dir, plural, print_resumed,
-                                  print_wrote)
+from dataaudit.cli.common import (FOLDER, InputError, media_root_option, engine_options, text_records_option,
+                                  freeze_imports, job_progress, make_out_dir, plural, print_resumed, print_wrote,
+                                  slice_options)
 from dataaudit.cli.paths import expand_shards
 from dataaudit.cli.fields import fields_line, require_fields
 from dataaudit.config import READ_MODES, load_config
@@ -60,7 +61,24 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
     for note in report["notes"]:
         console.print(f"note: {note}", highlight=False, soft_wrap=True, markup=False)
     print_resumed(console, report, out)
+    print_sample_and_gates(console, report)
     print_wrote(console, out, [FILES.record, FLAGS, FILES.page])
+
+
+def print_sample_and_gates(console: Console, report: dict) -> None:
+    """A sampled audit's rates with their 95% intervals, and each --fail-on rule with its measured rate."""
+    if "sample" in report:      # (the first note says what was sampled)
+        console.print("sample rates of the checks that flagged (95% Wilson interval):", highlight=False,
+                      markup=False)
+        for name, r in report["sample"]["rates"].items():
+            if r["flagged"]:
+                lo, hi = r["ci95"]
+                console.print(f"  {name}: {r['rate']:.4%} (95% CI {lo:.4%} .. {hi:.4%})", highlight=False,
+                              markup=False)
+    for g in report.get("gates", []):
+        verdict = "not run (no shard had its field)" if not g["ran"] else "EXCEEDED" if g["exceeded"] else "ok"
+        console.print(f"fail-on {g['rule']}: {g['flagged']} / {g['samples']} = {g['rate']:.4%} ({verdict})",
+                      highlight=False, soft_wrap=True, markup=False)
 
 
 def _skipped_by_reason(checks: dict) -> dict[str, list[str]]:
@@ -102,11 +120,22 @@ def _skipped_by_reason(checks: dict) -> dict[str, list[str]]:
                    "doc_length and char_class_ratio). Wins over the config's `profile`; the config's [checks.*] "
                    "tables win over it.")
 @text_records_option("the config's [data] text_records, else line")
+@click.option("--sample", "sample_size", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Audit a sample of N records spread over every shard (chosen by a hash of shard, record and "
+                   "--seed: the same on every run); the report gives each check's rate with its 95% interval.")
+@click.option("--sample-fraction", type=click.FloatRange(min=0, max=1, min_open=True), default=None, metavar="F",
+              help="Audit a sample of this fraction of the records (as --sample; no count of the input first).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="The sample's seed (--sample, --sample-fraction).")
+@click.option("--fail-on", "fail_on", multiple=True, metavar="CHECK>RATE",
+              help="Exit 1 when the share of records CHECK flags is above RATE (a check or a severity: "
+                   "empty_reply>0.1%, error>0, warning>5%), instead of on anything at error severity. Repeatable.")
 @engine_options("one task per shard", local_workers=True)
+@slice_options
 def audit(shards, out, config_path, tokenizer, context_length, strict, read, dataset_info, media_root, profile,
-          text_records, options):
-    """Scan SHARD_OR_GLOB... (Parquet, WebDataset .tar/.tar.gz, JSONL, JSON, CSV/TSV, plain text) and report every
-    bad sample."""
+          text_records, sample_size, sample_fraction, seed, fail_on, options, shard_slice):
+    """Scan SHARD_OR_GLOB... (Parquet, WebDataset .tar/.tar.gz, JSONL, JSON, CSV/TSV, plain text, Arrow IPC) and report
+    every bad sample."""
     from rich.console import Console
 
     given = {"tokenizer": str(tokenizer.resolve()) if tokenizer else None, "context_length": context_length,
@@ -118,15 +147,54 @@ def audit(shards, out, config_path, tokenizer, context_length, strict, read, dat
         load(str(dataset_info.resolve()))     # a bad registry is a usage error now, not a failed shard later
     config = load_config(config_path, {k: v for k, v in given.items() if v is not None}, profile)
     require_fields(paths, FieldSpec.from_config(config.fields, config.data), f"{config.source}: [fields]")
-    make_out_dir(out)
+    gates = parse_gates(fail_on)
+    if sample_size is not None and sample_fraction is not None:
+        raise InputError("--sample and --sample-fraction: give one of them")
+    if shard_slice is not None:
+        from dataaudit.pipelines.slices import SLICES
+        make_out_dir(out, out / FILES.parts / SLICES / f".{shard_slice.name}")
+    else:
+        make_out_dir(out)
 
     from dataaudit.pipelines.audit import run_audit   # imported late: keeps `--help` fast
     freeze_imports()
-    from dataaudit.audit.report import has_errors
+    if sample_size is not None or sample_fraction is not None:
+        from dataclasses import replace
+
+        from dataaudit.audit.sample import plan_sample
+        config = replace(config, sample=plan_sample(paths, seed, sample_size, sample_fraction,
+                                                    config.data.get("text_records", "line")))
 
     console = Console(stderr=False)
     with job_progress(console, len(paths), {"audit": ("auditing", "shards")}) as on_progress:
-        report = run_audit(paths, config, out, options, on_progress, read=read)
+        report = run_audit(paths, config, out, options, on_progress, read=read, shard_slice=shard_slice,
+                           gates=gates)
+    if shard_slice is not None:     # the merge reports and decides the exit code (its own --strict, --fail-on)
+        console.print(f"slice {shard_slice.index} of {shard_slice.count} ({shard_slice.source}): "
+                      f"{plural(report['shards'], 'shard')}, {plural(report['records'], 'record')} into {out}; "
+                      f"`dataaudit merge {out}` writes the report once every slice is done", highlight=False,
+                      soft_wrap=True, markup=False)
+        raise SystemExit(0)
     _print_summary(console, report, out)
-    raise SystemExit(1 if has_errors(report) or (strict and report["totals"]["field_warnings"]) else 0)
+    raise SystemExit(exit_code(report, strict))
+
+
+def parse_gates(rules) -> list:
+    """The --fail-on rules, or exit 2 naming the first bad one."""
+    from dataaudit.audit.gates import GateError, parse_gate
+
+    try:
+        return [parse_gate(r) for r in rules]
+    except GateError as exc:
+        raise InputError(str(exc)) from None
+
+
+def exit_code(report: dict, strict: bool) -> int:
+    """1: the --fail-on rules say so (when given), else anything at error severity or an unreadable shard; with
+    --strict also a field warning. 0 otherwise."""
+    from dataaudit.audit.gates import gates_failed
+    from dataaudit.audit.report import has_errors
+
+    failed = gates_failed(report, strict) if "gates" in report else has_errors(report)
+    return 1 if failed or (strict and report["totals"]["field_warnings"]) else 0
 

@@ -132,17 +132,18 @@ def progress_bar(console: Console, verb: str, unit: str) -> Progress:
                     console=console, transient=True)
 
 
-def make_out_dir(out: Path) -> None:
+def make_out_dir(out: Path, hold: Path | None = None) -> None:
     """Create the --out folder and hold it for this run (`dataaudit.io.lock_folder`: a second run into the same
-    folder is refused, never let to delete this one's temporary files), or fail with one line naming it (exit 2)."""
+    folder is refused, never let to delete this one's temporary files), or fail with one line naming it (exit 2).
+    `hold`: the folder inside it to hold instead (an array job's slice: the other slices write into --out too)."""
     from dataaudit.io import FolderLocked, lock_folder, makedirs
 
     try:
-        makedirs(out)
+        makedirs(hold or out)
     except OSError as exc:
         raise InputError(f"{out}: cannot create output folder: {exc.strerror or ' '.join(str(exc).split())}") from None
     try:
-        lock_folder(out)
+        lock_folder(hold or out)
     except FolderLocked as exc:
         raise InputError(str(exc)) from None
     except OSError as exc:
@@ -204,6 +205,29 @@ def engine_options(ray_unit: str, in_flight: str = "shards", local_workers: bool
             with_options = option(with_options)
         return with_options
     return wrap
+
+
+def slice_options(command):
+    """--shard-index and --num-shards: run one slice of the job's shards as a task of an array job
+    (`dataaudit.pipelines.slices`; also read from Slurm's and a Kubernetes indexed job's variables), handed to the
+    command as `shard_slice` (None: the whole job); `dataaudit merge OUT` writes the report once every slice is done."""
+    @functools.wraps(command)
+    def with_slice(*args, shard_index, num_shards, **kwargs):
+        from dataaudit.pipelines.slices import slice_from
+
+        return command(*args, shard_slice=slice_from(shard_index, num_shards), **kwargs)
+
+    for option in reversed((
+        click.option("--shard-index", type=click.IntRange(min=0), default=None,
+                     help="Array job: run slice I (0-based) of --num-shards, into --out's parts; `dataaudit merge "
+                          "OUT` writes the report when every slice is done (default: SLURM_ARRAY_TASK_ID, or "
+                          "JOB_COMPLETION_INDEX with --num-shards)."),
+        click.option("--num-shards", type=click.IntRange(min=1), default=None,
+                     help="Array job: the number of slices (default: SLURM_ARRAY_TASK_COUNT). Slices are whole "
+                          "shards, balanced by size, the same in every task."),
+    )):
+        with_slice = option(with_slice)
+    return with_slice
 
 
 # --media-root: where the paths of images, videos and audio that records reference resolve (the same option on every

@@ -17,9 +17,15 @@ def flagged_checks(report: dict) -> list[dict]:
 
 
 def verdict(report: dict) -> dict:
-    """What decides the exit code: flags at error severity, and unreadable shards."""
+    """What decides the exit code: flags at error severity, and unreadable shards; with --fail-on rules
+    (report.json's `gates`), the rules exceeded instead of the error flags."""
     errors = [c for c in flagged_checks(report) if c["severity"] == "error"]
     unreadable = report["totals"].get("unreadable_shards", 0)
+    gates = report.get("gates")
+    if gates is not None:
+        exceeded = [g["rule"] for g in gates if g["exceeded"]]
+        return {"exit_code": 1 if exceeded or unreadable else 0, "error_checks": [], "error_flags": 0,
+                "unreadable": unreadable, "gates": gates, "exceeded": exceeded}
     return {"exit_code": 1 if errors or unreadable else 0, "error_checks": [c["name"] for c in errors],
             "error_flags": sum(c["flagged"] for c in errors), "unreadable": unreadable}
 
@@ -71,4 +77,16 @@ def overview(report: dict) -> dict:
     checks = flagged_checks(report)
     return {"verdict": verdict(report), "checks": checks, "matrix": matrix(report, checks),
             "worst": worst_records(report), "colours": SEVERITY_COLOUR, "shards": shards_line(report),
-            "skipped": {n: c["skipped"] for n, c in report["checks"].items() if not c.get("ran")}}
+            "skipped": {n: c["skipped"] for n, c in report["checks"].items() if not c.get("ran")},
+            "sample": sample_rows(report)}
+
+
+def sample_rows(report: dict) -> dict | None:
+    """A sampled audit: its note and the rate of each check that flagged, with its 95% interval, as percentages."""
+    sample = report.get("sample")
+    if sample is None:
+        return None
+    rows = [{"name": n, "flagged": r["flagged"], "rate": f"{r['rate']:.4%}",
+             "ci": f"{r['ci95'][0]:.4%} .. {r['ci95'][1]:.4%}"}
+            for n, r in sample["rates"].items() if r["flagged"]]
+    return {"note": sample["note"], "rows": rows}

@@ -126,6 +126,15 @@ def _with_provenance(batch: pa.RecordBatch, start: int, schema: pa.Schema) -> pa
                                       schema=schema)
 
 
+def _with_rows(batch: pa.RecordBatch, rows: np.ndarray, schema: pa.Schema) -> pa.RecordBatch:
+    """`_with_provenance` for records that are not consecutive (a sample's): their numbers given."""
+    n = batch.num_rows
+    columns, errors = _valid_utf8(batch)
+    keys = pc.cast(pa.array(rows), pa.string())
+    return pa.RecordBatch.from_arrays(columns + [keys, pa.array(rows), pa.nulls(n, pa.int64()), errors,
+                                                 pa.nulls(n, pa.string())], schema=schema)
+
+
 def _valid_utf8(batch: pa.RecordBatch) -> tuple[list[pa.Array], pa.Array]:
     """The batch's columns, and its __error__ column naming each record holding a string that is not valid UTF-8
     (all null when every string is valid: one vectorized check per string column). Such a record is unreadable
@@ -298,3 +307,75 @@ def _named_error(fragment, row_group: int, columns: list[str], batch_size: int, 
             f"{', '.join(repr(n) for n, _ in bad[1:])})") if len(bad) > 1 else ""
     return ShardReadError(f"parquet: column {name!r} (row group {row_group}): "
                           f"{one_line(e) or type(e).__name__}{more}{left}")
+
+
+def parquet_row_group_sizes(path: str) -> list[int]:
+    """The rows of each row group, from the footer only (ShardReadError for a bad or forged footer)."""
+    try:
+        fs, where = arrow_source(path)
+        metadata = pq.read_metadata(where, filesystem=fs)
+    except _ARROW_ERRORS as e:
+        raise _error(e) from e
+    _check_footer(metadata)
+    return [metadata.row_group(rg).num_rows for rg in range(metadata.num_row_groups)]
+
+
+def iter_parquet_row_groups(path: str, row_groups: list[int], columns: list[str] | None = None,
+                            batch_rows: int = 4096, *, decode_all: bool = False,
+                            rows_kept=None) -> Iterator[pa.RecordBatch]:
+    """The batches of some row groups only (a sample's), with the provenance columns of their place in the file:
+    `__row__` is the record's number in the whole shard. The others are not read. `rows_kept(rows)`: a bool per
+    record number, the records to yield (the others are dropped before their provenance and UTF-8 check are made).
+    A row group that cannot be read is a ShardReadError naming it and its column, as `iter_parquet` says it."""
+    try:
+        fs, where = arrow_filesystem(path)
+        fragment = _parquet_format().make_fragment(where, fs)
+        file_schema = fragment.physical_schema
+        metadata = fragment.metadata
+        _check_footer(metadata)
+    except _ARROW_ERRORS as e:
+        raise _error(e) from e
+    names = [n for n in file_schema.names if n not in PROVENANCE_COLUMNS]
+    if columns is not None:
+        wanted = set(columns)
+        names = [n for n in names if n in wanted]
+    decoded = list(file_schema.names) if decode_all else names
+    keep = None if decoded == names else [decoded.index(n) for n in names]
+    starts = np.concatenate([[0], np.cumsum([metadata.row_group(rg).num_rows
+                                             for rg in range(metadata.num_row_groups)])]).tolist()
+    schema = None
+    batch_size = max(batch_rows, _READ_ROWS)
+    sizes = [metadata.row_group(rg).num_rows for rg in row_groups]
+    # one scan of the chosen row groups, in file order, with the reader's read-ahead (two decode at once), not one
+    # scan per row group: a sample of 1 GB hits most row groups. A batch never spans two row groups.
+    groups = [(rg, n) for rg, n in zip(row_groups, sizes) if n]
+    batches = fragment.subset(row_group_ids=[rg for rg, _ in groups]).to_batches(
+        columns=decoded, batch_size=batch_size, batch_readahead=_readahead(), fragment_readahead=0,
+        memory_pool=_decode_pool()) if groups else iter(())
+    at, row, left = 0, (starts[groups[0][0]] if groups else 0), (groups[0][1] if groups else 0)
+    while True:
+        try:
+            batch = next(batches, None)
+        except _ARROW_ERRORS as e:
+            rg = groups[at][0]
+            raise _named_error(fragment, rg, decoded, batch_size, e, time.monotonic() + RECOVERY_SECONDS) from e
+        if batch is None:
+            break
+        if keep is not None:
+            batch = batch.select(keep)
+        if schema is None:
+            schema = pa.schema(list(batch.schema) + _PROVENANCE_FIELDS, metadata=file_schema.metadata)
+        n = batch.num_rows
+        if n > left:     # the scanner's batches never span row groups; if one did, its numbers would be wrong
+            raise ShardReadError(f"parquet: a batch of {n} rows crosses row group {groups[at][0]} ({left} rows left)")
+        if rows_kept is None:
+            batch = _with_provenance(batch, row, schema)
+        else:
+            numbers = np.arange(row, row + n, dtype=np.int64)
+            wanted = rows_kept(numbers)
+            batch = _with_rows(batch.filter(pa.array(wanted)), numbers[wanted], schema)
+        row, left = row + n, left - n
+        if left <= 0 and at + 1 < len(groups):    # the next batch is the next chosen row group's first
+            at += 1
+            row, left = starts[groups[at][0]], groups[at][1]
+        yield from (batch.slice(o, batch_rows) for o in range(0, batch.num_rows, batch_rows))

@@ -19,13 +19,13 @@ from dataaudit.writers.base import WriteOptions
 
 
 def test_one_row_per_format_and_no_suffix_twice():
-    assert [f.name for f in FORMATS] == ["parquet", "webdataset", "jsonl", "json", "csv", "tsv", "text"]
+    assert [f.name for f in FORMATS] == ["parquet", "webdataset", "jsonl", "json", "csv", "tsv", "text", "arrow"]
     suffixes = [s for f in FORMATS for s in f.suffixes]
     assert len(suffixes) == len(set(suffixes))
     assert all(format_of(f"x{s}") is f for f in FORMATS for s in f.suffixes)
     assert supported() == (".parquet/.pq, .tar/.tar.gz/.tgz, .jsonl/.jsonl.gz/.ndjson, .json/.json.gz, "
-                           ".csv/.csv.gz, .tsv/.tsv.gz or .txt/.txt.gz/.text")
-    assert titles() == "Parquet, WebDataset, JSONL, JSON-array, CSV, TSV or plain text"
+                           ".csv/.csv.gz, .tsv/.tsv.gz, .txt/.txt.gz/.text or .arrow")
+    assert titles() == "Parquet, WebDataset, JSONL, JSON-array, CSV, TSV, plain text or Arrow IPC"
     with pytest.raises(ValueError, match=r"^a\.xls: unsupported shard format \(expected \.parquet/\.pq, "):
         format_of("a.xls")
 
@@ -58,6 +58,9 @@ def _shards(tmp_path) -> dict[str, tuple[str, int]]:
     (tmp_path / "s.csv.gz").write_bytes(gzip.compress(b'text,n\r\n"r0, x",0\r\n"r\n1",1\r\n\r\nr2,2\r\nr3,3\r\n'))
     (tmp_path / "s.tsv").write_bytes("\ufefftext\tn\nr0\t0\nr1\t1\nr2\t2\nr3\t3\n".encode())
     (tmp_path / "s.txt").write_bytes(b"\nr0\r\n\n  \nr1\nr2 \nr3")
+    table = pa.table({"text": [f"r{i}" for i in range(4)]})
+    with pa.OSFile(str(tmp_path / "s.arrow"), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table, max_chunksize=3)
     return {f.name: (str(tmp_path / f"s{f.suffixes[0] if f.name != 'csv' else '.csv.gz'}"), 4) for f in FORMATS}
 
 

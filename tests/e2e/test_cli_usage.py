@@ -75,7 +75,7 @@ def test_a_quoted_glob_of_unsupported_files_is_one_line_and_exit_2_in_every_comm
         assert res.exception is None or isinstance(res.exception, SystemExit), (args, res.exception)
         [line] = res.output.splitlines()
         assert line.startswith(f"Error: {corpus / 'a.xml'}: unsupported shard format (expected "), (args, line)
-        assert line.endswith(" or .txt/.txt.gz/.text)"), (args, line)
+        assert line.endswith(", .txt/.txt.gz/.text or .arrow)"), (args, line)
 
 
 def test_tokenizer_option_takes_a_folder_as_the_config_does(tmp_path):

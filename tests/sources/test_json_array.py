@@ -425,5 +425,5 @@ def test_folder_walk_takes_json_arrays_not_metadata_objects(tmp_path):
     only_meta = tmp_path / "meta"
     only_meta.mkdir()
     write(only_meta, "manifest.json", b"{}")
-    with pytest.raises(InputPathError, match="holds no Parquet, WebDataset, JSONL, JSON-array, CSV, TSV or plain text shard"):
+    with pytest.raises(InputPathError, match="holds no Parquet, WebDataset, JSONL, JSON-array, CSV, TSV, plain text or Arrow IPC shard"):
         expand_shards([str(only_meta)])

@@ -1,0 +1,134 @@
+#!/usr/bin/env python
+"""Array jobs and samples (issue 32): what a merge costs and what a sample saves.
+
+1. merge: --parts small JSONL shards (default 1,000) audited as --slices array tasks (`audit --shard-index I
+   --num-shards N`, one process each, one after the other), then `dataaudit merge OUT` timed as a command (start-up
+   included) and as the library call; the merged report is checked against one job's. Target: < 5 s.
+2. sample: `audit --sample 10000` against the full audit of a ~1 GB Parquet corpus (make_corpus.py, generated in
+   --tmp and deleted after unless --keep). Target: the sample < 10% of the full audit's time.
+
+    .venv/bin/python benchmarks/array_jobs.py                  # both
+    .venv/bin/python benchmarks/array_jobs.py --skip-sample    # the merge only
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import child_env, dataaudit_cli, dataaudit_origin, machine_line  # noqa: E402
+
+
+def _run(args: list[str]) -> tuple[int, float, str]:
+    t0 = time.perf_counter()
+    proc = subprocess.run(dataaudit_cli() + args, capture_output=True, text=True, env=child_env())
+    return proc.returncode, time.perf_counter() - t0, (proc.stdout + proc.stderr).strip()
+
+
+def _report(out: Path) -> dict:
+    report = json.loads((out / "report.json").read_text())
+    report.pop("run")
+    return report
+
+
+def bench_merge(tmp: Path, parts: int, slices: int) -> dict:
+    data = tmp / "parts-data"
+    data.mkdir()
+    for i in range(parts):
+        rows = [{"text": "" if (i + j) % 37 == 0 else f"shard {i} record {j}: a short line about rivers"}
+                for j in range(20)]
+        (data / f"s{i:05d}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out, single = tmp / "sliced", tmp / "single"
+    t_slices = 0.0
+    for i in range(slices):
+        rc, s, text = _run(["audit", str(data), "--out", str(out), "--engine", "local", "--shard-index", str(i),
+                            "--num-shards", str(slices)])
+        assert rc == 0, text
+        t_slices += s
+    merges = []
+    for _ in range(3):      # the median of three: the command's time on a shared machine varies
+        rc_merge, t, text = _run(["merge", str(out)])
+        assert rc_merge in (0, 1), text
+        merges.append(t)
+    t_merge = sorted(merges)[1]
+    # the library call alone (no interpreter start-up, no imports): the merge's own work
+    code = ("import time,sys; from dataaudit.pipelines.audit import merge_audit; t=time.perf_counter(); "
+            f"merge_audit({str(out)!r}); print(time.perf_counter()-t)")
+    lib = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env())
+    t_lib = float(lib.stdout.strip().splitlines()[-1])
+    rc, t_single, text = _run(["audit", str(data), "--out", str(single), "--engine", "local"])
+    same = _report(out) == _report(single) and \
+        (out / "flags.parquet").read_bytes() == (single / "flags.parquet").read_bytes()
+    return {"parts": parts, "slices": slices, "slices_seconds": round(t_slices, 2),
+            "merge_command_seconds": round(t_merge, 2), "merge_command_runs": [round(t, 2) for t in merges], "merge_library_seconds": round(t_lib, 2),
+            "single_job_seconds": round(t_single, 2), "identical_to_one_job": same}
+
+
+def bench_sample(tmp: Path, mb: float, n: int, corpus: Path | None = None) -> dict:
+    if corpus is None:      # generated in the run's folder, deleted with it
+        corpus = tmp / "corpus"
+        subprocess.run([sys.executable, str(Path(__file__).parent / "make_corpus.py"), "--mb", str(mb), "--out",
+                        str(corpus)], check=True, capture_output=True, env=child_env())
+    size = sum(p.stat().st_size for p in corpus.rglob("*.parquet"))
+    rc_full, t_full, text = _run(["audit", str(corpus), "--out", str(tmp / "full"), "--engine", "local"])
+    assert rc_full in (0, 1), text
+    rc_sample, t_sample, text = _run(["audit", str(corpus), "--out", str(tmp / "sample"), "--engine", "local",
+                                      "--sample", str(n)])
+    assert rc_sample in (0, 1), text
+    full = json.loads((tmp / "full" / "report.json").read_text())
+    sample = json.loads((tmp / "sample" / "report.json").read_text())
+    rates = {k: (round(full["checks"][k]["flagged"] / full["totals"]["samples"], 6), r["rate"], r["ci95"])
+             for k, r in sample["sample"]["rates"].items() if r["flagged"] or full["checks"][k]["flagged"]}
+    inside = sum(lo <= whole <= hi for whole, _, (lo, hi) in rates.values())
+    return {"corpus_mb_text": mb, "parquet_bytes": size, "records": full["totals"]["samples"], "sample": n,
+            "full_seconds": round(t_full, 2), "sample_seconds": round(t_sample, 2),
+            "sample_share": round(t_sample / t_full, 4), "rates_full_sample_ci95": rates,
+            "full_rates_inside_ci95": f"{inside}/{len(rates)}"}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--parts", type=int, default=1000)
+    ap.add_argument("--slices", type=int, default=4)
+    ap.add_argument("--mb", type=float, default=1000.0, help="MB of text of the sample benchmark's corpus")
+    ap.add_argument("--sample", type=int, default=10_000)
+    ap.add_argument("--corpus", type=Path, default=None,
+                    help="a make_corpus.py corpus to use as it is (default: one of --mb generated in --tmp)")
+    ap.add_argument("--tmp", default="/tmp")
+    ap.add_argument("--skip-merge", action="store_true")
+    ap.add_argument("--skip-sample", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the generated data")
+    args = ap.parse_args()
+    print(machine_line())
+    print(f"dataaudit from {dataaudit_origin()}")
+    tmp = Path(tempfile.mkdtemp(prefix="array-jobs-", dir=args.tmp))
+    try:
+        if not args.skip_merge:
+            r = bench_merge(tmp, args.parts, args.slices)
+            print(f"merge of {r['parts']} parts ({r['slices']} slices): command {r['merge_command_seconds']} s "
+                  f"(median of {r['merge_command_runs']}) "
+                  f"(library call {r['merge_library_seconds']} s; target < 5 s); the slices took "
+                  f"{r['slices_seconds']} s, one job {r['single_job_seconds']} s; identical to one job: "
+                  f"{r['identical_to_one_job']}")
+        if not args.skip_sample:
+            r = bench_sample(tmp, args.mb, args.sample, args.corpus)
+            print(f"--sample {r['sample']} of {r['records']} records ({r['parquet_bytes'] / 1e9:.2f} GB Parquet, "
+                  f"{r['corpus_mb_text']:.0f} MB text): {r['sample_seconds']} s vs the full audit "
+                  f"{r['full_seconds']} s = {r['sample_share']:.1%} (target < 10%); the full audit's rates inside "
+                  f"the sample's 95% intervals: {r['full_rates_inside_ci95']}")
+            for k, (whole, rate, ci) in r["rates_full_sample_ci95"].items():
+                print(f"  {k}: full {whole:.4%}, sample {rate:.4%} [{ci[0]:.4%}, {ci[1]:.4%}]")
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
