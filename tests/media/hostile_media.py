@@ -1,6 +1,7 @@
 """Small hostile media, generated from LLaMA-Factory's demo media (../shared/data/posttrain/mllm_demo_data): cut
 copies, a zero-byte file, a renamed text file, silence, a tone too short, another sample rate, a header declaring
-10^7 frames. Shared by the media tests and benchmarks/media_recall.py."""
+10^7 frames. Shared by the media tests and benchmarks/media_recall.py. The tests that take the demo media get it
+through tests.paths.shared_file, so they skip when the folder is absent; the crafted Matroska headers need none."""
 from __future__ import annotations
 
 import struct
