@@ -61,7 +61,7 @@ def skip_reason(name: str, config, has_target: Mapping[str, bool], where: str,
 
             on = [p for p, table in PROFILES.items() if table.get(name, {}).get("enabled")]
             return f"off by default; --profile {on[0]} enables it" if on else \
-                f"off by default; [checks.{name}] enabled = true turns it on"
+                "off by default; [checks.NAME] enabled = true turns it on"
         return "disabled in config"
     if spec.needs is not None and not available(spec.needs):
         return needs_message(spec.needs)

@@ -32,7 +32,7 @@ def test_dark_bright_and_blurry_copies_of_a_real_photo(tmp_path):
                                                for n in ("orig", "dark", "bright", "blurred")])
     res, report, flags = cli_audit([shard], tmp_path / "off")
     assert flags == [] and report["checks"]["image_blurry"]["skipped"] == \
-        "off by default; [checks.image_blurry] enabled = true turns it on"
+        "off by default; [checks.NAME] enabled = true turns it on"
     res, report, flags = cli_audit([shard], tmp_path / "on", ON)
     assert res.exit_code == 0, res.output      # warnings only
     # the washed-out copy has lost its contrast, and the Laplacian's variance with it: it reads blurry too
