@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .near import near_duplicate_edges
 from .phash import hamming
 
 KINDS = ("exact", "near", "flipped")
@@ -69,6 +68,8 @@ def near_pairs(a: np.ndarray, b: np.ndarray, max_distance: int) -> tuple[np.ndar
     none = np.zeros(0, np.int64)
     if len(a) == 0 or len(b) == 0:
         return none, none
+    from .near import near_duplicate_edges   # numba: loaded when there are hashes to compare, not on import
+
     ua, a_inv = np.unique(a, return_inverse=True)
     ub = np.unique(b)
     s, d = near_duplicate_edges(np.concatenate([ua, ub]), max_distance)
