@@ -59,11 +59,13 @@ class ImageStats:
                 "height": self.height.to_json(), "aspect": self.aspect.to_json()}
 
 
-def merge_states(states: list[dict]) -> dict:
-    """report.json's `images`: per field, the merged statistics of every shard."""
-    merged: dict[str, ImageStats] = {}
+def merge_states(states: list[dict], kind=None) -> dict:
+    """report.json's `images` (or, with `kind` MediaStats, `media`): per field, the merged statistics of every
+    shard."""
+    kind = kind or ImageStats
+    merged: dict = {}
     for per_field in states:
         for name, s in per_field.items():
-            stat = ImageStats.from_state(s)
+            stat = kind.from_state(s)
             merged[name] = merged[name].merge(stat) if name in merged else stat
     return {name: stat.to_json() for name, stat in sorted(merged.items())}

@@ -58,10 +58,7 @@ class MediaStats:
 
 
 def merge_states(states: list[dict]) -> dict:
-    """report.json's `media`: per field, the merged statistics of every shard."""
-    merged: dict[str, MediaStats] = {}
-    for per_field in states:
-        for name, s in per_field.items():
-            stat = MediaStats.from_state(s)
-            merged[name] = merged[name].merge(stat) if name in merged else stat
-    return {name: stat.to_json() for name, stat in sorted(merged.items())}
+    """report.json's `media`: per field, the merged statistics of every shard (the images' merge, of MediaStats)."""
+    from dataaudit.stats.images import merge_states as merge
+
+    return merge(states, MediaStats)
