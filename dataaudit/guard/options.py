@@ -96,7 +96,7 @@ class GuardOptions:
         if self.fields is not None:
             object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))
         check_loss_settings(self.loss_spike, self.loss_decay)
-        if self.distributed not in (None, True, False):
+        if self.distributed is not None and not isinstance(self.distributed, bool):
             raise ValueError(f"distributed must be None, True or False, got {self.distributed!r}")
         if int(self.rank_check_every) != self.rank_check_every or self.rank_check_every < 0:
             raise ValueError(f"rank_check_every must be an int >= 0, got {self.rank_check_every!r}")
