@@ -37,6 +37,10 @@ accelerator); warn -> logged; skip and mask -> watch_loss reads the verdict at o
 an accelerator) and returns True: skip this optimizer step (there is no sample to mask in a loss).
 `dataaudit replay SNAPSHOT --model module:factory` then finds the culprit samples.
 
+Under torch.distributed (world size > 1, or process_group=) the ranks agree per step with one small all-reduce, so
+every rank skips, raises or masks at the same step, and compare the samples they read (rank_overlap,
+rank_imbalance, coverage): RankSync (ranks.py), docs/guard.md "Distributed training".
+
 The parts: GuardOptions (options.py) the settings; ReadbackQueue (readback.py) the flags' and verdicts' way back;
 FindingsRecord (findings.py) the findings, snapshots and raise of bad batches; LossGuard (loss.py) watch_loss.
 """
