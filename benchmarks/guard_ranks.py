@@ -86,6 +86,18 @@ def rank_main(rank: int, args, store: str, out: str) -> None:
             marks.append(time.perf_counter())
         return [b - a for a, b in zip(marks[1:], marks[2:])]   # from the second step: the first includes setup
 
+    v = torch.zeros(2 * args.ranks, dtype=torch.int64)   # the agreement's tensor, reduced alone
+    bare = []
+    for _ in range(args.steps):
+        t0 = time.perf_counter()
+        dist.all_reduce(v, op=dist.ReduceOp.MAX)
+        bare.append(time.perf_counter() - t0)
+    from dataaudit.guard.rank_keys import KeySketch
+    sk, keys = KeySketch(4096), [h["__key__"] for h in host]
+    t0 = time.perf_counter()
+    for i in range(args.steps):
+        sk.add(keys[i % len(keys)], host[0]["__shard__"])
+    sketch_s = (time.perf_counter() - t0) / args.steps
     for loop in loops.values():
         train(loop, 10)
     per = {k: [] for k in loops}
@@ -93,7 +105,9 @@ def rank_main(rank: int, args, store: str, out: str) -> None:
     for r in range(args.reps):
         for name, loop in order[r % len(order):] + order[:r % len(order)]:
             per[name].extend(train(loop, args.steps))
-    Path(out, f"rank{rank}.json").write_text(json.dumps({k: statistics.median(v) for k, v in per.items()}))
+    Path(out, f"rank{rank}.json").write_text(json.dumps({**{k: statistics.median(v) for k, v in per.items()},
+                                                         "bare all_reduce": statistics.median(bare),
+                                                         "sketch add": sketch_s}))
     dist.destroy_process_group()
 
 
@@ -125,6 +139,8 @@ def run(args) -> int:
                           title=f"{args.ranks} ranks, gloo on the CPU, DDP MLP {args.features}->{args.hidden}->10, "
                                 f"batch {args.batch}, {args.threads} thread(s) per rank; median of {args.reps} x "
                                 f"{args.steps} steps (rank 0's host clock)"))
+    log(f"alone: one all_reduce (MAX) of int64[{2 * args.ranks}] {m['bare all_reduce'] * 1e6:.0f} us (median of "
+        f"{args.steps}); hashing a batch's {args.batch} keys into the sketch {m['sketch add'] * 1e6:.0f} us")
     if args.json:
         Path(args.json).write_text(json.dumps({"ranks": args.ranks, "per_rank_medians_s": med}, indent=2))
     return 0

@@ -90,7 +90,7 @@ class DeviceGuard:
         self.record = FindingsRecord(self.plan, o, self.profiler)
         self.readback = ReadbackQueue(self.record.on_read, self._record_ready)
         self.loss_guard = LossGuard(o, self.plan, self.device, self.readback, self.record)
-        self.ranks = rank_sync(o, self.record, self.device)   # None unless ranks must agree (guard/ranks.py)
+        self.ranks = rank_sync(o, self.record)   # None unless ranks must agree (guard/ranks.py)
         self.step = -1                 # index of the last batch drawn from the loader
         self.last_checks: BatchChecks | None = None
         self.sample_weight: torch.Tensor | None = None   # mask: the last batch's weights (tuple batches)

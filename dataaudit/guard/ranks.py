@@ -38,7 +38,7 @@ KEEP = 1000      # steps with flags kept in the record
 EXAMPLES = 3
 
 
-def rank_sync(options, record, device) -> "RankSync | None":
+def rank_sync(options, record) -> "RankSync | None":
     """The guard's RankSync when ranks must agree (see the module doc), else None."""
     if options.distributed is False:
         return None
@@ -50,13 +50,13 @@ def rank_sync(options, record, device) -> "RankSync | None":
         return None
     if options.process_group is None and dist.get_world_size() == 1 and not options.distributed:
         return None
-    return RankSync(options, record, device)
+    return RankSync(options, record)
 
 
 class RankSync:
     """One rank's side of the agreement and of the key sketches (see the module doc)."""
 
-    def __init__(self, options, record, device):
+    def __init__(self, options, record):
         import torch.distributed as dist
         self.dist, self.group = dist, options.process_group
         self.rank, self.world = dist.get_rank(self.group), dist.get_world_size(self.group)
