@@ -3,8 +3,9 @@
 On when torch.distributed is initialised with world size > 1 (or `process_group=` is given; `distributed=False`
 turns it off). Collectives, in the same order on every rank (each has the process group's timeout):
 
-    epoch start   one all_gather of [len(loader), sketch size, a random id]: unequal batch counts are reported
-                  at once (rank_imbalance), and rank 0's id (first epoch) becomes the run id of trace ids
+    epoch start   one all_gather of [len(loader), sketch size, a random id, dataset size]: unequal batch counts
+                  are reported at once (rank_imbalance; every rank then stops agreeing after the shortest one's
+                  count, without the "done" round below), and rank 0's id (first epoch) becomes the run id
     every step    one all-reduce (MAX) of int64 [2 * world]: slot r = rank r's batch had an acting flag, slot
                   world + r = rank r has run out of batches (its count + 1). skip and raise wait for it before the
                   batch is handed out (one collective and one read per step: the rank's own decision is not enough,
@@ -71,6 +72,7 @@ class RankSync:
         self.epoch = -1
         self.active = False            # collectives on for this epoch
         self.drawn = 0                 # batches drawn this epoch
+        self.stop_after = None         # unequal len(loader): the shortest, after which the ranks stop agreeing
         self.pending: deque = deque()  # async step reductions: (work, tensor, host copy, event, step)
         self.flagged: deque = deque(maxlen=KEEP)   # {"step", "ranks"}: steps where some rank had an acting flag
         self.flagged_steps = 0
@@ -95,8 +97,8 @@ class RankSync:
         n = _length(loader)
         ds = self.dataset_size_option or _length(getattr(loader, "dataset", None))
         rnd = int.from_bytes(os.urandom(8), "little") >> 2
-        mine = torch.tensor([n if n is not None else -1, self.k, rnd >> 31, rnd & ((1 << 31) - 1)],
-                            dtype=torch.int64, device=self.comm)
+        mine = torch.tensor([n if n is not None else -1, self.k, rnd >> 31, rnd & ((1 << 31) - 1),
+                             ds if ds is not None else -1], dtype=torch.int64, device=self.comm)
         rows = [torch.empty_like(mine) for _ in range(self.world)]
         self.dist.all_gather(rows, mine, group=self.group)
         got = torch.stack(rows).cpu().tolist()
@@ -106,11 +108,18 @@ class RankSync:
         if self.run_id is None:
             self.run_id = f"{(got[0][2] << 31) | got[0][3]:016x}{self.epoch:08x}"[:24]
         lengths = [r[0] for r in got]
+        sizes = sorted({r[4] for r in got})
+        if len(sizes) > 1:   # e.g. a dataset sharded per rank: whose size would coverage be of?
+            shown = ", ".join(str(x) if x >= 0 else "unknown" for x in sizes)
+            self._note(f"coverage: the ranks' dataset sizes differ ({shown}): give every rank the same dataset_size=")
+            ds = None
+        elif ds is None:
+            self._note("coverage: the dataset's size is unknown (give dataset_size=)")
         self._new_epoch_report(ds, lengths if min(lengths) >= 0 else None)
+        self.stop_after = None
         if min(lengths) >= 0 and len(set(lengths)) > 1:
             self._imbalance(lengths, "len(loader) at epoch start", step=-1)
-        if ds is None:
-            self._note("coverage: the dataset's size is unknown (give dataset_size=)")
+            self.stop_after = min(lengths)   # known in advance: every rank stops agreeing after the shortest
 
     def trace_id(self, step: int) -> str:
         """The trace id every rank gives the snapshot of `step` (the run id + the step: no collective)."""
@@ -120,6 +129,9 @@ class RankSync:
         """The loader ran out (all ranks should): the last agreement, then the sketches a last time."""
         self.finish_pending()
         if not self.active:
+            return
+        if self.stop_after is not None:   # unequal lengths known at the start: no "done" round (see step)
+            self._stop(self.stop_after)
             return
         v = self._vector(0)
         v[self.world + self.rank] = self.drawn + 1
@@ -146,6 +158,9 @@ class RankSync:
         if self.epoch < 0:   # a loop that calls process() itself (Lightning): one epoch, its length unknown
             self.start_epoch(None)
         if not self.active:
+            return None
+        if self.stop_after is not None and self.drawn >= self.stop_after:   # the shortest rank has stopped
+            self._stop(self.stop_after)
             return None
         self.drawn += 1
         self.sketch.add(entry.keys, entry.shards)
@@ -203,10 +218,14 @@ class RankSync:
         if done and len(done) < w and self.active:
             counts = [done.get(r) for r in range(w)]
             self._imbalance(counts, "a rank ran out of batches", step)
-            self.active = False
-            self.not_checked.append(f"epoch {self.epoch}: ranks agreed until step {step} only (unequal batch "
-                                    f"counts); overlap and coverage at epoch end not exchanged")
+            self._stop(min(done.values()))
         return ranks
+
+    def _stop(self, steps: int) -> None:
+        """No more collectives this epoch: a rank has no batches left (each rank decides alone from here)."""
+        self.active = False
+        self._note(f"epoch {self.epoch}: the ranks agreed on their first {steps} steps only (unequal batch counts); "
+                   f"overlap and coverage at epoch end not exchanged")
 
     # ------------------------------------------------------------------------------------------ reports
 

@@ -97,9 +97,9 @@ def _policy(policy):
             for _ in g:
                 steps.append(g.step)
         except BadBatchError as e:
+            snap = load_snapshot(e.snapshot)
             err = {"step": e.step, "trace_id": e.trace_id, "snapshot": Path(e.snapshot).name,
-                   "snapshot_rank": load_snapshot(e.snapshot).meta["rank"],
-                   "snapshot_keys": load_snapshot(e.snapshot).keys, "message": str(e)}
+                   "snapshot_rank": snap.meta["rank"], "snapshot_keys": snap.keys, "message": str(e)}
         return {"steps": steps, "error": err,
                 "findings": [[f.step, f.position, f.key, f.action, f.rank] for f in g.findings],
                 "bad_batches": [[b["step"], b["action"], b.get("ranks")] for b in g.bad_batches],

@@ -141,13 +141,16 @@ def test_unequal_batch_counts_are_reported_before_the_last_step(tmp_path):
                                                   "step": -1}
         assert ul["warnings"][0].startswith("rank_imbalance: epoch 0: the ranks have unequal batch counts "
                                             "(rank 0: 5, rank 1: 6; len(loader) at epoch start)")
-        assert ul["not_checked"] == ["epoch 0: ranks agreed until step 5 only (unequal batch counts); overlap and "
-                                     "coverage at epoch end not exchanged"]
+        stopped = ("epoch 0: the ranks agreed on their first 5 steps only (unequal batch counts); overlap and "
+                   "coverage at epoch end not exchanged")
+        assert ul["not_checked"] == ["coverage: the ranks' dataset sizes differ (10, 12): give every rank the same "
+                                     "dataset_size=", stopped]   # a Subset per rank: no coverage
         un = got["unequal_nolen"]    # no len(): learnt from the "done" flag of the short rank (skip: at once)
         assert un["steps"] == steps
         assert un["report"]["rank_imbalance"] == {"batches": [5, None], "source": "a rank ran out of batches",
                                                   "step": 5}
         assert un["seen_at_step"] == (None if r == 0 else 5)   # rank 1 knew before its last batch went out
+        assert un["not_checked"] == ["coverage: the dataset's size is unknown (give dataset_size=)", stopped]
 
 
 # ------------------------------------------------------------------------------------------ one process: unchanged
