@@ -37,6 +37,10 @@ accelerator); warn -> logged; skip and mask -> watch_loss reads the verdict at o
 an accelerator) and returns True: skip this optimizer step (there is no sample to mask in a loss).
 `dataaudit replay SNAPSHOT --model module:factory` then finds the culprit samples.
 
+Under torch.distributed (world size > 1, or process_group=) the ranks agree per step with one small all-reduce, so
+every rank skips, raises or masks at the same step, and compare the samples they read (rank_overlap,
+rank_imbalance, coverage): RankSync (ranks.py), docs/guard.md "Distributed training".
+
 The parts: GuardOptions (options.py) the settings; ReadbackQueue (readback.py) the flags' and verdicts' way back;
 FindingsRecord (findings.py) the findings, snapshots and raise of bad batches; LossGuard (loss.py) watch_loss.
 """
@@ -56,6 +60,7 @@ from dataaudit.guard.options import POLICIES, GuardOptions
 from dataaudit.guard.payload import GuardedBatch, checks_from_payload
 from dataaudit.guard.plan import BatchChecks, GuardPlan, HostChecks
 from dataaudit.guard.profiler import StepRecord, ThroughputProfiler
+from dataaudit.guard.ranks import rank_sync
 from dataaudit.guard.readback import BatchEntry, ReadbackQueue, read_now
 from dataaudit.guard.tree import move_tree
 from dataaudit.provenance import GUARD, KEY, ROW, SHARD
@@ -85,6 +90,7 @@ class DeviceGuard:
         self.record = FindingsRecord(self.plan, o, self.profiler)
         self.readback = ReadbackQueue(self.record.on_read, self._record_ready)
         self.loss_guard = LossGuard(o, self.plan, self.device, self.readback, self.record)
+        self.ranks = rank_sync(o, self.record)   # None unless ranks must agree (guard/ranks.py)
         self.step = -1                 # index of the last batch drawn from the loader
         self.last_checks: BatchChecks | None = None
         self.sample_weight: torch.Tensor | None = None   # mask: the last batch's weights (tuple batches)
@@ -120,6 +126,8 @@ class DeviceGuard:
 
     def _iterate(self):
         it = iter(self.loader)
+        if self.ranks is not None:
+            self.ranks.start_epoch(self.loader)
         prev: BatchEntry | None = None
         carry = [0.0, 0.0, 0.0, 0]   # wait, copy, guard, batches of skipped batches -> the next step
         clock = time.perf_counter
@@ -131,6 +139,8 @@ class DeviceGuard:
                 if prev is not None:
                     self._unrecorded.append(_step_done(prev, t_req))
                     prev = None
+                if self.ranks is not None:
+                    self.ranks.before_step(self.step + 1)
                 self.readback.drain(block=False)
                 t0 = clock()
                 try:
@@ -159,6 +169,8 @@ class DeviceGuard:
             if prev is not None:
                 self._unrecorded.append(_step_done(prev, time.perf_counter()))
             if done:
+                if self.ranks is not None:
+                    self.ranks.end_epoch()
                 self.flush()
             else:  # stopped early (break, or an error in the training step): record what is complete
                 self._record_ready()
@@ -218,17 +230,23 @@ class DeviceGuard:
         policy = o.policy
         act = res.rows(acting) if policy != "warn" else None   # warn acts on no sample
         out = data
-        if policy == "skip" or (policy == "raise" and not o.late_raise):
-            if bool(act.any()):  # the one host read of these policies (a sync per batch)
+        ranks = self.ranks
+        if policy == "skip" or (policy == "raise" and (not o.late_raise or ranks is not None)):
+            # across ranks raise agrees before the batch goes out, as skip (a late raise could not agree the step)
+            agreed = ranks.step(entry, act.any(), wait=True) if ranks is not None else None
+            if (bool(act.any()) if agreed is None else bool(agreed)):  # the one host read (a sync per batch)
                 read_now(entry)
                 if policy == "raise":
-                    self.record.raise_bad(entry, data)
-                self.record.skipped(entry)
+                    self._raise(entry, data, agreed)
+                self.record.skipped(entry, agreed)
                 return None, entry
-        elif policy in ("mask", "raise"):
-            out = mask_batch(self.plan, data, act, self.ignore_index, self.pad_id)   # no read back
-            if policy == "raise":  # late raise: keep the batch as checked, for the snapshot
-                entry.snapshot_batch = data
+        else:
+            if ranks is not None:   # async: which ranks flagged, read back late (no sync)
+                ranks.step(entry, (act if act is not None else res.rows(acting)).any(), wait=False)
+            if policy in ("mask", "raise"):
+                out = mask_batch(self.plan, data, act, self.ignore_index, self.pad_id)   # no read back
+                if policy == "raise":  # late raise: keep the batch as checked, for the snapshot
+                    entry.snapshot_batch = data
         if policy == "mask" and o.weight_key is not None:
             out = self._weigh(out, data, act)
         tokens = _tokens(self.plan, data)
@@ -259,13 +277,16 @@ class DeviceGuard:
                 act = None
         out = data
         policy = self.options.policy
-        if act is not None:
+        agreed = None
+        if self.ranks is not None:   # skip, raise: wait for the ranks' agreement; mask, warn: async
+            agreed = self.ranks.step(entry, act is not None, wait=policy in ("skip", "raise"))
+        if act is not None or agreed:
             if policy == "raise":
-                self.record.raise_bad(entry, data)
+                self._raise(entry, data, agreed)
             if policy == "skip":
-                self.record.skipped(entry)
+                self.record.skipped(entry, agreed)
                 return None, entry
-            if policy == "mask":
+            if policy == "mask" and act is not None:
                 out = mask_batch(self.plan, data, torch.from_numpy(act), self.ignore_index, self.pad_id)
         if policy == "mask" and self.options.weight_key is not None:
             out = self._weigh(out, data, torch.from_numpy(act if act is not None
@@ -274,6 +295,12 @@ class DeviceGuard:
         if any_flag:
             self.record.on_read(entry)
         return out, entry
+
+    def _raise(self, entry, data, agreed) -> None:
+        if agreed is None:   # not distributed (or the ranks no longer agree this epoch)
+            self.record.raise_bad(entry, data)
+        else:
+            self.record.raise_bad(entry, data, trace_id=self.ranks.trace_id(entry.step), ranks=agreed)
 
     def _weigh(self, out, data, act: torch.Tensor):
         """mask: the per-sample loss weights (`sample_weight`; a dict batch gets them under weight_key)."""
@@ -305,6 +332,8 @@ class DeviceGuard:
                   "checks": [c.label for c in self.plan.calls], "skipped_checks": dict(self.plan.skipped),
                   "findings": len(self.findings), "bad_batch_records": len(self.bad_batches),
                   "snapshots": [str(p) for p in self.snapshots]})
+        if self.ranks is not None:   # rank, agreement, rank_overlap / rank_imbalance / coverage
+            s["ranks"] = self.ranks.summary()
         return s
 
     def close(self) -> None:

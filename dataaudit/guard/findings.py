@@ -46,6 +46,7 @@ class Finding:
     detail: str
     action: str            # raised | skipped | masked | warned
     source: str = "device"  # device | collate
+    rank: int | None = None  # the process's rank under torch.distributed (None: not distributed)
 
 
 class FindingsRecord:
@@ -59,6 +60,7 @@ class FindingsRecord:
         self.findings: list[Finding] = []
         self.bad_batches: list[dict] = []
         self.snapshots: list[Path] = []
+        self.rank: int | None = None   # set by the guard's RankSync: findings and snapshots name the rank
 
     def on_read(self, e) -> None:
         """The batch's flags are on the host (a BatchEntry): findings, log line, late raise."""
@@ -85,7 +87,7 @@ class FindingsRecord:
                 out.append(Finding(e.step, i, _at(e.keys, i), _at(e.shards, i), call.check, call.field,
                                    call.severity, v, format_value(call, v),
                                    action if e.acting[c] else "warned",
-                                   "device" if c < e.device_calls else "collate"))
+                                   "device" if c < e.device_calls else "collate", self.rank))
         room = self.options.max_findings - len(self.findings)
         if room > 0:
             self.findings.extend(out[:room])
@@ -96,24 +98,39 @@ class FindingsRecord:
                                  "checks": {k: len(v) for k, v in by_check.items()},
                                  "positions": by_check,
                                  "keys": sorted({str(f.key) for f in out if f.key is not None})})
-        log.warning("guard: step %d: %s -> %s", e.step, describe(out), action)
+        log.warning("guard: step %d: %s -> %s", e.step, describe(out) or "no flag on this rank", action)
         return out
 
-    def raise_bad(self, e, data) -> None:
-        """Policy raise: record the batch, snapshot `data` (the batch as checked), raise BadBatchError."""
-        trace_id = uuid.uuid4().hex
+    def raise_bad(self, e, data, *, trace_id: str | None = None, ranks=None) -> None:
+        """Policy raise: record the batch, snapshot `data` (the batch as checked), raise BadBatchError.
+        Across ranks (dataaudit.guard.ranks): `trace_id` is the one every rank uses for this step and `ranks` the
+        ranks whose batch had an acting flag (this rank's own batch may be clean: its part is snapshotted all the
+        same)."""
+        trace_id = trace_id or uuid.uuid4().hex
         e.action = "raised"
-        out = self.add(e, "raised")
+        fl = e.flagged_host
+        own = fl is not None and fl.size and fl.any()
+        out = self.add(e, "raised") if own else []
+        if not own:
+            self.bad_batches.append({"step": e.step, "action": "raised", "checks": {}, "positions": {}, "keys": []})
+        if ranks is not None:
+            self.bad_batches[-1]["ranks"] = list(ranks)
         path = None
         o = self.options
         if o.snapshot_dir is not None:
             named = dict(data) if isinstance(data, Mapping) else dict(enumerate(data))
             path = save_snapshot(o.snapshot_dir, named=named, is_dict=isinstance(data, Mapping),
                                  checks=e.checks, device_calls=e.device_calls, keys=e.keys, shards=e.shards,
-                                 rows=e.rows, step=e.step, trace_id=trace_id, policy=o.policy, plan=self.plan)
+                                 rows=e.rows, step=e.step, trace_id=trace_id, policy=o.policy, plan=self.plan,
+                                 rank=self.rank)
             self.snapshots.append(path)
         acting = [f for f in out if f.severity in o.act_on]
-        msg = (f"guard: bad batch at step {e.step} (trace {trace_id}): {describe(acting or out)}"
+        where = ""
+        if ranks is not None:
+            where = f" on rank(s) {', '.join(map(str, ranks))}" + (
+                "" if self.rank in ranks else f"; this rank ({self.rank}) had none, it stops with them")
+        msg = (f"guard: bad batch at step {e.step}{where} (trace {trace_id})"
+               + (f": {describe(acting or out)}" if out else "")
                + (f"; snapshot: {path}" if path else ""))
         if self.profiler is not None:
             self.profiler.record_bad(sorted({f"{f.check}:{f.field}" for f in out}), "raised")
@@ -123,10 +140,13 @@ class FindingsRecord:
         """The samples the collate guard dropped (drop=True) from the batch of `step`: a record each."""
         self.bad_batches.extend({"step": step, "dropped_in_collate": d} for d in dropped)
 
-    def skipped(self, e) -> None:
-        """Policy skip: the batch was dropped."""
+    def skipped(self, e, ranks=None) -> None:
+        """Policy skip: the batch was dropped (`ranks`: the ranks whose batch had an acting flag, when they
+        agree: a rank with a clean batch drops it too)."""
         e.action = "skipped"
         self.add(e, "skipped")
+        if ranks is not None:
+            self.bad_batches[-1]["ranks"] = list(ranks)
         if self.profiler is not None:
             fl = e.flagged_host
             self.profiler.record_bad([c.label for i, c in enumerate(e.checks.calls) if fl[i].any()], "skipped")

@@ -46,6 +46,12 @@ class GuardOptions:
     non_blocking, pin_memory: how batches are copied to the device. max_findings: at most this many are kept.
     loss_spike, loss_warmup, loss_decay: the loss guard's spike test (dataaudit.guard.loss; loss_spike=None:
         non-finite losses only); loss_snapshots: at most this many loss snapshots are written.
+    distributed: None (on when torch.distributed is initialised with world size > 1, or process_group is given),
+        False (off: each rank decides alone), True (required: an error unless it is initialised).
+    process_group: the group the ranks agree in (None: the default group). rank_check_every: every this many
+        steps (and at epoch end) the ranks exchange their key sketches (rank_overlap, coverage; 0: at epoch end
+        only). rank_sketch_size: hashes kept per rank and epoch (bottom-k). dataset_size: the dataset's sample
+        count for coverage (None: len(loader.dataset) when it has one). See dataaudit.guard.ranks.
     """
 
     policy: str = "raise"
@@ -68,6 +74,12 @@ class GuardOptions:
     loss_warmup: int = 20
     loss_decay: float = 0.98
     loss_snapshots: int = 10
+    # across ranks (dataaudit.guard.ranks); kept last so that merges of other new options stay simple
+    distributed: bool | None = None
+    process_group: Any = None
+    rank_check_every: int = 50
+    rank_sketch_size: int = 4096
+    dataset_size: int | None = None
 
     def __post_init__(self):
         check_policy(self.policy)
@@ -84,6 +96,14 @@ class GuardOptions:
         if self.fields is not None:
             object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))
         check_loss_settings(self.loss_spike, self.loss_decay)
+        if self.distributed is not None and not isinstance(self.distributed, bool):
+            raise ValueError(f"distributed must be None, True or False, got {self.distributed!r}")
+        if int(self.rank_check_every) != self.rank_check_every or self.rank_check_every < 0:
+            raise ValueError(f"rank_check_every must be an int >= 0, got {self.rank_check_every!r}")
+        if int(self.rank_sketch_size) != self.rank_sketch_size or self.rank_sketch_size < 16:
+            raise ValueError(f"rank_sketch_size must be an int >= 16, got {self.rank_sketch_size!r}")
+        if self.dataset_size is not None and (int(self.dataset_size) != self.dataset_size or self.dataset_size < 1):
+            raise ValueError(f"dataset_size must be an int >= 1 or None, got {self.dataset_size!r}")
 
     @classmethod
     def from_arguments(cls, owner: str, options: GuardOptions | None, keywords: Mapping[str, Any], *,

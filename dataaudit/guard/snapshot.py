@@ -58,19 +58,22 @@ def _config_from_fingerprint(fp: dict):
 
 def save_snapshot(directory, *, named: dict, is_dict: bool, checks: BatchChecks | None, device_calls: int,
                   keys, shards, rows, step: int, trace_id: str, policy: str, plan: GuardPlan,
-                  reason: str = "", loss: dict | None = None, rng: dict | None = None) -> Path:
+                  reason: str = "", loss: dict | None = None, rng: dict | None = None,
+                  rank: int | None = None) -> Path:
     """Write one snapshot file into `directory`; returns its path.
 
     named: the batch's top-level entries (dict keys, or tuple positions); tensors are stored, JSON-able lists
     (e.g. strings) go to the header, anything else is named in the header as not stored.
     device_calls: how many of checks.calls (the first ones) the device guard ran (the rest came from the
-    collate guard). loss: the loss guard's verdict (JSON-able); rng: name -> RNG state tensor."""
+    collate guard). loss: the loss guard's verdict (JSON-able); rng: name -> RNG state tensor. rank: the process's
+    rank under torch.distributed (each rank writes its own part of a step's snapshot: `-rankN` in the name)."""
     from safetensors.torch import save_file
 
     if checks is None:
         checks = empty_checks(len(keys) if keys is not None else 0)
 
-    path = Path(directory) / f"step{step:06d}-{trace_id[:8]}.safetensors"
+    part = "" if rank is None else f"-rank{rank}"
+    path = Path(directory) / f"step{step:06d}-{trace_id[:8]}{part}.safetensors"
     tensors: dict[str, torch.Tensor] = {}
     entries, extra, not_stored = [], {}, []
     for k, v in named.items():
@@ -87,7 +90,7 @@ def save_snapshot(directory, *, named: dict, is_dict: bool, checks: BatchChecks 
     tensors["checks/flagged"] = _host(checks.flagged)
     tensors["checks/value"] = _host(checks.value)
     meta = {
-        "format": FORMAT, "trace_id": trace_id, "step": step, "policy": policy, "reason": reason,
+        "format": FORMAT, "trace_id": trace_id, "step": step, "policy": policy, "reason": reason, "rank": rank,
         "loss": _jsonable(loss),
         "batch": {"kind": "dict" if is_dict else "tuple", "entries": entries, "extra": extra,
                   "not_stored": not_stored},

@@ -26,8 +26,10 @@ def test_defaults_are_the_device_guards():
     assert (o.profile, o.log_every, o.jsonl, o.non_blocking, o.pin_memory, o.max_findings) == \
         (True, 100, None, True, True, 10_000)
     assert (o.loss_spike, o.loss_warmup, o.loss_decay, o.loss_snapshots) == (5.0, 20, 0.98, 10)
+    assert (o.distributed, o.process_group, o.rank_check_every, o.rank_sketch_size, o.dataset_size) == \
+        (None, None, 50, 4096, None)
     assert POLICIES == ("raise", "skip", "mask", "warn")
-    assert set(ONDEVICE_OPTIONS) < OPTION_NAMES and len(OPTION_NAMES) == 20
+    assert set(ONDEVICE_OPTIONS) < OPTION_NAMES and len(OPTION_NAMES) == 25
 
 
 def test_iterables_are_settled_and_the_options_frozen():
