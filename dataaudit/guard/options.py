@@ -45,7 +45,11 @@ class GuardOptions:
     profile: True (a ThroughputProfiler with log_every / jsonl), a ThroughputProfiler, or False.
     non_blocking, pin_memory: how batches are copied to the device. max_findings: at most this many are kept.
     loss_spike, loss_warmup, loss_decay: the loss guard's spike test (dataaudit.guard.loss; loss_spike=None:
-        non-finite losses only); loss_snapshots: at most this many loss snapshots are written.
+        non-finite losses only); loss_snapshots: at most this many loss (and gradient) snapshots are written.
+    loss_window, loss_reference ("median" | "ema"), max_loss (None: max_loss_factor x the first loss),
+        loss_patience: the rest of the loss watch (dataaudit.guard.loss).
+    max_grad_norm (None: non-finite only), grad_top: the gradient watch (dataaudit.guard.grads).
+    skip_list: a skip-list.parquet (dataaudit.guard.skip_list): its (shard, key) samples are dropped.
     """
 
     policy: str = "raise"
@@ -65,9 +69,18 @@ class GuardOptions:
     pin_memory: bool = True
     max_findings: int = 10_000
     loss_spike: float | None = 5.0
-    loss_warmup: int = 20
+    loss_warmup: int = 3
     loss_decay: float = 0.98
     loss_snapshots: int = 10
+    # loss / gradient / skip-list watch
+    loss_window: int = 100
+    loss_reference: str = "median"
+    max_loss: float | None = None
+    max_loss_factor: float | None = 1000.0
+    loss_patience: int | None = 4
+    max_grad_norm: float | None = None
+    grad_top: int = 5
+    skip_list: str | Path | None = None
 
     def __post_init__(self):
         check_policy(self.policy)
@@ -83,7 +96,13 @@ class GuardOptions:
             object.__setattr__(self, "names", tuple(self.names))
         if self.fields is not None:
             object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))
-        check_loss_settings(self.loss_spike, self.loss_decay)
+        check_loss_settings(self.loss_spike, self.loss_decay, self.loss_window, self.loss_reference, self.max_loss,
+                            self.max_loss_factor, self.loss_patience)
+        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
+            raise ValueError(f"max_grad_norm must be > 0 (or None: non-finite gradients only), "
+                             f"got {self.max_grad_norm!r}")
+        if self.grad_top < 1:
+            raise ValueError(f"grad_top must be at least 1, got {self.grad_top!r}")
 
     @classmethod
     def from_arguments(cls, owner: str, options: GuardOptions | None, keywords: Mapping[str, Any], *,
