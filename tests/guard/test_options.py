@@ -30,7 +30,7 @@ def test_defaults_are_the_device_guards():
         (100, "median", None, 1000.0, 4)
     assert (o.max_grad_norm, o.grad_top, o.skip_list) == (None, 5, None)
     assert POLICIES == ("raise", "skip", "mask", "warn")
-    assert set(ONDEVICE_OPTIONS) < OPTION_NAMES and len(OPTION_NAMES) == 20
+    assert set(ONDEVICE_OPTIONS) < OPTION_NAMES and len(OPTION_NAMES) == 28
 
 
 def test_iterables_are_settled_and_the_options_frozen():
