@@ -4,18 +4,21 @@ verdict stays a device tensor until the device guard reads it back late, with th
     nonfinite  not isfinite(loss)
     ceiling    loss > max_loss (default: max_loss_factor = 1000 x the first finite positive loss; active from
                the second loss, so a 1.78 -> 1.3e36 jump is caught at any step)
-    spike      loss > spike_factor x the reference, once `warmup` good losses are in (default 3); the reference
-               is the MEDIAN of the last `window` (100) good losses, kept in a ring buffer on the device
-               (torch.nanmedian: a bad loss never enters it, so a run of huge losses cannot become the baseline);
-               reference="ema" keeps the older exponential moving average (decay; warm-up 20 before)
+    spike      loss > spike_factor (2) x the reference AND loss > reference + mad (20) x the window's median
+               absolute deviation, once `warmup` good losses are in (default 3). The reference is the MEDIAN of
+               the last `window` (100) good losses, kept in a ring buffer on the device (torch.nanmedian: a bad
+               loss never enters it, so a run of huge losses cannot become the baseline). The MAD part keeps a
+               noisy loss (small batches, preference losses near 0) from raising false alarms that a ratio alone
+               would; reference="ema" keeps the older exponential moving average (decay; no MAD part).
     diverged   the `patience + 1`-th bad loss in a row (default patience 4): the run has moved, not one batch
 
 Why these defaults (llm-foundry's KillLossSpike: window 100, outlier at 2 x the window's MEAN, patience 4, loss
 cap 10, nothing at all before the window is full): a median is not dragged up by the spike it is meant to
-catch, so the test can start after 3 losses rather than 100; 5 x (not 2 x) because single small batches are
-noisy and a false alarm skips or stops a good run (benchmarks/loss_curves.py: 0 false alarms on 10 real
-curves at 5 x); an absolute cap of 10 only fits cross-entropy over small vocabularies, so the ceiling is
-relative to the first loss instead; the patience is the same (5 bad losses in a row = diverged).
+catch, so the test can start after 3 losses rather than 100; the factor is llm-foundry's 2, and the MAD part
+guards it. benchmarks/loss_curves.py (10 real curves, tinyshakespeare): the clean curves' largest loss is 1.18 x
+and 4.0 MADs above the median before it, the smallest planted jump 2.4 x and 513 MADs; 5 x (the old default)
+missed that one. An absolute cap of 10 only fits cross-entropy over small vocabularies, so the ceiling is
+relative to the first loss instead; the patience is llm-foundry's (5 bad losses in a row = diverged).
 
 LossGuard is the device guard's side of it (`DeviceGuard.watch_loss` delegates to it): the batch that produced
 each loss is kept by reference until the verdict is read (at most 8 pending: a ninth waits for the oldest), and a
@@ -46,10 +49,12 @@ MAX_HELD = 8   # losses read back late whose batches are held; one more waits fo
 
 def check_loss_settings(spike_factor: float | None, decay: float, window: int = 100, reference: str = "median",
                         max_loss: float | None = None, max_loss_factor: float | None = 1000.0,
-                        patience: int | None = 4) -> None:
+                        patience: int | None = 4, mad: float | None = 20.0) -> None:
     """ValueError for a spike factor that is not > 1 (None: no spike test), a decay outside (0, 1), a window
     under 1, an unknown reference, a max_loss that is not > 0, a max_loss_factor that is not > 1, a patience
-    under 1."""
+    under 1, a MAD multiple that is not > 0."""
+    if mad is not None and not mad > 0:
+        raise ValueError(f"loss_mad must be > 0 (or None: the factor alone), got {mad!r}")
     if spike_factor is not None and spike_factor <= 1:
         raise ValueError(f"spike_factor must be > 1 (or None: no spike test), got {spike_factor!r}")
     if not 0 < decay < 1:
@@ -82,10 +87,11 @@ class LossWatch:
     update(loss) -> float64 [8] on that device: (loss, non-finite, spike, reference, above ceiling, diverged,
     spike threshold, ceiling); NaN for a threshold not in force yet."""
 
-    def __init__(self, spike_factor: float | None = 5.0, warmup: int = 3, decay: float = 0.98, *,
+    def __init__(self, spike_factor: float | None = 2.0, warmup: int = 3, decay: float = 0.98, *,
                  window: int = 100, reference: str = "median", max_loss: float | None = None,
-                 max_loss_factor: float | None = 1000.0, patience: int | None = 4):
-        check_loss_settings(spike_factor, decay, window, reference, max_loss, max_loss_factor, patience)
+                 max_loss_factor: float | None = 1000.0, patience: int | None = 4, mad: float | None = 20.0):
+        check_loss_settings(spike_factor, decay, window, reference, max_loss, max_loss_factor, patience, mad)
+        self.mad = mad if reference == "median" else None
         self.spike_factor, self.warmup, self.decay = spike_factor, int(warmup), float(decay)
         self.window, self.reference = int(window), reference
         self.max_loss, self.max_loss_factor = max_loss, max_loss_factor
@@ -120,6 +126,8 @@ class LossWatch:
             threshold = nan
         else:
             threshold = torch.where((self.count >= self.warmup) & (ref > 0), self.spike_factor * ref, nan)
+            if self.mad is not None:   # and far outside the window's spread (NaN stays NaN: not in force)
+                threshold = torch.maximum(threshold, ref + self.mad * torch.nanmedian((self.ring - ref).abs()))
             spike = finite & (x > threshold)
         if self.max_loss is not None:
             ceiling = torch.full((), float(self.max_loss), dtype=torch.float64, device=x.device)
@@ -175,7 +183,7 @@ class LossGuard:
         self.watch = LossWatch(options.loss_spike, options.loss_warmup, options.loss_decay,
                                window=options.loss_window, reference=options.loss_reference,
                                max_loss=options.max_loss, max_loss_factor=options.max_loss_factor,
-                               patience=options.loss_patience)
+                               patience=options.loss_patience, mad=options.loss_mad)
         self.events: list[dict] = []
         self.skip_step = False   # skip / mask: the last checked loss was bad (skip the optimizer step)
         self.handed = None       # (entry, batch, RNG state) of the last batch handed out
@@ -235,8 +243,10 @@ class LossGuard:
             self.record.profiler.record_bad([f"loss:{kind}"], action)
         what = {"nonfinite": "non-finite", "spike": "spiking", "ceiling": "huge", "diverged": "diverging"}[kind]
         msg = (f"guard: {what} loss {value:g} at step {step} (trace {trace_id})"
-               + (f" > {threshold:g} ({factor:g} x {_REF_NAMES[self.watch.reference]} {ref:g})"
-                  if spike and kind == "spike" else "")
+               + (f" > {threshold:g} ({factor:g} x {_REF_NAMES[self.watch.reference]} {ref:g}"
+                  + (f", and at least {self.watch.mad:g} median absolute deviations above it" if self.watch.mad
+                     else "")
+                  + ")" if spike and kind == "spike" else "")
                + (f" > ceiling {ceiling:g}" if kind == "ceiling" else "")
                + (f": {self.watch.patience + 1} bad losses in a row (the run diverged, not one batch: lower the "
                   f"learning rate or resume from an earlier checkpoint)" if kind == "diverged" else "")

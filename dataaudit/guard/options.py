@@ -47,7 +47,7 @@ class GuardOptions:
     loss_spike, loss_warmup, loss_decay: the loss guard's spike test (dataaudit.guard.loss; loss_spike=None:
         non-finite losses only); loss_snapshots: at most this many loss (and gradient) snapshots are written.
     loss_window, loss_reference ("median" | "ema"), max_loss (None: max_loss_factor x the first loss),
-        loss_patience: the rest of the loss watch (dataaudit.guard.loss).
+        loss_patience, loss_mad: the rest of the loss watch (dataaudit.guard.loss).
     max_grad_norm (None: non-finite only), grad_top: the gradient watch (dataaudit.guard.grads).
     skip_list: a skip-list.parquet (dataaudit.guard.skip_list): its (shard, key) samples are dropped.
     """
@@ -68,7 +68,7 @@ class GuardOptions:
     non_blocking: bool = True
     pin_memory: bool = True
     max_findings: int = 10_000
-    loss_spike: float | None = 5.0
+    loss_spike: float | None = 2.0
     loss_warmup: int = 3
     loss_decay: float = 0.98
     loss_snapshots: int = 10
@@ -81,6 +81,7 @@ class GuardOptions:
     max_grad_norm: float | None = None
     grad_top: int = 5
     skip_list: str | Path | None = None
+    loss_mad: float | None = 20.0
 
     def __post_init__(self):
         check_policy(self.policy)
@@ -97,7 +98,7 @@ class GuardOptions:
         if self.fields is not None:
             object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))
         check_loss_settings(self.loss_spike, self.loss_decay, self.loss_window, self.loss_reference, self.max_loss,
-                            self.max_loss_factor, self.loss_patience)
+                            self.max_loss_factor, self.loss_patience, self.loss_mad)
         if self.max_grad_norm is not None and not self.max_grad_norm > 0:
             raise ValueError(f"max_grad_norm must be > 0 (or None: non-finite gradients only), "
                              f"got {self.max_grad_norm!r}")

@@ -34,20 +34,21 @@ def guard(n, **kw):
 
 def test_the_step_15_jump_is_caught_and_the_old_ema_test_missed_it():
     assert kinds(guard(20), curve()) == [(15, "ceiling")]
-    old = guard(20, loss_reference="ema", loss_warmup=20, max_loss_factor=None, loss_patience=None)
+    old = guard(20, loss_spike=5.0, loss_reference="ema", loss_warmup=20, max_loss_factor=None, loss_patience=None)
     assert kinds(old, curve()) == []
 
 
 def test_exact_figures_of_the_bad_loss():
     w = LossWatch()
     f = figures(w, curve(16))
-    # reference: the median of steps 0-14 (1.78 .. 1.64) is step 7's 1.71; threshold 5 x 1.71; ceiling 1000 x 1.78
+    # reference: the median of steps 0-14 (1.78 .. 1.64) is step 7's 1.71; threshold the larger of 2 x 1.71 and
+    # 1.71 + 20 x 0.04 (the median absolute deviation); ceiling 1000 x 1.78
     value, nonfinite, spike, ref, over, diverged, threshold, ceiling = f[15]
     assert (value, nonfinite, spike, over, diverged) == (1.3e36, 0.0, 1.0, 1.0, 0.0)
-    assert ref == pytest.approx(1.71) and threshold == pytest.approx(8.55) and ceiling == pytest.approx(1780.0)
+    assert ref == pytest.approx(1.71) and threshold == pytest.approx(3.42) and ceiling == pytest.approx(1780.0)
     assert [x[2] + x[4] for x in f[:15]] == [0.0] * 15
-    # no threshold before three good losses (then 5 x median(1.78, 1.77, 1.76)); the ceiling from the first loss on
-    assert math.isnan(f[0][6]) and math.isnan(f[0][7]) and math.isnan(f[2][6]) and f[3][6] == pytest.approx(8.85)
+    # no threshold before three good losses (then 2 x median(1.78, 1.77, 1.76)); the ceiling from the first loss on
+    assert math.isnan(f[0][6]) and math.isnan(f[0][7]) and math.isnan(f[2][6]) and f[3][6] == pytest.approx(3.54)
     assert f[1][7] == pytest.approx(1780.0)
 
 

@@ -25,12 +25,12 @@ def test_defaults_are_the_device_guards():
         (None, None, "loss_weight", "guard_snapshots", True)
     assert (o.profile, o.log_every, o.jsonl, o.non_blocking, o.pin_memory, o.max_findings) == \
         (True, 100, None, True, True, 10_000)
-    assert (o.loss_spike, o.loss_warmup, o.loss_decay, o.loss_snapshots) == (5.0, 3, 0.98, 10)
+    assert (o.loss_spike, o.loss_warmup, o.loss_decay, o.loss_snapshots) == (2.0, 3, 0.98, 10)
     assert (o.loss_window, o.loss_reference, o.max_loss, o.max_loss_factor, o.loss_patience) == \
         (100, "median", None, 1000.0, 4)
-    assert (o.max_grad_norm, o.grad_top, o.skip_list) == (None, 5, None)
+    assert (o.max_grad_norm, o.grad_top, o.skip_list, o.loss_mad) == (None, 5, None, 20.0)
     assert POLICIES == ("raise", "skip", "mask", "warn")
-    assert set(ONDEVICE_OPTIONS) < OPTION_NAMES and len(OPTION_NAMES) == 28
+    assert set(ONDEVICE_OPTIONS) < OPTION_NAMES and len(OPTION_NAMES) == 29
 
 
 def test_iterables_are_settled_and_the_options_frozen():
@@ -59,6 +59,7 @@ def test_iterables_are_settled_and_the_options_frozen():
     ({"loss_patience": 0}, "loss_patience must be at least 1 (or None: never), got 0"),
     ({"max_grad_norm": -1.0}, "max_grad_norm must be > 0 (or None: non-finite gradients only), got -1.0"),
     ({"grad_top": 0}, "grad_top must be at least 1, got 0"),
+    ({"loss_mad": 0.0}, "loss_mad must be > 0 (or None: the factor alone), got 0.0"),
 ])
 def test_invalid_settings_are_refused_with_the_reason(kwargs, message):
     with pytest.raises(ValueError) as ei:
