@@ -100,7 +100,7 @@ def _append(path: Path, snapshot: Path, snap, culprits: list, threshold) -> dict
 @click.option("--per-sample", "mode", flag_value="per-sample", help="Run every sample alone (1 + B passes).")
 @click.option("--bisect", "mode", flag_value="bisect", default=True, help="Bisect the batch (default).")
 @click.option("--threshold", type=float, default=None,
-              help="A loss above this is bad too (default: a spike snapshot's own threshold, else none).")
+              help="A loss above this is bad too (default: a spike or ceiling snapshot's own bar, else none).")
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Where the JSON result goes (default: SNAPSHOT with .replay.json).")
 @click.option("--compare-device", "compare", default=None, metavar="cpu|cuda:N",

@@ -29,8 +29,8 @@ are recorded and logged, as `warn`):
 Checks the collate guard ran on the samples (carried in the batch's "__guard__") are not run again on the
 device: each finding is made once, by the stage that ran its check.
 
-The loss guard: `guard.watch_loss(loss)` after the forward pass tests the loss (non-finite, or a spike over a
-moving average: dataaudit.guard.loss) on its device and reads the verdict back late, like the flags. A bad loss
+The loss guard: `guard.watch_loss(loss)` after the forward pass tests the loss (non-finite, above a ceiling, or a
+spike over the median of recent losses: dataaudit.guard.loss) on its device and reads the verdict back late, like the flags. A bad loss
 gets a snapshot of the batch that produced it (kept by reference until then: only the batches whose loss is
 still pending), with trace ids, step, loss and RNG state; then the policy: raise -> BadLossError (late on an
 accelerator); warn -> logged; skip and mask -> watch_loss reads the verdict at once (one small read per step on
@@ -38,7 +38,8 @@ an accelerator) and returns True: skip this optimizer step (there is no sample t
 `dataaudit replay SNAPSHOT --model module:factory` then finds the culprit samples.
 
 The parts: GuardOptions (options.py) the settings; ReadbackQueue (readback.py) the flags' and verdicts' way back;
-FindingsRecord (findings.py) the findings, snapshots and raise of bad batches; LossGuard (loss.py) watch_loss.
+FindingsRecord (findings.py) the findings, snapshots and raise of bad batches; LossGuard (loss.py) watch_loss;
+GradGuard (grads.py) watch_grads; SkipList (skip_list.py) the samples `skip_list=` drops before anything else.
 """
 from __future__ import annotations
 

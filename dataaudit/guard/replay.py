@@ -136,9 +136,13 @@ def compare_device(snapshot, loss_fn: Callable, device, threshold: float | None 
 
 
 def default_threshold(snapshot) -> float | None:
-    """A spike snapshot's threshold (spike_factor x the moving average it was judged against); else None."""
+    """The bar a finite bad loss was judged against: a spike's (or a diverged run's) threshold, a ceiling's
+    ceiling; else None (non-finite only)."""
     loss = snapshot.loss or {}
-    return loss.get("threshold") if loss.get("kind") == "spike" else None
+    kind = loss.get("kind")
+    if kind == "ceiling":
+        return loss.get("ceiling")
+    return loss.get("threshold") if kind in ("spike", "diverged") else None
 
 
 def _is_bad(entry: dict, threshold) -> bool:

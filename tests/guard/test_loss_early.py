@@ -84,3 +84,22 @@ def test_diverged_raises_under_skip_after_skipping_the_single_spikes():
     assert skipped == [False] * 4 + [True] * 4
     assert (ei.value.step, ei.value.kind, ei.value.loss) == (8, "diverged", 20.0)
     assert "diverging loss 20 at step 8" in str(ei.value) and "5 bad losses in a row" in str(ei.value)
+
+
+def test_a_ceiling_snapshot_replays_against_its_ceiling(tmp_path):
+    from dataaudit.guard import load_snapshot
+    from dataaudit.guard.replay import default_threshold, replay
+
+    from tests.guard.replay_model import make_loss
+    from tests.guard.test_loss_guard import batches
+
+    loss_fn = make_loss()
+    g = DeviceGuard(batches(3, bad_step=2, value=1e8), None, policy="warn", snapshot_dir=tmp_path, profile=False)
+    for b in g:
+        g.watch_loss(loss_fn(b))
+    (ev,) = g.loss_events
+    assert (ev["step"], ev["kind"], ev["ceiling"], ev["threshold"]) == (2, "ceiling", 1000.0, None)
+    snap = load_snapshot(ev["snapshot"])
+    assert default_threshold(snap) == 1000.0
+    r = replay(snap, loss_fn, threshold=default_threshold(snap))
+    assert [c["key"] for c in r["culprits"]] == ["k165"] and r["reproduced"] is True
