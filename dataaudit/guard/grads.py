@@ -70,7 +70,10 @@ class GradWatch:
             heads = [n.split(".", 1)[0] if "." in n else "" for n in names]
             order = list(dict.fromkeys(heads))
             at = {g: i for i, g in enumerate(order)}
-            self._groups = (names, order, torch.tensor([at[h] for h in heads], dtype=torch.int64, device=device))
+            gid = torch.tensor([at[h] for h in heads], dtype=torch.int64)
+            if device.type == "cuda":   # a pageable copy would synchronise the stream
+                gid = gid.pin_memory()
+            self._groups = (names, order, gid.to(device, non_blocking=True))
         return self._groups[1], self._groups[2]
 
     def update(self, grads: list[tuple[str, torch.Tensor]]) -> tuple[torch.Tensor, tuple, list]:
