@@ -353,7 +353,7 @@ def _drop_listed(listed: np.ndarray, data, keys, shards, rows, worker):
     n = len(listed)
     pick = lambda v: None if v is None else [v[i] for i in keep.tolist()]  # noqa: E731
     return (take_rows(data, keep, n), pick(keys), pick(shards), pick(rows),
-            None if worker is None else take_rows(worker, keep, n))
+            None if worker is None else take_rows(worker, keep, n, payload=True))
 
 
 def _tokens(plan: GuardPlan, data):

@@ -112,23 +112,23 @@ def as_skip_list(spec) -> SkipList | None:
 
 
 
-def take_rows(tree, keep: np.ndarray, n: int):
-    """`tree` (a batch: dict, tuple or list of entries; or the collate guard's payload) with only the rows `keep`
-    of its n-row entries: tensors whose first dimension is n (the payload's [C, n] results along their second),
-    and lists of n items inside a dict (e.g. strings). Other entries are kept as they are."""
+def take_rows(tree, keep: np.ndarray, n: int, payload: bool = False):
+    """`tree` (a batch: dict, tuple or list of entries; or, `payload`, the collate guard's payload) with only the
+    rows `keep` of its n-row entries: tensors whose first dimension is n (the payload's [C, n] results along their
+    second), and lists of n items inside a dict (e.g. strings). Other entries are kept as they are."""
     import torch
 
     idx = torch.from_numpy(np.asarray(keep, dtype=np.int64))
 
     def rows(v, key=None):
         if isinstance(v, torch.Tensor):
-            dim = 1 if key in ("flagged", "value") and v.dim() == 2 else 0
+            dim = 1 if payload and key in ("flagged", "value") and v.dim() == 2 else 0
             if v.dim() > dim and v.shape[dim] == n:
                 return v.index_select(dim, idx.to(v.device, non_blocking=True))
             return v
         if isinstance(v, dict):
             return {k: rows(x, k) for k, x in v.items()}
-        if isinstance(v, list) and len(v) == n and key not in ("calls", "dropped"):
+        if isinstance(v, list) and len(v) == n and not (payload and key in ("calls", "dropped", "listed")):
             return [v[i] for i in keep.tolist()]
         return v
 

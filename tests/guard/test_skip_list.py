@@ -10,7 +10,7 @@ import torch
 from click.testing import CliRunner
 
 from dataaudit.cli import main
-from dataaudit.guard import CollateGuard, DeviceGuard, load_snapshot
+from dataaudit.guard import CollateGuard, DeviceGuard, GuardedBatch, load_snapshot
 from dataaudit.guard.replay import compare_device
 from dataaudit.guard.skip_list import SkipList, append_skip_list, read_skip_list
 from dataaudit.guard.webdataset_stage import GuardStage
@@ -54,6 +54,18 @@ def test_the_device_guard_drops_listed_samples_and_counts_them(tmp_path):
     assert got == [(63, 0.25), (64, 0.25), (64, 0.25), (63, 0.25), (64, 0.25)]
     s = g.summary()
     assert (s["skipped_listed"], g.skipped_listed, s["samples"], s["bad_batches"]) == (2, 2, 318, 0)
+    assert g.profiler.summary()["skipped_listed"] == 2
+
+
+def test_a_tuple_batch_loses_the_same_rows_in_every_entry(tmp_path):
+    path = tmp_path / "skip.parquet"
+    append_skip_list(path, [{"shard": "t", "key": "b", "reason": "r"}])
+    x, y = torch.arange(6.0).reshape(3, 2), torch.tensor([0, 1, 2])
+    raw = GuardedBatch((x, y, "not rows"), keys=["a", "b", "c"], shards=["t"] * 3)
+    g = DeviceGuard([raw], None, policy="warn", snapshot_dir=None, names=("x", "y", "note"), skip_list=path)
+    ((bx, by, note),) = list(g)
+    assert bx.tolist() == [[0.0, 1.0], [4.0, 5.0]] and by.tolist() == [0, 2] and note == "not rows"
+    assert g.summary()["skipped_listed"] == 1
 
 
 def test_a_batch_that_is_all_listed_is_skipped(tmp_path):
