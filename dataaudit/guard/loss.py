@@ -107,6 +107,10 @@ class LossWatch:
         self.pos, self.count, self.run = z(torch.int64), z(torch.int64), z(torch.int64)
         self.ema = z(torch.float64)
         self.first = torch.full((), math.nan, dtype=torch.float64, device=device)
+        self._nan = torch.full((), math.nan, dtype=torch.float64, device=device)   # constants: made once
+        self._false = z(torch.bool)
+        self._cap = None if self.max_loss is None else torch.full((), float(self.max_loss), dtype=torch.float64,
+                                                                  device=device)
 
     def update(self, loss: torch.Tensor) -> torch.Tensor:
         """The verdict on one loss (see the class doc). A loss with several elements (per-sample losses) is
@@ -115,22 +119,21 @@ class LossWatch:
         x = (x.double().mean() if x.numel() != 1 else x.double().reshape(()))
         if self.device != x.device:
             self._start(x.device)
-        nan = torch.full((), math.nan, dtype=torch.float64, device=x.device)
+        nan = self._nan
         finite = torch.isfinite(x)
         if self.reference == "median":
             ref = torch.nanmedian(self.ring)   # NaN while empty: every comparison with it is False
         else:
             ref = torch.where(self.count > 0, self.ema, nan)
         if self.spike_factor is None:
-            spike = torch.zeros((), dtype=torch.bool, device=x.device)
-            threshold = nan
+            spike, threshold = self._false, nan
         else:
             threshold = torch.where((self.count >= self.warmup) & (ref > 0), self.spike_factor * ref, nan)
             if self.mad is not None:   # and far outside the window's spread (NaN stays NaN: not in force)
                 threshold = torch.maximum(threshold, ref + self.mad * torch.nanmedian((self.ring - ref).abs()))
             spike = finite & (x > threshold)
-        if self.max_loss is not None:
-            ceiling = torch.full((), float(self.max_loss), dtype=torch.float64, device=x.device)
+        if self._cap is not None:
+            ceiling = self._cap
         elif self.max_loss_factor is not None:
             ceiling = torch.where(self.first > 0, self.max_loss_factor * self.first, nan)
         else:
@@ -147,8 +150,8 @@ class LossWatch:
             seeded = torch.where(self.count == 0, x, self.decay * self.ema + (1 - self.decay) * x)
             self.ema = torch.where(ok, seeded, self.ema)
         self.count = self.count + ok.to(torch.int64)
-        self.run = torch.where(bad, self.run + 1, torch.zeros_like(self.run))
-        diverged = (self.run == self.patience + 1) if self.patience is not None else torch.zeros_like(bad)
+        self.run = (self.run + 1) * bad   # bad losses in a row
+        diverged = (self.run == self.patience + 1) if self.patience is not None else self._false
         return torch.stack([x, (~finite).double(), spike.double(), ref, over.double(), diverged.double(),
                             threshold, ceiling])
 
