@@ -95,3 +95,17 @@ def test_raise_names_the_parameters_and_snapshots_the_batch(tmp_path):
     snap = load_snapshot(err.snapshot)
     assert (snap.step, snap.meta["reason"], snap.keys[CULPRIT]) == (3, "grads", "k229")
     assert snap.batch["features"][CULPRIT, 2].item() == 1e6
+
+
+def test_no_host_read_on_the_meta_device():
+    """warn and (late) raise read nothing back: meta raises on any data-dependent op (the CUDA path's stand-in
+    here; tests/guard/test_watch_cuda.py runs it under the sync debug mode)."""
+    meta = torch.device("meta")
+    model = Tiny().to(meta)
+    for policy in ("warn", "raise"):
+        g = DeviceGuard(batches(2, bad_step=-1), None, device=meta, policy=policy, profile=False, max_grad_norm=1.0)
+        for b in g:
+            model.zero_grad()
+            model(b["features"]).sum().backward()
+            assert g.watch_grads(model) is False and g.grad_ok.device == meta
+        assert g.grad_events == []
