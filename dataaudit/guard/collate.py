@@ -94,11 +94,14 @@ class CollateGuard:
     config, checks, names, fields: as GuardPlan (the audit's TOML; None -> the guard's default checks).
     drop: remove samples flagged by a check whose severity is in `act_on` before collation (they are listed
         in the batch's "__guard__"["dropped"] and logged); the default keeps them for the device guard.
+    skip_list: a skip-list.parquet (dataaudit.guard.skip_list): the samples it names by (shard, key) are removed
+        before they are checked (listed in "dropped" with checks ["skip_list"]; the device guard counts them
+        as skipped_listed). Read once per worker, when the first batch comes.
     """
 
     def __init__(self, collate_fn: Callable | None = None, config=None, *, checks=None,
                  names: Sequence[str] | None = None, fields: Mapping[str, Any] | None = None,
-                 drop: bool = False, act_on: Iterable[str] = ("error",)):
+                 drop: bool = False, act_on: Iterable[str] = ("error",), skip_list=None):
         if collate_fn is None:
             from torch.utils.data import default_collate
             collate_fn = default_collate
@@ -107,6 +110,7 @@ class CollateGuard:
         self.names = tuple(names) if names is not None else None
         self.drop = drop
         self.act_on = frozenset(act_on)
+        self.skip_list = skip_list   # a path until the first batch (a worker reads it for itself)
 
     # Picklable for DataLoader workers started with spawn: the plan is rebuilt lazily per worker.
 
@@ -166,9 +170,29 @@ class CollateGuard:
             res.flagged[start:, null] = False
         return res, keys, shards, rows
 
+    def _unlisted(self, samples: list) -> tuple[list, list, list]:
+        """(the samples the skip list does not name, a "dropped" record for each one it names, []); when it
+        names every sample: (the samples, [], their positions), for the device guard to drop the whole batch
+        (an empty batch cannot be collated)."""
+        from dataaudit.guard.skip_list import as_skip_list
+
+        self.skip_list = as_skip_list(self.skip_list)
+        dicts = [s if isinstance(s, Mapping) else {} for s in samples]
+        keys, shards = [d.get(KEY) for d in dicts], [d.get(SHARD) for d in dicts]
+        listed = self.skip_list.mask(shards, keys)
+        if listed is None or not listed.any():
+            return samples, [], []
+        if listed.all():
+            return samples, [], list(range(len(samples)))
+        out = [{"key": keys[i], "shard": shards[i], "row": dicts[i].get(ROW), "checks": ["skip_list"]}
+               for i in np.flatnonzero(listed).tolist()]
+        return [s for s, b in zip(samples, listed.tolist()) if not b], out, []
+
     def __call__(self, samples: Sequence):
+        dropped, listed = [], []
+        if self.skip_list is not None:
+            samples, dropped, listed = self._unlisted(list(samples))
         res, keys, shards, rows = self.check(samples)
-        dropped = []
         samples = _stand_ins(list(samples))
         if self.drop and res.calls:
             acting = [c.severity in self.act_on for c in res.calls]
@@ -192,6 +216,8 @@ class CollateGuard:
             named = ", ".join(f"{s}:{k}" for s, k in zip(shards, keys))
             raise CollateError(f"collate_fn failed on samples [{named}]: {exc}") from exc
         payload = checks_to_payload(res, dropped)
+        if listed:
+            payload["listed"] = listed   # every sample is on the skip list: the device guard drops the batch
         if isinstance(data, dict):
             data[KEY], data[SHARD], data[ROW], data[GUARD] = keys, shards, rows, payload
             return data

@@ -29,8 +29,8 @@ are recorded and logged, as `warn`):
 Checks the collate guard ran on the samples (carried in the batch's "__guard__") are not run again on the
 device: each finding is made once, by the stage that ran its check.
 
-The loss guard: `guard.watch_loss(loss)` after the forward pass tests the loss (non-finite, or a spike over a
-moving average: dataaudit.guard.loss) on its device and reads the verdict back late, like the flags. A bad loss
+The loss guard: `guard.watch_loss(loss)` after the forward pass tests the loss (non-finite, above a ceiling, or a
+spike over the median of recent losses: dataaudit.guard.loss) on its device and reads the verdict back late, like the flags. A bad loss
 gets a snapshot of the batch that produced it (kept by reference until then: only the batches whose loss is
 still pending), with trace ids, step, loss and RNG state; then the policy: raise -> BadLossError (late on an
 accelerator); warn -> logged; skip and mask -> watch_loss reads the verdict at once (one small read per step on
@@ -42,7 +42,8 @@ every rank skips, raises or masks at the same step, and compare the samples they
 rank_imbalance, coverage): RankSync (ranks.py), docs/guard.md "Distributed training".
 
 The parts: GuardOptions (options.py) the settings; ReadbackQueue (readback.py) the flags' and verdicts' way back;
-FindingsRecord (findings.py) the findings, snapshots and raise of bad batches; LossGuard (loss.py) watch_loss.
+FindingsRecord (findings.py) the findings, snapshots and raise of bad batches; LossGuard (loss.py) watch_loss;
+GradGuard (grads.py) watch_grads; SkipList (skip_list.py) the samples `skip_list=` drops before anything else.
 """
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ import numpy as np
 import torch
 
 from dataaudit.guard.findings import BadBatchError, Finding, FindingsRecord
+from dataaudit.guard.grads import BadGradError, GradGuard
 from dataaudit.guard.loss import BadLossError, LossGuard
 from dataaudit.guard.masking import fill_values, loss_weight, mask_batch
 from dataaudit.guard.options import POLICIES, GuardOptions
@@ -62,6 +64,7 @@ from dataaudit.guard.plan import BatchChecks, GuardPlan, HostChecks
 from dataaudit.guard.profiler import StepRecord, ThroughputProfiler
 from dataaudit.guard.ranks import rank_sync
 from dataaudit.guard.readback import BatchEntry, ReadbackQueue, read_now
+from dataaudit.guard.skip_list import as_skip_list, take_rows
 from dataaudit.guard.tree import move_tree
 from dataaudit.provenance import GUARD, KEY, ROW, SHARD
 
@@ -91,6 +94,9 @@ class DeviceGuard:
         self.readback = ReadbackQueue(self.record.on_read, self._record_ready)
         self.loss_guard = LossGuard(o, self.plan, self.device, self.readback, self.record)
         self.ranks = rank_sync(o, self.record)   # None unless ranks must agree (guard/ranks.py)
+        self.grad_guard = GradGuard(o, self.loss_guard)
+        self.skip_list = as_skip_list(o.skip_list)
+        self.skipped_listed = 0        # samples dropped because the skip list names them (here or in collate)
         self.step = -1                 # index of the last batch drawn from the loader
         self.last_checks: BatchChecks | None = None
         self.sample_weight: torch.Tensor | None = None   # mask: the last batch's weights (tuple batches)
@@ -113,8 +119,11 @@ class DeviceGuard:
     snapshots = property(lambda self: self.record.snapshots)
     loss_watch = property(lambda self: self.loss_guard.watch)
     loss_events = property(lambda self: self.loss_guard.events)
-    skip_step = property(lambda self: self.loss_guard.skip_step,
-                         doc="skip / mask: the last watched loss was bad (skip the optimizer step)")
+    skip_step = property(lambda self: self.loss_guard.skip_step or self.grad_guard.skip_step,
+                         doc="skip / mask: the last watched loss or gradients were bad (skip the optimizer step)")
+    grad_events = property(lambda self: self.grad_guard.events)
+    grad_ok = property(lambda self: self.grad_guard.ok,
+                       doc="the last watch_grads verdict as a 0-dim device tensor (True: fine), never read back")
 
     def __len__(self) -> int:
         return len(self.loader)  # type: ignore[arg-type]
@@ -211,6 +220,18 @@ class DeviceGuard:
         o = self.options
         self.step += 1
         data, keys, shards, rows, worker = _unwrap(raw)
+        if worker is not None and worker.get("dropped"):
+            self._count_listed(sum(d.get("checks") == ["skip_list"] for d in worker["dropped"]))
+        listed = self.skip_list.mask(shards, keys) if self.skip_list is not None else None
+        if worker is not None and worker.get("listed"):   # the collate guard found the whole batch listed
+            listed = np.ones(len(worker["listed"]), dtype=bool)
+        if listed is not None and listed.any():   # host lists: no device read
+            data, keys, shards, rows, worker = _drop_listed(listed, data, keys, shards, rows, worker)
+            self._count_listed(int(listed.sum()))
+            if listed.all():
+                entry = BatchEntry(self.step, 0, [], [], [], None, 0, [], 0.0)
+                entry.read, entry.action = True, "skipped"
+                return None, entry
         t0 = clock()
         data, worker, ev0, ev1 = _to_device(data, worker, self.device, o)
         t1 = clock()
@@ -302,6 +323,11 @@ class DeviceGuard:
         else:
             self.record.raise_bad(entry, data, trace_id=self.ranks.trace_id(entry.step), ranks=agreed)
 
+    def _count_listed(self, n: int) -> None:
+        self.skipped_listed += n
+        if n and self.profiler is not None:
+            self.profiler.record_listed(n)
+
     def _weigh(self, out, data, act: torch.Tensor):
         """mask: the per-sample loss weights (`sample_weight`; a dict batch gets them under weight_key)."""
         w = self.sample_weight = loss_weight(act)
@@ -318,6 +344,13 @@ class DeviceGuard:
         step should be skipped (skip / mask, bad loss; always False under raise / warn); also `skip_step`."""
         return self.loss_guard.check(loss, batch, self.step)
 
+    def watch_grads(self, model) -> bool:
+        """Test the gradients now on `model`'s parameters (after backward; a module or (name, parameter) pairs):
+        non-finite total norm, or above max_grad_norm (dataaudit.guard.grads), naming the largest. Read back
+        late except on the CPU and under skip / mask. True when the optimizer step should be skipped (skip /
+        mask); under raise a BadGradError with a snapshot of the batch."""
+        return self.grad_guard.check(model, self.step)
+
     def _record_ready(self) -> None:
         """Profiler records for steps whose compute time and flags are both known, in step order."""
         while self._unrecorded and self._unrecorded[0].read:
@@ -329,6 +362,7 @@ class DeviceGuard:
         """Profiler summary plus the guard's record: bad batches, findings count, snapshots, skipped checks."""
         s = self.profiler.summary() if self.profiler is not None else {}
         s.update({"policy": self.policy, "act_on": sorted(self.act_on), "loss_events": len(self.loss_events),
+                  "grad_events": len(self.grad_events), "skipped_listed": self.skipped_listed,
                   "checks": [c.label for c in self.plan.calls], "skipped_checks": dict(self.plan.skipped),
                   "findings": len(self.findings), "bad_batch_records": len(self.bad_batches),
                   "snapshots": [str(p) for p in self.snapshots]})
@@ -340,6 +374,15 @@ class DeviceGuard:
         self.flush()
         if self.profiler is not None:
             self.profiler.close()
+
+
+def _drop_listed(listed: np.ndarray, data, keys, shards, rows, worker):
+    """The batch without the samples the skip list names (rows selected on the host, before the copy)."""
+    keep = np.flatnonzero(~listed)
+    n = len(listed)
+    pick = lambda v: None if v is None else [v[i] for i in keep.tolist()]  # noqa: E731
+    return (take_rows(data, keep, n), pick(keys), pick(shards), pick(rows),
+            None if worker is None else take_rows(worker, keep, n, payload=True))
 
 
 def _tokens(plan: GuardPlan, data):
@@ -416,4 +459,4 @@ def _listify(v):
     return None if v is None else list(v)
 
 
-__all__ = ["DeviceGuard", "BadBatchError", "BadLossError", "Finding", "GuardOptions", "POLICIES"]
+__all__ = ["DeviceGuard", "BadBatchError", "BadLossError", "BadGradError", "Finding", "GuardOptions", "POLICIES"]

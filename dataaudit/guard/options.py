@@ -45,7 +45,11 @@ class GuardOptions:
     profile: True (a ThroughputProfiler with log_every / jsonl), a ThroughputProfiler, or False.
     non_blocking, pin_memory: how batches are copied to the device. max_findings: at most this many are kept.
     loss_spike, loss_warmup, loss_decay: the loss guard's spike test (dataaudit.guard.loss; loss_spike=None:
-        non-finite losses only); loss_snapshots: at most this many loss snapshots are written.
+        non-finite losses only); loss_snapshots: at most this many loss (and gradient) snapshots are written.
+    loss_window, loss_reference ("median" | "ema"), max_loss (None: max_loss_factor x the first loss),
+        loss_patience, loss_mad: the rest of the loss watch (dataaudit.guard.loss).
+    max_grad_norm (None: non-finite only), grad_top: the gradient watch (dataaudit.guard.grads).
+    skip_list: a skip-list.parquet (dataaudit.guard.skip_list): its (shard, key) samples are dropped.
     distributed: None (on when torch.distributed is initialised with world size > 1, or process_group is given),
         False (off: each rank decides alone), True (required: an error unless it is initialised).
     process_group: the group the ranks agree in (None: the default group). rank_check_every: every this many
@@ -70,8 +74,8 @@ class GuardOptions:
     non_blocking: bool = True
     pin_memory: bool = True
     max_findings: int = 10_000
-    loss_spike: float | None = 5.0
-    loss_warmup: int = 20
+    loss_spike: float | None = 2.0
+    loss_warmup: int = 3
     loss_decay: float = 0.98
     loss_snapshots: int = 10
     # across ranks (dataaudit.guard.ranks); kept last so that merges of other new options stay simple
@@ -80,6 +84,16 @@ class GuardOptions:
     rank_check_every: int = 50
     rank_sketch_size: int = 4096
     dataset_size: int | None = None
+    # loss / gradient / skip-list watch
+    loss_window: int = 100
+    loss_reference: str = "median"
+    max_loss: float | None = None
+    max_loss_factor: float | None = 1000.0
+    loss_patience: int | None = 4
+    max_grad_norm: float | None = None
+    grad_top: int = 5
+    skip_list: str | Path | None = None
+    loss_mad: float | None = 20.0
 
     def __post_init__(self):
         check_policy(self.policy)
@@ -95,7 +109,6 @@ class GuardOptions:
             object.__setattr__(self, "names", tuple(self.names))
         if self.fields is not None:
             object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))
-        check_loss_settings(self.loss_spike, self.loss_decay)
         if self.distributed is not None and not isinstance(self.distributed, bool):
             raise ValueError(f"distributed must be None, True or False, got {self.distributed!r}")
         if int(self.rank_check_every) != self.rank_check_every or self.rank_check_every < 0:
@@ -104,6 +117,13 @@ class GuardOptions:
             raise ValueError(f"rank_sketch_size must be an int >= 16, got {self.rank_sketch_size!r}")
         if self.dataset_size is not None and (int(self.dataset_size) != self.dataset_size or self.dataset_size < 1):
             raise ValueError(f"dataset_size must be an int >= 1 or None, got {self.dataset_size!r}")
+        check_loss_settings(self.loss_spike, self.loss_decay, self.loss_window, self.loss_reference, self.max_loss,
+                            self.max_loss_factor, self.loss_patience, self.loss_mad)
+        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
+            raise ValueError(f"max_grad_norm must be > 0 (or None: non-finite gradients only), "
+                             f"got {self.max_grad_norm!r}")
+        if self.grad_top < 1:
+            raise ValueError(f"grad_top must be at least 1, got {self.grad_top!r}")
 
     @classmethod
     def from_arguments(cls, owner: str, options: GuardOptions | None, keywords: Mapping[str, Any], *,

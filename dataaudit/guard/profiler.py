@@ -67,6 +67,7 @@ class ThroughputProfiler:
         self.bad_by_check: Counter = Counter()
         self.actions: Counter = Counter()
         self.skipped_batches = 0
+        self.skipped_listed = 0    # samples dropped because the skip list names them
         self._window: list[StepRecord] = []
         self.started = time.perf_counter()
 
@@ -102,6 +103,10 @@ class ThroughputProfiler:
             self.actions[action] += 1
         if action == "skipped":
             self.skipped_batches += 1
+
+    def record_listed(self, n: int) -> None:
+        """Count samples dropped because the skip list (dataaudit.guard.skip_list) names them."""
+        self.skipped_listed += n
 
     def _write(self, obj: dict) -> None:
         if self._fh is None:
@@ -149,6 +154,7 @@ class ThroughputProfiler:
             "device_waited_share": self.wait_s / wall if wall else 0.0,
             "bad_batches": self.bad_batches, "bad_batches_by_check": dict(self.bad_by_check),
             "actions": dict(self.actions), "skipped_batches": self.skipped_batches,
+            "skipped_listed": self.skipped_listed,
         }
         if self.gpu_steps:  # CUDA: GPU-side times from events; the GPU's own idle time replaces wait / wall
             out.update({"gpu_copy_s": self.gpu_copy_s, "gpu_guard_s": self.gpu_guard_s,

@@ -12,6 +12,10 @@ it ends on is run alone, so every culprit named was seen failing on its own. The
 the culprits is run: finite -> done, else the next culprit is searched in it. One culprit in 64 rows: 1 + 6 + 1
 + 1 = at most 9 forward passes. When samples only fail together (no single one fails alone), the smallest group
 seen failing is named instead. `per_sample` runs every sample alone (1 + B passes).
+
+`compare_device` reruns the whole batch on another device in float32 (as Megatron's rerun machine does): a bad
+loss that comes back there is the data's ("data"); one that does not was the device's or a transient fault's
+("device/transient"), and its samples are not put on the skip list.
 """
 from __future__ import annotations
 
@@ -25,8 +29,10 @@ MODES = ("bisect", "per-sample")
 class Replay:
     """Runs loss_fn on row subsets of a snapshot's batch, counting forward passes."""
 
-    def __init__(self, snapshot, loss_fn: Callable, device="cpu", threshold: float | None = None):
+    def __init__(self, snapshot, loss_fn: Callable, device="cpu", threshold: float | None = None,
+                 fp32: bool = False):
         self.snap, self.loss_fn, self.device, self.threshold = snapshot, loss_fn, torch.device(device), threshold
+        self.fp32 = fp32   # floating tensors of the batch as float32
         self.rows = len(snapshot.keys) if snapshot.keys is not None else _batch_rows(snapshot.batch)
         self.passes = 0
         self.losses: list[dict] = []
@@ -36,10 +42,10 @@ class Replay:
         b = self.snap.batch
 
         def rows(v):
-            if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == self.rows:
-                return v.index_select(0, take).to(self.device)
             if isinstance(v, torch.Tensor):
-                return v.to(self.device)
+                if v.dim() >= 1 and v.shape[0] == self.rows:
+                    v = v.index_select(0, take)
+                return v.to(self.device, torch.float32 if self.fp32 and v.is_floating_point() else None)
             if isinstance(v, (list, tuple)) and len(v) == self.rows:
                 return [v[i] for i in idx]
             return v
@@ -118,10 +124,25 @@ def replay(snapshot, loss_fn: Callable, mode: str = "bisect", device="cpu", thre
     return r.bisect() if mode == "bisect" else r.per_sample()
 
 
+def compare_device(snapshot, loss_fn: Callable, device, threshold: float | None = None) -> dict:
+    """The whole batch once more on `device` in float32 (an nn.Module loss_fn is moved there in float32 too):
+    {"device", "reproduced", "loss", "verdict": "data" | "device/transient"}."""
+    if isinstance(loss_fn, torch.nn.Module):
+        loss_fn = loss_fn.to(device=device, dtype=torch.float32)
+    r = Replay(snapshot, loss_fn, device, threshold, fp32=True)
+    bad = r.bad(list(range(r.rows)))
+    return {"device": str(torch.device(device)), "reproduced": bad, "loss": r.losses[0]["loss"],
+            "verdict": "data" if bad else "device/transient"}
+
+
 def default_threshold(snapshot) -> float | None:
-    """A spike snapshot's threshold (spike_factor x the moving average it was judged against); else None."""
+    """The bar a finite bad loss was judged against: a spike's (or a diverged run's) threshold, a ceiling's
+    ceiling; else None (non-finite only)."""
     loss = snapshot.loss or {}
-    return loss.get("threshold") if loss.get("kind") == "spike" else None
+    kind = loss.get("kind")
+    if kind == "ceiling":
+        return loss.get("ceiling")
+    return loss.get("threshold") if kind in ("spike", "diverged") else None
 
 
 def _is_bad(entry: dict, threshold) -> bool:
@@ -140,4 +161,4 @@ def _at(seq, i):
     return None if seq is None or i >= len(seq) else seq[i]
 
 
-__all__ = ["replay", "Replay", "MODES", "default_threshold"]
+__all__ = ["replay", "Replay", "MODES", "default_threshold", "compare_device"]

@@ -6,7 +6,7 @@ resolved config, a trace id and the step. `load_snapshot(path).reproduce()` re-r
 on the stored tensors and `verify()` says whether they give the stored results again.
 
 A loss snapshot (the loss guard's, reason "loss") holds the batch handed to the training step whose loss was
-non-finite or spiked, the loss (`snap.loss`: value, kind, moving average, threshold) and the RNG state the step
+non-finite or spiked, the loss (`snap.loss`: value, kind, reference, threshold, ceiling) and the RNG state the step
 started from (`snap.rng`: "cpu", and "cuda" on a GPU). `dataaudit replay SNAPSHOT --model module:factory` runs
 the loss on parts of it to name the culprit samples (dataaudit.guard.replay).
 
@@ -121,7 +121,7 @@ class Snapshot:
     trace_id: str
     policy: str
     meta: dict = field(default_factory=dict)
-    loss: dict | None = None        # loss snapshots: value, kind, reference (moving average), threshold
+    loss: dict | None = None        # loss snapshots: value, kind, reference, threshold, ceiling
     rng: dict = field(default_factory=dict)   # loss snapshots: "cpu" (and "cuda") RNG state tensors
 
     def plan(self) -> GuardPlan:

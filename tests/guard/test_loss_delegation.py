@@ -84,17 +84,17 @@ def test_a_bad_loss_is_recorded_with_exact_figures_then_the_policy_acts():
     (ev,) = lg.events
     assert {k: v for k, v in ev.items() if k != "trace_id"} == {
         "step": 7, "value": math.inf, "kind": "nonfinite", "reference": 2.0, "spike_factor": 4.0,
-        "threshold": 8.0, "snapshot": None, "action": "warned"}
+        "threshold": 8.0, "ceiling": None, "snapshot": None, "action": "warned"}
     assert len(ev["trace_id"]) == 32 and lg.record.profiler.bad == [(["loss:nonfinite"], "warned")]
     assert lg.skip_step is False
     lg.verdict(LossEntry(None, None, {}, None, 8), [3.0, 0.0, 0.0, 2.0])   # a good loss: nothing
     assert len(lg.events) == 1
 
-    lg = loss_guard("raise")
+    lg = loss_guard("raise", loss_spike=5.0)
     with pytest.raises(BadLossError) as ei:
         lg.verdict(LossEntry(None, None, {}, None, 3), [11.0, 0.0, 1.0, 2.0])
     assert (ei.value.step, ei.value.kind, ei.value.loss, ei.value.snapshot) == (3, "spike", 11.0, None)
-    assert "spiking loss 11 at step 3" in str(ei.value) and "> 10 (5 x moving average 2)" in str(ei.value)
+    assert "spiking loss 11 at step 3" in str(ei.value) and "> 10 (5 x median of recent losses 2, and at least 20 median absolute deviations above it)" in str(ei.value)
     assert lg.events[0]["action"] == "raised"
 
     for policy in ("skip", "mask"):

@@ -25,11 +25,14 @@ def test_defaults_are_the_device_guards():
         (None, None, "loss_weight", "guard_snapshots", True)
     assert (o.profile, o.log_every, o.jsonl, o.non_blocking, o.pin_memory, o.max_findings) == \
         (True, 100, None, True, True, 10_000)
-    assert (o.loss_spike, o.loss_warmup, o.loss_decay, o.loss_snapshots) == (5.0, 20, 0.98, 10)
+    assert (o.loss_spike, o.loss_warmup, o.loss_decay, o.loss_snapshots) == (2.0, 3, 0.98, 10)
     assert (o.distributed, o.process_group, o.rank_check_every, o.rank_sketch_size, o.dataset_size) == \
         (None, None, 50, 4096, None)
+    assert (o.loss_window, o.loss_reference, o.max_loss, o.max_loss_factor, o.loss_patience) == \
+        (100, "median", None, 1000.0, 4)
+    assert (o.max_grad_norm, o.grad_top, o.skip_list, o.loss_mad) == (None, 5, None, 20.0)
     assert POLICIES == ("raise", "skip", "mask", "warn")
-    assert set(ONDEVICE_OPTIONS) < OPTION_NAMES and len(OPTION_NAMES) == 25
+    assert set(ONDEVICE_OPTIONS) < OPTION_NAMES and len(OPTION_NAMES) == 34
 
 
 def test_iterables_are_settled_and_the_options_frozen():
@@ -51,6 +54,14 @@ def test_iterables_are_settled_and_the_options_frozen():
     ({"act_on": "error"}, "act_on: unknown severities ['e', 'o', 'r']"),
     ({"loss_spike": 1.0}, "spike_factor must be > 1 (or None: no spike test), got 1.0"),
     ({"loss_decay": 1.0}, "decay must be in (0, 1), got 1.0"),
+    ({"loss_window": 0}, "loss_window must be at least 1, got 0"),
+    ({"loss_reference": "mean"}, "loss_reference must be one of ('median', 'ema'), got 'mean'"),
+    ({"max_loss": 0.0}, "max_loss must be > 0 (or None: max_loss_factor x the first loss), got 0.0"),
+    ({"max_loss_factor": 1.0}, "max_loss_factor must be > 1 (or None: no derived ceiling), got 1.0"),
+    ({"loss_patience": 0}, "loss_patience must be at least 1 (or None: never), got 0"),
+    ({"max_grad_norm": -1.0}, "max_grad_norm must be > 0 (or None: non-finite gradients only), got -1.0"),
+    ({"grad_top": 0}, "grad_top must be at least 1, got 0"),
+    ({"loss_mad": 0.0}, "loss_mad must be > 0 (or None: the factor alone), got 0.0"),
 ])
 def test_invalid_settings_are_refused_with_the_reason(kwargs, message):
     with pytest.raises(ValueError) as ei:
