@@ -225,6 +225,8 @@ class DeviceGuard:
         listed = self.skip_list.mask(shards, keys) if self.skip_list is not None else None
         if worker is not None and worker.get("listed"):   # the collate guard found the whole batch listed
             listed = np.ones(len(worker["listed"]), dtype=bool)
+        if listed is not None and listed.all() and self.ranks is not None:
+            return self._listed_across_ranks(data, keys, shards, rows, listed)
         if listed is not None and listed.any():   # host lists: no device read
             data, keys, shards, rows, worker = _drop_listed(listed, data, keys, shards, rows, worker)
             self._count_listed(int(listed.sum()))
@@ -323,6 +325,32 @@ class DeviceGuard:
         else:
             self.record.raise_bad(entry, data, trace_id=self.ranks.trace_id(entry.step), ranks=agreed)
 
+    def _listed_across_ranks(self, data, keys, shards, rows, listed: np.ndarray):
+        """Every sample of the batch is on the skip list, under torch.distributed: this rank cannot drop the step
+        alone (the others' collectives would wait for it). Under skip its flag in the step's agreement makes every
+        rank skip the step; under the other policies the batch goes out with every sample masked (loss weight 0),
+        and a raise agreed for another rank's bad batch is raised here too."""
+        o = self.options
+        n = len(listed)
+        self._count_listed(n)
+        checks = HostChecks((), np.zeros((0, n), dtype=bool), np.zeros((0, n)))
+        entry = BatchEntry(self.step, n, keys, shards, rows, checks, 0, [], 0.0)
+        entry.read, entry.flagged_host, entry.action = True, checks.flagged_np, "skipped"
+        agreed = self.ranks.step(entry, o.policy == "skip", wait=o.policy in ("skip", "raise"))
+        if o.policy == "skip":
+            self.record.skipped(entry, agreed)
+            return None, entry
+        if o.policy == "raise" and agreed:
+            self._raise(entry, data, agreed)
+        data, _, _, _ = _to_device(data, None, self.device, o)
+        self.plan.resolve(data)   # which entries mask_batch neutralizes (the first batch may be this one)
+        act = torch.ones(n, dtype=torch.bool, device=self.device)
+        out = mask_batch(self.plan, data, act, self.ignore_index, self.pad_id)
+        if o.weight_key is not None:
+            out = self._weigh(out, data, act)
+        entry.action = "masked"
+        return out, entry
+
     def _count_listed(self, n: int) -> None:
         self.skipped_listed += n
         if n and self.profiler is not None:
@@ -341,15 +369,22 @@ class DeviceGuard:
     def watch_loss(self, loss: torch.Tensor, batch=None) -> bool:
         """Test the training loss of the batch last handed out (or `batch`): non-finite, or a spike. The verdict
         is read back late (no sync) except on the CPU and under skip / mask. Returns True when the optimizer
-        step should be skipped (skip / mask, bad loss; always False under raise / warn); also `skip_step`."""
-        return self.loss_guard.check(loss, batch, self.step)
+        step should be skipped (skip / mask, bad loss; always False under raise / warn); also `skip_step`. Across
+        ranks the skip is agreed (one small all-reduce): every rank skips the optimizer step, or none does."""
+        skip = self.loss_guard.check(loss, batch, self.step)
+        if self.ranks is not None and self.options.policy in ("skip", "mask"):   # every rank skips, or none
+            skip = self.loss_guard.skip_step = self.ranks.agree_skip(skip)
+        return skip
 
     def watch_grads(self, model) -> bool:
         """Test the gradients now on `model`'s parameters (after backward; a module or (name, parameter) pairs):
         non-finite total norm, or above max_grad_norm (dataaudit.guard.grads), naming the largest. Read back
         late except on the CPU and under skip / mask. True when the optimizer step should be skipped (skip /
         mask); under raise a BadGradError with a snapshot of the batch."""
-        return self.grad_guard.check(model, self.step)
+        skip = self.grad_guard.check(model, self.step)
+        if self.ranks is not None and self.options.policy in ("skip", "mask"):   # every rank skips, or none
+            skip = self.grad_guard.skip_step = self.ranks.agree_skip(skip)
+        return skip
 
     def _record_ready(self) -> None:
         """Profiler records for steps whose compute time and flags are both known, in step order."""

@@ -184,6 +184,20 @@ class RankSync:
             self.pending.append((work, v, None, None, entry.step))
         return None
 
+    def agree_skip(self, skip: bool) -> bool:
+        """The loss or gradient watch's "skip this optimizer step" (skip / mask), agreed by every rank with one
+        all-reduce (MAX): the gradients were averaged over the ranks, so one rank stepping while another skips
+        would leave them different weights. A rank's own verdict when the ranks no longer agree this epoch."""
+        if not self.active:
+            return skip
+        v = torch.tensor([int(bool(skip))], dtype=torch.int64, device=self.comm)
+        self.dist.all_reduce(v, op=self.dist.ReduceOp.MAX, group=self.group)
+        agreed = bool(v.item())
+        if agreed and not skip:
+            log.warning("guard: another rank's loss or gradients were bad: rank %d skips this optimizer step too",
+                        self.rank)
+        return agreed
+
     def before_step(self, step: int) -> None:
         """At the start of a step: the earlier steps' async reductions (CPU: waited now, so every rank learns at
         the same step that another has run out of batches; CUDA: those that arrived, and any LAG steps old)."""

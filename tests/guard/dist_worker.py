@@ -156,7 +156,33 @@ def _unequal(no_len: bool, policy: str):
     return run
 
 
+def _listed(policy):
+    """Rank 1's batch of step 1 (samples 5 and 7 of 16 on 2 ranks) is all on the skip list."""
+    def run(rank, world, out_dir):
+        g = _guard(_loader(Samples(16), rank, world), policy=policy, skip_list=out_dir / "skip-list.parquet")
+        steps, xs = [], []
+        for b in g:
+            steps.append(g.step)
+            xs.append(b["x"][:, 0].tolist())
+        return {"steps": steps, "x": xs, "weights": b["loss_weight"].tolist() if policy == "mask" else None,
+                "listed": g.skipped_listed, "flagged": g.summary()["ranks"]["flagged"]}
+    return run
+
+
+def loss_skip(rank, world, out_dir):
+    """Rank 1's loss at step 2 is NaN: every rank skips that optimizer step (watch_loss agrees), none other."""
+    import torch
+    g = _guard(_loader(Samples(16), rank, world), policy="skip")
+    skipped = []
+    for b in g:
+        loss = b["x"].mean() + (float("nan") if (rank, g.step) == (1, 2) else 0.0)
+        if g.watch_loss(loss + torch.zeros(())):
+            skipped.append(g.step)
+    return {"skipped": skipped, "events": [e["step"] for e in g.loss_events]}
+
+
 SCENARIOS = {"skip": _policy("skip"), "mask": _policy("mask"), "raise": _policy("raise"),
              "no_sampler": no_sampler, "with_sampler": with_sampler, "padded": padded,
              "dataset_size": dataset_size, "unequal_len": _unequal(False, "warn"),
-             "unequal_nolen": _unequal(True, "skip")}
+             "unequal_nolen": _unequal(True, "skip"),
+             "listed_skip": _listed("skip"), "loss_skip": loss_skip, "listed_mask": _listed("mask")}
