@@ -19,6 +19,11 @@ from typing import Any, Callable, Sequence
 from dataaudit.errors import DataAuditError
 from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.ray_session import ray_init
+from dataaudit.pipelines.run_record import package_version
+
+
+class NodeMismatch(DataAuditError):
+    """A Ray node that cannot run this job's code: dataaudit missing there, or another version of it."""
 
 
 MAX_RETRIES = 3   # a Ray task whose worker process dies (OOM kill, node lost) is run again up to this many times
@@ -158,11 +163,20 @@ def _run_on_ray(pending, task, args, kwargs, on_done, ray_address, workers, node
     ray = ray_init(ray_address)
     from ray.exceptions import RayError, RayTaskError
 
+    here = package_version()
+
     # max_retries: a worker that dies mid-task gets its item redone elsewhere, not a failed job. The node that ran
-    # it comes back with the result: the run record says where a job ran.
+    # it comes back with the result: the run record says where a job ran. Every node runs its own installed
+    # dataaudit (nothing is shipped): one of another version would write other results under this one's name.
     @ray.remote(max_retries=MAX_RETRIES)
     def run_one(item, *args):
-        return ray.get_runtime_context().get_node_id(), task(item, *args, **kwargs)
+        from dataaudit.pipelines.run_record import package_version as installed
+
+        node = ray.get_runtime_context().get_node_id()
+        if installed() != here:
+            raise NodeMismatch(f"Ray node {node} has dataaudit {installed()}, this machine {here}: install the "
+                               "same version on every node of the cluster")
+        return node, task(item, *args, **kwargs)
 
     refs = [ray.put(a) for a in args]     # shared inputs (config, index) go to the object store once
     queue = iter(pending)
@@ -182,6 +196,10 @@ def _run_on_ray(pending, task, args, kwargs, on_done, ray_address, workers, node
             node, result = ray.get(done[0])
         except RayTaskError as exc:   # the task's own error (a one-line DataAuditError, an OSError), not Ray's text
             cause = getattr(exc, "cause", None)
+            if _import_failed(cause):   # a node without dataaudit (or one of its dependencies)
+                why = str(cause).strip().splitlines()[-1][:300]
+                raise NodeMismatch(f"{item}: a Ray worker could not load the job's code ({why}): every node of the "
+                                   "cluster needs dataaudit installed, the same version as here") from None
             if isinstance(cause, Exception):
                 raise cause from None
             raise WorkerDied(f"{item}: {' '.join(str(exc).split())[:500]}") from None
@@ -190,3 +208,10 @@ def _run_on_ray(pending, task, args, kwargs, on_done, ray_address, workers, node
                              f"{' '.join(str(exc).split())[:500]}") from None
         nodes[node] += 1
         on_done(index, item, result)
+
+
+def _import_failed(cause) -> bool:
+    """Ray's error for a task whose code the worker could not import (it wraps the ImportError in a RuntimeError
+    of its own when the function itself fails to load)."""
+    return isinstance(cause, ImportError) or (isinstance(cause, RuntimeError) and
+                                              "failed to import on the worker" in str(cause))
