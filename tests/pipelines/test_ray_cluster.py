@@ -1,5 +1,6 @@
 """Audits on a running two-raylet Ray cluster (`ray_cluster`, started once per session) give the local engine's
-report and flags, run on both raylets, and survive a worker process SIGKILLed from outside mid-job.
+report and flags, run on both raylets, leave the cluster running, join it by HOST:PORT or by "auto" (RAY_ADDRESS),
+and survive a worker process SIGKILLed from outside mid-job.
 
 Every job here is a subprocess (the CLI, or tests/pipelines/ray_kill_driver.py): the pytest process may already be
 connected to a local Ray, and one process joins one Ray.
@@ -59,33 +60,26 @@ def _assert_same_outputs(out: Path, reference: Path) -> dict:
     return run
 
 
-def test_audit_on_the_cluster_equals_local_and_uses_both_raylets(ray_cluster, shards, reference, tmp_path):
+def test_audit_on_the_cluster_equals_local_uses_both_raylets_and_leaves_it_running(ray_cluster, shards, reference,
+                                                                                     tmp_path):
     out = tmp_path / "ray"
     proc = _cli(shards, out, "--engine", "ray", "--ray-address", ray_cluster.address)
     assert proc.returncode == 1, proc.stderr[-2000:]      # exit 1: the fixtures' planted defects are flagged
     run = _assert_same_outputs(out, reference)
     assert run["engine"] == "ray"
-    # The shards ran on the cluster's own two nodes (joined, not a Ray of its own), one or more on each.
+    # The shards ran on the cluster's own two nodes (joined, not a Ray of its own), one or more on each; the job's
+    # end disconnected its driver and left the cluster up.
     assert set(run["nodes"]) == ray_cluster.node_ids(ray_cluster.status())
     assert sum(run["nodes"].values()) == 3 and min(run["nodes"].values()) >= 1
 
 
-def test_auto_joins_the_cluster_ray_address_names_and_leaves_it_running(ray_cluster, shards, reference, tmp_path):
-    out = tmp_path / "auto"
-    env = {**os.environ, "RAY_ADDRESS": ray_cluster.address}    # Ray's own resolution of "auto"
-    proc = _cli(shards, out, "--engine", "ray", "--ray-address", "auto", env=env)
-    assert proc.returncode == 1, proc.stderr[-2000:]
-    run = _assert_same_outputs(out, reference)
-    nodes = ray_cluster.node_ids(ray_cluster.status())
-    assert len(nodes) == 2                   # the job's end disconnected its driver; the cluster is still up
-    assert set(run["nodes"]) <= nodes and sum(run["nodes"].values()) == 3
-
-
 def test_a_worker_killed_mid_job_is_retried_and_the_outputs_are_the_same(ray_cluster, shards, reference, tmp_path):
+    """The job joins with address "auto", which Ray resolves from RAY_ADDRESS."""
     out, pid_file = tmp_path / "killed", tmp_path / "worker.pid"
     victim = shards[1]
-    driver = subprocess.Popen([sys.executable, str(REPO / "tests" / "pipelines" / "ray_kill_driver.py"),
-                               ray_cluster.address, str(out), str(pid_file), victim, str(CONFIG), *shards],
+    env = {**os.environ, "RAY_ADDRESS": ray_cluster.address}
+    driver = subprocess.Popen([sys.executable, str(REPO / "tests" / "pipelines" / "ray_kill_driver.py"), "auto",
+                               str(out), str(pid_file), victim, str(CONFIG), *shards], env=env,
                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + JOB_SECONDS
@@ -104,4 +98,5 @@ def test_a_worker_killed_mid_job_is_retried_and_the_outputs_are_the_same(ray_clu
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)                       # the worker really died
     run = _assert_same_outputs(out, reference)
+    assert set(run["nodes"]) <= ray_cluster.node_ids(ray_cluster.status())   # "auto" joined this cluster
     assert sum(run["nodes"].values()) == 3    # each shard counted once: the killed attempt left nothing behind
