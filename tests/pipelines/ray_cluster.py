@@ -67,9 +67,8 @@ class RayCluster:
                "--dashboard-agent-grpc-port", str(grpc), "--runtime-env-agent-port", str(runtime_env),
                "--metrics-export-port", str(metrics), "--node-manager-port", str(manager),
                "--object-manager-port", str(objects), "--dashboard-port", str(dashboard)]
-        # Ray 2.5x+ turns token authentication on for `ray start --head` unless told not to; a token left in
-        # ~/.ray by someone else's cluster then locks the second raylet out. These test clusters listen on 127.0.0.1.
-        env = {**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, "RAY_AUTH_MODE": "disabled"}
+        env = self.env()
+        env.pop("RAY_ADDRESS")
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, start_new_session=True)
         self.groups.append(proc.pid)     # start_new_session: the group's id is this pid, kept by Ray's daemons
@@ -81,14 +80,21 @@ class RayCluster:
             tail = out.decode(errors="replace").strip().splitlines()[-5:]
             raise ClusterError(f"ray start ({' '.join(role)}) exited {proc.returncode}: {' | '.join(tail)}")
 
+    def env(self, **extra: str) -> dict:
+        """The environment of a process that joins this cluster: RAY_ADDRESS is its address, and no other RAY_
+        variable of this process goes along (a Ray started in this process sets some, RAY_AUTH_MODE among them).
+        Ray 2.5x turns token authentication on for `ray start --head` unless told not to, and a token left in ~/.ray
+        by another cluster would lock the second raylet out: these clusters listen on 127.0.0.1 only, without."""
+        return {**{k: v for k, v in os.environ.items() if not k.startswith("RAY_")}, "RAY_AUTH_MODE": "disabled",
+                "RAY_ADDRESS": self.address, **extra}
+
     def _wait_nodes(self, nodes: int) -> None:
         """`ray status` until it lists `nodes` active nodes (a worker node registers after its `ray start`)."""
         deadline = time.monotonic() + START_SECONDS
         text = ""
         while time.monotonic() < deadline:
             try:
-                text = subprocess.run([_ray_cli(), "status", "--address", self.address], capture_output=True,
-                                      text=True, timeout=30).stdout
+                text = self.status()
             except subprocess.TimeoutExpired:
                 text = ""
             if self.active_nodes(text) >= nodes:
@@ -129,7 +135,7 @@ class RayCluster:
 
     def status(self) -> str:
         return subprocess.run([_ray_cli(), "status", "--address", self.address], capture_output=True, text=True,
-                              timeout=30).stdout
+                              timeout=30, env=self.env()).stdout
 
     def stop(self) -> None:
         """SIGTERM to each group started here, SIGKILL to what is left after a bounded wait; the folder removed."""

@@ -40,7 +40,7 @@ def reference(shards, tmp_path_factory) -> Path:
     return out
 
 
-def _cli(shards, out, *options, env=None) -> subprocess.CompletedProcess:
+def _cli(shards, out, *options, env) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "dataaudit.cli", "audit", *shards, "--config", str(CONFIG),
                            "--out", str(out), *options], capture_output=True, text=True, timeout=JOB_SECONDS,
                           env=env, cwd=REPO, stdin=subprocess.DEVNULL)
@@ -63,8 +63,10 @@ def _assert_same_outputs(out: Path, reference: Path) -> dict:
 def test_audit_on_the_cluster_equals_local_uses_both_raylets_and_leaves_it_running(ray_cluster, shards, reference,
                                                                                      tmp_path):
     out = tmp_path / "ray"
-    proc = _cli(shards, out, "--engine", "ray", "--ray-address", ray_cluster.address)
-    assert proc.returncode == 1, proc.stderr[-2000:]      # exit 1: the fixtures' planted defects are flagged
+    env = ray_cluster.env()
+    env.pop("RAY_ADDRESS")                                # joined by the address the option gives
+    proc = _cli(shards, out, "--engine", "ray", "--ray-address", ray_cluster.address, env=env)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]   # exit 1: the fixtures' planted defects are flagged
     run = _assert_same_outputs(out, reference)
     assert run["engine"] == "ray"
     # The shards ran on the cluster's own two nodes (joined, not a Ray of its own), one or more on each; the job's
@@ -77,7 +79,7 @@ def test_a_worker_killed_mid_job_is_retried_and_the_outputs_are_the_same(ray_clu
     """The job joins with address "auto", which Ray resolves from RAY_ADDRESS."""
     out, pid_file = tmp_path / "killed", tmp_path / "worker.pid"
     victim = shards[1]
-    env = {**os.environ, "RAY_ADDRESS": ray_cluster.address}
+    env = ray_cluster.env()                  # RAY_ADDRESS: the cluster's
     driver = subprocess.Popen([sys.executable, str(REPO / "tests" / "pipelines" / "ray_kill_driver.py"), "auto",
                                str(out), str(pid_file), victim, str(CONFIG), *shards], env=env,
                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
