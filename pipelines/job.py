@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -50,6 +51,7 @@ class JobRun:
         self.on_progress = on_progress
         self.resumed = 0
         self.seconds: dict[str, float] = {}
+        self.nodes: Counter = Counter()   # Ray node id -> units it ran
 
     def out(self, *names: str) -> str:
         """A location in the output folder."""
@@ -68,7 +70,7 @@ class JobRun:
         total = len(paths) if only is None else len(only)
         summaries, resumed = run_units(paths, store, stage, args, engine=self.engine, options=options or self.options,
                                        on_progress=lambda done, n: self.tell(stage_name, done, total, n),
-                                       processes=processes, only=only)
+                                       processes=processes, only=only, nodes=self.nodes)
         self.resumed += resumed
         return summaries
 
@@ -81,7 +83,8 @@ class JobRun:
             results[index] = result
             self.tell(stage_name, len(results), len(items), records)
 
-        run_tasks(list(enumerate(items)), task, args, on_done, engine=self.engine, options=self.options)
+        run_tasks(list(enumerate(items)), task, args, on_done, engine=self.engine, options=self.options,
+                  nodes=self.nodes)
         return [results[i] for i in range(len(items))]
 
     @contextmanager
@@ -95,7 +98,7 @@ class JobRun:
 
     def record(self, **extra) -> dict:
         """The report's `run` section: engine, shards resumed, start, seconds (the total, or each timed stage and
-        the total, with `extra` such as per-shard seconds), host and versions."""
+        the total, with `extra` such as per-shard seconds), host and versions; on Ray, the units each node ran."""
         total = round(time.time() - self.started, 3)
         seconds = {**self.seconds, "total": total, **extra} if self.seconds or extra else total
-        return run_record(self.engine, self.resumed, self.started, seconds)
+        return run_record(self.engine, self.resumed, self.started, seconds, self.nodes)

@@ -14,7 +14,11 @@ def package_version() -> str:
         return "unknown"
 
 
-def run_record(engine: str, resumed_shards: int, started: float, seconds) -> dict:
-    """Engine, shards resumed from parts, start time, `seconds` (a total, or a dict per stage), host and versions."""
-    return {"engine": engine, "resumed_shards": resumed_shards, "started": started, "seconds": seconds,
-            "host": platform.node(), "python": platform.python_version(), "dataaudit": package_version()}
+def run_record(engine: str, resumed_shards: int, started: float, seconds, nodes: dict | None = None) -> dict:
+    """Engine, shards resumed from parts, start time, `seconds` (a total, or a dict per stage), host and versions;
+    `nodes` (Ray): how many units each node ran, by Ray node id (a job that ran no unit on Ray has none)."""
+    record = {"engine": engine, "resumed_shards": resumed_shards, "started": started, "seconds": seconds,
+              "host": platform.node(), "python": platform.python_version(), "dataaudit": package_version()}
+    if nodes:
+        record["nodes"] = dict(sorted(nodes.items()))
+    return record

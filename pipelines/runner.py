@@ -7,6 +7,7 @@ shard's records in `records`. `handler` is the job's error policy for a shard th
 """
 from __future__ import annotations
 
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -54,7 +55,8 @@ class _Unit:
 
 def run_units(paths: Sequence[str], store, stage: Callable, args: tuple, *, engine: str,
               options: EngineOptions = EngineOptions(), on_progress: Callable[[int, int], None] | None = None,
-              processes: bool = False, only: Sequence[int] | None = None) -> tuple[list, int]:
+              processes: bool = False, only: Sequence[int] | None = None,
+              nodes: Counter | None = None) -> tuple[list, int]:
     """Run `stage(path, *args, handler=options.handler)` on every shard not finished in `store`.
 
     `store.load(index, path)` gives a finished shard's summary (None if unfinished) and `store.save(index, path,
@@ -62,7 +64,8 @@ def run_units(paths: Sequence[str], store, stage: Callable, args: tuple, *, engi
     finishes, `records` summing the summaries' `records` (per batch in-process, per shard on Ray). `options.workers`
     caps the shards in flight on Ray; with `processes` (a stage and args that pickle) it is also how many shards the
     local engine runs at once, in worker processes. `only`: the indexes of the shards to run (an array job's slice,
-    `pipelines.slices`; each keeps its index in `paths`, so its part is the one a single job writes). Returns the
+    `pipelines.slices`; each keeps its index in `paths`, so its part is the one a single job writes). `nodes`
+    counts the shards each Ray node ran (`run_tasks`). Returns the
     summaries in shard order (of `only` when given) and how many shards were resumed from `store`.
     """
     summaries: dict[int, dict] = {}
@@ -99,5 +102,5 @@ def run_units(paths: Sequence[str], store, stage: Callable, args: tuple, *, engi
     tell()
     unit = _Unit(stage, store.fingerprints and not getattr(stage, "fingerprints", False))
     run_tasks(pending, unit, args, on_done, engine=engine, options=options, on_batch=on_rows,
-              handler=options.handler, processes=processes)
+              handler=options.handler, processes=processes, nodes=nodes)
     return [summaries[i] for i in indexes], len(indexes) - len(pending)

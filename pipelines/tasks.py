@@ -10,7 +10,7 @@ import os
 import signal
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -19,6 +19,14 @@ from typing import Any, Callable, Sequence
 from dataaudit.errors import DataAuditError
 from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.ray_session import ray_init
+from dataaudit.pipelines.run_record import package_version
+
+
+class NodeMismatch(DataAuditError):
+    """A Ray node that cannot run this job's code: dataaudit missing there, or another version of it."""
+
+
+MAX_RETRIES = 3   # a Ray task whose worker process dies (OOM kill, node lost) is run again up to this many times
 
 
 class WorkerDied(DataAuditError):
@@ -27,17 +35,19 @@ class WorkerDied(DataAuditError):
 
 def run_tasks(pending: Sequence[tuple[int, Any]], task: Callable, args: tuple,
               on_done: Callable[[int, Any, Any], None], *, engine: str, options: EngineOptions = EngineOptions(),
-              on_batch: Callable[[int], None] | None = None, processes: bool = False, **kwargs) -> None:
+              on_batch: Callable[[int], None] | None = None, processes: bool = False, nodes: Counter | None = None,
+              **kwargs) -> None:
     """`task(item, *args, **kwargs)` for every pending item, in this process (`engine="local"`, told
     `on_batch=on_batch` as well when given) or one Ray task each (`engine="ray"`, on the cluster at
-    `options.address`; `options.workers` caps the tasks in flight, default all). With `processes` and `workers` > 1
-    the local engine runs `workers` items at once, in this process and workers - 1 worker processes (task and args
-    must pickle; progress then comes per item, as on Ray)."""
+    `options.address`; `options.workers` caps the tasks in flight, default all; `nodes` counts the items each Ray
+    node ran, by node id). With `processes` and `workers` > 1 the local engine runs `workers` items at once, in this
+    process and workers - 1 worker processes (task and args must pickle; progress then comes per item, as on Ray)."""
     if not pending:
         return
     workers = options.workers
     if engine == "ray":
-        _run_on_ray(pending, task, args, kwargs, on_done, options.address, workers)
+        _run_on_ray(pending, task, args, kwargs, on_done, options.address, workers,
+                    Counter() if nodes is None else nodes)
         return
     if processes and workers and workers > 1 and len(pending) > 1:
         _run_in_processes(pending, task, args, kwargs, on_done, workers)
@@ -149,14 +159,24 @@ def _snapshot(futures: dict, lock) -> list:
         return list(futures)
 
 
-def _run_on_ray(pending, task, args, kwargs, on_done, ray_address, workers) -> None:
+def _run_on_ray(pending, task, args, kwargs, on_done, ray_address, workers, nodes: Counter) -> None:
     ray = ray_init(ray_address)
     from ray.exceptions import RayError, RayTaskError
 
-    # max_retries: a worker that dies mid-task gets its item redone elsewhere, not a failed job.
-    @ray.remote(max_retries=3)
+    here = package_version()
+
+    # max_retries: a worker that dies mid-task gets its item redone elsewhere, not a failed job. The node that ran
+    # it comes back with the result: the run record says where a job ran. Every node runs its own installed
+    # dataaudit (nothing is shipped): one of another version would write other results under this one's name.
+    @ray.remote(max_retries=MAX_RETRIES)
     def run_one(item, *args):
-        return task(item, *args, **kwargs)
+        from dataaudit.pipelines.run_record import package_version as installed
+
+        node = ray.get_runtime_context().get_node_id()
+        if installed() != here:
+            raise NodeMismatch(f"Ray node {node} has dataaudit {installed()}, this machine {here}: install the "
+                               "same version on every node of the cluster")
+        return node, task(item, *args, **kwargs)
 
     refs = [ray.put(a) for a in args]     # shared inputs (config, index) go to the object store once
     queue = iter(pending)
@@ -173,13 +193,25 @@ def _run_on_ray(pending, task, args, kwargs, on_done, ray_address, workers) -> N
         done, _ = ray.wait(list(futures), num_returns=1)
         index, item = futures.pop(done[0])
         try:
-            result = ray.get(done[0])
+            node, result = ray.get(done[0])
         except RayTaskError as exc:   # the task's own error (a one-line DataAuditError, an OSError), not Ray's text
             cause = getattr(exc, "cause", None)
+            if _import_failed(cause):   # a node without dataaudit (or one of its dependencies)
+                why = str(cause).strip().splitlines()[-1][:300]
+                raise NodeMismatch(f"{item}: a Ray worker could not load the job's code ({why}): every node of the "
+                                   "cluster needs dataaudit installed, the same version as here") from None
             if isinstance(cause, Exception):
                 raise cause from None
             raise WorkerDied(f"{item}: {' '.join(str(exc).split())[:500]}") from None
         except RayError as exc:   # a worker that died every retry, an object lost with its node
             raise WorkerDied(f"{item}: Ray could not run it: {type(exc).__name__}: "
                              f"{' '.join(str(exc).split())[:500]}") from None
+        nodes[node] += 1
         on_done(index, item, result)
+
+
+def _import_failed(cause) -> bool:
+    """Ray's error for a task whose code the worker could not import (it wraps the ImportError in a RuntimeError
+    of its own when the function itself fails to load)."""
+    return isinstance(cause, ImportError) or (isinstance(cause, RuntimeError) and
+                                              "failed to import on the worker" in str(cause))
