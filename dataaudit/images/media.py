@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataaudit.io import read_bytes, stat
+from dataaudit.runs import runs_within
 
 from .probe import CORRUPT, MISSING, OUTSIDE, REMOTE, TOO_BIG, Probe
 
@@ -168,14 +169,6 @@ class Media:
 
     def windows(self, budget: int = IN_FLIGHT) -> Iterator[list[int]]:
         """The images to read, in order, in runs holding at most `budget` bytes together (one larger image alone)."""
-        run, held = [], 0
-        for k, (size, found) in enumerate(zip(self.sizes, self.pre)):
-            if found is not None or k in self.same:
-                continue
-            if run and held + size > budget:
-                yield run
-                run, held = [], 0
-            run.append(k)
-            held += size
-        if run:
-            yield run
+        todo = ((k, size) for k, (size, found) in enumerate(zip(self.sizes, self.pre))
+                if found is None and k not in self.same)
+        return runs_within(todo, budget)

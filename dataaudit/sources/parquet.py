@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dataaudit.io import arrow_filesystem, arrow_source
+from dataaudit.runs import runs_within
 
 from .base import ERROR, KEY, LINE, PROVENANCE_COLUMNS, ROW, WARNING, ShardReadError
 from .batch import one_line
@@ -254,18 +255,13 @@ def iter_parquet(path: str, columns: list[str] | None = None, batch_rows: int = 
 def _windows(metadata, row_groups: list[int] | None = None, limit: int | None = None) -> Iterator[list[int]]:
     """The row groups (default: all), in runs of as many as fit in `limit` (default PREBUFFER_BYTES) compressed
     bytes (at least one each)."""
-    limit = PREBUFFER_BYTES if limit is None else limit
-    ids, size = [], 0
-    for rg in range(metadata.num_row_groups) if row_groups is None else row_groups:
-        group = metadata.row_group(rg)
-        n = sum(group.column(c).total_compressed_size for c in range(group.num_columns))
-        if ids and size + n > limit:
-            yield ids
-            ids, size = [], 0
-        ids.append(rg)
-        size += n
-    if ids:
-        yield ids
+    groups = range(metadata.num_row_groups) if row_groups is None else row_groups
+    sizes = ((rg, _compressed_size(metadata.row_group(rg))) for rg in groups)
+    return runs_within(sizes, PREBUFFER_BYTES if limit is None else limit)
+
+
+def _compressed_size(group) -> int:
+    return sum(group.column(c).total_compressed_size for c in range(group.num_columns))
 
 
 def _windowed(fragment, columns: list[str], batch_size: int,
