@@ -72,10 +72,11 @@ def _finite(v: torch.Tensor) -> torch.Tensor | None:
 
 
 def _masked_extremes(x3: torch.Tensor, red: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-channel (min, max) over the finite elements of a [B, C, N] / [B, N, C] float view."""
-    fin = x3.abs() < math.inf
-    inf = torch.full((), math.inf, dtype=x3.dtype, device=x3.device)
-    return torch.where(fin, x3, inf).amin(red), torch.where(fin, x3, -inf).amax(red)
+    """Per-channel (min, max) over the finite elements of a [B, C, N] / [B, N, C] float view: each NaN / Inf
+    read as the reduction's neutral value (two kernels each)."""
+    inf = math.inf
+    return (torch.nan_to_num(x3, nan=inf, posinf=inf, neginf=inf).amin(red),
+            torch.nan_to_num(x3, nan=-inf, posinf=-inf, neginf=-inf).amax(red))
 
 
 def _channels_first(field: NumericField, dims: tuple, chw: bool) -> tuple[torch.Tensor, int]:
@@ -151,11 +152,11 @@ def _stats_np(cmin: np.ndarray, cmax: np.ndarray) -> dict:
 
 def _stats_torch(cmin: torch.Tensor, cmax: torch.Tensor) -> dict:
     cmin, cmax = cmin.to(torch.float64), cmax.to(torch.float64)
-    zero = torch.zeros((), dtype=torch.float64, device=cmin.device)
+    zero = 0.0   # a Python scalar: no fill kernel
     has_ch = cmax >= cmin
     lo, hi, has = cmin.amin(1), cmax.amax(1), has_ch.any(1)
     return {"lo": lo, "hi": hi, "has": has, "span": torch.where(has_ch, cmax - cmin, zero).amax(1),
-            "absmax": torch.where(has, torch.maximum(lo.abs(), hi.abs()), zero)}
+            "absmax": torch.where(has, torch.maximum(-lo, hi), zero)}   # == max(|lo|, |hi|) as lo <= hi
 
 
 def _on_host(field: NumericField) -> bool:

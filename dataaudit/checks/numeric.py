@@ -298,6 +298,10 @@ def dtype_mismatch(field: NumericField, expected) -> CheckOutput:
         exp = expected if isinstance(expected, str) else "/".join(expected)
         return CheckOutput(flagged=torch.from_numpy(np.full(n, code not in codes)),
                            value=torch.from_numpy(dn.astype(np.float64)), detail=_DtypeDetail(dn, exp))
+    if code is not None and field.present is None:   # a device batch of one dtype: the verdict is known here
+        n, dev = field.num_samples, field.device
+        return _out(field, torch.full((n,), code not in codes, dtype=torch.bool, device=dev),
+                    torch.full((n,), float(code), dtype=torch.float64, device=dev))
     d = field.dtypes
     if d.device.type == "cpu":  # the codes are on the host: test them in numpy, name them only when asked
         dn = d.numpy()

@@ -124,6 +124,13 @@ def _class_range_dense(field: NumericField, x2: torch.Tensor, upper: int, ignore
         mx, mn = x.amax(1), x.amin(1)
         too_big, too_small = mx >= upper, mn < 0
         value = torch.where(too_big, mx, torch.where(too_small, mn, mx))
+    elif upper > 0:
+        # Elements not kept read as 0, a value in range: they flag nothing, and a row without kept elements gets
+        # max 0, the value the rules give it. Five kernels fewer than the masked extremes below.
+        y = torch.where(keep, x, 0)
+        mx, mn = y.amax(1), y.amin(1)
+        too_big, too_small = mx >= upper, mn < 0
+        value = torch.where(too_big, mx, torch.where(too_small, mn, mx))
     else:
         mx = torch.where(keep, x, _I64_MIN).amax(1)
         mn = torch.where(keep, x, _I64_MAX).amin(1)

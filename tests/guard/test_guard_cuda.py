@@ -225,3 +225,30 @@ def test_loss_guard_on_cuda_reads_back_late_without_a_sync(policy, tmp_path):
     r = replay(snap, cuda_loss, device="cuda")
     assert r["forward_passes"] == 9 and r["culprits"] == [
         {"position": CULPRIT, "shard": "s.parquet", "key": "k229", "row": 229}]
+
+
+def test_device_paths_give_the_cpu_results():
+    """Every default check (and dtype_mismatch's one-dtype verdict, made without per-sample codes on a device) gives
+    on CUDA the flags and values it gives on the CPU, on a batch with NaN, Inf, out-of-range and blank samples."""
+    from dataaudit.config import build_config
+    from dataaudit.guard import GuardPlan
+
+    cfg = build_config({"data": {"num_classes": 10, "vocab_size": 1000, "pad_id": 0, "context_length": 24,
+                                 "numeric_dtype": "float32"},
+                        "checks": {"out_of_range": {"min": -5.0, "max": 5.0}}}, "<test>")
+    b = batches()[2]
+    b = {k: v for k, v in b.items() if not k.startswith("__")}
+    b["pixels"][0] = 0.5                      # a blank image
+    b["pixels"][4, 1, 2, 3] = math.inf
+    b["pixels"][6, 2, 0, 0] = 7.0             # out of range
+    b["label"][2] = -100                      # ignored
+    b["attention_mask"][7, 20:] = 0           # 20 real tokens: not too long (the others have 32 > 24)
+    for dtype in (torch.float32, torch.float64):
+        batch = {**b, "pixels": b["pixels"].to(dtype)}
+        cpu = GuardPlan(cfg).run(batch, tensors_only=True)
+        gpu = GuardPlan(cfg).run({k: v.cuda() for k, v in batch.items()})
+        assert [c.label for c in cpu.calls] == [c.label for c in gpu.calls]
+        assert torch.equal(gpu.flagged.cpu(), cpu.flagged)
+        assert torch.allclose(gpu.value.cpu(), cpu.value, equal_nan=True)
+        dm = [i for i, c in enumerate(cpu.calls) if c.check == "dtype_mismatch"]
+        assert dm and cpu.flagged[dm[0]].all().item() == (dtype == torch.float64)
