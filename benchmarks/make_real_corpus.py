@@ -86,6 +86,54 @@ def sources(shared: Path) -> dict[str, list[str]]:
     return docs
 
 
+def _turn_texts(value) -> list[str]:
+    """The text of one turn: a string, or the text parts of a content list."""
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, list):
+        return [p.get("value") or p.get("text") for p in value if isinstance(p, dict)
+                and isinstance(p.get("value") or p.get("text"), str) and (p.get("value") or p.get("text")).strip()]
+    return []
+
+
+def short_sources(shared: Path) -> list[str]:
+    """Short real records, as chat and instruction data has them: every turn of the chat and post-training files of
+    ../shared/data (system prompts, questions, replies, chosen / rejected), GSM8K questions and answers apart, ARC
+    stems, and tinyshakespeare cut at blank lines (one speech each)."""
+    if not shared.is_dir():
+        raise SystemExit(f"make_real_corpus: {shared} not found (the real texts of ../shared/data)")
+    out = [p.strip() for p in (shared / "corpora" / "tinyshakespeare.txt").read_text(encoding="utf-8").split("\n\n")
+           if p.strip()]
+    for line in (shared / "benchmarks" / "gsm8k_test.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            r = json.loads(line)
+            out += [r["question"], r["answer"]]
+    for line in (shared / "benchmarks" / "arc_challenge_test.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            out.append(json.loads(line)["question"]["stem"])
+
+    def turns(record):
+        for key in ("messages", "conversations", "chosen_messages", "rejected_messages"):
+            for m in record.get(key) or []:
+                out.extend(_turn_texts(m.get("content", m.get("value"))))
+        for key in ("chosen", "rejected"):
+            if isinstance(record.get(key), dict):
+                out.extend(_turn_texts(record[key].get("value")))
+        for key in ("instruction", "input", "output"):
+            out.extend(_turn_texts(record.get(key)))
+
+    for folder, names in (("chat", ("v1_sft_demo.jsonl", "glaive_toolcall_zh_demo.json")),
+                          ("posttrain", ("dpo_en_demo.json", "kto_en_demo.json", "identity.json",
+                                         "reason_tool_use_demo_50.jsonl", "v1_dpo_demo.jsonl"))):
+        for name in names:
+            text = (shared / folder / name).read_text(encoding="utf-8")
+            records = json.loads(text) if name.endswith(".json") else \
+                [json.loads(line) for line in text.splitlines() if line.strip()]
+            for r in records:
+                turns(r)
+    return out
+
+
 def _fill(rng: np.random.Generator, docs: list[str], target: int) -> list[str]:
     out, total = [], 0
     sizes = [len(d.encode("utf-8")) for d in docs]
@@ -101,12 +149,16 @@ def _fill(rng: np.random.Generator, docs: list[str], target: int) -> list[str]:
 def generate(args) -> dict:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    docs = sources(Path(args.shared))
     target = int(args.mb * 1e6)
-    shares = {"code": args.code_share, "zh": args.zh_share, "prose": 1.0 - args.code_share - args.zh_share}
+    if args.short:   # one kind: short records
+        docs = {"short": short_sources(Path(args.shared))}
+        shares = {"short": 1.0}
+    else:
+        docs = sources(Path(args.shared))
+        shares = {"code": args.code_share, "zh": args.zh_share, "prose": 1.0 - args.code_share - args.zh_share}
     rng = np.random.default_rng(args.seed)
     rows, kinds = [], []
-    for kind in ("code", "prose", "zh"):
+    for kind in shares:
         picked = _fill(rng, docs[kind], int(target * shares[kind])) if shares[kind] > 0 else []
         rows += picked
         kinds += [kind] * len(picked)
@@ -126,11 +178,14 @@ def generate(args) -> dict:
         pq.write_table(table, out / name, row_group_size=args.row_group_rows)
         shards.append({"file": name, "rows": table.num_rows})
     text_bytes = sum(c["bytes"] for c in composition.values())
+    lengths = np.sort([len(r.encode("utf-8")) for r in rows]) if rows else np.zeros(1)
     manifest = {"params": {"mb": args.mb, "seed": args.seed, "code_share": args.code_share,
-                           "zh_share": args.zh_share}, "rows": len(rows), "text_bytes": text_bytes,
+                           "zh_share": args.zh_share, "short": args.short}, "rows": len(rows),
+                "text_bytes": text_bytes, "median_record_bytes": int(lengths[len(lengths) // 2]),
                 "composition": composition, "shards": shards}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    print(f"make_real_corpus: wrote {out}: {len(rows)} rows, {text_bytes / 1e6:.1f} MB text in {len(shards)} "
+    print(f"make_real_corpus: wrote {out}: {len(rows)} rows (median {manifest['median_record_bytes']} bytes), "
+          f"{text_bytes / 1e6:.1f} MB text in {len(shards)} "
           f"shards; " + ", ".join(f"{k} {c['bytes'] / 1e6:.1f} MB ({c['rows']} rows from {c['distinct_docs']} "
                                   f"documents)" for k, c in composition.items()))
     return manifest
@@ -146,10 +201,12 @@ def main(argv=None) -> int:
     ap.add_argument("--rows-per-shard", type=int, default=20_000)
     ap.add_argument("--row-group-rows", type=int, default=5_000)
     ap.add_argument("--shared", default=str(SHARED), help="the real data folder (../shared/data)")
+    ap.add_argument("--short", action="store_true",
+                    help="short records only (chat turns, instructions, questions, speeches: see short_sources)")
     args = ap.parse_args(argv)
     if args.mb <= 0 or not (0 <= args.code_share and 0 <= args.zh_share and args.code_share + args.zh_share <= 1):
         ap.error("--mb must be positive and the shares in [0, 1] with code + zh <= 1")
-    args.out = args.out or f"bench-data/real-{args.mb:g}mb"
+    args.out = args.out or f"bench-data/real-{'short-' if args.short else ''}{args.mb:g}mb"
     generate(args)
     return 0
 

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from dataaudit.tool_turns import ToolUse
 
 from .base import CheckOutput, register
-from .text_common import as_string_array, to_int64
+from .text_common import as_string_array, to_bool, to_int64
 from .tool_calls import hits_output
 
 OPEN, CLOSE = "<think>", "</think>"
@@ -33,6 +33,12 @@ def _locate_unpaired(text: str, **params) -> tuple[int, int] | None:
     return opened[-1] if opened else None
 
 
+def _tagged(arr) -> tuple[np.ndarray, object]:
+    """The rows holding "think>" (both tags end so: one pass, where most text has none) and those rows alone."""
+    rows = np.flatnonzero(to_bool(pc.match_substring(arr, "think>")))
+    return rows, arr.take(rows) if rows.size else None
+
+
 @register("think_unbalanced", target="text", turns="assistant", severity="warning", locate=_locate_unpaired,
           detail="'<think>' and '</think>' are not paired",
           description="An assistant turn whose `<think>` and `</think>` tags are not paired (different counts, or "
@@ -40,13 +46,18 @@ def _locate_unpaired(text: str, **params) -> tuple[int, int] | None:
                       "template does not expect. value = `<think>` count minus `</think>` count.")
 def think_unbalanced(arr, **params) -> CheckOutput:
     arr = as_string_array(arr)
-    opens = to_int64(pc.count_substring(arr, OPEN))
-    closes = to_int64(pc.count_substring(arr, CLOSE))
-    first_open = to_int64(pc.find_substring(arr, OPEN))
-    first_close = to_int64(pc.find_substring(arr, CLOSE))
-    early = (closes > 0) & ((first_open < 0) | (first_close < first_open))
+    n = len(arr)
+    opens, closes = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    rows, tagged = _tagged(arr)
+    early = np.zeros(n, bool)
+    if rows.size:
+        opens[rows] = to_int64(pc.count_substring(tagged, OPEN))
+        closes[rows] = to_int64(pc.count_substring(tagged, CLOSE))
+        first_open = to_int64(pc.find_substring(tagged, OPEN))
+        first_close = to_int64(pc.find_substring(tagged, CLOSE))
+        early[rows] = (closes[rows] > 0) & ((first_open < 0) | (first_close < first_open))
     flagged = (opens != closes) | early
-    detail = np.full(len(arr), None, dtype=object)
+    detail = np.full(n, None, dtype=object)
     for i in np.flatnonzero(flagged).tolist():
         detail[i] = f"{opens[i]} '<think>' and {closes[i]} '</think>'" + \
             (" ('</think>' comes first)" if opens[i] == closes[i] else "")
@@ -65,10 +76,13 @@ def think_empty_answer(arg, **params) -> CheckOutput:
                  for rec in arg.items if rec.empty_reasoning}
         return hits_output(arg, found, "turns")
     arr = as_string_array(arg)
-    # paired tags only: a stray '</think>' is think_unbalanced's
-    paired = to_int64(pc.count_substring(arr, OPEN)) == to_int64(pc.count_substring(arr, CLOSE))
-    ends = pc.fill_null(pc.match_substring_regex(arr, r"</think>\s*$"), False).to_numpy(zero_copy_only=False)
-    flagged = ends & paired
+    flagged = np.zeros(len(arr), bool)
+    rows, tagged = _tagged(arr)
+    if rows.size:
+        # paired tags only: a stray '</think>' is think_unbalanced's
+        paired = to_int64(pc.count_substring(tagged, OPEN)) == to_int64(pc.count_substring(tagged, CLOSE))
+        ends = pc.fill_null(pc.match_substring_regex(tagged, r"</think>\s*$"), False).to_numpy(zero_copy_only=False)
+        flagged[rows] = ends & paired
     return CheckOutput(flagged=flagged, value=flagged.astype(np.float64),
                        detail=np.where(flagged, "nothing after '</think>': the turn is all reasoning", None))
 

@@ -210,3 +210,20 @@ def test_tools_of_a_shape_not_understood_are_reported_not_checked(tmp_path):
          "get_weather: 'city' is a required property"),
         (1, "tools[0]", None, "tool_schema_invalid", 1.0, "tools[0] has no name: calls to it not checked"),
     ]
+
+
+def test_think_tags_are_read_on_the_rows_that_hold_them_only():
+    """The two think checks read only rows holding "think>" (one pass for the others); the results are row for row
+    those of the tags' rules, nulls and untagged rows included."""
+    import pyarrow as pa
+
+    from dataaudit.checks import REGISTRY
+
+    arr = pa.array(["plain text", None, "<think>a</think> b", "</think> x <think>", "<think>a</think>  ",
+                    "<think>open", "no tags but think> here", ""])
+    u = REGISTRY["think_unbalanced"].fn(arr)
+    assert u.flagged.tolist() == [False, False, False, True, False, True, False, False]
+    assert u.value.tolist() == [0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0]
+    assert u.detail[3] == "1 '<think>' and 1 '</think>' ('</think>' comes first)"
+    e = REGISTRY["think_empty_answer"].fn(arr)
+    assert e.flagged.tolist() == [False, False, False, False, True, False, False, False]
