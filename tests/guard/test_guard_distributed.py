@@ -191,22 +191,19 @@ def test_rank_options_are_validated(bad):
         GuardOptions(**bad)
 
 
-def test_a_batch_all_on_the_skip_list_keeps_the_ranks_in_step(tmp_path):
-    """One rank cannot drop a step alone: under skip every rank skips it, under mask it goes out masked."""
+def test_skip_list_and_bad_losses_keep_the_ranks_in_step(tmp_path):
+    """One rank cannot drop a step alone: a batch all on the skip list is skipped by every rank under skip, goes out
+    masked under mask; a NaN loss on one rank skips the optimizer step on every rank (one spawn for the three)."""
     from dataaudit.guard.skip_list import append_skip_list
 
     append_skip_list(tmp_path / "skip-list.parquet", [{"shard": "s.parquet", "key": k, "reason": "replay"}
                                                        for k in ("5", "7")])
-    r0, r1 = run_ranks(2, ["listed_skip", "listed_mask"], tmp_path)
+    r0, r1 = run_ranks(2, ["listed_skip", "listed_mask", "loss_skip"], tmp_path)
     assert r0["listed_skip"]["steps"] == r1["listed_skip"]["steps"] == [0, 2, 3]
     assert r0["listed_skip"]["flagged"] == r1["listed_skip"]["flagged"] == [{"step": 1, "ranks": [1]}]
     assert (r0["listed_skip"]["listed"], r1["listed_skip"]["listed"]) == (0, 2)
     assert r0["listed_mask"]["steps"] == r1["listed_mask"]["steps"] == [0, 1, 2, 3]
     assert r1["listed_mask"]["x"][1] == [0.0, 0.0] and r0["listed_mask"]["x"][1] == [4.0, 6.0]
     assert r1["listed_mask"]["flagged"] == [] and r1["listed_mask"]["listed"] == 2
-
-
-def test_a_bad_loss_on_one_rank_skips_the_optimizer_step_on_every_rank(tmp_path):
-    r0, r1 = run_ranks(2, ["loss_skip"], tmp_path)
     assert {k: r0["loss_skip"][k] for k in ("skipped", "events")} == {"skipped": [2], "events": []}
     assert {k: r1["loss_skip"][k] for k in ("skipped", "events")} == {"skipped": [2], "events": [2]}
