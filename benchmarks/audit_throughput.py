@@ -14,7 +14,11 @@ English prose, Chinese), against `pq.read_table` of the same shards in the same 
 (d) `--engine local --workers N` (default 2: worker processes, one thread each) vs (c).
 (e) with --ray: `--engine ray` (a local Ray on every core) vs (c) (the ratio; target >= 1.6x on 2 cores).
 
+(f) with --per-record K: the same text with every K records joined into one (same bytes, K times fewer records),
+    audited alternately with (c): the difference over the difference in records is the fixed cost per record.
+
     .venv/bin/python benchmarks/audit_throughput.py --mb 100
+    .venv/bin/python benchmarks/audit_throughput.py --mb 100 --short --per-record 10     # chat turns, questions
 """
 from __future__ import annotations
 
@@ -35,18 +39,36 @@ import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
+import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 REPO = _common.REPO
 
 
 def _corpus(args) -> tuple[list[Path], int]:
-    out = Path(args.corpus or f"bench-data/real-{args.mb:g}mb")
+    out = Path(args.corpus or f"bench-data/real-{'short-' if args.short else ''}{args.mb:g}mb")
     if not (out / "manifest.json").exists():
         import make_real_corpus
-        make_real_corpus.main(["--mb", str(args.mb), "--out", str(out)])
+        make_real_corpus.main(["--mb", str(args.mb), "--out", str(out)] + (["--short"] if args.short else []))
     manifest = json.loads((out / "manifest.json").read_text())
     return [out / s["file"] for s in manifest["shards"]], int(manifest["text_bytes"])
+
+
+def _joined(files: list[Path], k: int) -> list[Path]:
+    """The same texts, k consecutive records joined by a blank line into one: the same bytes in k times fewer
+    records (beside the corpus, made once)."""
+    out = files[0].parent.with_name(files[0].parent.name + f"-joined{k}")
+    out.mkdir(exist_ok=True)
+    made = []
+    for f in files:
+        target = out / f.name
+        if not target.exists():
+            texts = pq.read_table(f, columns=["text"]).column("text").to_pylist()
+            joined = ["\n\n".join(texts[i:i + k]) for i in range(0, len(texts), k)]
+            pq.write_table(pa.table({"text": pa.array(joined, pa.string())}), target,
+                           row_group_size=max(1, 5000 // k))
+        made.append(target)
+    return made
 
 
 def _audit(files: list[Path], engine: str, env: dict, *more: str) -> float:
@@ -86,6 +108,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--ray", action="store_true", help="also time --engine ray on 2 CPUs")
     ap.add_argument("--workers", type=int, default=2, help="also time --engine local --workers N (N > 1)")
+    ap.add_argument("--short", action="store_true", help="the short-record corpus (make_real_corpus.py --short)")
+    ap.add_argument("--per-record", type=int, default=0, metavar="K",
+                    help="also audit the same text with K records joined into one: the fixed cost per record")
     args = ap.parse_args(argv)
     files, text_bytes = _corpus(args)
     mb = text_bytes / 1e6
@@ -131,6 +156,18 @@ def main(argv=None) -> int:
         jit = statistics.median(_audit(files, "local", jit_env) for _ in range(args.repeats))
         print(f"audit --engine local (1 thread, numba's JIT kernels from its disk cache): {jit:.2f} s = "
               f"{mb / jit:.1f} MB/s/core; the compiled kernels save {jit - local:.2f} s")
+    if args.per_record:
+        joined = _joined(files, args.per_record)
+        rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        rows_j = sum(pq.ParquetFile(f).metadata.num_rows for f in joined)
+        _audit(joined[:1], "local", env)
+        a, b = [], []
+        for _ in range(args.repeats):   # alternating, in one run
+            a.append(_audit(files, "local", env))
+            b.append(_audit(joined, "local", env))
+        ta, tb = statistics.median(a), statistics.median(b)
+        print(f"per-record cost: {rows} records {ta:.2f} s vs the same text in {rows_j} records {tb:.2f} s: "
+              f"{(ta - tb) / (rows - rows_j) * 1e6:.2f} us of fixed cost per record (medians of {args.repeats})")
     if args.workers > 1:
         pooled = _audit(files, "local", env, "--workers", str(args.workers))
         print(f"audit --engine local --workers {args.workers} (1 thread each): {pooled:.1f} s = {mb / pooled:.1f} "
