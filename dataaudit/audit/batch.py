@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -396,11 +396,13 @@ def _run(spec: CheckSpec, arg, params: dict, states: dict, merges: list) -> Chec
 
 
 def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, shard: str,
-                tokenizer=None, device=None, examples_per_check: int = 5,
+                tokenizer=None, device=None, examples_per_check: int | Callable[[str], int] = 5,
                 states: dict[str, Any] | None = None) -> BatchResult:
     """Every planned check on one batch. `states`: the shard's state of each stateful check (updated in place when
     every check has run: a batch that raises changes no state, so its records can be checked again). Each stateful
-    check runs at most once per batch (one id field, one text with token ids)."""
+    check runs at most once per batch (one id field, one text with token ids). `examples_per_check`: how many
+    examples to build for a check, or a function of its name (the shard's: those it still lacks; an example's
+    snippet runs the masking checks on its text, so none is built that would be dropped)."""
     n = batch.num_rows
     # A record the reader could not decode has no data to check: only its reader error is reported.
     usable = ~_to_numpy(pc.is_valid(batch.column(ERROR)))
@@ -438,7 +440,10 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
                                  values[idx], details, spans))
         if spec.state is not None and not spec.state.examples:
             continue   # its report section shows its own examples
-        first = slice(0, examples_per_check)
+        wanted = examples_per_check(name) if callable(examples_per_check) else examples_per_check
+        if wanted <= 0:
+            continue
+        first = slice(0, wanted)
         # a numeric finding shows its value (the detail), not the record's text
         snippets = [None] * idx[first].size if kind == "numeric" else \
             site.texts(idx[first]) or texts.snippets(rows[first])

@@ -170,7 +170,7 @@ class AuditShard(ShardStage):
             plan = work.plans[batch.schema] = resolve_plan(batch.schema, cfg, batch, self._registry(work))
             _note_plan(result, plan)
         try:
-            out = audit_batch(batch, plan, cfg, result.path, work.tokenizer, self.device, self.examples_per_check,
+            out = audit_batch(batch, plan, cfg, result.path, work.tokenizer, self.device, self._lacking(result),
                               result.states)
         except Exception as exc:   # noqa: BLE001  (a check broke on some record: find it, keep the others)
             self._isolate(work, batch, exc)
@@ -200,6 +200,10 @@ class AuditShard(ShardStage):
                 lengths.add_to(stat, _context_for(key, plan, cfg))
             else:
                 stat.add(lengths, _context_for(key, plan, cfg))
+
+    def _lacking(self, result: ShardResult) -> Callable[[str], int]:
+        """How many examples of a check the shard still lacks (a batch builds no more than that)."""
+        return lambda name: self.examples_per_check - len(result.examples.get(name, ()))
 
     def _example(self, batch: pa.RecordBatch, plan: FieldPlan, out, work: _Work) -> dict | None:
         """The shard's decoded example from this batch, if it has one: tokenized records first, else the rendered
