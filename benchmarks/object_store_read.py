@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))    # tests.objectstore.proxy (--count)
 import _common  # noqa: E402
 
 import argparse  # noqa: E402
