@@ -13,12 +13,15 @@ _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length"
 
 
 class CountingProxy:
-    """`url` is the endpoint to give the client; `requests[method]` and `get_bytes` count what went through;
-    `reset()` zeroes them; `stop()` ends it."""
+    """`url` is the endpoint to give the client; what went through: `requests[method]`, `get_bytes` (all GETs'
+    answers, listings too) and `object_bytes[(method, "/bucket/key")]` (the answers to requests for one object,
+    a request with a query, a listing, not counted there); `reset()` zeroes them; `stop()` ends it."""
 
     def __init__(self, target_port: int):
         self.requests: Counter = Counter()
         self.get_bytes = 0
+        self.object_bytes: Counter = Counter()
+        self.object_requests: Counter = Counter()
         self._lock = threading.Lock()
         proxy = self
 
@@ -44,6 +47,10 @@ class CountingProxy:
                     proxy.requests[self.command] += 1
                     if self.command == "GET":
                         proxy.get_bytes += len(data)
+                    path, query = self.path.partition("?")[::2]
+                    if not query:
+                        proxy.object_requests[(self.command, path)] += 1
+                        proxy.object_bytes[(self.command, path)] += len(data)
                 self.send_response_only(resp.status, resp.reason)
                 for name, value in resp.getheaders():
                     if name.lower() not in _HOP_BY_HOP:
@@ -67,6 +74,8 @@ class CountingProxy:
         with self._lock:
             self.requests.clear()
             self.get_bytes = 0
+            self.object_bytes.clear()
+            self.object_requests.clear()
 
     def stop(self) -> None:
         self._server.shutdown()
