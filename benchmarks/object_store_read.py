@@ -9,8 +9,8 @@ Measured, each the best of --repeat runs of `dataaudit audit SHARDS --out TMP --
 - moto alone: raw GET throughput of the server, the objects read through pyarrow's S3 client (the client the audit
   uses) front to back in 1 MiB, 16 MiB (dataaudit.io's REMOTE_BUFFER: what its buffered reader asks for) and 64 MiB
   ranged reads, with no audit: the floor any reader of this server pays. "moto s for 2 passes": the seconds moto
-  alone needs to serve the shards twice at the 16 MiB rate (a URI shard is read twice: hashed for its
-  fingerprint, then audited);
+  alone needs to serve the shards twice at the 16 MiB rate (what a URI shard cost while its fingerprint was a hash
+  of every byte; it is now the object's ETag, from one HEAD, and the shard is read once);
 - with --rss-mb (e.g. 100,1000): peak RSS of the audit of one Parquet shard of each size from the server (the
   kernel's high-water mark of the child, as benchmarks/memory_scaling.py takes it);
 - with --count: what the audit of each format's shards asks of the server, on the wire (a counting proxy in front
