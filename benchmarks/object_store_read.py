@@ -9,13 +9,17 @@ Measured, each the best of --repeat runs of `dataaudit audit SHARDS --out TMP --
 - moto alone: raw GET throughput of the server, the objects read through pyarrow's S3 client (the client the audit
   uses) front to back in 1 MiB, 16 MiB (dataaudit.io's REMOTE_BUFFER: what its buffered reader asks for) and 64 MiB
   ranged reads, with no audit: the floor any reader of this server pays. "moto s for 2 passes": the seconds moto
-  alone needs to serve the shards twice at the 16 MiB rate (a URI shard is read twice: hashed for its
-  fingerprint, then audited);
+  alone needs to serve the shards twice at the 16 MiB rate (what a URI shard cost while its fingerprint was a hash
+  of every byte; it is now the object's ETag, from one HEAD, and the shard is read once);
 - with --rss-mb (e.g. 100,1000): peak RSS of the audit of one Parquet shard of each size from the server (the
-  kernel's high-water mark of the child, as benchmarks/memory_scaling.py takes it).
+  kernel's high-water mark of the child, as benchmarks/memory_scaling.py takes it);
+- with --count: what the audit of each format's shards asks of the server, on the wire (a counting proxy in front
+  of moto, tests/objectstore/proxy.py): bytes in the answers to GETs against the shards' bytes, and requests by
+  method, and the audit's time through the proxy.
 
     .venv/bin/python benchmarks/object_store_read.py --mb 100
     .venv/bin/python benchmarks/object_store_read.py --mb 50 --rss-mb 100,1000
+    .venv/bin/python benchmarks/object_store_read.py --mb 20 --repeat 1 --count
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))    # tests.objectstore.proxy (--count)
 import _common  # noqa: E402
 
 import argparse  # noqa: E402
@@ -153,12 +158,37 @@ def peak_rss(shards: list[str], out: Path, env: dict) -> float:
     return int(kb) / 1024
 
 
+def wire_counts(shards: dict[str, list[Path]], tmp: Path, moto: Moto, env: dict, repeat: int) -> None:
+    """GET bytes and requests of one audit of each format's shards, through a counting proxy (best time of
+    `repeat`; the counts are the same every run)."""
+    from tests.objectstore.proxy import CountingProxy
+
+    proxy = CountingProxy(moto.port)
+    try:
+        rows = []
+        for fmt, paths in shards.items():
+            uris = [f"s3://{BUCKET}/{fmt}/{p.name}" for p in paths]
+            size = sum(p.stat().st_size for p in paths)
+            seconds = []
+            for _ in range(repeat):
+                proxy.reset()
+                seconds.append(audit(uris, tmp / "out-count", {**env, "AWS_ENDPOINT_URL": proxy.url}))
+            rows.append([fmt, f"{size:,}", f"{proxy.get_bytes:,}", f"{proxy.get_bytes / size:.3f}",
+                         str(proxy.requests["HEAD"]), str(proxy.requests["GET"]), f"{min(seconds):.2f}"])
+        print(_common.fmt_table(["format", "shard bytes", "GET bytes", "GET / shard bytes", "HEAD", "GET",
+                                 "audit s (through the proxy)"], rows,
+                                "what one audit of the shards asks of the server"))
+    finally:
+        proxy.stop()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=100.0, help="MB of text per format (two shards each)")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--rss-mb", default="", help="comma-separated Parquet shard sizes (MB of text) for peak RSS")
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--count", action="store_true", help="only the GET bytes and requests of one audit per format")
     args = ap.parse_args()
     print(_common.machine_line())
     print(f"dataaudit from {_common.dataaudit_origin()}; pyarrow {pa.__version__}")
@@ -182,6 +212,9 @@ def main() -> int:
         size = {k: sum(p.stat().st_size for p in v) / 1e6 for k, v in shards.items()}
         print(f"uploaded {sum(size.values()):.0f} MB to moto in {time.perf_counter() - t0:.1f} s")
         env = {**_common.child_env(), **moto.env}
+        if args.count:
+            wire_counts(shards, tmp, moto, env, args.repeat)
+            return 0
         rows = []
         for fmt, paths in shards.items():
             keys = [f"{BUCKET}/{fmt}/{p.name}" for p in paths]

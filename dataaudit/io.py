@@ -652,23 +652,111 @@ def remove_stale_temps(folder: str | os.PathLike) -> int:
     return len(stale)
 
 
-def fingerprint(location: str | os.PathLike) -> dict:
-    """What a file is now: {"size", "mtime_ns", "xxh3_128"} (the hash streams it in 8 MiB chunks, ~GB/s)."""
+def content_hash(location: str | os.PathLike) -> str:
+    """The xxh3-128 of every byte of a file (streamed in 8 MiB chunks, 16 MiB ranged reads on a URI; ~GB/s)."""
     import xxhash
 
-    st = stat(location)
     h = xxhash.xxh3_128()
     with open_input(location) as f:
         while chunk := f.read(REMOTE_BUFFER if is_uri(location) else 8 << 20):
             h.update(chunk)
-    return {"size": st.size, "mtime_ns": st.mtime_ns, "xxh3_128": h.hexdigest()}
+    return h.hexdigest()
+
+
+# What names an object's version at its provider, in the answer to one metadata request: S3's ETag (and VersionId on
+# a versioned bucket) and Azure's ETag (pyarrow's names); GCS's generation and content hashes (md5Hash, crc32c; not
+# its etag, which a metadata-only update changes too); through fsspec the same names as its filesystems give them
+# (s3fs, gcsfs, adlfs's etag and version_id) and a Hugging Face file's git blob id and LFS sha256. A store gives its
+# object new values of these whenever its bytes change, so a URI's fingerprint holds them instead of a hash that
+# would download the object a second time.
+IDENTITY_KEYS = ("ETag", "VersionId", "generation", "md5Hash", "crc32c", "etag", "version_id", "blob_id",
+                 "lfs.sha256")
+
+
+def object_version(location: str) -> tuple[int, dict[str, str]]:
+    """(size, identity) of a URI's object from one metadata request and no byte of it: the HEAD that opening it on
+    pyarrow's S3, GCS or Azure filesystem makes (its `metadata()`), or fsspec's `info()`. The identity holds the
+    IDENTITY_KEYS the store gave ({} when it gives none: an S3-compatible store without ETags, `memory://`).
+    FileNotFoundError when there is no object, IsADirectoryError for a prefix, OSError when it cannot be asked."""
+    fs, path = _remote(location)
+    spec = getattr(getattr(fs, "handler", None), "fs", None)     # the fsspec filesystem behind FSSpecHandler
+    if spec is not None:
+        info = spec.info(path)
+        if info.get("type") != "file":
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", location)
+        meta = {k: v for k, v in info.items() if not isinstance(v, dict)}
+        meta.update({f"{k}.{sub}": v for k, d in info.items() if isinstance(d, dict) for sub, v in d.items()})
+        size = int(info.get("size") or 0)
+    else:
+        with fs.open_input_file(path) as f:
+            size = f.size()
+            meta = {k: v.decode("utf-8", "replace") if isinstance(v, bytes) else v
+                    for k, v in (f.metadata() or {}).items()}
+    identity = {k: str(meta[k]) for k in IDENTITY_KEYS if meta.get(k) not in (None, "", "0")}
+    if "generation" in identity:      # GCS: its etag also changes with the object's metadata alone
+        identity.pop("etag", None)
+    return size, identity
+
+
+def fingerprint(location: str | os.PathLike) -> dict:
+    """What a file is now. A URI whose store names its object's version: {"size", "identity"} from one metadata
+    request (`object_version`), no byte read, so a job reads the shard once. A local file, or an object whose store
+    names no version: {"size", "mtime_ns", "xxh3_128"} (a hash of every byte)."""
+    if is_uri(location):
+        size, identity = object_version(location)
+        if identity:
+            return {"size": size, "identity": identity}
+    st = stat(location)
+    return {"size": st.size, "mtime_ns": st.mtime_ns, "xxh3_128": content_hash(location)}
+
+
+def content_key(recorded: dict) -> tuple | None:
+    """What identifies the bytes a fingerprint describes, to compare two jobs' records of one file: ("xxh3_128",
+    size, hash) or ("identity", size, the object's version); None when it holds neither."""
+    if recorded.get("identity"):
+        return ("identity", recorded.get("size"), tuple(sorted(recorded["identity"].items())))
+    if recorded.get("xxh3_128"):
+        return ("xxh3_128", recorded.get("size"), recorded["xxh3_128"])
+    return None
+
+
+def content_digest(recorded: dict) -> str:
+    """A short string for the bytes a fingerprint describes (its xxh3-128, or a digest of the object's size and
+    version), for digests of work that depends on them."""
+    if recorded.get("xxh3_128"):
+        return recorded["xxh3_128"]
+    import xxhash
+
+    return xxhash.xxh3_128_hexdigest(json.dumps(content_key(recorded), sort_keys=True).encode())
+
+
+def _version_changed(location: str, recorded: dict) -> str | None:
+    """`changed` for a fingerprint that holds an object's version: its size and version now (one metadata
+    request, no byte read) against the recorded ones."""
+    try:
+        size, identity = object_version(location) if is_uri(location) else (None, {})
+    except OSError as e:
+        return f"cannot read it: {e.strerror or e}"
+    if size is None:
+        return "its fingerprint names an object-store version, and it is a local file"
+    if size != recorded.get("size"):
+        return f"its size changed ({recorded.get('size')} -> {size} bytes)"
+    was = recorded["identity"]
+    diff = [k for k in IDENTITY_KEYS if was.get(k) != identity.get(k)]
+    if diff:
+        return "its object version changed (" + "; ".join(f"{k} {was.get(k)} -> {identity.get(k)}" for k in diff) \
+            + ")"
+    return None
 
 
 def changed(location: str | os.PathLike, recorded: dict | None) -> str | None:
-    """Why `location` is not the file `recorded` (a `fingerprint`) describes; None: the same size, time and bytes.
-    The size and time are compared first: the hash is read only when they match."""
+    """Why `location` is not the file `recorded` (a `fingerprint`) describes; None: the same file. An object's
+    version is compared with its size (no byte read); otherwise the size and time first, and the hash is read only
+    when they match (a fingerprint of an older version, xxh3-128 only, is checked so on a URI too)."""
     if not recorded:
         return "no fingerprint of it was recorded"
+    if recorded.get("identity"):
+        return _version_changed(os.fspath(location), recorded)
     try:
         st = stat(location)
     except OSError as e:
@@ -678,7 +766,7 @@ def changed(location: str | os.PathLike, recorded: dict | None) -> str | None:
     if st.mtime_ns != recorded.get("mtime_ns"):
         return "its modification time changed"
     try:
-        now = fingerprint(location)["xxh3_128"]
+        now = content_hash(location)
     except OSError as e:
         return f"cannot read it: {e.strerror or e}"
     return None if now == recorded.get("xxh3_128") else "its content changed"

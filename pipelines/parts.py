@@ -57,8 +57,9 @@ class PartStore:
     """
 
     # Whether a part is reused only for the same shard file: its summary holds the shard's `fingerprint` (size,
-    # mtime_ns, xxh3_128: the runner records it), and a shard whose size, time or bytes differ is redone. A store whose
-    # job digest covers the input's bytes already (clean's) says False.
+    # mtime_ns, xxh3_128, or an object's size and version: the runner records it), and a shard whose size, time or
+    # bytes (or version) differ is redone. A store whose job digest covers the input's bytes already (clean's) says
+    # False.
     fingerprints = True
 
     def __init__(self, out_dir: str | os.PathLike, job_fingerprint: dict, *, suffix: str, folder: str = PARTS,

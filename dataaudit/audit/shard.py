@@ -52,7 +52,7 @@ class ShardResult:
     images: dict[str, ImageStats] = field(default_factory=dict)  # image field -> its images' statistics
     media: dict[str, MediaStats] = field(default_factory=dict)   # video / audio field -> its files' statistics
     not_decoded: list[str] = field(default_factory=list)  # Parquet columns not decoded (--read checked-columns)
-    fingerprint: dict | None = None   # the file as read: size, mtime_ns, xxh3_128 (what `clean` checks it against)
+    fingerprint: dict | None = None   # the file as read (dataaudit.io.fingerprint: what `clean` checks it against)
     # its first record with trained tokens, decoded with [data] tokenizer (dataaudit.audit.trained_example)
     trained_example: dict | None = None
     # Stateful check -> its state over this shard (None: the check is not configured), in registry order.

@@ -17,6 +17,7 @@ from dataaudit import audit, contamination, dedup
 from dataaudit.clean import STATE
 from dataaudit.formats import format_of
 from dataaudit.io import join, parent, read_parquet, read_text, relative, resolved
+from dataaudit.sources.fingerprint import content_digest
 
 from .safety import CleanRefused, audited, check_outputs, covered, output_paths
 from .selection import DROPPED_SCHEMA, Selection, flag_drops, group, keep_drops, list_drops, reason_names
@@ -187,7 +188,7 @@ def plan_clean(paths: Sequence[str], args: Sequence[str], out: Path, selection: 
         d = drops.shards[i]
         fp = fps[i]
         shards[p] = ShardPlan(p, outputs[i], relative(outputs[i], out), format_of(p).name, counts[i],
-                              d.rows, d.offsets, d.codes, f"{d.digest()}-{fp['xxh3_128']}")
+                              d.rows, d.offsets, d.codes, f"{d.digest()}-{content_digest(fp)}")
     _refuse_heavy_drops(shards, max_drop)
     findings = {"audit": str(audit_dir), "dedup": [str(d) for d in dedup_dirs],
                 "contamination": None if contamination_dir is None else str(contamination_dir)}

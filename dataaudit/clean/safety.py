@@ -1,8 +1,9 @@
 """When `clean` refuses to write anything, and where each cleaned shard goes.
 
 Refused (CleanRefused, one line): a shard the audit did not read, or read only in part (unless skipped), or that
-changed since (size, modification time, xxh3-128 of every byte, as report.json recorded them); dedup or
-contamination findings that do not cover a shard, or that read other bytes than the audit (their fingerprint); an
+changed since (size, modification time, xxh3-128 of every byte, as report.json recorded them; for an object in a
+store that names its versions, its size and version: ETag, generation, ...); dedup or contamination findings that do
+not cover a shard, or that read other bytes than the audit (their fingerprint); an
 --out folder that is an input folder or inside one; an output path that would be an input or inside the job's own
 folder (STATE, in --out).
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 from dataaudit.clean import STATE
 from dataaudit.errors import DataAuditError
 from dataaudit.io import absolute, common_parent, inside, is_dir, join, parent, relative, resolved
-from dataaudit.sources.fingerprint import changed
+from dataaudit.sources.fingerprint import changed, content_key
 
 
 class CleanRefused(DataAuditError):
@@ -75,7 +76,11 @@ def covered(paths: list[str], shards: list[dict], counts: list[int], what: str, 
         theirs = s.get("fingerprint")
         if not theirs:
             raise CleanRefused(f"{p}: the {what} job recorded no fingerprint of it (an older version): run it again")
-        if (theirs.get("size"), theirs.get("xxh3_128")) != (fp.get("size"), fp.get("xxh3_128")):
+        mine, their_key = content_key(fp), content_key(theirs)
+        if their_key is None or mine is None or their_key[0] != mine[0]:   # a hash against an object version
+            raise CleanRefused(f"{p}: the {what} job and the audit recorded the file in different ways (a version "
+                               "of dataaudit before the other): run them again on this file")
+        if their_key != mine:
             raise CleanRefused(f"{p}: the {what} job read other bytes than the audit (the shard changed between "
                                "them): run it again on this file")
 

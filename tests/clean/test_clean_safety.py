@@ -180,3 +180,21 @@ def test_two_dedup_folders_each_for_the_shards_it_covers(tmp_path, corpus):
         ("s1.parquet", 7, ["dedup"]), ("s2.parquet", 0, ["dedup"])]
     assert pq.read_table(out / "s1.parquet").column("x").to_pylist() == [0, 2, 4, 6, 8, 9]
     assert json.loads((out / ".dataaudit/clean.json").read_text())["findings"]["dedup"] == [str(text), str(image)]
+
+
+def test_findings_cover_an_object_only_with_the_audits_size_and_version():
+    from dataaudit.clean.safety import CleanRefused, covered
+
+    uri = "s3://b/train/a.jsonl"
+    audit = {"size": 6000, "identity": {"ETag": '"e1-1"'}}
+
+    def check(theirs):
+        covered([uri], [{"path": uri, "status": "ok", "records": 7, "fingerprint": theirs}], [7], "dedup",
+                "records", [audit])
+
+    check({"size": 6000, "identity": {"ETag": '"e1-1"'}})      # the same version: covered
+    with pytest.raises(CleanRefused, match=r"^s3://b/train/a.jsonl: the dedup job read other bytes than the audit"):
+        check({"size": 6000, "identity": {"ETag": '"e2-1"'}})
+    with pytest.raises(CleanRefused, match=r"^s3://b/train/a.jsonl: the dedup job and the audit recorded the file "
+                                           r"in different ways \(a version of dataaudit before the other\)"):
+        check({"size": 6000, "mtime_ns": 1, "xxh3_128": "0" * 32})

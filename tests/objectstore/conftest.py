@@ -142,3 +142,16 @@ def bucket(moto_server, monkeypatch) -> Bucket:
     name = f"t-{uuid.uuid4().hex[:16]}"
     fs.create_dir(name)
     return Bucket(name, fs)
+
+
+@pytest.fixture
+def proxy(moto_server, bucket, monkeypatch):
+    """The bucket's server behind a counting proxy (tests/objectstore/proxy.py) for this test: what dataaudit asks
+    of the store goes through it (the environment's endpoint is the proxy's); the bucket's own uploads and reads
+    (`bucket.put`, `bucket.get`) go to the server directly and are not counted."""
+    from tests.objectstore.proxy import CountingProxy
+
+    counting = CountingProxy(moto_server.port)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", counting.url)
+    yield counting
+    counting.stop()

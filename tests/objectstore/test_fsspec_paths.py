@@ -13,6 +13,7 @@ from tests.objectstore.corpus import write_corpus
 from tests.objectstore.test_s3_cli import cli, flag_rows
 
 fsspec = pytest.importorskip("fsspec", reason="fsspec is not installed (pip install 'dataaudit[hf]')")
+from fsspec.implementations.memory import MemoryFileSystem  # noqa: E402  (fsspec is there: skipped above if not)
 
 
 @pytest.fixture
@@ -49,3 +50,49 @@ def test_an_unknown_protocol_is_one_line(tmp_path):
     code, text = cli("audit", "nosuchproto://x/a.parquet", "--out", tmp_path / "o")
     assert code == 2 and text.startswith("Error: nosuchproto://x/a.parquet: cannot open this location: ")
     assert len(text.strip().splitlines()) == 1
+
+
+class _HubLikeMemory(MemoryFileSystem):
+    """fsspec's memory filesystem answering info() as HfFileSystem does for a file: its git blob id and its LFS
+    object's sha256 (computed from the bytes here; the Hub gives them with the listing)."""
+
+    protocol = "hubmem"
+
+    @classmethod
+    def _strip_protocol(cls, path):       # the memory store's own paths (its method knows memory:// only)
+        return super()._strip_protocol("memory://" + path[len("hubmem://"):] if path.startswith("hubmem://") else path)
+
+    def info(self, path, **kwargs):
+        out = super().info(path, **kwargs)
+        if out["type"] == "file":
+            import hashlib
+
+            data = self.cat_file(path)
+            out["blob_id"] = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+            out["lfs"] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "pointer_size": 132}
+        return out
+
+
+def test_an_fsspec_file_is_fingerprinted_by_the_version_its_info_names_or_else_by_its_bytes():
+    import hashlib
+
+    import xxhash
+
+    fsspec.register_implementation("hubmem", _HubLikeMemory, clobber=True)
+    key = f"datasets/org/{uuid.uuid4().hex[:12]}/a.jsonl"
+    data, other = b'{"text": "a"}\n' * 10, b'{"text": "b"}\n' * 10
+    fsspec.filesystem("memory").pipe(key, data)
+    try:
+        assert io.fingerprint(f"memory://{key}") == {    # memory:// names no version: the bytes are hashed
+            "size": 140, "mtime_ns": io.stat(f"memory://{key}").mtime_ns, "xxh3_128": xxhash.xxh3_128_hexdigest(data)}
+        fp = io.fingerprint(f"hubmem://{key}")
+        assert fp == {"size": 140, "identity": {"blob_id": hashlib.sha1(b"blob 140\0" + data).hexdigest(),
+                                                "lfs.sha256": hashlib.sha256(data).hexdigest()}}
+        assert io.changed(f"hubmem://{key}", fp) is None
+        fsspec.filesystem("memory").pipe(key, other)
+        assert io.changed(f"hubmem://{key}", fp) == (
+            f"its object version changed (blob_id {fp['identity']['blob_id']} -> "
+            f"{hashlib.sha1(b'blob 140' + bytes(1) + other).hexdigest()}; lfs.sha256 {fp['identity']['lfs.sha256']} -> "
+            f"{hashlib.sha256(other).hexdigest()})")
+    finally:
+        fsspec.filesystem("memory").rm(key)
