@@ -242,7 +242,7 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict, gates: l
     if config.sample is not None:
         from dataaudit.audit.sample import sample_section
 
-        report["sample"] = sample_section(report, config.sample)
+        report["sample"] = sample_section(report, config.sample, summaries)
         notes.insert(0, report["sample"]["note"])
     if gates:
         from dataaudit.audit.gates import evaluate

@@ -68,7 +68,8 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
 def print_sample_and_gates(console: Console, report: dict) -> None:
     """A sampled audit's rates with their 95% intervals, and each --fail-on rule with its measured rate."""
     if "sample" in report:      # (the first note says what was sampled)
-        console.print("sample rates of the checks that flagged (95% Wilson interval):", highlight=False,
+        how = ", widened by the clusters' design effect" if report["sample"].get("design") == "clusters" else ""
+        console.print(f"sample rates of the checks that flagged (95% Wilson interval{how}):", highlight=False,
                       markup=False)
         for name, r in report["sample"]["rates"].items():
             if r["flagged"]:

@@ -1,0 +1,80 @@
+"""`--sample N` as a cluster sample (dataaudit.audit.sample_clusters): which clusters and records, and the interval
+of a rate with the clusters' design effect, on small cases worked by hand."""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dataaudit.audit.sample import Z95, chosen, draws, plan_sample, sample_section, wilson
+from dataaudit.audit.sample_clusters import flagged_per_cluster, plan_clusters, ratio_interval
+
+
+def test_the_interval_of_clusters_that_differ_is_wilson_at_the_effective_size():
+    # k = (0, 10) of n = (10, 10): p = 0.5; between-cluster variance 2/1 * (5² + 5²) / 20² = 0.25 against the
+    # binomial 0.25 / 20: a design effect of 20, an effective size of 1: Wilson's interval of 0.5 in 1 record,
+    # 0.5 ± z sqrt(1/4 + z²/4) / (1 + z²) = 0.5 ± 0.445379
+    assert ratio_interval(np.array([0, 10]), np.array([10, 10]), Z95) == (0.5, [0.054621, 0.945379], 20.0)
+    # k = (1, 3) of (10, 10): p = 0.2, variance 2 * (1 + 1) / 400 = 0.01 over 0.16 / 20 = 0.008: deff 1.25, n 16
+    assert ratio_interval(np.array([1, 3]), np.array([10, 10]), Z95) == (0.2, wilson(3.2, 16), 1.25)
+    assert wilson(3.2, 16) == [0.072743, 0.443422]
+
+
+def test_clusters_alike_or_too_few_give_the_plain_wilson_interval():
+    # the same rate in every cluster: no between-cluster variance; the design effect is floored at 1
+    assert ratio_interval(np.array([2, 2, 2]), np.array([10, 10, 10]), Z95) == (0.2, wilson(6, 30), 1.0)
+    assert ratio_interval(np.array([3]), np.array([10]), Z95) == (0.3, wilson(3, 10), 1.0)   # one cluster
+    assert ratio_interval(np.array([0, 4]), np.array([0, 10]), Z95) == (0.4, wilson(4, 10), 1.0)   # one with records
+    assert ratio_interval(np.array([]), np.array([]), Z95) == (None, None, None)
+
+
+def test_the_clusters_are_drawn_systematically_and_take_n_records_in_all():
+    # 3 shards of 100 records, 9 records in at least 3 clusters (one per shard): a step of 100 records, so every
+    # shard is hit once; each cluster gives its 3 records with the smallest draws
+    plan = plan_clusters(["a", "b", "c"], [[100, 100], [100], [100]], 0, 9, clusters=2)
+    assert {p: [s[:2] for s in spans] for p, spans in plan.items()} == {"a": [[100, 200]], "b": [[0, 100]],
+                                                                        "c": [[0, 100]]}
+    sample = {"seed": 0, "design": "clusters", "clusters": plan}
+    for path, [[lo, hi, limit]] in plan.items():
+        d = draws(0, path, np.arange(lo, hi))
+        assert limit == int(np.sort(d)[2])
+        assert np.flatnonzero(chosen(sample, path, np.arange(0, 300))).tolist() == \
+            (lo + np.sort(np.argsort(d)[:3])).tolist()
+    assert plan == plan_clusters(["a", "b", "c"], [[100, 100], [100], [100]], 0, 9, clusters=2)   # deterministic
+    assert plan != plan_clusters(["a", "b", "c"], [[100, 100], [100], [100]], 1, 9, clusters=2)
+
+
+def test_a_sample_of_parquet_shards_is_a_cluster_sample_of_row_groups_over_every_shard(tmp_path):
+    paths = []
+    for s in range(4):
+        paths.append(str(tmp_path / f"s{s}.parquet"))
+        pq.write_table(pa.table({"text": [f"{s} {i}" for i in range(1000)]}), paths[-1], row_group_size=100)
+    sample = plan_sample(paths, seed=5, size=64, clusters=8)
+    assert sample["design"] == "clusters" and sample["population"] == 4000 and sample["threshold"] is None
+    # 8 clusters, a step of 500 records: two row groups of every shard, 8 records of each
+    assert sorted(sample["clusters"]) == paths and all(len(v) == 2 for v in sample["clusters"].values())
+    assert all(hi - lo == 100 for v in sample["clusters"].values() for lo, hi, _ in v)
+    assert [int(chosen(sample, p, np.arange(1000)).sum()) for p in paths] == [16, 16, 16, 16]
+    assert plan_sample(paths, seed=5, size=64, clusters=8) == sample
+
+
+def test_the_report_names_the_design_and_its_intervals():
+    sample = {"seed": 0, "size": 40, "fraction": None, "population": 400, "design": "clusters",
+              "clusters": {"a": [[0, 100, 1], [100, 200, 1]], "b": [[0, 100, 1]]}}
+    # the flags of shard a: rows 3 and 150 by empty_text (warning), row 3 also by control_chars (warning)
+    flags = pa.table({"row": [3, 150, 3], "check": ["empty_text", "empty_text", "control_chars"],
+                      "severity": ["warning", "warning", "warning"]})
+    counts_a = flagged_per_cluster(sample["clusters"]["a"], flags)
+    assert counts_a == {"control_chars": [1, 0], "empty_text": [1, 1], "warning": [1, 1]}
+    summaries = [{"path": "a", "severities": {"warning": 2}, "sample_clusters": {"records": [10, 20], "flagged": counts_a}},
+                 {"path": "b", "severities": {}, "sample_clusters": {"records": [10], "flagged": {}}}]
+    report = {"totals": {"samples": 40}, "checks": {"empty_text": {"flagged": 2, "ran": True},
+                                                    "control_chars": {"flagged": 1, "ran": True}}}
+    section = sample_section(report, sample, summaries)
+    assert section["design"] == "clusters" and section["interval"] == "wilson-deff" and section["clusters"] == 3
+    # empty_text: k = (1, 1, 0) of n = (10, 20, 10): p = 0.05; 3/2 * (0.5² + 0² + 0.5²) / 40² = 0.000234375
+    # against 0.05 * 0.95 / 40 = 0.0011875: floored at 1
+    assert section["rates"]["empty_text"] == {"flagged": 2, "rate": 0.05, "ci95": wilson(2, 40), "deff": 1.0}
+    assert section["severities"]["warning"]["ci95"] == wilson(2, 40)
+    assert section["note"].startswith("sample: 40 of 400 records (40 records, seed 0, in 3 clusters (row groups "
+                                      "or blocks of records) spread over the shards)")
