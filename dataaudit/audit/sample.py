@@ -20,6 +20,7 @@ import pyarrow as pa
 from dataaudit.sources.base import READ_ERRORS, ROW
 
 ALL = 1 << 64          # a threshold every draw is under: the whole input
+_CHUNK = 1 << 22       # rows drawn at once while looking for the N-th smallest draw
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 Z95 = 1.959963984540054
 
@@ -118,8 +119,9 @@ def plan_sample(paths: Sequence[str], seed: int, size: int | None = None, fracti
                 text_unit: str = "line", clusters: int | None = None) -> dict:
     """The sample's settings (what the config carries, so every shard, slice and engine takes the same records):
     seed, the size or fraction asked, the records of the input (`population`, for a size) and the `design`:
-    "records" (each record by its own draw: a fraction, or a size that covers the input) or "clusters" (a size:
-    dataaudit.audit.sample_clusters, `clusters` of them at least, default CLUSTERS)."""
+    "clusters" for a size when a shard is Parquet (dataaudit.audit.sample_clusters: `clusters` of them at least,
+    default CLUSTERS; what saves reading), else "records" (a fraction: each record whose draw is under it; a size:
+    the records with the N smallest draws, by `threshold`)."""
     from dataaudit.audit.sample_clusters import CLUSTERS, cluster_sizes, plan_clusters
 
     if fraction is not None:
@@ -127,14 +129,35 @@ def plan_sample(paths: Sequence[str], seed: int, size: int | None = None, fracti
         return {"seed": seed, "size": None, "fraction": fraction, "threshold": threshold, "population": None,
                 "design": "records"}
     with ThreadPoolExecutor(max_workers=min(8, len(paths) or 1)) as pool:
-        sizes = list(pool.map(lambda p: cluster_sizes(p, text_unit), paths))
+        found = list(pool.map(lambda p: cluster_sizes(p, text_unit), paths))
+    sizes = [s for s, _ in found]
     population = sum(map(sum, sizes))
+    plan = {"seed": seed, "size": size, "fraction": None, "threshold": ALL, "population": population,
+            "design": "records"}
     if size >= population:
-        return {"seed": seed, "size": size, "fraction": None, "threshold": ALL, "population": population,
-                "design": "records"}
-    spans = plan_clusters(list(paths), sizes, seed, size, CLUSTERS if clusters is None else clusters)
-    return {"seed": seed, "size": size, "fraction": None, "threshold": None, "population": population,
-            "design": "clusters", "clusters": spans}
+        return plan
+    if any(parquet for _, parquet in found):      # row groups to skip: a cluster sample reads a few of them
+        spans = plan_clusters(list(paths), sizes, seed, size, CLUSTERS if clusters is None else clusters)
+        return {**plan, "threshold": None, "design": "clusters", "clusters": spans}
+    # the draws are uniform: the N smallest of P lie under ~N/P of the range; 4x that (plus a margin for small N)
+    # holds them all but with negligible probability, and when not, the whole range is looked at
+    cutoff = min(ALL, int((4 * size / population + 64 / population) * ALL))
+    while True:
+        drawn = np.concatenate([_smallest(seed, p, sum(n), cutoff) for p, n in zip(paths, sizes)]
+                               + [np.zeros(0, np.uint64)])
+        if drawn.size >= size or cutoff >= ALL:
+            break
+        cutoff = ALL
+    return {**plan, "threshold": int(np.partition(drawn, size - 1)[size - 1]) + 1}
+
+
+def _smallest(seed: int, path: str, rows: int, cutoff: int) -> np.ndarray:
+    """The draws of the shard's records under `cutoff`."""
+    kept = []
+    for start in range(0, rows, _CHUNK):
+        d = draws(seed, path, np.arange(start, min(rows, start + _CHUNK), dtype=np.int64))
+        kept.append(d if cutoff >= ALL else d[d < np.uint64(cutoff)])
+    return np.concatenate(kept) if kept else np.zeros(0, np.uint64)
 
 
 def wilson(k: int, n: int, z: float = Z95) -> list[float] | None:

@@ -22,9 +22,9 @@ CLUSTERS = 32          # clusters a sample of N records is drawn from (more when
 BLOCK = 10_000         # records per cluster in formats without row groups (make_corpus writes 10,000-row groups)
 
 
-def cluster_sizes(path: str, text_unit: str = "line") -> list[int]:
+def cluster_sizes(path: str, text_unit: str = "line") -> tuple[list[int], bool]:
     """The records of each cluster of a shard: its row groups (Parquet's footer), else blocks of BLOCK records
-    (read through once; a shard that breaks counts the records before the break)."""
+    (read through once; a shard that breaks counts the records before the break); and whether it is Parquet."""
     from dataaudit.audit.sample import count_records
     from dataaudit.formats import format_of
     from dataaudit.sources.base import READ_ERRORS
@@ -32,11 +32,11 @@ def cluster_sizes(path: str, text_unit: str = "line") -> list[int]:
 
     try:
         if format_of(path).name == "parquet":
-            return parquet_row_group_sizes(path)
+            return parquet_row_group_sizes(path), True
     except READ_ERRORS:
-        return []
+        return [], True
     n = count_records(path, text_unit)
-    return [min(BLOCK, n - start) for start in range(0, n, BLOCK)]
+    return [min(BLOCK, n - start) for start in range(0, n, BLOCK)], False
 
 
 def plan_clusters(paths: list[str], sizes: list[list[int]], seed: int, size: int, clusters: int = CLUSTERS) -> dict:

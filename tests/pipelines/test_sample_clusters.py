@@ -78,3 +78,14 @@ def test_the_report_names_the_design_and_its_intervals():
     assert section["severities"]["warning"]["ci95"] == wilson(2, 40)
     assert section["note"].startswith("sample: 40 of 400 records (40 records, seed 0, in 3 clusters (row groups "
                                       "or blocks of records) spread over the shards)")
+
+
+def test_without_a_parquet_shard_a_sample_of_n_is_a_sample_of_records(tmp_path):
+    # nothing to skip in a JSONL shard (it is read through): the N records with the smallest draws
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(f'{{"text": "line {i}"}}\n' for i in range(200)), encoding="utf-8")
+    sample = plan_sample([str(path)], seed=2, size=7)
+    assert sample["design"] == "records" and sample["population"] == 200 and "clusters" not in sample
+    d = draws(2, str(path), np.arange(200))
+    assert sample["threshold"] == int(np.sort(d)[6]) + 1
+    assert np.flatnonzero(chosen(sample, str(path), np.arange(200))).tolist() == np.sort(np.argsort(d)[:7]).tolist()
