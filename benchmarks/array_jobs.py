@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -31,6 +32,13 @@ def _run(args: list[str]) -> tuple[int, float, str]:
     t0 = time.perf_counter()
     proc = subprocess.run(dataaudit_cli() + args, capture_output=True, text=True, env=child_env())
     return proc.returncode, time.perf_counter() - t0, (proc.stdout + proc.stderr).strip()
+
+
+def _cpu() -> float:
+    """CPU seconds (user + system) of the finished children so far: less at the mercy of a shared machine's load
+    than wall time."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def _report(out: Path) -> dict:
@@ -80,12 +88,15 @@ def bench_sample(tmp: Path, mb: float, n: int, corpus: Path | None = None, repea
                         str(corpus)], check=True, capture_output=True, env=child_env())
     size = sum(p.stat().st_size for p in corpus.rglob("*.parquet"))
     times: dict[str, list[float]] = {"full": [], "sample": []}
+    cpus: dict[str, list[float]] = {"full": [], "sample": []}
     loads = [os.getloadavg()[0]]
     for _ in range(repeats):        # alternating, so both see the same (shared) machine
         for kind, extra in (("full", []), ("sample", ["--sample", str(n)])):
+            cpu = _cpu()
             rc, t, text = _run(["audit", str(corpus), "--out", str(tmp / kind), "--engine", "local", *extra])
             assert rc in (0, 1), text
             times[kind].append(t)
+            cpus[kind].append(_cpu() - cpu)
             loads.append(os.getloadavg()[0])
     t_full, t_sample = statistics.median(times["full"]), statistics.median(times["sample"])
     full = json.loads((tmp / "full" / "report.json").read_text())
@@ -96,7 +107,9 @@ def bench_sample(tmp: Path, mb: float, n: int, corpus: Path | None = None, repea
     return {"corpus_mb_text": mb, "parquet_bytes": size, "records": full["totals"]["samples"], "sample": n,
             "full_seconds": round(t_full, 2), "sample_seconds": round(t_sample, 2),
             "runs": {k: [round(t, 2) for t in v] for k, v in times.items()}, "load_1min": [round(x, 2) for x in loads],
-            "sample_share": round(t_sample / t_full, 4), "design": sample["sample"]["design"],
+            "sample_share": round(t_sample / t_full, 4),
+            "cpu": {k: [round(t, 2) for t in v] for k, v in cpus.items()},
+            "cpu_share": round(statistics.median(cpus["sample"]) / statistics.median(cpus["full"]), 4), "design": sample["sample"]["design"],
             "clusters": sample["sample"].get("clusters"), "rates_full_sample_ci95": rates,
             "full_rates_inside_ci95": f"{inside}/{len(rates)}",
             "coverage": coverage(corpus, tmp / "full", n, seeds)}
@@ -149,6 +162,31 @@ def coverage(corpus: Path, full_out: Path, n: int, seeds: int) -> dict:
                 "width_records": round(float(np.mean(widths[c]["records"])), 6)} for c in by}
 
 
+def bench_coverage(tmp: Path, corpus: Path, n: int, seeds: int, by_length: bool) -> dict:
+    """The coverage simulation alone on `corpus` (a full audit, then `seeds` samples); `by_length`: on a copy of it
+    with its records sorted by text length, one shard after the other (records alike sit together: the clustering a
+    corpus ordered by source or length has, which a record sample's interval ignores)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    if by_length:
+        files = sorted(corpus.rglob("*.parquet"))
+        table = pa.concat_tables(pq.read_table(f, columns=["text"]) for f in files)
+        table = table.take(pc.sort_indices(pc.utf8_length(table["text"])))
+        rows_per_rg = pq.read_metadata(files[0]).row_group(0).num_rows
+        per_shard = -(-table.num_rows // len(files))
+        corpus = tmp / "by-length"
+        corpus.mkdir()
+        for i in range(len(files)):
+            pq.write_table(table.slice(i * per_shard, per_shard), corpus / f"shard-{i:05d}.parquet",
+                           row_group_size=rows_per_rg)
+    out = tmp / ("full-by-length" if by_length else "full-as-is")
+    rc, t, text = _run(["audit", str(corpus), "--out", str(out), "--engine", "local"])
+    assert rc in (0, 1), text
+    return {"corpus": str(corpus), "seconds": round(t, 1), "coverage": coverage(corpus, out, n, seeds)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--parts", type=int, default=1000)
@@ -160,6 +198,9 @@ def main() -> int:
     ap.add_argument("--corpus", type=Path, default=None,
                     help="a make_corpus.py corpus to use as it is (default: one of --mb generated in --tmp)")
     ap.add_argument("--tmp", default="/tmp")
+    ap.add_argument("--coverage-corpus", type=Path, default=None,
+                    help="also the coverage simulation on this Parquet corpus (e.g. make_real_corpus.py's), as it is "
+                         "and with its records sorted by length")
     ap.add_argument("--skip-merge", action="store_true")
     ap.add_argument("--skip-sample", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the generated data")
@@ -183,6 +224,7 @@ def main() -> int:
                   f"alternating: {r['runs']}) = {r['sample_share']:.1%} (target < 10%); 1-min load before and "
                   f"after each run: {r['load_1min']}; the full audit's rates inside this sample's 95% intervals: "
                   f"{r['full_rates_inside_ci95']}")
+            print(f"  CPU seconds (user + system): {r['cpu']}: the sample's median {r['cpu_share']:.1%} of the full's")
             for k, (whole, rate, ci, deff) in r["rates_full_sample_ci95"].items():
                 print(f"  {k}: full {whole:.4%}, sample {rate:.4%} [{ci[0]:.4%}, {ci[1]:.4%}] deff {deff}")
             print(f"coverage over {args.seeds} seeds (full rate inside the 95% interval; mean width), cluster "
@@ -190,6 +232,14 @@ def main() -> int:
             for k, c in r["coverage"].items():
                 print(f"  {k}: rate {c['rate']:.4%}: clusters {c['inside_clusters']} (width {c['width_clusters']:.4%})"
                       f", records {c['inside_records']} (width {c['width_records']:.4%})")
+        if args.coverage_corpus is not None:
+            for by_length in (False, True):
+                r = bench_coverage(tmp, args.coverage_corpus, args.sample, args.seeds, by_length)
+                print(f"coverage on {args.coverage_corpus}{' sorted by length' if by_length else ''} ({args.seeds} "
+                      f"seeds of --sample {args.sample}; the full audit took {r['seconds']} s):")
+                for k, c in r["coverage"].items():
+                    print(f"  {k}: rate {c['rate']:.4%}: clusters {c['inside_clusters']} (width "
+                          f"{c['width_clusters']:.4%}), records {c['inside_records']} (width {c['width_records']:.4%})")
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
