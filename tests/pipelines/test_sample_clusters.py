@@ -89,3 +89,29 @@ def test_without_a_parquet_shard_a_sample_of_n_is_a_sample_of_records(tmp_path):
     d = draws(2, str(path), np.arange(200))
     assert sample["threshold"] == int(np.sort(d)[6]) + 1
     assert np.flatnonzero(chosen(sample, str(path), np.arange(200))).tolist() == np.sort(np.argsort(d)[:7]).tolist()
+
+
+def test_a_sample_decodes_only_the_checked_columns_unless_asked(tmp_path):
+    # a column no check reads (`meta`, a struct) is not decoded by a sample, and a note says so; --read all-columns
+    # decodes it
+    import json
+
+    from click.testing import CliRunner
+
+    from dataaudit.cli import main
+
+    data = tmp_path / "data"
+    data.mkdir()
+    pq.write_table(pa.table({"text": [f"record {i} of a shard" for i in range(300)],
+                             "meta": [{"url": f"https://example.com/{i}"} for i in range(300)]}),
+                   data / "a.parquet", row_group_size=100)
+    for extra, not_decoded in (([], ["meta"]), (["--read", "all-columns"], [])):
+        out = tmp_path / f"o{len(extra)}"
+        res = CliRunner().invoke(main, ["audit", str(data), "--out", str(out), "--engine", "local", "--sample", "30",
+                                        *extra])
+        assert res.exit_code == 0, res.output
+        report = json.loads((out / "report.json").read_text())
+        assert report["config"]["read"] == ("checked-columns" if not extra else "all-columns")
+        assert report["shards"][0]["not_decoded"] == not_decoded
+        assert any("1 column(s) not decoded (--read checked-columns)" in n for n in report["notes"]) == bool(extra == [])
+        assert report["sample"]["design"] == "clusters" and report["totals"]["samples"] == 30
