@@ -179,7 +179,7 @@ def sample_section(report: dict, sample: dict, summaries: list[dict] | None = No
     severity (--fail-on error>RATE)."""
     n = report["totals"]["samples"]
     design = sample.get("design", "records")
-    interval = _cluster_rates(sample, summaries or [], n) if design == "clusters" else None
+    interval = _cluster_rates(sample, summaries or []) if design == "clusters" else None
 
     def rate(name: str, flagged: int) -> dict:
         if interval is not None:
@@ -204,7 +204,7 @@ def sample_section(report: dict, sample: dict, summaries: list[dict] | None = No
 INTERVALS = {"records": "wilson", "clusters": "wilson-deff"}
 
 
-def _cluster_rates(sample: dict, summaries: list[dict], n: int):
+def _cluster_rates(sample: dict, summaries: list[dict]):
     """name -> (rate, ci95, deff) of a check or severity over the clusters of every shard."""
     from dataaudit.audit.sample_clusters import ratio_interval
 

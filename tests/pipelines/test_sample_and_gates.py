@@ -73,11 +73,13 @@ def test_sample_of_n_takes_exactly_n_spread_over_every_shard(corpus, full, tmp_p
     assert report["sample"]["population"] == 3 * ROWS + 500
     assert report["sample"]["records"] == 300 and report["sample"]["seed"] == 0 and report["sample"]["size"] == 300
     assert all(s["samples"] > 0 for s in report["shards"])
-    # 32 cluster draws, a step of 6500 / 32 records: the JSONL shard's block of 500 is hit three times (one cluster)
-    assert report["notes"][0].startswith("sample: 300 of 6500 records (300 records, seed 0, in 30 clusters (row "
+    # 16 cluster draws, a step of 6500 / 16 records: the JSONL shard's block of 500 is hit twice (one cluster)
+    assert report["notes"][0].startswith("sample: 300 of 6500 records (300 records, seed 0, in 15 clusters (row "
                                          "groups or blocks of records) spread over the shards)")
     assert report["sample"]["design"] == "clusters" and report["sample"]["interval"] == "wilson-deff"
-    assert report["sample"]["clusters"] == 30
+    assert report["sample"]["clusters"] == 15
+    assert {Path(p).name: len(v) for p, v in report["config"]["sample"]["clusters"].items()} == \
+        {"s0.parquet": 4, "s1.parquet": 5, "s2.parquet": 5, "t.jsonl": 1}
     assert "sample: 300 of 6500 records" in res.output
     # the sample's flags are exactly the full audit's flags on the sampled records
     sample = report["config"]["sample"]

@@ -7,17 +7,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dataaudit.audit.sample import Z95, chosen, draws, plan_sample, sample_section, wilson
-from dataaudit.audit.sample_clusters import flagged_per_cluster, plan_clusters, ratio_interval
+from dataaudit.audit.sample_clusters import flagged_per_cluster, plan_clusters, ratio_interval, t975
 
 
 def test_the_interval_of_clusters_that_differ_is_wilson_at_the_effective_size():
-    # k = (0, 10) of n = (10, 10): p = 0.5; between-cluster variance 2/1 * (5² + 5²) / 20² = 0.25 against the
-    # binomial 0.25 / 20: a design effect of 20, an effective size of 1: Wilson's interval of 0.5 in 1 record,
-    # 0.5 ± z sqrt(1/4 + z²/4) / (1 + z²) = 0.5 ± 0.445379
-    assert ratio_interval(np.array([0, 10]), np.array([10, 10]), Z95) == (0.5, [0.054621, 0.945379], 20.0)
-    # k = (1, 3) of (10, 10): p = 0.2, variance 2 * (1 + 1) / 400 = 0.01 over 0.16 / 20 = 0.008: deff 1.25, n 16
-    assert ratio_interval(np.array([1, 3]), np.array([10, 10]), Z95) == (0.2, wilson(3.2, 16), 1.25)
-    assert wilson(3.2, 16) == [0.072743, 0.443422]
+    # k = (0, 0, 0, 0, 5) of n = 10 each: p = 0.1; between-cluster variance 5/4 * (4 * 1² + 4²) / 50² = 0.01 against
+    # the binomial 0.1 * 0.9 / 50 = 0.0018: a design effect of 5.5556, an effective size of 9, and Student's
+    # t(4) = 2.7764 for the normal's 1.96: centre (0.1 + t²/18) / (1 + t²/9) = 0.284539,
+    # half t sqrt(0.09/9 + t²/324) / (1 + t²/9) = 0.274910
+    assert ratio_interval(np.array([0, 0, 0, 0, 5]), np.array([10] * 5), Z95) == (0.1, [0.009628, 0.559451], 5.5556)
+    assert wilson(0.9, 9, 2.7764) == [0.009628, 0.559451]
+    # k = (1, 3) of (10, 10): p = 0.2, variance 2 * (1 + 1) / 400 = 0.01 over 0.16 / 20 = 0.008: deff 1.25, n 16,
+    # and t(1) = 12.7062: two clusters say little
+    assert ratio_interval(np.array([1, 3]), np.array([10, 10]), Z95) == (0.2, wilson(3.2, 16, 12.7062), 1.25)
+    assert t975(4) == 2.7764 and abs(t975(60) - 2.0003) < 1e-4     # 2.000298 (scipy.special.stdtrit(60, 0.975))
 
 
 def test_clusters_alike_or_too_few_give_the_plain_wilson_interval():
