@@ -90,10 +90,12 @@ def bench_sample(tmp: Path, mb: float, n: int, corpus: Path | None = None, repea
     times: dict[str, list[float]] = {"full": [], "sample": []}
     cpus: dict[str, list[float]] = {"full": [], "sample": []}
     loads = [os.getloadavg()[0]]
-    for _ in range(repeats):        # alternating, so both see the same (shared) machine
+    for i in range(repeats):        # alternating, so both see the same (shared) machine
         for kind, extra in (("full", []), ("sample", ["--sample", str(n)])):
+            out = tmp / kind       # a fresh folder each time: an audit resumes from the parts of a previous one
+            shutil.rmtree(out, ignore_errors=True)
             cpu = _cpu()
-            rc, t, text = _run(["audit", str(corpus), "--out", str(tmp / kind), "--engine", "local", *extra])
+            rc, t, text = _run(["audit", str(corpus), "--out", str(out), "--engine", "local", *extra])
             assert rc in (0, 1), text
             times[kind].append(t)
             cpus[kind].append(_cpu() - cpu)
