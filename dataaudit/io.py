@@ -652,11 +652,15 @@ def remove_stale_temps(folder: str | os.PathLike) -> int:
     return len(stale)
 
 
-def fingerprint(location: str | os.PathLike) -> dict:
-    """What a file is now: {"size", "mtime_ns", "xxh3_128"} (the hash streams it in 8 MiB chunks, ~GB/s)."""
+def fingerprint(location: str | os.PathLike, content: bool = True) -> dict:
+    """What a file is now: {"size", "mtime_ns", "xxh3_128"} (the hash streams it in 8 MiB chunks, ~GB/s);
+    `content=False`: no hash (None), for a job that reads a few of the file's bytes (a sample: hashing would read
+    them all); `changed` then never takes the file for the same one."""
     import xxhash
 
     st = stat(location)
+    if not content:
+        return {"size": st.size, "mtime_ns": st.mtime_ns, "xxh3_128": None}
     h = xxhash.xxh3_128()
     with open_input(location) as f:
         while chunk := f.read(REMOTE_BUFFER if is_uri(location) else 8 << 20):
@@ -677,6 +681,8 @@ def changed(location: str | os.PathLike, recorded: dict | None) -> str | None:
         return f"its size changed ({recorded.get('size')} -> {st.size} bytes)"
     if st.mtime_ns != recorded.get("mtime_ns"):
         return "its modification time changed"
+    if recorded.get("xxh3_128") is None:
+        return "no hash of its content was recorded"
     try:
         now = fingerprint(location)["xxh3_128"]
     except OSError as e:

@@ -129,7 +129,9 @@ class AuditShard(ShardStage):
         tokenizer = load_length_tokenizer(cfg.data["tokenizer"]).with_context(cfg.data.get("context_length")) \
             if cfg.data.get("tokenizer") else None
         try:
-            fingerprint = shard_fingerprint(path)
+            # a sample reads a few row groups: hashing every byte of the shard would read it all (a rerun of a
+            # sample redoes its shards: without a hash, a part is never taken for the same shard's)
+            fingerprint = shard_fingerprint(path, content=cfg.sample is None)
         except OSError:
             fingerprint = None     # the reader reports why the shard cannot be read
         work = _Work(ShardResult(path, states=states, fingerprint=fingerprint), tokenizer)

@@ -118,3 +118,25 @@ def test_a_sample_decodes_only_the_checked_columns_unless_asked(tmp_path):
         assert report["shards"][0]["not_decoded"] == not_decoded
         assert any("1 column(s) not decoded (--read checked-columns)" in n for n in report["notes"]) == bool(extra == [])
         assert report["sample"]["design"] == "clusters" and report["totals"]["samples"] == 30
+
+
+def test_a_sample_does_not_hash_its_shards_and_a_rerun_redoes_them(tmp_path):
+    # hashing a shard reads every byte of it, which a sample is there not to do; without a hash a part is never
+    # taken for the same shard's, so a rerun audits again (never a stale part)
+    import json
+
+    from click.testing import CliRunner
+
+    from dataaudit.cli import main
+
+    data = tmp_path / "data"
+    data.mkdir()
+    pq.write_table(pa.table({"text": [f"record {i}" for i in range(300)]}), data / "a.parquet", row_group_size=100)
+    out = tmp_path / "o"
+    for _ in range(2):
+        res = CliRunner().invoke(main, ["audit", str(data), "--out", str(out), "--engine", "local", "--sample", "30"])
+        assert res.exit_code == 0, res.output
+        report = json.loads((out / "report.json").read_text())
+        assert report["shards"][0]["fingerprint"]["xxh3_128"] is None
+        assert report["shards"][0]["fingerprint"]["size"] == (data / "a.parquet").stat().st_size
+        assert report["run"]["resumed_shards"] == 0
