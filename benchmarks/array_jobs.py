@@ -103,15 +103,18 @@ def bench_sample(tmp: Path, mb: float, n: int, corpus: Path | None = None, repea
     t_full, t_sample = statistics.median(times["full"]), statistics.median(times["sample"])
     full = json.loads((tmp / "full" / "report.json").read_text())
     sample = json.loads((tmp / "sample" / "report.json").read_text())
-    rates = {k: (round(full["checks"][k]["flagged"] / full["totals"]["samples"], 6), r["rate"], r["ci95"], r.get("deff"))
-             for k, r in sample["sample"]["rates"].items() if r["flagged"] or full["checks"][k]["flagged"]}
+    rates = {k: (round(full["checks"][k]["flagged"] / full["totals"]["samples"], 6), r["rate"], r["ci95"],
+                 r.get("deff")) for k, r in sample["sample"]["rates"].items()
+             if r["flagged"] or full["checks"][k]["flagged"]}
     inside = sum(lo <= whole <= hi for whole, _, (lo, hi), _ in rates.values())
     return {"corpus_mb_text": mb, "parquet_bytes": size, "records": full["totals"]["samples"], "sample": n,
             "full_seconds": round(t_full, 2), "sample_seconds": round(t_sample, 2),
-            "runs": {k: [round(t, 2) for t in v] for k, v in times.items()}, "load_1min": [round(x, 2) for x in loads],
+            "runs": {k: [round(t, 2) for t in v] for k, v in times.items()},
+            "load_1min": [round(x, 2) for x in loads],
             "sample_share": round(t_sample / t_full, 4),
             "cpu": {k: [round(t, 2) for t in v] for k, v in cpus.items()},
-            "cpu_share": round(statistics.median(cpus["sample"]) / statistics.median(cpus["full"]), 4), "design": sample["sample"]["design"],
+            "cpu_share": round(statistics.median(cpus["sample"]) / statistics.median(cpus["full"]), 4),
+            "design": sample["sample"]["design"],
             "clusters": sample["sample"].get("clusters"), "rates_full_sample_ci95": rates,
             "full_rates_inside_ci95": f"{inside}/{len(rates)}",
             "coverage": coverage(corpus, tmp / "full", n, seeds)}
@@ -154,7 +157,8 @@ def coverage(corpus: Path, full_out: Path, n: int, seeds: int) -> dict:
             hits[c]["clusters"] += lo <= truth[c] <= hi
             widths[c]["clusters"].append(hi - lo)
             # a record sample of the same size: its count of flagged records is hypergeometric
-            k = int(np.random.default_rng(seed).hypergeometric(round(truth[c] * total), total - round(truth[c] * total), n))
+            good = round(truth[c] * total)
+            k = int(np.random.default_rng(seed).hypergeometric(good, total - good, n))
             lo, hi = wilson(k, n)
             hits[c]["records"] += lo <= truth[c] <= hi
             widths[c]["records"].append(hi - lo)
@@ -232,8 +236,8 @@ def main() -> int:
             print(f"coverage over {args.seeds} seeds (full rate inside the 95% interval; mean width), cluster "
                   "sample vs a record sample of the same size:")
             for k, c in r["coverage"].items():
-                print(f"  {k}: rate {c['rate']:.4%}: clusters {c['inside_clusters']} (width {c['width_clusters']:.4%})"
-                      f", records {c['inside_records']} (width {c['width_records']:.4%})")
+                print(f"  {k}: rate {c['rate']:.4%}: clusters {c['inside_clusters']} (width "
+                      f"{c['width_clusters']:.4%}), records {c['inside_records']} (width {c['width_records']:.4%})")
         if args.coverage_corpus is not None:
             for by_length in (False, True):
                 r = bench_coverage(tmp, args.coverage_corpus, args.sample, args.seeds, by_length)
