@@ -698,16 +698,18 @@ def object_version(location: str) -> tuple[int, dict[str, str]]:
     return size, identity
 
 
-def fingerprint(location: str | os.PathLike) -> dict:
+def fingerprint(location: str | os.PathLike, content: bool = True) -> dict:
     """What a file is now. A URI whose store names its object's version: {"size", "identity"} from one metadata
     request (`object_version`), no byte read, so a job reads the shard once. A local file, or an object whose store
-    names no version: {"size", "mtime_ns", "xxh3_128"} (a hash of every byte)."""
+    names no version: {"size", "mtime_ns", "xxh3_128"} (a hash of every byte); `content=False`: no hash (None), for
+    a job that reads a few of the file's bytes (a sample: hashing would read them all); `changed` then never takes
+    the file for the same one."""
     if is_uri(location):
         size, identity = object_version(location)
         if identity:
             return {"size": size, "identity": identity}
     st = stat(location)
-    return {"size": st.size, "mtime_ns": st.mtime_ns, "xxh3_128": content_hash(location)}
+    return {"size": st.size, "mtime_ns": st.mtime_ns, "xxh3_128": content_hash(location) if content else None}
 
 
 def content_key(recorded: dict) -> tuple | None:
@@ -765,6 +767,8 @@ def changed(location: str | os.PathLike, recorded: dict | None) -> str | None:
         return f"its size changed ({recorded.get('size')} -> {st.size} bytes)"
     if st.mtime_ns != recorded.get("mtime_ns"):
         return "its modification time changed"
+    if recorded.get("xxh3_128") is None:
+        return "no hash of its content was recorded"
     try:
         now = content_hash(location)
     except OSError as e:

@@ -58,8 +58,9 @@ def evaluate(gates: list[Gate], report: dict, severities: dict[str, int]) -> lis
         # a rule on a check that ran on no shard measured nothing: said so (--strict fails on it), never a pass
         row = {"rule": g.text, "name": g.name, "limit": g.limit, "flagged": flagged, "samples": n,
                "rate": round(rate, 6), "exceeded": rate > g.limit, "ran": check["ran"] if check else True}
-        if "sample" in report:
-            row["ci95"] = wilson(flagged, n)
+        if "sample" in report:     # the sample's interval of the check (or severity): its design's
+            sampled = report["sample"]["rates"].get(g.name) or report["sample"].get("severities", {}).get(g.name)
+            row["ci95"] = sampled["ci95"] if sampled else wilson(flagged, n)
         out.append(row)
     return out
 

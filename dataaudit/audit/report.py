@@ -133,7 +133,7 @@ def _read_notes(summaries: list[dict], config: AuditConfig) -> list[str]:
     names = list(dict.fromkeys(c for cols in skipped.values() for c in cols))
     shown = ", ".join(names[:10]) + (f", ... ({len(names) - 10} more)" if len(names) > 10 else "")
     return [f"{len(names)} column(s) not decoded (--read {config.read}) in {len(skipped)} shard(s): {shown}; "
-            "whether a loader can decode them was not verified (the default --read all-columns decodes every "
+            "whether a loader can decode them was not verified (--read all-columns decodes every "
             "column); see shards[].not_decoded"]
 
 
@@ -242,7 +242,7 @@ def build_report(summaries: list[dict], config: AuditConfig, run: dict, gates: l
     if config.sample is not None:
         from dataaudit.audit.sample import sample_section
 
-        report["sample"] = sample_section(report, config.sample)
+        report["sample"] = sample_section(report, config.sample, summaries)
         notes.insert(0, report["sample"]["note"])
     if gates:
         from dataaudit.audit.gates import evaluate

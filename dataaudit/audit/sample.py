@@ -43,6 +43,10 @@ def draws(seed: int, path: str, rows: np.ndarray) -> np.ndarray:
 
 def chosen(sample: dict, path: str, rows: np.ndarray) -> np.ndarray:
     """Which of the records `rows` of `path` are in the sample (a bool per record)."""
+    if sample.get("design") == "clusters":
+        from dataaudit.audit.sample_clusters import in_clusters
+
+        return in_clusters(sample["clusters"].get(path), rows, lambda: draws(sample["seed"], path, rows))
     threshold = sample["threshold"]
     if threshold >= ALL:
         return np.ones(rows.shape, bool)
@@ -111,6 +115,42 @@ def count_records(path: str, text_unit: str = "line") -> int:
     return n
 
 
+def plan_sample(paths: Sequence[str], seed: int, size: int | None = None, fraction: float | None = None,
+                text_unit: str = "line", clusters: int | None = None) -> dict:
+    """The sample's settings (what the config carries, so every shard, slice and engine takes the same records):
+    seed, the size or fraction asked, the records of the input (`population`, for a size) and the `design`:
+    "clusters" for a size when a shard is Parquet (dataaudit.audit.sample_clusters: `clusters` of them at least,
+    default CLUSTERS; what saves reading), else "records" (a fraction: each record whose draw is under it; a size:
+    the records with the N smallest draws, by `threshold`)."""
+    from dataaudit.audit.sample_clusters import CLUSTERS, cluster_sizes, plan_clusters
+
+    if fraction is not None:
+        threshold = ALL if fraction >= 1 else int(fraction * ALL)
+        return {"seed": seed, "size": None, "fraction": fraction, "threshold": threshold, "population": None,
+                "design": "records"}
+    with ThreadPoolExecutor(max_workers=min(8, len(paths) or 1)) as pool:
+        found = list(pool.map(lambda p: cluster_sizes(p, text_unit), paths))
+    sizes = [s for s, _ in found]
+    population = sum(map(sum, sizes))
+    plan = {"seed": seed, "size": size, "fraction": None, "threshold": ALL, "population": population,
+            "design": "records"}
+    if size >= population:
+        return plan
+    if any(parquet for _, parquet in found):      # row groups to skip: a cluster sample reads a few of them
+        spans = plan_clusters(list(paths), sizes, seed, size, CLUSTERS if clusters is None else clusters)
+        return {**plan, "threshold": None, "design": "clusters", "clusters": spans}
+    # the draws are uniform: the N smallest of P lie under ~N/P of the range; 4x that (plus a margin for small N)
+    # holds them all but with negligible probability, and when not, the whole range is looked at
+    cutoff = min(ALL, int((4 * size / population + 64 / population) * ALL))
+    while True:
+        drawn = np.concatenate([_smallest(seed, p, sum(n), cutoff) for p, n in zip(paths, sizes)]
+                               + [np.zeros(0, np.uint64)])
+        if drawn.size >= size or cutoff >= ALL:
+            break
+        cutoff = ALL
+    return {**plan, "threshold": int(np.partition(drawn, size - 1)[size - 1]) + 1}
+
+
 def _smallest(seed: int, path: str, rows: int, cutoff: int) -> np.ndarray:
     """The draws of the shard's records under `cutoff`."""
     kept = []
@@ -118,32 +158,6 @@ def _smallest(seed: int, path: str, rows: int, cutoff: int) -> np.ndarray:
         d = draws(seed, path, np.arange(start, min(rows, start + _CHUNK), dtype=np.int64))
         kept.append(d if cutoff >= ALL else d[d < np.uint64(cutoff)])
     return np.concatenate(kept) if kept else np.zeros(0, np.uint64)
-
-
-def plan_sample(paths: Sequence[str], seed: int, size: int | None = None, fraction: float | None = None,
-                text_unit: str = "line") -> dict:
-    """The sample's settings (what the config carries, so every shard, slice and engine takes the same records):
-    seed, the size or fraction asked, the threshold, and for a size the records of the input (`population`)."""
-    if fraction is not None:
-        threshold = ALL if fraction >= 1 else int(fraction * ALL)
-        return {"seed": seed, "size": None, "fraction": fraction, "threshold": threshold, "population": None}
-    with ThreadPoolExecutor(max_workers=min(8, len(paths) or 1)) as pool:
-        counts = list(pool.map(lambda p: count_records(p, text_unit), paths))
-    population = sum(counts)
-    if size >= population:
-        threshold = ALL
-    else:
-        # the draws are uniform: the N smallest of P lie under ~N/P of the range; 4x that (plus a margin for small
-        # N) holds them all but with negligible probability, and when not, the whole range is looked at
-        cutoff = min(ALL, int((4 * size / population + 64 / population) * ALL))
-        while True:
-            found = np.concatenate([_smallest(seed, p, n, cutoff) for p, n in zip(paths, counts)]
-                                   + [np.zeros(0, np.uint64)])
-            if found.size >= size or cutoff >= ALL:
-                break
-            cutoff = ALL
-        threshold = int(np.partition(found, size - 1)[size - 1]) + 1
-    return {"seed": seed, "size": size, "fraction": None, "threshold": threshold, "population": population}
 
 
 def wilson(k: int, n: int, z: float = Z95) -> list[float] | None:
@@ -157,22 +171,67 @@ def wilson(k: int, n: int, z: float = Z95) -> list[float] | None:
     return [round(max(0.0, centre - half), 6), round(min(1.0, centre + half), 6)]
 
 
-def sample_section(report: dict, sample: dict) -> dict:
-    """report.json's `sample`: what was sampled, and each check's rate over the sampled records with its 95% Wilson
-    interval (what the rate over the whole input lies in, 19 times in 20)."""
+def sample_section(report: dict, sample: dict, summaries: list[dict] | None = None) -> dict:
+    """report.json's `sample`: what was sampled, how (`design`, `interval`), and each check's rate over the sampled
+    records with its 95% interval (what the rate over the whole input lies in, 19 times in 20): Wilson's for a
+    sample of records, Wilson's at the effective size for a cluster sample (dataaudit.audit.sample_clusters, with
+    the clusters' counts from the shards' summaries); `severities`: the same for the records with a flag of each
+    severity (--fail-on error>RATE)."""
     n = report["totals"]["samples"]
-    rates = {name: {"flagged": c["flagged"], "rate": round(c["flagged"] / n, 6) if n else None,
-                    "ci95": wilson(c["flagged"], n)}
-             for name, c in report["checks"].items() if c["ran"]}
+    design = sample.get("design", "records")
+    interval = _cluster_rates(sample, summaries or []) if design == "clusters" else None
+
+    def rate(name: str, flagged: int) -> dict:
+        if interval is not None:
+            p, ci, deff = interval(name)
+            return {"flagged": flagged, "rate": None if p is None else round(p, 6), "ci95": ci, "deff": deff}
+        return {"flagged": flagged, "rate": round(flagged / n, 6) if n else None, "ci95": wilson(flagged, n)}
+
+    rates = {name: rate(name, c["flagged"]) for name, c in report["checks"].items() if c["ran"]}
+    severities: dict[str, int] = {}
+    for s in summaries or []:
+        for sev, k in (s.get("severities") or {}).items():
+            severities[sev] = severities.get(sev, 0) + k
     section = {"seed": sample["seed"], "size": sample["size"], "fraction": sample["fraction"],
-               "population": sample["population"], "records": n, "rates": rates}
+               "population": sample["population"], "records": n, "design": design,
+               "interval": INTERVALS[design], "rates": rates,
+               "severities": {sev: rate(sev, severities.get(sev, 0)) for sev in ("error", "warning", "info")}}
+    if design == "clusters":
+        section["clusters"] = sum(len(v) for v in sample["clusters"].values())
     return {**section, "note": sample_note(section)}
+
+
+INTERVALS = {"records": "wilson", "clusters": "wilson-deff"}
+
+
+def _cluster_rates(sample: dict, summaries: list[dict]):
+    """name -> (rate, ci95, deff) of a check or severity over the clusters of every shard."""
+    from dataaudit.audit.sample_clusters import ratio_interval
+
+    records, flagged = [], []
+    for s in summaries:
+        spans = sample["clusters"].get(s["path"]) or []
+        counts = s.get("sample_clusters") or {}
+        records.append(np.asarray(counts.get("records", [0] * len(spans)), np.int64))
+        flagged.append(counts.get("flagged", {}))
+    n_j = np.concatenate(records + [np.zeros(0, np.int64)])
+
+    def interval(name: str):
+        k_j = np.concatenate([np.asarray(f.get(name, [0] * r.size), np.int64) for f, r in zip(flagged, records)]
+                             + [np.zeros(0, np.int64)])
+        return ratio_interval(k_j, n_j, Z95)
+    return interval
 
 
 def sample_note(sample: dict) -> str:
     """What a sampled report covers, in one line (its first note; the console and the page say it too)."""
     asked = f"{sample['size']} records" if sample["size"] is not None else f"a fraction {sample['fraction']:g}"
     of = f" of {sample['population']}" if sample["population"] is not None else ""
+    if sample.get("design") == "clusters":
+        return (f"sample: {sample['records']}{of} records ({asked}, seed {sample['seed']}, in {sample['clusters']} "
+                "clusters (row groups or blocks of records) spread over the shards): the counts are the sample's; "
+                "sample.rates gives each check's rate with its 95% Wilson interval widened by the design effect of "
+                "the clusters")
     return (f"sample: {sample['records']}{of} records ({asked}, seed {sample['seed']}, spread over every shard): the "
             "counts are the sample's; sample.rates gives each check's rate with its 95% Wilson interval")
 

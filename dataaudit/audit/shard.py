@@ -55,6 +55,8 @@ class ShardResult:
     fingerprint: dict | None = None   # the file as read (dataaudit.io.fingerprint: what `clean` checks it against)
     # its first record with trained tokens, decoded with [data] tokenizer (dataaudit.audit.trained_example)
     trained_example: dict | None = None
+    # a cluster sample's counts in this shard's clusters: "records" per cluster, "flagged": name -> per cluster
+    sample_clusters: dict | None = None
     # Stateful check -> its state over this shard (None: the check is not configured), in registry order.
     states: dict[str, Any] = field(default_factory=dict)
 
@@ -68,6 +70,7 @@ class ShardResult:
             "images": {k: v.state() for k, v in sorted(self.images.items())},
             "media": {k: v.state() for k, v in sorted(self.media.items())}, "fingerprint": self.fingerprint,
             "not_decoded": self.not_decoded, "trained_example": self.trained_example,
+            **({"sample_clusters": self.sample_clusters} if self.sample_clusters is not None else {}),
             **self.states,
         }
 
@@ -103,6 +106,8 @@ class _Work:
     flags: list[pa.Table] = field(default_factory=list)
     plans: dict[pa.Schema, FieldPlan] = field(default_factory=dict)
     failed_records: int = 0     # records a check raised on (each an unreadable_record)
+    spans: list | None = None   # a cluster sample's clusters in this shard, and the records audited in each
+    cluster_records: Any = None
 
 
 class AuditShard(ShardStage):
@@ -124,10 +129,16 @@ class AuditShard(ShardStage):
         tokenizer = load_length_tokenizer(cfg.data["tokenizer"]).with_context(cfg.data.get("context_length")) \
             if cfg.data.get("tokenizer") else None
         try:
-            fingerprint = shard_fingerprint(path)
+            # a sample reads a few row groups: hashing every byte of the shard would read it all (a rerun of a
+            # sample redoes its shards: without a hash, a part is never taken for the same shard's)
+            fingerprint = shard_fingerprint(path, content=cfg.sample is None)
         except OSError:
             fingerprint = None     # the reader reports why the shard cannot be read
-        return _Work(ShardResult(path, states=states, fingerprint=fingerprint), tokenizer)
+        work = _Work(ShardResult(path, states=states, fingerprint=fingerprint), tokenizer)
+        if cfg.sample is not None and cfg.sample.get("design") == "clusters":
+            work.spans = cfg.sample["clusters"].get(path) or []
+            work.cluster_records = np.zeros(len(work.spans), np.int64)
+        return work
 
     def _batches(self, work: _Work, path: str):
         sample = self.config.sample
@@ -177,6 +188,7 @@ class AuditShard(ShardStage):
             return
         result.records += batch.num_rows
         result.flagged += int(np.count_nonzero(out.flagged_rows))
+        self._count_clusters(work, batch)
         if result.trained_example is None and work.tokenizer is not None:
             result.trained_example = self._example(batch, plan, out, work)
         if out.flags.num_rows:
@@ -204,6 +216,14 @@ class AuditShard(ShardStage):
     def _lacking(self, result: ShardResult) -> Callable[[str], int]:
         """How many examples of a check the shard still lacks (a batch builds no more than that)."""
         return lambda name: self.examples_per_check - len(result.examples.get(name, ()))
+
+    @staticmethod
+    def _count_clusters(work: _Work, batch: pa.RecordBatch) -> None:
+        """A cluster sample: the batch's audited records, counted in their clusters (the intervals' n_j)."""
+        if work.spans is not None:
+            from dataaudit.audit.sample_clusters import records_per_cluster
+
+            work.cluster_records += records_per_cluster(work.spans, batch.column(ROW).to_numpy(zero_copy_only=False))
 
     def _example(self, batch: pa.RecordBatch, plan: FieldPlan, out, work: _Work) -> dict | None:
         """The shard's decoded example from this batch, if it has one: tokenized records first, else the rendered
@@ -235,6 +255,7 @@ class AuditShard(ShardStage):
                                          "unreadable_record", severity, np.zeros(1), [detail]))
             result.records += 1
             result.flagged += 1
+            self._count_clusters(work, batch)
             result.checks["unreadable_record"] += 1
             kept = result.examples.setdefault("unreadable_record", [])
             if len(kept) < self.examples_per_check:
@@ -254,6 +275,11 @@ class AuditShard(ShardStage):
             per = flags.group_by("severity").aggregate([("row", "count_distinct")])
             work.result.severities = dict(sorted(zip(per["severity"].to_pylist(),
                                                      per["row_count_distinct"].to_pylist())))
+        if work.spans is not None:
+            from dataaudit.audit.sample_clusters import flagged_per_cluster
+
+            work.result.sample_clusters = {"records": work.cluster_records.tolist(),
+                                           "flagged": flagged_per_cluster(work.spans, flags)}
         return work.result, flags
 
 

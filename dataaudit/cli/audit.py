@@ -68,7 +68,8 @@ def _print_summary(console: Console, report: dict, out: Path) -> None:
 def print_sample_and_gates(console: Console, report: dict) -> None:
     """A sampled audit's rates with their 95% intervals, and each --fail-on rule with its measured rate."""
     if "sample" in report:      # (the first note says what was sampled)
-        console.print("sample rates of the checks that flagged (95% Wilson interval):", highlight=False,
+        how = ", widened by the clusters' design effect" if report["sample"].get("design") == "clusters" else ""
+        console.print(f"sample rates of the checks that flagged (95% Wilson interval{how}):", highlight=False,
                       markup=False)
         for name, r in report["sample"]["rates"].items():
             if r["flagged"]:
@@ -105,11 +106,12 @@ def _skipped_by_reason(checks: dict) -> dict[str, list[str]]:
 @click.option("--strict", is_flag=True,
               help="Exit 1 when a field warning is noted: a column no check reads, a shard without text, a "
                    "configured field of the wrong type.")
-@click.option("--read", "read", type=click.Choice(READ_MODES), default=READ_MODES[0], show_default=True,
-              help="Parquet: all-columns decodes every column of every row group, as a training loader does (a "
-                   "column that cannot be decoded makes its shard unreadable, naming it); checked-columns decodes "
-                   "only the columns the checks read (faster on shards with wide unchecked columns; a note names "
-                   "the columns not decoded). Other formats always read whole records.")
+@click.option("--read", "read", type=click.Choice(READ_MODES), default=None,
+              help="Parquet: all-columns (the default) decodes every column of every row group, as a training loader "
+                   "does (a column that cannot be decoded makes its shard unreadable, naming it); checked-columns "
+                   "decodes only the columns the checks read (faster on shards with wide unchecked columns; a note "
+                   "names the columns not decoded; the default of a sample, which is a first look, not an "
+                   "integrity check). Other formats always read whole records.")
 @click.option("--dataset-info", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="LLaMA-Factory's dataset_info.json: its formatting, ranking, columns and tags decide the "
                    "preference/KTO layout of the shards it lists (default: the one beside each shard, if any).")
@@ -164,6 +166,8 @@ def audit(shards, out, config_path, tokenizer, context_length, strict, read, dat
         from dataaudit.audit.sample import plan_sample
         config = replace(config, sample=plan_sample(paths, seed, sample_size, sample_fraction,
                                                     config.data.get("text_records", "line")))
+        # a sample decodes only the columns its checks read unless --read all-columns asks for the integrity read
+        read = read or READ_MODES[1]
 
     console = Console(stderr=False)
     with job_progress(console, len(paths), {"audit": ("auditing", "shards")}) as on_progress:

@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from dataaudit.audit.sample import ALL, chosen, draws, parquet_row_groups, plan_sample, wilson
+from dataaudit.audit.sample import ALL, Z95, chosen, draws, parquet_row_groups, plan_sample, wilson
+from dataaudit.audit.sample_clusters import ratio_interval
 from dataaudit.audit.gates import GateError, parse_gate
 from dataaudit.cli import main
 from dataaudit.sources.parquet import iter_parquet_row_groups
@@ -72,16 +73,31 @@ def test_sample_of_n_takes_exactly_n_spread_over_every_shard(corpus, full, tmp_p
     assert report["sample"]["population"] == 3 * ROWS + 500
     assert report["sample"]["records"] == 300 and report["sample"]["seed"] == 0 and report["sample"]["size"] == 300
     assert all(s["samples"] > 0 for s in report["shards"])
-    assert report["notes"][0].startswith("sample: 300 of 6500 records (300 records, seed 0, spread over every shard)")
+    # 16 cluster draws, a step of 6500 / 16 records: the JSONL shard's block of 500 is hit twice (one cluster)
+    assert report["notes"][0].startswith("sample: 300 of 6500 records (300 records, seed 0, in 15 clusters (row "
+                                         "groups or blocks of records) spread over the shards)")
+    assert report["sample"]["design"] == "clusters" and report["sample"]["interval"] == "wilson-deff"
+    assert report["sample"]["clusters"] == 15
+    assert {Path(p).name: len(v) for p, v in report["config"]["sample"]["clusters"].items()} == \
+        {"s0.parquet": 4, "s1.parquet": 5, "s2.parquet": 5, "t.jsonl": 1}
     assert "sample: 300 of 6500 records" in res.output
     # the sample's flags are exactly the full audit's flags on the sampled records
     sample = report["config"]["sample"]
     wanted = {f for f in _flags(full) if chosen(sample, f[0], np.array([f[1]]))[0]}
     assert _flags(out) == wanted and wanted
+    # each check's interval: the ratio estimator over the clusters, counted here from the full audit's flags
     rates = report["sample"]["rates"]
     for name in ("control_chars", "empty_text"):
         k = report["checks"][name]["flagged"]
-        assert rates[name] == {"flagged": k, "rate": round(k / 300, 6), "ci95": wilson(k, 300)}
+        n_j, k_j = [], []
+        for path, spans in sample["clusters"].items():
+            for lo, hi, _ in spans:
+                rows = np.arange(lo, hi)
+                n_j.append(int(chosen(sample, path, rows).sum()))
+                k_j.append(len({r for s, r, c in wanted if s == path and c == name and lo <= r < hi}))
+        assert sum(n_j) == 300 and sum(k_j) == k
+        p, ci, deff = ratio_interval(np.array(k_j), np.array(n_j), Z95)
+        assert rates[name] == {"flagged": k, "rate": round(k / 300, 6), "ci95": ci, "deff": deff}
     assert "Sample:" in (out / "report.html").read_text(encoding="utf-8")
 
 
@@ -100,7 +116,9 @@ def test_sample_fraction_takes_the_records_whose_draw_is_under_it(corpus, full, 
     assert _audit(corpus, "--out", out, "--sample-fraction", 0.1, "--seed", 3).exit_code == 0
     report = json.loads((out / "report.json").read_text())
     sample = report["config"]["sample"]
-    assert sample == {"seed": 3, "size": None, "fraction": 0.1, "threshold": int(0.1 * ALL), "population": None}
+    assert sample == {"seed": 3, "size": None, "fraction": 0.1, "threshold": int(0.1 * ALL), "population": None,
+                      "design": "records"}
+    assert report["sample"]["design"] == "records" and report["sample"]["interval"] == "wilson"
     expected = {s["path"]: int(chosen(sample, s["path"], np.arange(ROWS if s["path"].endswith(".parquet")
                                                                      else 500)).sum()) for s in report["shards"]}
     assert {s["path"]: s["samples"] for s in report["shards"]} == expected
@@ -155,7 +173,9 @@ def test_fail_on_replaces_the_error_rule(corpus, tmp_path):
     sampled = _audit(corpus, "--out", tmp_path / "s", "--config", config, "--fail-on", "error>0", "--sample", 500)
     assert sampled.exit_code == 1
     (gate,) = json.loads((tmp_path / "s" / "report.json").read_text())["gates"]
-    assert gate["samples"] == 500 and gate["exceeded"] and gate["ci95"] == wilson(gate["flagged"], 500)
+    severity = json.loads((tmp_path / "s" / "report.json").read_text())["sample"]["severities"]["error"]
+    assert gate["samples"] == 500 and gate["exceeded"] and gate["ci95"] == severity["ci95"]
+    assert severity["flagged"] == gate["flagged"] and severity["deff"] >= 1
 
 
 @pytest.mark.parametrize("rule, message", [
