@@ -10,35 +10,16 @@ Parquet shard reads only the row groups that hold a sampled row.
 """
 from __future__ import annotations
 
-import math
 from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from dataaudit.sources.base import READ_ERRORS, ROW
+from dataaudit.audit.sample_draws import ALL, Z95, draws, wilson  # noqa: F401  (Z95: re-exported)
+from dataaudit.sources.base import ROW
 
-ALL = 1 << 64          # a threshold every draw is under: the whole input
 _CHUNK = 1 << 22       # rows drawn at once while looking for the N-th smallest draw
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-Z95 = 1.959963984540054
-
-
-def _shard_key(seed: int, path: str) -> np.uint64:
-    import xxhash
-
-    return np.uint64(xxhash.xxh3_64_intdigest(path.encode("utf-8", "surrogatepass"), seed=seed & (ALL - 1)))
-
-
-def draws(seed: int, path: str, rows: np.ndarray) -> np.ndarray:
-    """The uint64 draw of each record number in `rows` of the shard `path` (splitmix64: a bijection of its input, so
-    two records of a shard never share a draw)."""
-    with np.errstate(over="ignore"):
-        z = _shard_key(seed, path) + rows.astype(np.uint64) * _GOLDEN
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return z ^ (z >> np.uint64(31))
 
 
 def chosen(sample: dict, path: str, rows: np.ndarray) -> np.ndarray:
@@ -95,26 +76,6 @@ def parquet_row_groups(sample: dict, path: str, sizes: Sequence[int]) -> list[in
     return wanted
 
 
-def count_records(path: str, text_unit: str = "line") -> int:
-    """The records of a shard: Parquet's footer, else a read through it (a shard that breaks counts the records
-    read before the break; the audit reports it unreadable)."""
-    from dataaudit.formats import format_of, iter_shard
-    from dataaudit.sources.parquet import parquet_row_group_sizes
-
-    try:
-        if format_of(path).name == "parquet":
-            return sum(parquet_row_group_sizes(path))
-    except READ_ERRORS:
-        return 0
-    n = 0
-    try:
-        for batch in iter_shard(path, batch_rows=65536, text_unit=text_unit):
-            n += batch.num_rows
-    except READ_ERRORS:
-        pass
-    return n
-
-
 def plan_sample(paths: Sequence[str], seed: int, size: int | None = None, fraction: float | None = None,
                 text_unit: str = "line", clusters: int | None = None) -> dict:
     """The sample's settings (what the config carries, so every shard, slice and engine takes the same records):
@@ -158,17 +119,6 @@ def _smallest(seed: int, path: str, rows: int, cutoff: int) -> np.ndarray:
         d = draws(seed, path, np.arange(start, min(rows, start + _CHUNK), dtype=np.int64))
         kept.append(d if cutoff >= ALL else d[d < np.uint64(cutoff)])
     return np.concatenate(kept) if kept else np.zeros(0, np.uint64)
-
-
-def wilson(k: int, n: int, z: float = Z95) -> list[float] | None:
-    """The Wilson score interval of a rate of k in n (None for n = 0), rounded to 6 decimals."""
-    if n <= 0:
-        return None
-    p = k / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return [round(max(0.0, centre - half), 6), round(min(1.0, centre + half), 6)]
 
 
 def sample_section(report: dict, sample: dict, summaries: list[dict] | None = None) -> dict:

@@ -30,7 +30,7 @@ BLOCK = 10_000         # records per cluster in formats without row groups (make
 def cluster_sizes(path: str, text_unit: str = "line") -> tuple[list[int], bool]:
     """The records of each cluster of a shard: its row groups (Parquet's footer), else blocks of BLOCK records
     (read through once; a shard that breaks counts the records before the break); and whether it is Parquet."""
-    from dataaudit.audit.sample import count_records
+    from dataaudit.audit.sample_draws import count_records
     from dataaudit.formats import format_of
     from dataaudit.sources.base import READ_ERRORS
     from dataaudit.sources.parquet import parquet_row_group_sizes
@@ -47,7 +47,7 @@ def cluster_sizes(path: str, text_unit: str = "line") -> tuple[list[int], bool]:
 def plan_clusters(paths: list[str], sizes: list[list[int]], seed: int, size: int, clusters: int = CLUSTERS) -> dict:
     """The clusters of the sample and the records taken from each: {path: [[start, stop, limit], ...]}, a cluster
     being records [start, stop) of which those whose draw is <= limit are taken."""
-    from dataaudit.audit.sample import draws
+    from dataaudit.audit.sample_draws import draws
 
     lengths = np.array([n for s in sizes for n in s], dtype=np.int64)
     owner = np.array([i for i, s in enumerate(sizes) for _ in s], dtype=np.int64)
@@ -95,7 +95,7 @@ def ratio_interval(k: np.ndarray, n: np.ndarray, z: float) -> tuple[float | None
     """The rate sum(k) / sum(n) of a cluster sample (k_j flagged of n_j records in cluster j), its 95% interval
     (Wilson at the effective size) and the design effect (see the module's docstring); (None, None, None) with no
     record, a design effect of 1 with fewer than two clusters (no between-cluster variance to measure)."""
-    from dataaudit.audit.sample import wilson
+    from dataaudit.audit.sample_draws import wilson
 
     k, n = np.asarray(k, np.float64), np.asarray(n, np.float64)
     total = n.sum()
