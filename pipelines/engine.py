@@ -1,6 +1,7 @@
 """Where a job's units run: the options every job takes (EngineOptions) and the engine they choose for an input."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -9,6 +10,9 @@ from dataaudit.handlers import report_unreadable
 from dataaudit.io import stored_size
 
 LOCAL_MAX_BYTES = 512 * 2**20   # auto engine: below this much input, starting Ray costs more than it saves
+# Local engine, no --workers: below this much input still to run, one process (a worker process spends about a
+# second importing before its first shard); from it on, a lane per core.
+LOCAL_PARALLEL_BYTES = 64 * 2**20
 ENGINES = ("auto", "local", "ray")
 
 
@@ -16,7 +20,7 @@ ENGINES = ("auto", "local", "ray")
 class EngineOptions:
     """engine: "local" (this process, and worker processes with `workers` > 1 where the job allows), "ray" (one
     task per unit) or "auto". address: a running Ray cluster to join (default: start a local one). workers: the
-    units in flight (Ray: default as many as it has CPUs for; local: default 1). handler: the policy for a shard
+    units in flight (Ray: default as many as it has CPUs for; local: default `local_workers`). handler: the policy for a shard
     that cannot be read (`dataaudit.handlers`; default: reported unreadable, the job goes on)."""
 
     engine: str = "auto"
@@ -47,3 +51,20 @@ def choose_engine(paths: Sequence[str], options: EngineOptions) -> str:
         return "ray"
     total = sum(_size(p) for p in paths)
     return "local" if total < LOCAL_MAX_BYTES or len(paths) < 2 else "ray"
+
+
+def cores() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:   # not Linux
+        return os.cpu_count() or 1
+
+
+def local_workers(paths: Sequence[str]) -> int:
+    """The local engine's lanes when --workers is not given: one per core (at most one per shard) when the shards
+    still to run hold LOCAL_PARALLEL_BYTES or more, else 1 (this process alone)."""
+    n = min(cores(), len(paths))
+    if n < 2 or sum(_size(p) for p in paths) < LOCAL_PARALLEL_BYTES:
+        return 1
+    return n

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from dataaudit.errors import DataAuditError
 from dataaudit.io import fingerprint
-from dataaudit.pipelines.engine import EngineOptions
+from dataaudit.pipelines.engine import EngineOptions, local_workers
 from dataaudit.pipelines.tasks import run_tasks
 
 
@@ -100,6 +100,8 @@ def run_units(paths: Sequence[str], store, stage: Callable, args: tuple, *, engi
         tell()
 
     tell()
+    if engine == "local" and processes and options.workers is None:   # every core, for an input worth it
+        options = replace(options, workers=local_workers([p for _, p in pending]))
     unit = _Unit(stage, store.fingerprints and not getattr(stage, "fingerprints", False))
     run_tasks(pending, unit, args, on_done, engine=engine, options=options, on_batch=on_rows,
               handler=options.handler, processes=processes, nodes=nodes)

@@ -199,7 +199,8 @@ def engine_options(ray_unit: str, in_flight: str = "shards", local_workers: bool
             click.option("--workers", type=click.IntRange(min=1), default=None,
                          help=f"Ray engine: at most this many {in_flight} in flight (default: as many as Ray has "
                               "CPUs for)." + (" Local engine: this many shards at once, in this process and "
-                                              "N-1 worker processes (default 1: in this process)."
+                                              "N-1 worker processes (default: one per core when the input holds 64 "
+                                              "MiB or more in several shards, else 1)."
                                               if local_workers else "")),
         )):
             with_options = option(with_options)

@@ -41,3 +41,44 @@ def test_an_error_in_either_lane_comes_through(bad):
         run_tasks(list(enumerate(range(6))), fail_on, (bad,), lambda i, item, r: done.append(i), engine="local",
                   options=EngineOptions("local", workers=2), processes=True)
     assert bad not in done
+
+
+def test_the_default_lanes_are_one_per_core_for_an_input_worth_it(tmp_path, monkeypatch):
+    """No --workers: one lane per core (at most one per shard) once the shards still to run hold
+    LOCAL_PARALLEL_BYTES, else this process alone."""
+    from dataaudit.pipelines import engine
+
+    paths = []
+    for i in range(3):
+        p = tmp_path / f"s{i}.jsonl"
+        p.write_bytes(b"x" * 5000)
+        paths.append(str(p))
+    monkeypatch.setattr(engine, "cores", lambda: 2)
+    monkeypatch.setattr(engine, "LOCAL_PARALLEL_BYTES", 12_000)
+    assert engine.local_workers(paths) == 2            # 15,000 bytes in 3 shards, 2 cores
+    assert engine.local_workers(paths[:2]) == 1        # 10,000 bytes: not worth a worker's start
+    assert engine.local_workers(paths[:1]) == 1        # one shard
+    monkeypatch.setattr(engine, "cores", lambda: 8)
+    assert engine.local_workers(paths) == 3            # at most one lane per shard
+    monkeypatch.setattr(engine, "cores", lambda: 1)
+    assert engine.local_workers(paths) == 1
+
+
+def test_the_default_lanes_give_the_one_process_outputs(fixture_dir, tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    from dataaudit.config import load_config
+    from dataaudit.pipelines import engine
+    from dataaudit.pipelines.audit import run_audit
+    from tests.paths import REPO
+
+    config = load_config(REPO / "fixtures" / "audit.toml")
+    paths = [str(fixture_dir / n) for n in ("train-000.parquet", "images-000.tar", "train-001.parquet")]
+    one = run_audit(paths, config, tmp_path / "one", options=EngineOptions("local", workers=1))
+    monkeypatch.setattr(engine, "LOCAL_PARALLEL_BYTES", 1)
+    monkeypatch.setattr(engine, "cores", lambda: 2)
+    assert engine.local_workers(paths) == 2
+    lanes = run_audit(paths, config, tmp_path / "lanes", options=EngineOptions("local"))
+    one.pop("run"), lanes.pop("run")
+    assert lanes == one
+    assert pq.read_table(tmp_path / "lanes" / "flags.parquet").equals(pq.read_table(tmp_path / "one" / "flags.parquet"))
