@@ -181,8 +181,44 @@ def loss_skip(rank, world, out_dir):
     return {"skipped": skipped, "events": [e["step"] for e in g.loss_events]}
 
 
+def lightning(rank, world, out_dir):
+    """The Lightning callback's hooks on each rank (a stub trainer; no sampler: every rank reads the same 8
+    samples, 4 batches). Rank 1's gradients hold a NaN at step 2: every rank drops that step's gradients. Overlap
+    and coverage come from the exchange at epoch end only (rank_check_every=0)."""
+    from types import SimpleNamespace
+
+    import torch
+    from dataaudit.guard import GuardCallback
+    loader = _loader(Samples(8), rank, world, sampler=False)
+    model = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    trainer = SimpleNamespace(logger=None, global_step=0, num_training_batches=len(loader), train_dataloader=loader)
+    cb = GuardCallback(None, policy="skip", profile=False, rank_check_every=0)
+    cb.guard.ranks = None   # as when built before trainer.fit starts torch.distributed: setup() joins the ranks
+    dropped = []
+    cb.setup(trainer, model, "fit")
+    cb.on_train_epoch_start(trainer, model)
+    for i, batch in enumerate(loader):
+        cb.on_train_batch_start(trainer, model, batch, i)
+        loss = model(batch["x"]).sum()
+        cb.on_before_backward(trainer, model, loss)
+        loss.backward()
+        if (rank, i) == (1, 2):
+            model.weight.grad[0, 0] = float("nan")
+        cb.on_before_optimizer_step(trainer, model, opt)
+        if model.weight.grad is None:
+            dropped.append(i)
+        opt.step()
+        opt.zero_grad()
+        cb.on_train_batch_end(trainer, model, None, batch, i)
+    cb.on_train_epoch_end(trainer, model)
+    return {**_report(cb.guard), "dropped": dropped, "grad_events": [e["step"] for e in cb.guard.grad_events],
+            "grad_watch": cb.summary()["grad_watch"], "finite": bool(torch.isfinite(model.weight).all())}
+
+
 SCENARIOS = {"skip": _policy("skip"), "mask": _policy("mask"), "raise": _policy("raise"),
              "no_sampler": no_sampler, "with_sampler": with_sampler, "padded": padded,
              "dataset_size": dataset_size, "unequal_len": _unequal(False, "warn"),
              "unequal_nolen": _unequal(True, "skip"),
-             "listed_skip": _listed("skip"), "loss_skip": loss_skip, "listed_mask": _listed("mask")}
+             "listed_skip": _listed("skip"), "loss_skip": loss_skip, "listed_mask": _listed("mask"),
+             "lightning": lightning}

@@ -193,12 +193,14 @@ def test_rank_options_are_validated(bad):
 
 def test_skip_list_and_bad_losses_keep_the_ranks_in_step(tmp_path):
     """One rank cannot drop a step alone: a batch all on the skip list is skipped by every rank under skip, goes out
-    masked under mask; a NaN loss on one rank skips the optimizer step on every rank (one spawn for the three)."""
+    masked under mask; a NaN loss on one rank skips the optimizer step on every rank; the Lightning callback drops
+    a step's gradients on every rank when one rank's are NaN, and exchanges overlap and coverage at epoch end (one
+    spawn for the four)."""
     from dataaudit.guard.skip_list import append_skip_list
 
     append_skip_list(tmp_path / "skip-list.parquet", [{"shard": "s.parquet", "key": k, "reason": "replay"}
                                                        for k in ("5", "7")])
-    r0, r1 = run_ranks(2, ["listed_skip", "listed_mask", "loss_skip"], tmp_path)
+    r0, r1 = run_ranks(2, ["listed_skip", "listed_mask", "loss_skip", "lightning"], tmp_path)
     assert r0["listed_skip"]["steps"] == r1["listed_skip"]["steps"] == [0, 2, 3]
     assert r0["listed_skip"]["flagged"] == r1["listed_skip"]["flagged"] == [{"step": 1, "ranks": [1]}]
     assert (r0["listed_skip"]["listed"], r1["listed_skip"]["listed"]) == (0, 2)
@@ -207,3 +209,12 @@ def test_skip_list_and_bad_losses_keep_the_ranks_in_step(tmp_path):
     assert r1["listed_mask"]["flagged"] == [] and r1["listed_mask"]["listed"] == 2
     assert {k: r0["loss_skip"][k] for k in ("skipped", "events")} == {"skipped": [2], "events": []}
     assert {k: r1["loss_skip"][k] for k in ("skipped", "events")} == {"skipped": [2], "events": [2]}
+    for r, got in enumerate((r0["lightning"], r1["lightning"])):
+        assert got["dropped"] == [2] and got["grad_events"] == ([2] if r == 1 else [])
+        assert got["grad_watch"] == "on" and got["finite"]
+        rep = got["report"]
+        assert rep["batches"] == [4, 4] and rep["checked_at_step"] == 3 and rep["rank_imbalance"] is None
+        assert [(o["ranks"], o["samples"], o["exact"], o["share"], o["first_step"]) for o in rep["rank_overlap"]] == [
+            ([0, 1], 8, True, 1.0, 3)]
+        assert rep["coverage"] == {"share": 1.0, "samples": 8, "exact": True, "dataset_size": 8, "final": True}
+        assert got["warnings"][0].startswith("rank_overlap: epoch 0: ranks 0 and 1 read the same samples (8 by step 3")

@@ -91,3 +91,43 @@ def test_callback_skip_and_raise(tmp_path):
     with pytest.raises(BadBatchError, match=r"nonfinite:features at \[2=s.parquet:k12\]") as ei:
         list(run(cb, batches(), trainer))
     assert ei.value.step == 1 and ei.value.snapshot.exists()
+
+
+def test_callback_watches_gradients(tmp_path):
+    from dataaudit.guard.grads import BadGradError
+    torch.manual_seed(0)
+    clean = batches()[0]
+    model = torch.nn.Linear(16, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    trainer = SimpleNamespace(logger=None, global_step=0)
+    cb = GuardCallback(CFG, policy="skip")
+    dropped = []
+    for nan in (False, True, False):
+        cb.on_train_batch_start(trainer, model, dict(clean), 0)
+        model(clean["features"]).sum().backward()
+        if nan:
+            model.weight.grad[0, 5] = math.nan
+        cb.on_before_optimizer_step(trainer, model, opt)
+        dropped.append(model.weight.grad is None)
+        opt.step()
+        opt.zero_grad()
+        cb.on_train_batch_end(trainer, model, None, clean, 0)
+    assert dropped == [False, True, False] and torch.isfinite(model.weight).all()
+    assert [(e["step"], e["kind"], e["top"][0]["name"]) for e in cb.guard.grad_events] == [(1, "nonfinite", "weight")]
+    assert cb.summary()["grad_watch"] == "on"
+
+    cb = GuardCallback(CFG, policy="raise", snapshot_dir=tmp_path)
+    cb.on_train_batch_start(trainer, model, dict(clean), 0)
+    model(clean["features"]).sum().backward()
+    model.weight.grad[0, 5] = math.inf
+    with pytest.raises(BadGradError) as ei:
+        cb.on_before_optimizer_step(trainer, model, opt)
+    assert ei.value.kind == "nonfinite" and ei.value.snapshot.exists()
+
+    # fp16 loss scaling: an overflow is the GradScaler's to skip, so the watch is off and says so
+    scaled = SimpleNamespace(logger=None, global_step=0, precision_plugin=SimpleNamespace(scaler=object()))
+    cb = GuardCallback(CFG, policy="raise", snapshot_dir=tmp_path)
+    cb.on_train_batch_start(scaled, model, dict(clean), 0)
+    cb.on_before_optimizer_step(scaled, model, opt)   # the inf gradient is still there: not judged
+    assert cb.guard.grad_events == [] and cb.summary()["grad_watch"].startswith("off: fp16 loss scaling")
+    assert GuardCallback(CFG, grads=False).summary()["grad_watch"] == "off: grads=False"
