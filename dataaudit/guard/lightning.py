@@ -150,7 +150,8 @@ class GuardCallback(_Base):
         if getattr(getattr(trainer, "precision_plugin", None), "scaler", None) is not None:
             self.grads_off = "off: fp16 loss scaling (the GradScaler skips the steps whose gradients overflow)"
             return False
-        return any(p.grad is not None for p in pl_module.parameters())
+        params = getattr(pl_module, "parameters", None)   # a stub trainer's loop may pass no module
+        return params is not None and any(p.grad is not None for p in params())
 
     def _log(self, trainer, summary: dict) -> None:
         logger = getattr(trainer, "logger", None)
