@@ -33,7 +33,7 @@ demo: kernels
 	@echo "open $(DEMO_OUT)/report.html"
 
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadgroup
 
 bench: kernels
 	bash benchmarks/run_all.sh

@@ -414,7 +414,8 @@ def test_tar_gz_shard_and_truncated_tar_gz(tmp_path):
     assert t.column(ERROR)[t.num_rows - 1].as_py().startswith("truncated: ")
 
 
-@pytest.mark.parametrize("content", [b"", b"definitely not a tar file" * 40, gz(b"not a tar inside gzip" * 40)])
+@pytest.mark.parametrize("content", [b"", b"definitely not a tar file" * 40, gz(b"not a tar inside gzip" * 40)],
+                         ids=["empty", "text", "gzip"])
 def test_not_a_tar_raises(tmp_path, content):
     p = tmp_path / "bad.tar"
     p.write_bytes(content)
