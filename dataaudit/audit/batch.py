@@ -27,7 +27,7 @@ from dataaudit.pairs import joined as joined_conversation
 from dataaudit.provenance import ERROR, KEY, LINE, ROW
 from dataaudit.stats.conversation_lengths import as_length_tokenizer, reasoning_renderer
 from dataaudit.stats.reasoning_lengths import reasoning_lengths
-from dataaudit.stats.rendered_records import RenderedBatch, render_batch
+from dataaudit.stats.rendered_records import RenderedBatch, flat_fields, render_batch
 from dataaudit.stats.token_lengths import token_lengths
 from dataaudit.tensors import NumericField, TrainedTokens, from_arrow, tokens_from_arrow, with_shapes
 from dataaudit.tool_turns import tool_use
@@ -302,6 +302,7 @@ def _planned_calls(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, 
         if name not in plan.skipped:
             for target in spec.targets:
                 on.setdefault(target.kind, []).append((spec, target))
+    reply = flat_fields(plan)[1]   # a flat record's reply (Alpaca's `output`) is a reply, as a conversation's
     for kind, site, arg in _fields(batch, plan, texts, device, shard, config, images, tokenizer):
         for spec, target in on.get(kind, ()):
             params = spec.params_for(target, config.check(spec.name).params)
@@ -314,16 +315,21 @@ def _planned_calls(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, 
                 site = _text_site(texts, spec.turns)
                 if spec.split_turns:
                     yield from ((spec, kind, part, part.segments.values, {**params, "in_conversation": inside})
-                                for part, inside in _split_turns(site) if len(part.segments))
+                                for part, inside in _split_turns(site, reply) if len(part.segments))
                     continue
                 arg = site.segments.values
             yield spec, kind, site, arg, params
 
 
-def _split_turns(site: Site) -> list[tuple[Site, bool]]:
-    """A text site as (its segments outside conversations, False) and (its conversation turns, True)."""
+def _split_turns(site: Site, reply=None) -> list[tuple[Site, bool]]:
+    """A text site as (its segments outside conversations, False) and (its conversation turns and the values of a
+    flat record's `reply` field, True)."""
     segs = site.segments
     inside = _to_numpy(pc.is_valid(segs.roles)).astype(bool) if len(segs) else np.zeros(0, bool)
+    if reply is not None and len(segs):
+        at = [i for i, c in enumerate(segs.fields) if c.name == reply.name]
+        if at:
+            inside |= segs.field == at[0]
     if inside.all() or not inside.any():
         return [(site, bool(inside.any()))]
     return [(Site(None, segs.take(np.flatnonzero(~inside))), False),

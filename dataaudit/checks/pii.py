@@ -126,8 +126,8 @@ def _email(m: re.Match, text: str) -> str | None:
     if not (len(tld) == 2 or tld in _GENERIC_TLDS):
         return None
     if domain in _DOC_DOMAINS or domain in _PLACEHOLDER_DOMAINS or domain.endswith(_DOC_SUFFIXES) or \
-            any(domain.endswith("." + d) for d in _DOC_DOMAINS):
-        return None
+            any(domain.endswith("." + d) for d in _DOC_DOMAINS) or "example" in domain:
+        return None     # "example" in any label: an illustration (`John.Doe@example-domain.com`)
     local = value.partition("@")[0]
     if local.startswith(".") or local.endswith(".") or ".." in value:
         return None
@@ -321,7 +321,8 @@ def found_values(arr, prefilter: str, find, cores: tuple[str, ...] | None = None
     detail="{value:.0f} personal data values (emails, phones, IP addresses, card numbers)",
     description="Personal data: email addresses, phone numbers (international + formats and common national "
                 "formats), globally routable IPv4/IPv6 addresses and payment card numbers with a valid issuer prefix "
-                "and Luhn checksum. Not flagged: documentation domains (example.com, .test, ...), private, loopback "
+                "and Luhn checksum. Not flagged: documentation domains (example.com, .test, any domain holding "
+                "\"example\", ...), private, loopback "
                 "and documentation IP ranges, dates, versions, ISBNs, UUIDs, hashes, bare digit runs. The detail "
                 "shows a masked value (`email j***@e***.com`); the report masks it in snippets. value = number of "
                 "values found.",

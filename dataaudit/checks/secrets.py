@@ -114,6 +114,13 @@ def _keyword_value_ok(value: str, line: str, min_entropy: float) -> bool:
     return entropy(value) >= min_entropy
 
 
+# Words before a key/value pair in its line that say the value is made up, not leaked: "Here is a randomly
+# generated 8-character password: rT8$jLpZ" (an assistant's reply), "for example, password = ...". Whole words
+# only: `random_password = "..."` or `SAMPLE_KEY=...` in a config are still read.
+_ILLUSTRATION = re.compile(r"(?i)\b(?:generated|randomly|random|example|sample|e\.g\.|for instance|dummy|placeholder"
+                           r"|fake)(?![\w])")
+
+
 def _mask(value: str, keep: int) -> str:
     return value[:keep] + "*" * min(max(len(value) - keep, 4), 16) + f" ({len(value)} chars)"
 
@@ -129,7 +136,7 @@ def _spans(kind: str, plugin, line: str, min_entropy: float) -> list[tuple[int, 
         out = []
         for v in values:
             at = line.find(v) if v else -1
-            if at >= 0 and _keyword_value_ok(v, line, min_entropy):
+            if at >= 0 and _keyword_value_ok(v, line, min_entropy) and not _ILLUSTRATION.search(line, 0, at):
                 out.append((at, at + len(v), v))
         return out
     out = []
@@ -232,7 +239,9 @@ def mask_spans_secrets(text: str, **params) -> list[tuple[int, int]]:
                 "`api_key: ...`) that pass its heuristic filters and look random (Shannon entropy >= min_entropy "
                 "bits per character, 8+ characters, no placeholder word; a quoted value that starts with a symbol, "
                 "which its pattern skips, counts too; not in a text that is one short JSON object alone: a tool's "
-                "call or result, such as a password generator's output). Needs the `secrets` extra. The detail "
+                "call or result, such as a password generator's output; nor after a word that says it is made up, "
+                "earlier in its line: generated, random(ly), example, sample, e.g., for instance, dummy, "
+                "placeholder, fake). Needs the `secrets` extra. The detail "
                 "names the kind and masks the value; the report masks it in snippets. value = number of secrets.",
 )
 def secrets(arr, min_entropy: float = 3.0, **params) -> CheckOutput:

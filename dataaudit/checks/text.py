@@ -265,61 +265,85 @@ def _skip_urls_and_rules(lines: pa.Array, url_max: int | None) -> pa.Array:
     return pa.array(re.sub(pattern, " ", joined).split("\n"), lines.type)
 
 
-def _locate_run(text: str, max_run: int = 100, url_max: int = 400, **params) -> tuple[int, int] | None:
-    """The first run of more than max_run characters, measured as the check does (line by line, URLs and rules
-    skipped: each is replaced by a space, so every piece left is a piece of the original line)."""
+# Code: a call chain is one long "word" (`Foo.bar(baz.get(Qux.Quux().getClass()));` is 113 characters). A run
+# holding both parentheses may reach code_max_run: base64 and hex hold none (nor does a blob pasted into code), and
+# minified code is longer still.
+def _limits(pieces: pa.Array, max_run: int, code_max_run: int | None) -> np.ndarray:
+    """Each run's limit: code_max_run (if larger) for a run holding "(" and ")", else max_run."""
+    limit = np.full(len(pieces), max_run, np.int64)
+    if code_max_run and code_max_run > max_run and len(pieces):
+        called = to_bool(pc.match_substring(pieces, "(")) & to_bool(pc.match_substring(pieces, ")"))
+        limit[called] = code_max_run
+    return limit
+
+
+def _locate_run(text: str, max_run: int = 100, url_max: int = 400, code_max_run: int = 300,
+                **params) -> tuple[int, int] | None:
+    """The first run over its limit, measured as the check does (line by line, URLs and rules skipped: each is
+    replaced by a space, so every piece left is a piece of the original line)."""
     url_max = min(int(url_max), 1000) if url_max and url_max > 0 else None
     lines = text.split("\n")
     skipped = _skip_urls_and_rules(pa.array(lines, pa.string()), url_max)
     offset = 0
     for line, pieces in zip(lines, pc.split_pattern_regex(skipped, pattern=_BREAK_RE).to_pylist()):
-        for piece in pieces:
-            if len(piece) > max_run and (at := line.find(piece)) >= 0:
+        limits = _limits(pa.array(pieces, pa.string()), max_run, code_max_run)
+        for piece, limit in zip(pieces, limits.tolist()):
+            if len(piece) > limit and (at := line.find(piece)) >= 0:
                 return offset + at, offset + at + len(piece)
         offset += len(line) + 1
     return None
 
 
 @register(
-    "long_unbroken_run", target="text", severity="warning", params={"max_run": 100, "url_max": 400},
+    "long_unbroken_run", target="text", severity="warning",
+    params={"max_run": 100, "url_max": 400, "code_max_run": 300},
     locate=_locate_run,
     detail="longest run without whitespace: {value:.0f} chars (max {max_run})",
     description="A run of more than max_run characters with no whitespace (base64, hex dumps, minified "
                 "code). CJK, kana, Hangul, Thai and other scripts written without spaces end a run; URLs "
                 "(scheme:// or www.) of up to url_max characters are skipped (0: count them; a longer URL "
                 "keeps its tail), and so are markdown table separators and rules (3+ of - = _ * ~ # | :). "
-                "value = length of the longest such run in characters.",
+                "A run holding both parentheses (a call chain such as `a.b(c.d().e());`; base64 and hex hold "
+                "none) may reach code_max_run characters (0: max_run); minified code is longer. value = the "
+                "longest run over its limit (the longest run when none is).",
 )
-def long_unbroken_run(arr, max_run: int = 100, url_max: int = 400, **params) -> CheckOutput:
+def long_unbroken_run(arr, max_run: int = 100, url_max: int = 400, code_max_run: int = 300,
+                      **params) -> CheckOutput:
     arr = as_string_array(arr)
     longest = _longest_run(arr)
     url_max = min(int(url_max), 1000) if url_max and url_max > 0 else None
     hint = _RULE_RE if url_max is None else f"{_RULE_RE}|{_URL_HINT_RE}"
     # re-measure the rows over max_run without their URLs and rules, line by line (neither a match nor a run
     # crosses a "\n"), running the replacement only on the lines that hold a hint of one: on a 20 kB source
-    # file the URL regex over the whole text cost 10x the run kernel
+    # file the URL regex over the whole text cost 10x the run kernel; then run by run, each against its limit
     rows = np.flatnonzero(longest > max_run)
-    line_runs = lines = parent = None
+    flagged = np.zeros(len(arr), bool)
+    detail = None
     if rows.size:
         lines, parent, counts = flatten_lists(pc.split_pattern(arr.take(pa.array(rows)), pattern="\n"))
         hinted = to_bool(pc.match_substring_regex(lines, pattern=hint))
         if hinted.any():
             lines = pc.replace_with_mask(lines, pa.array(hinted),
                                          _skip_urls_and_rules(lines.filter(pa.array(hinted)), url_max))
-        line_runs = _longest_run(lines)
-        longest[rows] = segment_max(line_runs, counts, empty=0)
-    flagged = longest > max_run
-    detail = None
-    if flagged.any():
-        detail = np.full(len(arr), None, dtype=object)
-        # the first line of each flagged row that holds its longest run
-        best = np.flatnonzero(flagged[rows][parent] & (line_runs == longest[rows][parent]))
-        keep = np.ones(len(best), dtype=bool)
-        keep[1:] = parent[best][1:] != parent[best][:-1]
-        for r, j in zip(parent[best[keep]], best[keep]):
-            run = max(pc.split_pattern_regex(lines[j:j + 1], pattern=_BREAK_RE)[0].as_py(), key=len)
-            i = rows[r]
-            detail[i] = f"longest run without whitespace: {longest[i]} chars (max {max_run}): {quoted(run)}"
+        pieces, line_of, per_line = flatten_lists(pc.split_pattern_regex(lines, pattern=_BREAK_RE))
+        sizes = char_lengths(pieces)
+        limits = _limits(pieces, max_run, code_max_run)
+        row_of = parent[line_of]
+        per_row = np.bincount(row_of, minlength=len(rows))
+        over = np.where(sizes > limits, sizes, 0)
+        worst = segment_max(over, per_row, empty=0)             # per row: the longest run over its limit
+        longest[rows] = np.where(worst > 0, worst, segment_max(sizes, per_row, empty=0))
+        flagged[rows] = worst > 0
+        if flagged.any():
+            detail = np.full(len(arr), None, dtype=object)
+            best = np.flatnonzero((over > 0) & (over == worst[row_of]))
+            keep = np.ones(len(best), dtype=bool)
+            keep[1:] = row_of[best][1:] != row_of[best][:-1]     # the first such run of each row
+            for r, k in zip(row_of[best[keep]].tolist(), best[keep].tolist()):
+                i = rows[r]
+                where = f"max {limits[k]} for code" if limits[k] != max_run else f"max {max_run}"
+                detail[i] = f"longest run without whitespace: {longest[i]} chars ({where}): " \
+                            f"{quoted(pieces[k].as_py())}"
     return CheckOutput(flagged=flagged, value=longest.astype(np.float64), detail=detail)
 
 

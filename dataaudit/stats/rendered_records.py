@@ -146,10 +146,16 @@ def _pair_views(batch: pa.RecordBatch, plan: Fields) -> list[tuple[str, str, str
     return out
 
 
-def _flat_view(batch: pa.RecordBatch, flat: list[Column]) -> tuple[str, str, None, tuple, Messages] | None:
-    reply = next((c for c in flat if c.name.lower() in RESPONSE_NAMES), None)
-    if reply is None:
-        return None
+def flat_fields(plan: Fields) -> tuple[list[Column], Column | None]:
+    """The flat text fields (Alpaca's: not a pair's, not captions) and, when there are two or more, the reply among
+    them (RESPONSE_NAMES): the record's assistant turn, trained on; the others are its prompt."""
+    taken = set(plan.pairs.columns) if plan.pairs is not None else set()
+    flat = [c for c in plan.text if c.kind == "string" and c.name not in taken and not c.caption]
+    reply = next((c for c in flat if c.name.lower() in RESPONSE_NAMES), None) if len(flat) > 1 else None
+    return flat, reply
+
+
+def _flat_view(batch: pa.RecordBatch, flat: list[Column], reply: Column) -> tuple[str, str, None, tuple, Messages]:
     system = [c for c in flat if c.name.lower() in SYSTEM_NAMES]
     user = [c for c in flat if c is not reply and c not in system]
     n = batch.num_rows
@@ -188,9 +194,9 @@ def render_batch(batch: pa.RecordBatch, plan: Fields, tokenizer: LengthTokenizer
     for col in plan.text:
         if col.kind == "conversation" and col.name not in taken and not col.single:
             found.append((col.name, col.name, None, (col.name,), conversation_messages(batch, col)))
-    flat = [c for c in plan.text if c.kind == "string" and c.name not in taken and not c.caption]
-    if not found and len(flat) > 1 and (view := _flat_view(batch, flat)) is not None:
-        found.append(view)
+    flat, reply = flat_fields(plan)
+    if not found and reply is not None:
+        found.append(_flat_view(batch, flat, reply))
     views = [View(key, path, side, cols, messages_tokens(tokenizer, msgs), np.diff(msgs.starts) > 0, msgs)
              for key, path, side, cols, msgs in found]
     return RenderedBatch(batch.num_rows, views, tokenizer.context_length)

@@ -68,6 +68,7 @@ PII_NEGATIVES = [
     "ordinary numbers 1234567890, 1,234,567, 3.14159265358979, +3.14159265, $1,299.99, 1e10",
     "the card 4111 1111 1111 1112 fails its checksum; 1234567890123456 has no issuer",
     "docs: info@example.com, admin@mail.example.org, root@host.test, alice@email.com",
+    "an address the regular expression matches: `John.Doe-123%+@example-domain.com`",   # a real Alpaca reply
     "private 192.168.1.1, 10.0.0.1, 172.16.5.4, loopback 127.0.0.1, 0.0.0.0, doc 192.0.2.1 198.51.100.7 203.0.113.9",
     "multicast 224.0.0.1, broadcast 255.255.255.255, ::1, fe80::1, 2001:db8::1, time 12:30:45",
     "a @decorator, x@self.weight, user@localhost, C++ std::vector<int>::iterator",
@@ -149,6 +150,8 @@ SECRET_POSITIVES = [
     ('    password = "Xk9#mP2$vL8qR4"', "Xk9#mP2$vL8qR4",
      "secret in key/value context: password = ************** (14 chars)"),
     ("api_key: q8Zt3Lw9Xv2Rk7Pm", "q8Zt3Lw9Xv2Rk7Pm", "secret in key/value context: api_key = **************** (16 chars)"),
+    ('random_password = "Xk9#mP2$vL8qR4"', "Xk9#mP2$vL8qR4",    # a name, not the word "random": still read
+     "secret in key/value context: random_password = ************** (14 chars)"),
     ('creds = {"client_secret": "?@q6BfrhnuII#X"}', "?@q6BfrhnuII#X",
      "secret in key/value context: client_secret = ************** (14 chars)"),
 ]
@@ -161,6 +164,8 @@ SECRET_NEGATIVES = [
     "uuid 123e4567-e89b-12d3-a456-426614174000, sha 3f786850e387550fdab836ed7e6dc881de23001b",
     "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA\n-----END PUBLIC KEY-----",
     "I told him my secret: the password is in the drawer.",
+    # an assistant's made-up value (a real Alpaca reply); a whole word before the key says so
+    "Here is a randomly generated 8-character password: rT8$jLpZ.", "For example, password = Xk9#mP2$vL8qR4",
 ]
 
 

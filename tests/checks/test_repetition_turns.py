@@ -39,3 +39,35 @@ def test_only_trained_turns_and_loop_statistics(tmp_path):
 def test_turn_dup_frac_0_brings_back_the_document_thresholds(tmp_path):
     assert _repetition(tmp_path, turn_dup_frac=0) == [(1, "messages[1].content"), (2, "messages[1].content"),
                                                                (3, "text")]
+
+
+# A real Alpaca reply (the chat data of ../shared/data): a song whose chorus comes back once, 21% of its characters
+# in duplicated lines, over Gopher's document threshold of 0.20
+CHORUS = ("(Chorus)\nEndangered species, hear their cries\nTheir homes are disappearing before our eyes\n"
+          "We need to act now, before it's too late\nAnd save these creatures from a terrible fate")
+SONG = "\n\n".join([
+    "(Verse 1)\nIn the forest and the sea\nThere are creatures great and small\nBut now they're in jeopardy\n"
+    "We need to help them all", CHORUS,
+    "(Verse 2)\nFrom the mighty elephant\nTo the tiny bee\nThey all have a role to play\nIn our ecology", CHORUS,
+    "(Bridge)\nWe can make a change\nWith every little action\nProtect their habitats \nAnd stop the harmful "
+    "extraction",
+    "(Outro)\nFor the future of our planet\nFor the children yet to be\nLet's protect endangered species\n"
+    "And live in harmony."])
+
+
+def test_a_flat_records_reply_is_judged_as_a_reply(tmp_path):
+    """Alpaca's `output` is the record's trained reply (the field the rendered view trains): a chorus is not a loop
+    there, as in a conversation's reply; the same text as a web document (a lone text field) is flagged."""
+    shard = write_shard(tmp_path / "alpaca.parquet", {
+        "instruction": ["Write a song about endangered species.", "Say hello.", "Write a song."],
+        "input": ["", "", ""], "output": [SONG, LOOP, "A short song."]})
+    audit(tmp_path, [shard], {})
+    flags = pq.read_table(tmp_path / "out" / "flags.parquet").to_pylist()
+    assert sorted((f["row"], f["field"]) for f in flags if f["check"] == "repetition") == [(1, "output")]
+
+    (tmp_path / "web").mkdir()
+    doc = write_shard(tmp_path / "web" / "docs.parquet", {"text": [SONG]})
+    audit(tmp_path / "web", [doc], {})
+    flags = pq.read_table(tmp_path / "web" / "out" / "flags.parquet").to_pylist()
+    assert [(f["row"], f["detail"]) for f in flags if f["check"] == "repetition"] == [
+        (0, "dup_line_char_frac=0.21 > 0.2")]

@@ -12,7 +12,7 @@ def test_a_check_flagging_nearly_every_record_names_its_settings(tmp_path):
     assert [n for n in report["notes"] if "flags nearly everything" in n] == [
         "long_unbroken_run: flags 19 of 20 records (95%): a check that flags nearly everything usually has thresholds "
         "that do not fit this data; its settings are per dataset: [checks.long_unbroken_run] max_run = 100, "
-        "url_max = 400"]
+        "url_max = 400, code_max_run = 300"]
     assert report["totals"]["field_warnings"] == 0      # a hint, not a warning --strict fails on
 
 

@@ -59,7 +59,7 @@ def test_registered_with_defaults():
         "empty_text": {},
         "control_chars": {"max_count": 0, "count_ff_vt": False},
         "mojibake": {"min_count": 1},
-        "long_unbroken_run": {"max_run": 100, "url_max": 400},
+        "long_unbroken_run": {"max_run": 100, "url_max": 400, "code_max_run": 300},
         "non_text_ratio": {"max_ratio": 0.35, "min_chars": 20},
     }
     for name in CHECKS:
@@ -193,6 +193,22 @@ def test_long_unbroken_run_exact():
     assert "1000 chars" in out.detail[1] and hexs[:20] in out.detail[1]
     assert run("long_unbroken_run", rows, max_run=500).flagged.tolist() == [False, True] + [False] * 9
 
+
+
+def test_long_unbroken_run_lets_a_call_chain_reach_code_max_run():
+    # a real C# line (LLaMA-Factory's alpaca demo): 113 characters of calls, no whitespace
+    chain = ("RNNCoreAnnotations.getPredictedClass(sentence.get(SentimentCoreAnnotations.SentimentAnnotatedTree()"
+             ".getClass()));")
+    b64 = "QUJD" * 40                                       # 160 characters, no parenthesis
+    rows = [f"var s = {chain}", f"```\n{b64}\n```", f"x = f({'a' * 310})", f"{chain}\nthen {b64}", "(" + "z" * 150]
+    out = run("long_unbroken_run", rows)
+    assert out.flagged.tolist() == [False, True, True, True, True]   # the last holds "(" alone
+    assert out.value.tolist() == [113, 160, 313, 160, 151]
+    assert out.detail[2].startswith("longest run without whitespace: 313 chars (max 300 for code): f(aaaa")
+    assert out.detail[3].startswith("longest run without whitespace: 160 chars (max 100): QUJD")
+    from dataaudit.checks.text import _locate_run
+    assert [_locate_run(t) for t in rows] == [None, (4, 164), (4, 317), (119, 279), (0, 151)]
+    assert run("long_unbroken_run", rows, code_max_run=0).flagged.tolist() == [True] * 5
 
 def test_long_unbroken_run_urls():
     path = "/".join(["segment"] * 30)                      # 239 chars
