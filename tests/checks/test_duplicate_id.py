@@ -167,6 +167,20 @@ def test_the_state_is_compact_and_chunked():
     assert len(state["sample"]) == SAMPLE and state["examples"] == []
 
 
+def test_the_decode_cache_holds_the_live_chunks_only():
+    """Chunks merged away leave the cache: it held them (and their base64) until its 256 MB budget pushed them out,
+    145 MB for a shard of 620,000 ids."""
+    from dataaudit.checks import record_ids
+
+    record_ids._cache.clear()
+    record_ids._cache_bytes = 0
+    n = 100_000
+    state, _ = _feed(pa.array([f"rec-{i:07d}" for i in range(n)]), 1000)
+    live = {id(c[k]) for c in state["chunks"] for k in ("hashes", "rows")}
+    assert set(record_ids._cache) <= live
+    assert record_ids._cache_bytes == sum(a.nbytes for _, a in record_ids._cache.values()) <= 12 * n
+
+
 def test_the_state_survives_json_as_in_a_resumed_job():
     ids = pa.array([f"id{i}" for i in range(50)])
     state, _ = _feed(ids, 7)
