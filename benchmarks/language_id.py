@@ -201,6 +201,45 @@ def _language_id_module():
         return mod
 
 
+def _module_at(rev: str):
+    """dataaudit/checks/language_id.py as git revision `rev` has it, loaded by path (a module of its own)."""
+    import subprocess
+    import tempfile
+
+    src = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:dataaudit/checks/language_id.py"], check=True,
+                         capture_output=True, text=True).stdout
+    path = Path(tempfile.mkdtemp()) / "language_id_at_rev.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("language_id_at_rev", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def against(rev: str, texts: list[str], nbytes: int, repeat: int) -> dict:
+    """The pre-pass (`script_pass`) and the whole identification (`identify`) of this checkout and of `rev`,
+    timed alternately in this process (best of `repeat` each), and the texts whose language differs."""
+    import pyarrow as pa
+
+    mods = {"at " + rev: _module_at(rev), "this checkout": _language_id_module()}
+    arr = pa.array(texts, pa.string())
+    out = {}
+    for part in ("script_pass", "identify"):
+        runs = {name: (lambda m=m: getattr(m, part)(arr, min_letters=20)) for name, m in mods.items()}
+        best = dict.fromkeys(runs, float("inf"))
+        for run in runs.values():
+            run()                                   # tables, kernels
+        for _ in range(repeat):
+            for name, run in runs.items():
+                t0 = time.perf_counter()
+                run()
+                best[name] = min(best[name], time.perf_counter() - t0)
+        out[part] = {name: round(nbytes / 1e6 / t, 2) for name, t in best.items()}
+    old, new = (m.identify(arr, min_letters=20)[0] for m in mods.values())
+    out["differ"] = int(sum(a != b for a, b in zip(old.tolist(), new.tolist())))
+    return out
+
+
 def cand_prepass():
     import pyarrow as pa
 
@@ -223,6 +262,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--only", action="append", help="measure only candidates whose name starts with this")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--against", metavar="REV", help="also time the pre-pass of this git revision's "
+                    "dataaudit/checks/language_id.py and this checkout's, alternately in one process (the ratio "
+                    "is the figure on a shared machine), and count the texts whose language differs")
     args = ap.parse_args(argv)
     try:
         import pyarrow as pa
@@ -262,6 +304,12 @@ def main(argv=None) -> int:
               + ", ".join(f"{g} {v:.1%}" for g, v in per.items()) + ")")
         for miss in misses[:3]:
             print(f"    miss: label {miss[0]}, said {miss[1]!r}: {miss[2]!r}")
+    if args.against:
+        results["against"] = vs = against(args.against, texts, nbytes, args.repeat)
+        for part in ("script_pass", "identify"):
+            (old, a), (new, b) = vs[part].items()
+            print(f"{part:12s} MB/s: {a:8.2f} {old}, {b:8.2f} {new}: {b / a:.2f}x")
+        print(f"texts whose language differs: {vs['differ']} of {len(texts)}")
     if args.json:
         Path(args.json).write_text(json.dumps({"texts": len(texts), "bytes": nbytes, "results": results}, indent=1))
     return 0

@@ -294,7 +294,7 @@ def prose_counts(off, data, table, spread, wlo, whi, fold, slots, out):
         end = off[r + 1]
         n0 = n1 = n2 = n3 = n4 = n5 = 0
         acc = np.uint64(0)
-        left = _FULL
+        left = np.int64(_FULL)
         marks = 0
         prev = np.uint64(0)       # 1: the code point before i is a letter (its word was read where it starts)
         while i < end:
@@ -306,7 +306,7 @@ def prose_counts(off, data, table, spread, wlo, whi, fold, slots, out):
                 n4 += np.int64((acc >> np.uint64(40)) & field)
                 n5 += np.int64((acc >> np.uint64(50)) & field)
                 acc = np.uint64(0)
-                left = _FULL
+                left = np.int64(_FULL)
             if i + 8 <= end:
                 x = load8(data, i)
                 if (x & HIGH) == 0 and has_byte(x, _BACKTICKS) == 0:    # eight ASCII code points, no code

@@ -174,3 +174,20 @@ def test_build_kernels_says_when_it_is_up_to_date_and_fails_in_one_line(cache_di
     assert proc.stderr.strip().startswith(f"Error: kernels not compiled (cannot write {blocked / 'kernels'}: ")
     assert proc.stderr.strip().endswith("the commands use numba's JIT kernels")
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_the_language_pre_pass_compiled_equals_numbas_and_its_twin(aot, monkeypatch):
+    from dataaudit.checks import language_id
+    import dataaudit.textops._codepoint_kernels as jit
+    from tests.checks.test_language_prepass import CASES, _random_texts
+
+    arr = pa.array(list(CASES) + _random_texts(300, 5))
+    calls = []
+    real = jit.prose_counts
+    monkeypatch.setattr(jit, "prose_counts", lambda *a: calls.append(1) or real(*a))
+    fast = language_id.counts(arr)
+    assert calls == []                                   # the compiled kernel ran, not numba's
+    monkeypatch.setenv(compiled.NO_AOT_ENV, "1")
+    np.testing.assert_array_equal(language_id.counts(arr), fast)
+    assert calls == [1]
+    np.testing.assert_array_equal(language_id.regex_counts(arr), fast)
