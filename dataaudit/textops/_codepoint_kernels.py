@@ -272,7 +272,7 @@ def _word_key_slow(data, p, end, table, fold):
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
-def prose_counts(off, data, table, spread, wlo, whi, fold, slots, out):
+def prose_counts(off, data, table, spread, calls, wr, wlo, whi, fold, slots, out):
     """Per row r, over its prose (the row with each code span, as `_code_end` finds them from the left, read as one
     space): out[r, k] for k < 6 the code points whose table entry has bit k (`spread[t]`: bit k of t moved to bit
     10k, so one addition per code point counts all six); out[r, 6] the words of `slots` as Arrow counts
@@ -280,10 +280,12 @@ def prose_counts(off, data, table, spread, wlo, whi, fold, slots, out):
     the ranges wlo/whi, and what RE2 folds onto them, `fold`: cp << 8 | its lower-case letter) that is one of them,
     "of the" twice (Arrow restarts RE2 after each match, where ^ matches again).
 
-    Eight ASCII bytes without a backtick at a time: their word starts from the letters' bit mask, each word read
-    whole where it starts (`_word_key`) and looked up once: `slots` holds each word's key at key * GOLD >> (64 -
-    log2(len(slots))) and 1 (no key) elsewhere. Other bytes code point by code point, a word also read where it
-    starts."""
+    64 ASCII bytes without a backtick at a time where a row has them (`in_ranges64`, a bit per byte): per row of
+    `calls` (lo1, n1, lo2, n2, 10k: two ranges of class k's ASCII bytes), the bytes in those ranges counted into
+    class k; the word starts from the letters' mask (the ranges `wr`), each word read whole where it starts and
+    looked up once: `slots` holds each word's key at key * GOLD >> (64 - log2(len(slots))) and 1 (no key)
+    elsewhere. Else eight ASCII bytes at a time (`_letters8`, the ranges wlo/whi; `spread` per byte), else code
+    point by code point, a word also read where it starts (`_word_key`)."""
     bits = 0
     while (1 << bits) < slots.shape[0]:
         bits += 1
@@ -298,7 +300,7 @@ def prose_counts(off, data, table, spread, wlo, whi, fold, slots, out):
         marks = 0
         prev = np.uint64(0)       # 1: the code point before i is a letter (its word was read where it starts)
         while i < end:
-            if left < 8:          # the fields could overflow in the next eight: into the counts
+            if left < 64:         # the fields could overflow in the next 64: into the counts
                 n0 += np.int64(acc & field)
                 n1 += np.int64((acc >> np.uint64(10)) & field)
                 n2 += np.int64((acc >> np.uint64(20)) & field)
@@ -307,6 +309,26 @@ def prose_counts(off, data, table, spread, wlo, whi, fold, slots, out):
                 n5 += np.int64((acc >> np.uint64(50)) & field)
                 acc = np.uint64(0)
                 left = np.int64(_FULL)
+            if i + 64 <= end and in_ranges64(data, i, 0x80, 0x80, 96, 1) == 0:     # 64 ASCII, no code
+                for c in range(calls.shape[0]):
+                    acc += np.uint64(popcount(in_ranges64(data, i, calls[c, 0], calls[c, 1], calls[c, 2],
+                                                          calls[c, 3]))) << np.uint64(calls[c, 4])
+                m = in_ranges64(data, i, wr[0], wr[1], wr[2], wr[3])
+                starts = m & ~((m << np.uint64(1)) | prev)
+                while starts != 0:
+                    at = trailing_zeros(starts)
+                    n = trailing_zeros(~(m >> at))                 # its letters, up to the block's end
+                    if at + n < 64 and at <= 56:     # it ends in the block: its first eight bytes, masked
+                        key = (load8(data, i + np.int64(at)) | _LOWER) & (
+                            (np.uint64(1) << ((np.uint64(8) * min(n, np.uint64(8))) & np.uint64(63))) - np.uint64(1))
+                    else:
+                        key = _word_key(data, i + np.int64(at), end, table, wlo, whi, fold)
+                    marks += slots[(key * GOLD) >> shift] == key
+                    starts &= starts - np.uint64(1)
+                prev = m >> np.uint64(63)
+                left -= 64
+                i += 64
+                continue
             if i + 8 <= end:
                 x = load8(data, i)
                 if (x & HIGH) == 0 and has_byte(x, _BACKTICKS) == 0:    # eight ASCII code points, no code

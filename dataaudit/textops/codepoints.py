@@ -104,11 +104,9 @@ def _buffers(arr: pa.Array):
 def ascii_ranges(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The kernels' view of the marked ASCII bytes (entry 1 among t[:128]): per maximal range [a, b] of them,
     128 - a and 127 - b in all eight bytes of a uint64 (the kernels' eight-bytes-at-a-time ASCII path)."""
-    marked = np.concatenate([[0], t[:128] != 0, [0]]).astype(np.int8)
-    edges = np.diff(marked)
-    a, b = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
+    r = np.array(_ranges(t), np.int64).reshape(-1, 2)
     ones = np.uint64(0x0101010101010101)
-    return (128 - a).astype(np.uint64) * ones, (127 - b).astype(np.uint64) * ones
+    return (128 - r[:, 0]).astype(np.uint64) * ones, (128 - r[:, 0] - r[:, 1]).astype(np.uint64) * ones
 
 
 def ascii_pairs(t: np.ndarray) -> np.ndarray:
@@ -195,8 +193,15 @@ def _prose_tables(classes: tuple[str, ...], words: tuple[str, ...]):
     letters = table(WORD_LETTERS)
     t |= letters << 6
     wlo, whi = ascii_ranges(letters)
-    if len(wlo) > 4:
-        raise ValueError(f"{WORD_LETTERS} has more than four ranges of ASCII letters")
+    wr = np.array([x for lo, n in _ranges(letters) for x in (lo, n)] + [0, 0] * 2, np.int64)[:4]
+    if len(wlo) > 2:
+        raise ValueError(f"{WORD_LETTERS} has more than two ranges of ASCII letters")
+    calls = []                  # two ranges of a class's ASCII bytes at a time, and where its count goes
+    for k, pattern in enumerate(classes):
+        pairs = _ranges(table(pattern))
+        for a in range(0, len(pairs), 2):
+            two = pairs[a:a + 2] + [(0, 0)]
+            calls.append([*two[0], *two[1], 10 * k])
     spread = np.array([sum(1 << 10 * k for k in range(6) if v >> k & 1) for v in range(256)], np.uint64)
     fold = []
     for cp in np.flatnonzero(letters[0x80:0x110000]) + 0x80:
@@ -210,7 +215,15 @@ def _prose_tables(classes: tuple[str, ...], words: tuple[str, ...]):
             bits += 1
     slots = np.ones(1 << bits, np.uint64)
     slots[np.array(h, np.int64)] = keys
-    return t, spread, wlo, whi, np.array(fold, np.int64), slots
+    return t, spread, np.array(calls, np.int64).reshape(-1, 5), wr, wlo, whi, np.array(fold, np.int64), slots
+
+
+def _ranges(t: np.ndarray) -> list[tuple[int, int]]:
+    """The maximal ranges of marked ASCII bytes (entry 1 among t[:128]) as (first, length)."""
+    marked = np.concatenate([[0], t[:128] != 0, [0]]).astype(np.int8)
+    edges = np.diff(marked)
+    a, b = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    return [(int(x), int(y - x)) for x, y in zip(a, b)]
 
 
 def prose_counts(arr: pa.Array, classes: tuple[str, ...], words: tuple[str, ...]) -> np.ndarray | None:
