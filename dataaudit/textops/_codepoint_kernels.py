@@ -220,6 +220,7 @@ _FIELD = 10            # prose_counts' per-class counts, packed: 10 bits each, s
 _FULL = (1 << _FIELD) - 1                       # this many code points
 _BACKTICKS = np.uint64(0x6060606060606060)
 _LOWER = np.uint64(0x2020202020202020)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 @numba.njit(inline="always")
@@ -282,7 +283,8 @@ def prose_counts(off, data, table, spread, calls, wr, wlo, whi, fold, slots, out
 
     64 ASCII bytes without a backtick at a time where a row has them (`in_ranges64`, a bit per byte): per row of
     `calls` (lo1, n1, lo2, n2, 10k: two ranges of class k's ASCII bytes), the bytes in those ranges counted into
-    class k; the word starts from the letters' mask (the ranges `wr`), each word read whole where it starts and
+    class k; the word starts from the letters' mask (the ranges wr[:4]), less those of words shorter than wr[4] or
+    longer than wr[5] letters (the words' lengths: from the mask too), each word read whole where it starts and
     looked up once: `slots` holds each word's key at key * GOLD >> (64 - log2(len(slots))) and 1 (no key)
     elsewhere. Else eight ASCII bytes at a time (`_letters8`, the ranges wlo/whi; `spread` per byte), else code
     point by code point, a word also read where it starts (`_word_key`)."""
@@ -315,6 +317,12 @@ def prose_counts(off, data, table, spread, calls, wr, wlo, whi, fold, slots, out
                                                           calls[c, 3]))) << np.uint64(calls[c, 4])
                 m = in_ranges64(data, i, wr[0], wr[1], wr[2], wr[3])
                 starts = m & ~((m << np.uint64(1)) | prev)
+                for k in range(1, wr[4]):          # not shorter than the shortest word (the next block may go on)
+                    starts &= (m >> np.uint64(k)) | (_ALL << np.uint64(64 - k))
+                run = m
+                for k in range(1, wr[5] + 1):      # nor longer than the longest
+                    run &= m >> np.uint64(k)
+                starts &= ~run
                 while starts != 0:
                     at = trailing_zeros(starts)
                     n = trailing_zeros(~(m >> at))                 # its letters, up to the block's end

@@ -183,17 +183,20 @@ WORD_LETTERS = "(?i)[A-Za-z]"       # the letters of a marker word: RE2 folds tw
 @functools.lru_cache(maxsize=4)
 def _prose_tables(classes: tuple[str, ...], words: tuple[str, ...]):
     """What `prose_counts`' kernel reads: (per code point: bit k for classes[k], bit 6 for WORD_LETTERS; per such
-    byte, bit k moved to bit 10k; the ASCII word letters as `ascii_ranges`; the non-ASCII ones as cp << 8 | the
-    lower-case letter RE2 folds them onto; each word's key (its letters, the first lowest) at
-    key * GOLD >> (64 - log2(size)) of a table holding 1 elsewhere, the size doubled until no two words share a
-    slot)."""
+    byte, bit k moved to bit 10k; per two ranges of a class's ASCII bytes, (first, length, first, length, 10k);
+    the ASCII word letters as two ranges (first, length) and the words' shortest and longest length, and as
+    `ascii_ranges`; the non-ASCII ones as cp << 8 | the lower-case letter RE2 folds them onto; each word's key
+    (its letters, the first lowest) at key * GOLD >> (64 - log2(size)) of a table holding 1 elsewhere, the size
+    doubled until no two words share a slot)."""
     t = np.zeros(_SIZE, np.uint8)
     for k, pattern in enumerate(classes):
         t |= table(pattern) << k
     letters = table(WORD_LETTERS)
     t |= letters << 6
     wlo, whi = ascii_ranges(letters)
-    wr = np.array([x for lo, n in _ranges(letters) for x in (lo, n)] + [0, 0] * 2, np.int64)[:4]
+    lengths = [len(w) for w in words] or [1, 0]
+    wr = np.array(([x for lo, n in _ranges(letters) for x in (lo, n)] + [0, 0] * 2)[:4] + [min(lengths), max(lengths)],
+                  np.int64)
     if len(wlo) > 2:
         raise ValueError(f"{WORD_LETTERS} has more than two ranges of ASCII letters")
     calls = []                  # two ranges of a class's ASCII bytes at a time, and where its count goes
