@@ -11,9 +11,9 @@ identify(texts) -> (code per text, letters per text). The pre-pass works on ever
      a text written mostly in CJK characters (each counted 3 times: one carries about what 3 Latin letters do)
      is Korean when Hangul leads, Japanese when it holds Kana (at least 1 per 5 Han), else Chinese;
      a text of ASCII letters whose words are at least 15% English marker words (and 4 of them) is English;
-  4. every other text (French, German, Russian, Arabic, short or mixed English...) goes to CLD2, cut to its first
-     `max_chars` characters, one call per text (CLD2 has no batch call): its top language, "" when CLD2 says
-     unknown.
+  4. every other text (French, German, Russian, Arabic, short or mixed English...) goes to CLD2, its prose cut to
+     its first `max_chars` characters (one more compiled pass, `model_input`), one call per text (CLD2 has no batch
+     call): its top language, "" when CLD2 says unknown.
 Codes are ISO 639-1 ("en", "zh", ...; CLD2's zh-Hant is zh, its iw is he); three letters where CLD2 knows no
 two-letter code (haw, ceb).
 
@@ -49,9 +49,9 @@ ISO_639_1 = frozenset((
 ).split())
 
 try:
-    from dataaudit.textops.codepoints import prose_counts as _prose_counts
-except ImportError:        # loaded by path (the benchmark, outside the package): the RE2 twin below
-    _prose_counts = None
+    from dataaudit.textops.codepoints import prose_counts as _prose_counts, prose_text as _prose_text
+except ImportError:        # loaded by path (the benchmark, outside the package): the RE2 twins below
+    _prose_counts = _prose_text = None
 
 
 def prose(arr: pa.Array) -> pa.Array:
@@ -92,6 +92,23 @@ def regex_counts(arr: pa.Array) -> np.ndarray:
     return np.stack(cols + [_np(pc.count_substring_regex(text, pattern=_EN_RE))], axis=1)
 
 
+def model_input(arr: pa.Array, rows: np.ndarray, max_chars: int = MAX_CHARS) -> list:
+    """What the model reads of the texts `rows`: their prose, cut to its first `max_chars` characters. UTF-8
+    bytes from one compiled pass (dataaudit.textops.codepoints.prose_text); without numba, str from RE2 and Arrow
+    (`regex_model_input`, the twin, tested equal)."""
+    arr = _string(arr)
+    if _prose_text is not None:
+        out = _prose_text(arr, rows, max_chars)
+        if out is not None:
+            return out
+    return regex_model_input(arr, rows, max_chars)
+
+
+def regex_model_input(arr: pa.Array, rows: np.ndarray, max_chars: int = MAX_CHARS) -> list:
+    """`model_input` with RE2 and Arrow (str; null -> None)."""
+    return pc.utf8_slice_codeunits(prose(_string(arr).take(pa.array(rows, pa.int64()))), 0, max_chars).to_pylist()
+
+
 def script_pass(arr: pa.Array, min_letters: int = MIN_LETTERS) -> tuple[np.ndarray, np.ndarray]:
     """(code per text: "" not judged or "?" for the model, letters per text after code removal)."""
     letters, han, kana, hangul, ascii_, spaces, marks = counts(arr).T
@@ -108,7 +125,7 @@ def script_pass(arr: pa.Array, min_letters: int = MIN_LETTERS) -> tuple[np.ndarr
     return code, np.ascontiguousarray(letters)
 
 
-def _cld2(texts: list[str | None]) -> list[str]:
+def _cld2(texts: list[bytes | str | None]) -> list[str]:
     import pycld2
 
     out = []
@@ -129,6 +146,5 @@ def identify(arr: pa.Array, min_letters: int = MIN_LETTERS, max_chars: int = MAX
     code, letters = script_pass(arr, min_letters)
     ask = np.flatnonzero(code == "?")
     if ask.size:
-        cut = pc.utf8_slice_codeunits(prose(_string(arr).take(pa.array(ask, pa.int64()))), 0, max_chars)
-        code[ask] = _cld2(cut.to_pylist())
+        code[ask] = _cld2(model_input(arr, ask, max_chars))
     return code, letters

@@ -380,3 +380,33 @@ def prose_counts(off, data, table, spread, calls, wr, wlo, whi, fold, slots, out
         out[r, 4] = n4 + np.int64((acc >> np.uint64(40)) & field)
         out[r, 5] = n5 + np.int64((acc >> np.uint64(50)) & field)
         out[r, 6] = marks
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
+def prose_text(off, data, rows, limit, out_off, out_data):
+    """The prose of the rows `rows` (each code span, as `prose_counts` reads it, one space), its first `limit`
+    code points, one row after another into out_data (room for the rows' bytes): row rows[k] ends at
+    out_off[k + 1]. A code point starts at each byte that is no UTF-8 continuation byte (10xxxxxx)."""
+    o = 0
+    out_off[0] = 0
+    for k in range(rows.shape[0]):
+        i = off[rows[k]]
+        end = off[rows[k] + 1]
+        n = 0
+        while i < end:
+            b = data[i]
+            if b & 0xC0 != 0x80:
+                if n == limit:
+                    break
+                n += 1
+                if b == 96:
+                    j = _code_end(data, i, end)
+                    if j > i:     # a code span: one space
+                        out_data[o] = 32
+                        o += 1
+                        i = j
+                        continue
+            out_data[o] = b
+            o += 1
+            i += 1
+        out_off[k + 1] = o

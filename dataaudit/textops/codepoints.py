@@ -244,3 +244,19 @@ def prose_counts(arr: pa.Array, classes: tuple[str, ...], words: tuple[str, ...]
     out = np.zeros((len(off) - 1, 7), np.int64)
     k.prose_counts(off, data, *_prose_tables(tuple(classes), tuple(words)), out)
     return np.ascontiguousarray(out[:, list(range(len(classes))) + [6]])
+
+
+def prose_text(arr: pa.Array, rows: np.ndarray, limit: int) -> list[bytes] | None:
+    """The UTF-8 bytes of rows `rows`' prose (code spans as one space, as `prose_counts` reads them), each cut to
+    its first `limit` code points (null -> b""). One compiled pass; None without numba: the caller's RE2 twin
+    (checks.language_id: the regex replacement, then Arrow's utf8_slice_codeunits)."""
+    k = numba_kernels(_KERNELS, work=arr.nbytes)
+    if k is None:
+        return None
+    off, data = _buffers(arr)
+    rows = np.ascontiguousarray(rows, np.int64)
+    out_off = np.zeros(len(rows) + 1, np.int64)
+    out = np.empty(int((off[rows + 1] - off[rows]).sum()), np.uint8)
+    k.prose_text(off, data, rows, int(limit), out_off, out)
+    raw = out.tobytes()
+    return [raw[a:b] for a, b in zip(out_off[:-1].tolist(), out_off[1:].tolist())]

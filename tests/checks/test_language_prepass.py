@@ -78,3 +78,23 @@ def test_the_compiled_pass_equals_the_re2_twin_on_random_texts():
 def test_words_longer_than_seven_letters_are_refused():
     with pytest.raises(ValueError, match="words of one to seven ASCII letters"):
         codepoints.prose_counts(pa.array(["x"]), ("[\\p{L}]",), ("whatsoever",))
+
+
+@needs_numba
+@pytest.mark.parametrize("limit", [1, 7, 60])
+def test_what_the_model_reads_equals_the_re2_twin(limit):
+    arr = pa.array(list(CASES) + _random_texts(300, 3))
+    rows = np.array([0, 3, 4, 6, 7, 9, 10, 11] + list(range(20, 300, 3)), np.int64)
+    fast = codepoints.prose_text(arr, rows, limit)
+    twin = language_id.regex_model_input(arr, rows, limit)
+    assert fast == [(t or "").encode() for t in twin]
+    assert any(b"`" in t for t in fast) and any(len(t.decode()) == limit for t in fast)
+
+
+def test_what_the_model_reads_exact():
+    texts = pa.array(["the`code`of", "```py\nx\n``` 中文", "`open the\nof", None, "日本語です"])
+    rows = np.arange(5)
+    expected = [t.encode() for t in ("the", "  中", "`op", "", "日本語")]
+    assert [(t or "").encode() for t in language_id.regex_model_input(texts, rows, 3)] == expected
+    if numba_kernels(codepoints._KERNELS) is not None:
+        assert codepoints.prose_text(texts, rows, 3) == expected

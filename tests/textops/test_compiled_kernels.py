@@ -182,12 +182,16 @@ def test_the_language_pre_pass_compiled_equals_numbas_and_its_twin(aot, monkeypa
     from tests.checks.test_language_prepass import CASES, _random_texts
 
     arr = pa.array(list(CASES) + _random_texts(300, 5))
+    rows = np.arange(0, len(arr), 2)
     calls = []
-    real = jit.prose_counts
-    monkeypatch.setattr(jit, "prose_counts", lambda *a: calls.append(1) or real(*a))
+    for name in ("prose_counts", "prose_text"):
+        monkeypatch.setattr(jit, name, lambda *a, real=getattr(jit, name): calls.append(1) or real(*a))
     fast = language_id.counts(arr)
-    assert calls == []                                   # the compiled kernel ran, not numba's
+    text = language_id.model_input(arr, rows, 9)
+    assert calls == []                                   # the compiled kernels ran, not numba's
     monkeypatch.setenv(compiled.NO_AOT_ENV, "1")
     np.testing.assert_array_equal(language_id.counts(arr), fast)
-    assert calls == [1]
+    assert language_id.model_input(arr, rows, 9) == text
+    assert calls == [1, 1]
     np.testing.assert_array_equal(language_id.regex_counts(arr), fast)
+    assert [(t or "").encode() for t in language_id.regex_model_input(arr, rows, 9)] == text
