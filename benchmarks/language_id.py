@@ -237,7 +237,27 @@ def against(rev: str, texts: list[str], nbytes: int, repeat: int) -> dict:
         out[part] = {name: round(nbytes / 1e6 / t, 2) for name, t in best.items()}
     old, new = (m.identify(arr, min_letters=20)[0] for m in mods.values())
     out["differ"] = int(sum(a != b for a, b in zip(old.tolist(), new.tolist())))
+    out["parts_ms"] = parts(mods["this checkout"], arr, repeat)
     return out
+
+
+def parts(lid, arr, repeat: int) -> dict:
+    """This checkout's `identify` in its three steps, each timed alone (best of `repeat`, ms): on a loaded machine
+    a step of a few ms often runs without being preempted where the whole, 2-3x longer, rarely does."""
+    import numpy as np
+
+    code, _ = lid.script_pass(arr, min_letters=20)
+    ask = np.flatnonzero(code == "?")
+    texts = lid.model_input(arr, ask)
+    steps = {"pre-pass": lambda: lid.script_pass(arr, min_letters=20), "model input": lambda: lid.model_input(arr, ask),
+             "CLD2": lambda: lid._cld2(texts)}
+    best = dict.fromkeys(steps, float("inf"))
+    for _ in range(repeat):
+        for name, step in steps.items():
+            t0 = time.perf_counter()
+            step()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return {name: round(t * 1e3, 3) for name, t in best.items()} | {"texts to CLD2": int(ask.size)}
 
 
 def cand_prepass():
@@ -310,6 +330,10 @@ def main(argv=None) -> int:
             (old, a), (new, b) = vs[part].items()
             print(f"{part:12s} MB/s: {a:8.2f} {old}, {b:8.2f} {new}: {b / a:.2f}x")
         print(f"texts whose language differs: {vs['differ']} of {len(texts)}")
+        steps = {k: v for k, v in vs["parts_ms"].items() if k != "texts to CLD2"}
+        print("this checkout's identify by step, each alone: " + ", ".join(f"{k} {v:.2f} ms" for k, v in steps.items())
+              + f" ({vs['parts_ms']['texts to CLD2']} texts to CLD2); sum {sum(steps.values()):.2f} ms = "
+              f"{nbytes / 1e3 / sum(steps.values()):.1f} MB/s")
     if args.json:
         Path(args.json).write_text(json.dumps({"texts": len(texts), "bytes": nbytes, "results": results}, indent=1))
     return 0
