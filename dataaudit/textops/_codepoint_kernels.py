@@ -326,7 +326,7 @@ def prose_counts(off, data, table, spread, calls, wr, wlo, whi, fold, slots, out
                 while starts != 0:
                     at = trailing_zeros(starts)
                     n = trailing_zeros(~(m >> at))                 # its letters, up to the block's end
-                    if at + n < 64 and at <= 56:     # it ends in the block: its first eight bytes, masked
+                    if at <= 56:      # its first eight bytes, masked (one that runs on past the block: 8+ letters)
                         key = (load8(data, i + np.int64(at)) | _LOWER) & (
                             (np.uint64(1) << ((np.uint64(8) * min(n, np.uint64(8))) & np.uint64(63))) - np.uint64(1))
                     else:

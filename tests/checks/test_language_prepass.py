@@ -75,6 +75,21 @@ def test_the_compiled_pass_equals_the_re2_twin_on_random_texts():
     np.testing.assert_array_equal(_both(arr.cast(pa.large_string()))[0], twin)
 
 
+@needs_numba
+def test_long_ascii_texts_read_64_bytes_at_a_time_equal_the_twin():
+    """Mostly-ASCII texts (the kernel's 64-byte path): words across block ends, at every offset, longer than a
+    block, and a few non-ASCII letters and backticks that send a block the slow way."""
+    rng = random.Random(5)
+    words = ["the", "of", "and", "a", "I", "there", "their", "whichever", "x" * 70, "Which", "WOULD", "your", "is",
+             "thi\u017f", "caf\u00e9", "`it`", "itis"]
+    seps = [" ", " ", " ", "  ", "\n", ", ", ". ", "-", "'"]
+    texts = ["".join(rng.choice(words) + rng.choice(seps) for _ in range(rng.randint(10, 200))) for _ in range(300)]
+    texts += [" " * k + "the of " * 30 for k in range(70)]                       # every offset in a block
+    fast, twin = _both(pa.array(texts))
+    np.testing.assert_array_equal(fast, twin)
+    assert twin[:, 6].sum() > 10_000
+
+
 def test_words_longer_than_seven_letters_are_refused():
     with pytest.raises(ValueError, match="words of one to seven ASCII letters"):
         codepoints.prose_counts(pa.array(["x"]), ("[\\p{L}]",), ("whatsoever",))
