@@ -88,7 +88,7 @@ def regex_counts(arr: pa.Array) -> np.ndarray:
     compiled pass's twin, tested equal; ~10x slower)."""
     text = prose(arr)
     cols = [_np(pc.count_substring_regex(text, pattern=p)) for p in _CLASSES.values()]
-    # the marker regex consumes the character after a word, so "of the" counts once: a lower bound
+    # Arrow restarts RE2 after each match, where ^ matches again: every whole marker word counts ("of the" twice)
     return np.stack(cols + [_np(pc.count_substring_regex(text, pattern=_EN_RE))], axis=1)
 
 

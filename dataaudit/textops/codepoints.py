@@ -4,7 +4,8 @@ the number of code points it matches. The numba kernels (`_codepoint_kernels.py`
 directly; without numba the same results come from Arrow's RE2 kernels (the reference implementation, tested
 equal). Also here: the rows whose bytes hold 0xC3 or U+FFFD (`holds_c3_or_fffd`, numpy twin), where mojibake
 can start. And `prose_counts`, the language pre-pass's counts in one pass (classes and marker words outside code
-spans; its twin is checks.language_id's RE2 passes). A table is built once per class by matching
+spans), and `prose_text`, that prose itself for some rows, cut (their twins: checks.language_id's RE2 passes). A
+table is built once per class by matching
 the class against every code point with the same RE2, so both paths agree on every character, including
 Unicode script and category properties. The kernels also get the table's ASCII part as ranges and as a table
 of byte pairs (`ascii_ranges`, `ascii_pairs`: their eight-bytes-at-a-time path), kept per pattern.
@@ -211,7 +212,7 @@ def _prose_tables(classes: tuple[str, ...], words: tuple[str, ...]):
         one = pa.array([chr(cp)])
         low = [c for c in "abcdefghijklmnopqrstuvwxyz" if pc.match_substring_regex(one, f"(?i)^{c}$")[0].as_py()]
         fold.append(int(cp) << 8 | ord(low[0]))
-    keys = np.array([int.from_bytes(w.lower().encode(), "little") for w in set(words)], np.uint64)
+    keys = np.array([int.from_bytes(w.lower().encode(), "little") for w in {w.lower() for w in words}], np.uint64)
     bits = 4
     with np.errstate(over="ignore"):                                    # the multiplication wraps, as the kernel's
         while len(set(h := ((keys * GOLD) >> np.uint64(64 - bits)).tolist())) < len(keys):

@@ -90,6 +90,13 @@ def test_long_ascii_texts_read_64_bytes_at_a_time_equal_the_twin():
     assert twin[:, 6].sum() > 10_000
 
 
+@needs_numba
+def test_other_words_and_a_word_twice_in_two_cases():
+    arr = pa.array(["The THE the, of and there", "x the-The", None] * 200)
+    out = codepoints.prose_counts(arr, ("[\\p{L}]",), ("the", "The", "there", "x"))
+    assert out[:3].tolist() == [[19, 4], [7, 3], [0, 0]]
+
+
 def test_words_longer_than_seven_letters_are_refused():
     with pytest.raises(ValueError, match="words of one to seven ASCII letters"):
         codepoints.prose_counts(pa.array(["x"]), ("[\\p{L}]",), ("whatsoever",))
