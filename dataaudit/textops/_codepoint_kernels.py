@@ -352,27 +352,31 @@ def prose_counts(off, data, table, spread, calls, wr, wlo, whi, fold, slots, out
                     left -= 8
                     i += 8
                     continue
-            p = i
-            b = data[i]
-            if b < 0x80:
-                cp = np.int64(b)
-                i += 1
-                if b == 96:
-                    j = _code_end(data, p, end)
-                    if j > p:     # a code span: one space
-                        cp = 32
-                        i = j
+                stop = i + 8      # code point by code point past these eight bytes (at most 11 code points)
             else:
-                cp, w = _decode(data, i, end)
-                i += w
-            t = table[cp]
-            acc += spread[t]
-            left -= 1
-            letter = np.uint64(t >> 6)
-            if letter > prev:
-                key = _word_key(data, p, end, table, wlo, whi, fold)
-                marks += slots[(key * GOLD) >> shift] == key
-            prev = letter
+                stop = end
+            while i < stop:
+                p = i
+                b = data[i]
+                if b < 0x80:
+                    cp = np.int64(b)
+                    i += 1
+                    if b == 96:
+                        j = _code_end(data, p, end)
+                        if j > p:     # a code span: one space
+                            cp = 32
+                            i = j
+                else:
+                    cp, w = _decode(data, i, end)
+                    i += w
+                t = table[cp]
+                acc += spread[t]
+                left -= 1
+                letter = np.uint64(t >> 6)
+                if letter > prev:
+                    key = _word_key(data, p, end, table, wlo, whi, fold)
+                    marks += slots[(key * GOLD) >> shift] == key
+                prev = letter
         out[r, 0] = n0 + np.int64(acc & field)
         out[r, 1] = n1 + np.int64((acc >> np.uint64(10)) & field)
         out[r, 2] = n2 + np.int64((acc >> np.uint64(20)) & field)
