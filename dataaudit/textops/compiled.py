@@ -46,6 +46,8 @@ EXPORTS: dict[str, dict[str, str]] = {
         "count_marked": "i8[] u1[] u1[] u8[] u8[] u1[] i8[] i8[]",
         "holds_c3_or_fffd": "i8[] u1[] b1[]",
         "longest_run": "i8[] u1[] u1[] u8[] u8[] i8[]",
+        "prose_counts": "i8[] u1[] u1[] u8[] i8[][] i8[] u8[] u8[] i8[] u8[] i8[][]",
+        "prose_text": "i8[] u1[] i8[] i8 i8[] u1[]",
     },
     "dataaudit.textops._literal_kernels": {
         "count_literals": "i8[] u1[] u1[] i8[] b1[] u8[] i8[] i8[]",

@@ -35,7 +35,7 @@ SHORT = "Merci beaucoup !"
 
 
 def test_the_script_pre_pass_decides_cjk_and_plain_english_without_the_model():
-    code, letters, _ = script_pass(pa.array([EN, ZH, ZH_TERMS, FR, SHORT, None, "これは日本語のテキストです。ひらがなとカタカナと漢字で書かれています。",
+    code, letters = script_pass(pa.array([EN, ZH, ZH_TERMS, FR, SHORT, None, "これは日本語のテキストです。ひらがなとカタカナと漢字で書かれています。",
                                              "한국어 문장입니다 오늘은 날씨가 좋습니다 정말"]))
     assert code.tolist() == ["en", "zh", "zh", "?", "", "", "ja", "ko"]
     assert letters[4] < 20 and letters[5] == 0

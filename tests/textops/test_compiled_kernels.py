@@ -174,3 +174,24 @@ def test_build_kernels_says_when_it_is_up_to_date_and_fails_in_one_line(cache_di
     assert proc.stderr.strip().startswith(f"Error: kernels not compiled (cannot write {blocked / 'kernels'}: ")
     assert proc.stderr.strip().endswith("the commands use numba's JIT kernels")
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_the_language_pre_pass_compiled_equals_numbas_and_its_twin(aot, monkeypatch):
+    from dataaudit.checks import language_id
+    import dataaudit.textops._codepoint_kernels as jit
+    from tests.checks.test_language_prepass import CASES, _random_texts
+
+    arr = pa.array(list(CASES) + _random_texts(300, 5))
+    rows = np.arange(0, len(arr), 2)
+    calls = []
+    for name in ("prose_counts", "prose_text"):
+        monkeypatch.setattr(jit, name, lambda *a, real=getattr(jit, name): calls.append(1) or real(*a))
+    fast = language_id.counts(arr)
+    text = language_id.model_input(arr, rows, 9)
+    assert calls == []                                   # the compiled kernels ran, not numba's
+    monkeypatch.setenv(compiled.NO_AOT_ENV, "1")
+    np.testing.assert_array_equal(language_id.counts(arr), fast)
+    assert language_id.model_input(arr, rows, 9) == text
+    assert calls == [1, 1]
+    np.testing.assert_array_equal(language_id.regex_counts(arr), fast)
+    assert [(t or "").encode() for t in language_id.regex_model_input(arr, rows, 9)] == text
