@@ -144,7 +144,8 @@ def run_cli(paths: list[str], out: Path, threshold: float, threads: int | None, 
     cmd = _common.dataaudit_cli() + ["dedup", *paths, "--out", str(out), "--engine", "local",
                                      "--threshold", str(threshold), *extra]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    # run in `root`: `python -m` puts the working folder first on sys.path, before PYTHONPATH
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=root)
     output = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
