@@ -27,14 +27,22 @@ when their own Jaccard is below the threshold, which counts against our precisio
 document flagged (ours: in a cluster; peers: it has a candidate) vs it has a partner at exact Jaccard >= the
 threshold among the judged pairs (the duplicate flags dataaudit's dedup_signatures benchmark compares).
 
---baseline CHECKOUT runs the CLI of another checkout (a worktree of the previous version), this checkout's and
-rensa in turn, --repeats rounds, and prints each round's ratios: a comparison that holds under a changing load.
+--corpus short / long: instead, the first --docs rows of benchmarks/make_real_corpus.py's real records (`short`:
+--short, chat turns, instructions, questions and speeches, median ~132 bytes; `long`: its default mix of code,
+English prose and Chinese, ~1.6 KB a row), cached in bench-data/dedup-real-<kind>-<docs>/. Nothing is planted:
+their rows repeat real texts (exact duplicates) and agreement is judged on each tool's own claims.
+
+--rounds N runs this checkout's CLI (default settings) and rensa in turn N times and prints each round's ratio and
+the load: a comparison that holds under a changing load (the machine is shared). --baseline CHECKOUT adds the CLI
+of another checkout (a copy or worktree of the previous version) to each round (--repeats rounds without --rounds).
+The header says whether the CLI finds dedup's kernels compiled ahead of time (`dataaudit build-kernels`).
 
 --docs-1m also builds 1,000,000 documents (~700 MB) and runs the CLI on them (wall, peak RSS, recall of the
 planted pairs). rensa is installed by benchmarks/setup_dedup_bench.sh into .bench-deps/.
 
     .venv/bin/python benchmarks/dedup_end_to_end.py                 # 100k
     .venv/bin/python benchmarks/dedup_end_to_end.py --docs-1m       # + 1M (CLI only)
+    .venv/bin/python benchmarks/dedup_end_to_end.py --corpus short --default-only --rounds 5 --datasketch-docs 0
 """
 from __future__ import annotations
 
@@ -129,6 +137,16 @@ def make_real_corpus_digest(rows: list[str]) -> str:
     for r in rows:
         h.update(r.encode("utf-8", "surrogatepass") + b"\0")
     return h.hexdigest()[:16]
+
+
+def kernels_line() -> str:
+    """Whether the CLI finds dedup's kernels compiled ahead of time (`dataaudit build-kernels`) or uses numba's JIT."""
+    code = ("from dataaudit.textops.compiled import compiled_kernels, kernels_folder, key\n"
+            "print(kernels_folder() / key() if compiled_kernels('dataaudit.dedup._kernels') else '')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_common.child_env(),
+                         cwd=_common.REPO).stdout.strip()
+    return f"kernels compiled ahead of time ({out})" if out else \
+        "kernels: numba's JIT (no `dataaudit build-kernels` build for these sources)"
 
 
 def run_cli(paths: list[str], out: Path, threshold: float, threads: int | None, extra: tuple = (),
@@ -258,7 +276,7 @@ def scores(said: np.ndarray, truth: np.ndarray, result: dict | None = None, name
 
 def main(args) -> int:
     print(_common.machine_line())
-    print(f"dataaudit from {_common.dataaudit_origin()}")
+    print(f"dataaudit from {_common.dataaudit_origin()}; {kernels_line()}")
     rng = np.random.default_rng(1)
     out_root = Path(args.data) / "dedup-e2e-out"
     if args.corpus == "e2e":

@@ -4,18 +4,21 @@ takes the columns of that first record instead of being normalized and signed ag
 repeat texts a lot (system prompts, questions asked many times): in 100,000 short records of real chat turns and
 questions, 48% of a shard's records repeat an earlier one.
 
-A text is known by the XXH3-128 of its bytes (`exact.exact_hashes`: the hash of the exact stage, here of the raw
-text); a 128-bit collision between two texts of one shard is not a practical concern. Only the signature columns
-are shared; each record keeps its own row, line and key.
+A text is known by the XXH3-128 of its bytes (`exact.exact_digests`: the hash of the exact stage, here of the raw
+text), looked up in a dict (~0.3 us a record with the hash; a sort-based lookup cost more); a 128-bit collision
+between two texts of one shard is not a practical concern. A shard whose first rows repeat little stops looking
+(FEW_REPEATS). Only the signature columns are shared; each record keeps its own row, line and key.
 """
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 
-from .exact import exact_hashes
+from .exact import exact_digests
 
 COLUMNS = ("count", "exact_hi", "exact_lo", "sig")     # what a repeat takes from its first record
+FEW_REPEATS = 0.02             # a shard with fewer repeats than this share of its first FEW_AFTER rows ...
+FEW_AFTER = 16_384             # ... is signed record by record from then on (a lookup costs ~0.3 us a record)
 
 
 class Repeats:
@@ -23,32 +26,30 @@ class Repeats:
     sign; `fill` (as each batch's signed columns come back, in the same order) completes them for every record."""
 
     def __init__(self):
-        self.keys = np.zeros(0, np.uint64)        # sorted `hi` of the texts seen ...
-        self.lo = np.zeros(0, np.uint64)          # ... their `lo`,
-        self.first = np.zeros(0, np.int64)        # ... and the shard row of their first record
+        self.first: dict[bytes, int] = {}         # digest of a text seen -> the shard row of its first record
         self.rows = 0                             # rows planned so far
+        self.active = True                        # False once the shard shows too few repeats to look for more
+        self.repeated = 0                         # records planned as repeats
         self.starts: list[int] = []               # shard row of each filled batch's first record
         self.filled: list[dict[str, np.ndarray]] = []    # each filled batch's columns, as arrays
 
-    def plan(self, text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-        """(rows of the batch to sign, in order; the shard row whose columns each record of the batch takes)."""
+    def plan(self, text: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
+        """(rows of the batch to sign, in order; the shard row whose columns each record of the batch takes), or
+        None: sign every record (after FEW_AFTER rows with fewer than FEW_REPEATS of them repeated, the shard is
+        taken to have none worth the lookups)."""
+        if not self.active:
+            return None
         n = len(text)
-        hi, lo = exact_hashes(text)
-        pair = np.empty(n, [("hi", np.uint64), ("lo", np.uint64)])
-        pair["hi"], pair["lo"] = hi, lo
-        _, first_in_batch, inverse = np.unique(pair, return_index=True, return_inverse=True)
-        u_hi, u_lo = hi[first_in_batch], lo[first_in_batch]
-        at = np.minimum(np.searchsorted(self.keys, u_hi), max(len(self.keys) - 1, 0))
-        seen = (self.keys[at] == u_hi) & (self.lo[at] == u_lo) if len(self.keys) else np.zeros(len(u_hi), bool)
-        source = np.where(seen, self.first[at] if len(self.keys) else 0, self.rows + first_in_batch)
-        new = np.flatnonzero(~seen)
-        if len(new):                               # remember the new texts (a hi seen with another lo: both kept)
-            where = np.searchsorted(self.keys, u_hi[new])
-            self.keys = np.insert(self.keys, where, u_hi[new])
-            self.lo = np.insert(self.lo, where, u_lo[new])
-            self.first = np.insert(self.first, where, source[new])
+        first = self.first
+        base = self.rows
+        source = [first.setdefault(d, base + i) for i, d in enumerate(exact_digests(text))]   # a dict lookup each
+        source = np.asarray(source, np.int64)
+        sign = np.flatnonzero(source == np.arange(base, base + n))
         self.rows += n
-        return np.sort(first_in_batch[new]), source[inverse.reshape(-1)]
+        self.repeated += n - len(sign)
+        if self.rows >= FEW_AFTER and self.repeated < FEW_REPEATS * self.rows:
+            self.active = False
+        return sign, source
 
     def fill(self, signed: dict[str, pa.Array], sign_rows: np.ndarray, source: np.ndarray) -> dict[str, pa.Array]:
         """The columns of every record of the batch, from those of its signed records (`plan`'s rows, in order)."""

@@ -32,7 +32,6 @@ from dataaudit.textops import char_ngram_hashes, normalize, word_ngram_hashes
 
 from .config import DedupSpec
 from .exact import exact_hashes
-from .joint import fold, image_digests, images_key
 from .minhash import signatures_u32, word_signatures
 from .repeats import Repeats
 
@@ -96,6 +95,8 @@ def sign_batch(text: pa.Array, spec: DedupSpec, with_shingles: bool = False,
     hi[empty] = 0
     lo[empty] = 0
     if images is not None:
+        from .joint import fold          # (--with-images only: the image readers load with it)
+
         hi, lo, sig = fold(count, hi, lo, sig, *images)
     out = {"count": pa.array(count.astype(np.int32)), "exact_hi": pa.array(hi), "exact_lo": pa.array(lo),
            "sig": signature_array(sig)}
@@ -163,6 +164,8 @@ class SignStage(ShardStage):
         """Each record's images key (`--with-images`), its images counted in the summary."""
         if not self.spec.with_images:
             return None
+        from .joint import image_digests, images_key
+
         rows, order, digest, unread = image_digests(batch, os.path.dirname(state.summary["path"]))
         state.summary["images"] += len(rows)
         state.summary["images_unread"] += unread

@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dataaudit.dedup import DedupSpec, sign_batch, sign_shard
+from dataaudit.dedup import repeats
 from dataaudit.dedup.repeats import Repeats
 
 TEXTS = ["the cat sat on the mat by the door", "The  cat sat on the mat by the door", "", None,
@@ -50,3 +51,16 @@ def test_plan_and_fill_of_two_batches():
     for got, texts in ((one, first), (two, second)):
         alone = sign_batch(texts, spec)
         assert all(got[k].equals(alone[k]) for k in ("count", "exact_hi", "exact_lo", "sig"))
+
+
+def test_a_shard_that_repeats_little_stops_looking(tmp_path, monkeypatch):
+    monkeypatch.setattr(repeats, "FEW_AFTER", 100)
+    rows = [f"text {i} of the shard" for i in range(150)] + ["text 3 of the shard", "text 3 of the shard"]
+    rep = Repeats()
+    assert rep.plan(pa.array(rows[:100])) is not None          # 100 rows, none repeated: no more looking
+    assert rep.plan(pa.array(rows[100:])) is None
+    path = tmp_path / "few.parquet"
+    pq.write_table(pa.table({"text": rows}), path)
+    _, table = sign_shard(str(path), DedupSpec(batch_rows=50), threads=2)
+    alone = sign_batch(pa.array(rows), DedupSpec())
+    assert all(table.column(k).combine_chunks().equals(alone[k]) for k in ("count", "exact_hi", "exact_lo", "sig"))
