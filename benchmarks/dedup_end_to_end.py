@@ -27,14 +27,22 @@ when their own Jaccard is below the threshold, which counts against our precisio
 document flagged (ours: in a cluster; peers: it has a candidate) vs it has a partner at exact Jaccard >= the
 threshold among the judged pairs (the duplicate flags dataaudit's dedup_signatures benchmark compares).
 
---baseline CHECKOUT runs the CLI of another checkout (a worktree of the previous version), this checkout's and
-rensa in turn, --repeats rounds, and prints each round's ratios: a comparison that holds under a changing load.
+--corpus short / long: instead, the first --docs rows of benchmarks/make_real_corpus.py's real records (`short`:
+--short, chat turns, instructions, questions and speeches, median ~132 bytes; `long`: its default mix of code,
+English prose and Chinese, ~1.6 KB a row), cached in bench-data/dedup-real-<kind>-<docs>/. Nothing is planted:
+their rows repeat real texts (exact duplicates) and agreement is judged on each tool's own claims.
+
+--rounds N runs this checkout's CLI (default settings) and rensa in turn N times and prints each round's ratio and
+the load: a comparison that holds under a changing load (the machine is shared). --baseline CHECKOUT adds the CLI
+of another checkout (a copy or worktree of the previous version) to each round (--repeats rounds without --rounds).
+The header says whether the CLI finds dedup's kernels compiled ahead of time (`dataaudit build-kernels`).
 
 --docs-1m also builds 1,000,000 documents (~700 MB) and runs the CLI on them (wall, peak RSS, recall of the
 planted pairs). rensa is installed by benchmarks/setup_dedup_bench.sh into .bench-deps/.
 
     .venv/bin/python benchmarks/dedup_end_to_end.py                 # 100k
     .venv/bin/python benchmarks/dedup_end_to_end.py --docs-1m       # + 1M (CLI only)
+    .venv/bin/python benchmarks/dedup_end_to_end.py --corpus short --default-only --rounds 5 --datasketch-docs 0
 """
 from __future__ import annotations
 
@@ -86,6 +94,61 @@ def corpus_dir(docs: int, args) -> tuple[Path, list[str], dict]:
     return out, sorted(str(p) for p in out.glob("train-*.parquet")), manifest
 
 
+def real_corpus_dir(kind: str, docs: int, args) -> tuple[Path, list[str], dict]:
+    """Shards and manifest of the first `docs` rows of make_real_corpus.py's corpus (`short`: --short, chat turns and
+    instructions, median ~132 bytes; `long`: its default mix of code, prose and Chinese, ~1.6 KB a row), built once
+    and cached; nothing planted (its rows repeat real texts: those are its exact duplicates)."""
+    import make_real_corpus
+
+    out = Path(args.data) / f"dedup-real-{kind}-{docs}"
+    params = {"docs": docs, "kind": kind, "shard_docs": args.shard_docs, "version": 1}
+    mpath = out / "manifest.json"
+    if mpath.exists():
+        manifest = json.loads(mpath.read_text())
+        if manifest.get("params") == params:
+            return out, sorted(str(p) for p in out.glob("train-*.parquet")), manifest
+    shutil.rmtree(out, ignore_errors=True)
+    t0 = time.perf_counter()
+    mb = docs * (300 if kind == "short" else 1700) / 1e6       # about the mean row of each kind
+    while True:
+        opts = make_real_corpus.parser().parse_args((["--short"] if kind == "short" else []) + ["--mb", f"{mb:g}"])
+        rows, kinds, sources = make_real_corpus.build_rows(opts)
+        if len(rows) >= docs:
+            break
+        mb *= 1.1 * docs / max(1, len(rows))
+    rows, kinds = rows[:docs], kinds[:docs]
+    digest = make_real_corpus_digest(rows)
+    dedup_e2e_corpus.write({"texts": rows, "origin": np.full(docs, -1, np.int64), "kind": kinds,
+                            "pool_lines": sum(len(v) for v in sources.values()), "pool_digest": digest},
+                           out, args.shard_docs)
+    manifest = json.loads(mpath.read_text())
+    manifest["params"] = params
+    manifest["median_record_bytes"] = int(np.median([len(r.encode("utf-8")) for r in rows]))
+    mpath.write_text(json.dumps(manifest))
+    print(f"corpus: built {out} in {time.perf_counter() - t0:.1f} s (make_real_corpus.py"
+          f"{' --short' if kind == 'short' else ''} --mb {mb:g}, first {docs:,} rows)")
+    return out, sorted(str(p) for p in out.glob("train-*.parquet")), manifest
+
+
+def make_real_corpus_digest(rows: list[str]) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for r in rows:
+        h.update(r.encode("utf-8", "surrogatepass") + b"\0")
+    return h.hexdigest()[:16]
+
+
+def kernels_line() -> str:
+    """Whether the CLI finds dedup's kernels compiled ahead of time (`dataaudit build-kernels`) or uses numba's JIT."""
+    code = ("from dataaudit.textops.compiled import compiled_kernels, kernels_folder, key\n"
+            "print(kernels_folder() / key() if compiled_kernels('dataaudit.dedup._kernels') else '')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_common.child_env(),
+                         cwd=_common.REPO).stdout.strip()
+    return f"kernels compiled ahead of time ({out})" if out else \
+        "kernels: numba's JIT (no `dataaudit build-kernels` build for these sources)"
+
+
 def run_cli(paths: list[str], out: Path, threshold: float, threads: int | None, extra: tuple = (),
             root: str | None = None) -> dict:
     """The dedup CLI as a child (of this checkout, or of the checkout at `root`): wall and CPU seconds, peak
@@ -99,7 +162,8 @@ def run_cli(paths: list[str], out: Path, threshold: float, threads: int | None, 
     cmd = _common.dataaudit_cli() + ["dedup", *paths, "--out", str(out), "--engine", "local",
                                      "--threshold", str(threshold), *extra]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    # run in `root`: `python -m` puts the working folder first on sys.path, before PYTHONPATH
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=root)
     output = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
@@ -212,21 +276,33 @@ def scores(said: np.ndarray, truth: np.ndarray, result: dict | None = None, name
 
 def main(args) -> int:
     print(_common.machine_line())
-    print(f"dataaudit from {_common.dataaudit_origin()}")
+    print(f"dataaudit from {_common.dataaudit_origin()}; {kernels_line()}")
     rng = np.random.default_rng(1)
     out_root = Path(args.data) / "dedup-e2e-out"
-    folder, paths, manifest = corpus_dir(args.docs, args)
+    if args.corpus == "e2e":
+        folder, paths, manifest = corpus_dir(args.docs, args)
+    else:
+        folder, paths, manifest = real_corpus_dir(args.corpus, args.docs, args)
     n = manifest["documents"]
-    print(f"corpus: {n:,} documents, {manifest['text_bytes'] / 1e6:.1f} MB of text, {len(paths)} shards; text pool "
-          f"{manifest['pool_lines']:,} lines (tinyshakespeare + Python sources), digest {manifest['pool_digest']}")
+    if args.corpus == "e2e":
+        print(f"corpus: {n:,} documents, {manifest['text_bytes'] / 1e6:.1f} MB of text, {len(paths)} shards; text "
+              f"pool {manifest['pool_lines']:,} lines (tinyshakespeare + Python sources), digest "
+              f"{manifest['pool_digest']}")
+    else:
+        print(f"corpus: {n:,} {args.corpus} real records of make_real_corpus.py, {manifest['text_bytes'] / 1e6:.1f} MB "
+              f"of text (median record {manifest['median_record_bytes']} bytes), {len(paths)} shards, from "
+              f"{manifest['pool_lines']:,} source texts; digest {manifest['pool_digest']}")
     import pyarrow.parquet as pq
     texts = [t for p in paths for t in pq.read_table(p, columns=["text"]).column("text").to_pylist()]
     origin = np.asarray(manifest["origin"], np.int64)
-    result: dict = {"documents": n, "text_mb": round(manifest["text_bytes"] / 1e6, 1), "threshold": args.threshold}
+    result: dict = {"corpus": args.corpus, "documents": n, "text_mb": round(manifest["text_bytes"] / 1e6, 1),
+                    "threshold": args.threshold, "load": list(os.getloadavg())}
     rows = []
     cli, cids = {}, {}
     settings = (("2 cores", None, ()), ("1 core", 1, ()), ("2 cores, --estimate", None, ("--estimate",)),
                 ("2 cores, --estimate --verify", None, ("--estimate", "--verify")))
+    if args.default_only:
+        settings = settings[:1]
     for label, threads, extra in settings:
         best = None
         for _ in range(args.repeats):
@@ -256,29 +332,40 @@ def main(args) -> int:
         rt = None
         print("rensa not found: run `bash benchmarks/setup_dedup_bench.sh` and put .bench-deps on PYTHONPATH")
     nd = min(args.datasketch_docs, n)
-    dt, ds_pairs = run_datasketch(texts[:nd], args.threshold, 128)
-    rows.append([f"datasketch MinHash+MinHashLSH (first {nd:,} docs)", f"{dt['total']:.2f}",
-                 _common.human_rate(nd / dt["total"]), ""])
+    ds_pairs: set = set()
+    if nd:
+        dt, ds_pairs = run_datasketch(texts[:nd], args.threshold, 128)
+        rows.append([f"datasketch MinHash+MinHashLSH (first {nd:,} docs)", f"{dt['total']:.2f}",
+                     _common.human_rate(nd / dt["total"]), ""])
+        result["datasketch"] = {"documents": nd, "seconds": round(dt["total"], 3)}
     print(_common.fmt_table(["what", "seconds", "docs/s", "inside"], rows,
                             f"\n{n:,} documents, threshold {args.threshold}"))
-    result["datasketch"] = {"documents": nd, "seconds": round(dt["total"], 3)}
     if rt:
         for label, r in cli.items():
             print(f"ratio: rensa in-process / dataaudit CLI ({label}) = {rt['total'] / r['wall']:.2f}x wall, "
                   f"{rt['cpu'] / r['cpu']:.2f}x CPU")
             result.setdefault("ratio_vs_rensa", {})[label] = round(rt["total"] / r["wall"], 3)
 
-    if args.baseline and rt:
-        # another version's CLI, this one's and rensa in turn: ratios from the same rounds, whatever the load
-        print(f"\nalternating rounds: the CLI of {args.baseline}, this checkout's CLI, rensa")
-        for k in range(args.repeats):
-            base = run_cli(paths, out_root / "baseline", args.threshold, None, root=args.baseline)["wall"]
+    rounds = args.rounds or (args.repeats if args.baseline else 0)
+    if rounds and rt:
+        # (another version's CLI,) this one's and rensa in turn: ratios from the same rounds, whatever the load
+        print(f"\nalternating rounds: {'the CLI of ' + args.baseline + ', ' if args.baseline else ''}this "
+              f"checkout's CLI (default settings), rensa in-process")
+        ratios = []
+        for k in range(rounds):
+            base = run_cli(paths, out_root / "baseline", args.threshold, None, root=args.baseline)["wall"] \
+                if args.baseline else None
             ours = run_cli(paths, out_root / "ours", args.threshold, None)["wall"]
             rr = run_rensa(texts, args.threshold, 128, args.rensa_bands)[0]["total"]
-            print(f"  round {k + 1}: baseline {base:.2f} s, this {ours:.2f} s, rensa {rr:.2f} s; rensa / baseline "
-                  f"{rr / base:.2f}x, rensa / this {rr / ours:.2f}x, baseline / this {base / ours:.2f}x")
-            result.setdefault("alternating", []).append({"baseline": round(base, 3), "this": round(ours, 3),
-                                                         "rensa": round(rr, 3)})
+            ratios.append(rr / ours)
+            load = os.getloadavg()[0]
+            print(f"  round {k + 1}: this {ours:.2f} s, rensa {rr:.2f} s: rensa / this {rr / ours:.2f}x"
+                  + (f"; baseline {base:.2f} s, rensa / baseline {rr / base:.2f}x, baseline / this "
+                     f"{base / ours:.2f}x" if base else "") + f" (load {load:.2f})")
+            result.setdefault("alternating", []).append({"baseline": base and round(base, 3), "this": round(ours, 3),
+                                                         "rensa": round(rr, 3), "load": round(load, 2)})
+        print(f"  rensa / this over {rounds} rounds: min {min(ratios):.2f}x, median {float(np.median(ratios)):.2f}x, "
+              f"max {max(ratios):.2f}x")
 
     # agreement with exact Jaccard
     planted = [(min(i, int(o)), max(i, int(o))) for i in np.flatnonzero(origin >= 0).tolist() for o in [origin[i]]]
@@ -310,10 +397,11 @@ def main(args) -> int:
     for name, p in peers.items():
         said = np.array([pr in p for pr in judged])
         print(f"  {name}: {scores(said, truth, result, name)}")
-    sub = b < nd
-    said = np.array([pr in ds_pairs for pr in judged])
-    print(f"  datasketch (first {nd:,} docs, {int(sub.sum())} pairs): {scores(said[sub], truth[sub])}")
-    print(f"  dataaudit on the same pairs: {scores(ours[sub], truth[sub])}")
+    if nd:
+        sub = b < nd
+        said = np.array([pr in ds_pairs for pr in judged])
+        print(f"  datasketch (first {nd:,} docs, {int(sub.sum())} pairs): {scores(said[sub], truth[sub])}")
+        print(f"  dataaudit on the same pairs: {scores(ours[sub], truth[sub])}")
 
     # per document: flagged (in a cluster / has a candidate) vs truly has a partner at exact Jaccard >= t
     has_dup = np.zeros(n, bool)
@@ -359,6 +447,15 @@ def main(args) -> int:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--docs", type=int, default=100_000)
+    ap.add_argument("--corpus", choices=("e2e", "short", "long"), default="e2e",
+                    help="e2e: dedup_e2e_corpus.py (planted copies); short / long: the first --docs rows of "
+                         "make_real_corpus.py --short (chat turns, instructions: median ~132 bytes) / without "
+                         "--short (code, prose, Chinese: ~1.6 KB a row)")
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="alternating rounds of this CLI (default settings) and rensa (and --baseline's CLI), "
+                         "each round's ratio printed (default: --repeats with --baseline, else none)")
+    ap.add_argument("--default-only", action="store_true",
+                    help="time only the default CLI settings (not 1 core, --estimate, --estimate --verify)")
     ap.add_argument("--docs-1m", action="store_true", help="also 1,000,000 documents (CLI only)")
     ap.add_argument("--estimate-1m", action="store_true", help="run the 1M CLI with --estimate")
     ap.add_argument("--shard-docs", type=int, default=25_000)
@@ -367,7 +464,7 @@ if __name__ == "__main__":
     ap.add_argument("--repeats", type=int, default=1, help="CLI runs per setting (best kept)")
     ap.add_argument("--rensa-bands", type=int, default=16,
                     help="rensa's LSH bands (it needs a divisor of 128: 9 x 13, datasketch's optimum, is refused)")
-    ap.add_argument("--datasketch-docs", type=int, default=10_000)
+    ap.add_argument("--datasketch-docs", type=int, default=10_000, help="0: no datasketch")
     ap.add_argument("--sample-pairs", type=int, default=200_000,
                     help="pairs judged at most from each tool's duplicate claims (a random sample beyond)")
     ap.add_argument("--data", default=str(_common.REPO / "bench-data"))

@@ -22,7 +22,6 @@ import argparse
 import gzip
 import json
 import os
-import re
 import sys
 import sysconfig
 import tarfile
@@ -146,9 +145,9 @@ def _fill(rng: np.random.Generator, docs: list[str], target: int) -> list[str]:
     return out
 
 
-def generate(args) -> dict:
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+def build_rows(args) -> tuple[list[str], list[str], dict[str, list[str]]]:
+    """(rows, the kind of each source, the documents of each kind) of the corpus `args` describes, in their final
+    order (the shards hold them in this order); nothing written."""
     target = int(args.mb * 1e6)
     if args.short:   # one kind: short records
         docs = {"short": short_sources(Path(args.shared))}
@@ -163,11 +162,16 @@ def generate(args) -> dict:
         rows += picked
         kinds += [kind] * len(picked)
     order = rng.permutation(len(rows))
-    rows = [rows[i] for i in order]
-    composition = {k: {"rows": 0, "bytes": 0, "distinct_docs": len(docs[k])} for k in shares}
-    for i in order:
-        composition[kinds[i]]["rows"] += 1
-    for k, d in zip((kinds[i] for i in order), rows):
+    return [rows[i] for i in order], [kinds[i] for i in order], {k: docs[k] for k in shares}
+
+
+def generate(args) -> dict:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows, kinds, docs = build_rows(args)
+    composition = {k: {"rows": 0, "bytes": 0, "distinct_docs": len(docs[k])} for k in docs}
+    for k, d in zip(kinds, rows):
+        composition[k]["rows"] += 1
         composition[k]["bytes"] += len(d.encode("utf-8"))
     for p in out.glob("shard-*.parquet"):
         p.unlink()
@@ -191,7 +195,8 @@ def generate(args) -> dict:
     return manifest
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The options (and their defaults: other benchmarks build the same corpora with `parser().parse_args([...])`)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=None, help="output folder (default bench-data/real-<mb>mb)")
     ap.add_argument("--mb", type=float, default=100.0, help="total MB (10^6 bytes) of UTF-8 text")
@@ -203,6 +208,11 @@ def main(argv=None) -> int:
     ap.add_argument("--shared", default=str(SHARED), help="the real data folder (../shared/data)")
     ap.add_argument("--short", action="store_true",
                     help="short records only (chat turns, instructions, questions, speeches: see short_sources)")
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
     if args.mb <= 0 or not (0 <= args.code_share and 0 <= args.zh_share and args.code_share + args.zh_share <= 1):
         ap.error("--mb must be positive and the shares in [0, 1] with code + zh <= 1")

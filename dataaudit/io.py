@@ -289,6 +289,9 @@ def read_parquet(location: str | os.PathLike, columns: list[str] | None = None, 
     import pyarrow.parquet as pq
 
     fs, path = arrow_source(location)
+    if fs is None and schema is None:     # one local file: its reader, without pyarrow.dataset (~0.3 s to import)
+        with pq.ParquetFile(path, memory_map=True) as f:
+            return f.read(columns=columns)
     return pq.read_table(path, columns=columns, schema=schema, memory_map=fs is None, filesystem=fs)
 
 

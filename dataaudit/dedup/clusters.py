@@ -190,12 +190,21 @@ def find_clusters(edges: dict[str, tuple[np.ndarray, np.ndarray]], train: Corpus
     exact_src, exact_dst = edges["exact"]
     near_src, near_dst = edges["near"]
     ex_nodes, ex_labels = components(exact_src, exact_dst)
+    if len(ex_nodes) and train.total <= max(16 * len(ex_nodes), 1 << 20):
+        # a table by gid (as large as 16x the exact copies, or 8 MB): a lookup, not a binary search, for each end of
+        # the near edges (~750k in 100,000 short records: 0.1-0.2 s of searchsorted)
+        table = np.full(train.total, -1, np.int64)
+        table[ex_nodes] = ex_labels
 
-    def exact_group(g):
-        pos = np.searchsorted(ex_nodes, g)
-        pos = np.minimum(pos, max(len(ex_nodes) - 1, 0))
-        hit = (ex_nodes[pos] == g) if len(ex_nodes) else np.zeros(len(g), bool)
-        return np.where(hit, ex_labels[pos] if len(ex_nodes) else -1, -1 - g)   # singleton: its own group
+        def exact_group(g):
+            found = table[g]
+            return np.where(found >= 0, found, -1 - g)                              # singleton: its own group
+    else:
+        def exact_group(g):
+            pos = np.searchsorted(ex_nodes, g)
+            pos = np.minimum(pos, max(len(ex_nodes) - 1, 0))
+            hit = (ex_nodes[pos] == g) if len(ex_nodes) else np.zeros(len(g), bool)
+            return np.where(hit, ex_labels[pos] if len(ex_nodes) else -1, -1 - g)   # singleton: its own group
 
     # near edges inside one exact group add nothing
     same = exact_group(near_src) == exact_group(near_dst)

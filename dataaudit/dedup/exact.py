@@ -12,16 +12,21 @@ import xxhash
 from dataaudit.textops.arrow import string_buffers
 
 
+def exact_digests(texts: pa.Array) -> list[bytes]:
+    """XXH3-128 of each string's UTF-8 bytes, 16 bytes each (big-endian); null -> hash of b""."""
+    offsets, data = string_buffers(texts)                   # null rows own no bytes: hash of b""
+    view = memoryview(data)
+    digest = xxhash.xxh3_128_digest
+    o = offsets.tolist()
+    return [digest(view[o[i]:o[i + 1]]) for i in range(len(texts))]
+
+
 def exact_hashes(normalized: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(hi, lo): the big-endian halves of XXH3-128 of each string's UTF-8 bytes; null -> hash of b""."""
     n = len(normalized)
     if n == 0:
         return np.zeros(0, np.uint64), np.zeros(0, np.uint64)
-    offsets, data = string_buffers(normalized)             # null rows own no bytes: hash of b""
-    view = memoryview(data)
-    digest = xxhash.xxh3_128_digest
-    o = offsets.tolist()
-    raw = b"".join([digest(view[o[i]:o[i + 1]]) for i in range(n)])
+    raw = b"".join(exact_digests(normalized))
     both = np.frombuffer(raw, dtype=">u8").reshape(n, 2).astype(np.uint64)
     return np.ascontiguousarray(both[:, 0]), np.ascontiguousarray(both[:, 1])
 

@@ -49,6 +49,13 @@ def permutations(num_perm: int = 128, seed: int = 1) -> tuple[np.ndarray, np.nda
     return a, b
 
 
+def writable_permutations(num_perm: int = 128, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Copies of `permutations` (cached, read-only) for a kernel: a compiled kernel takes writable arrays only
+    (`textops.compiled`)."""
+    a, b = permutations(num_perm, seed)
+    return a.copy(), b.copy()
+
+
 def permute(h: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """uint64 (len(h), len(a)): ((a*h + b) mod 2**64) mod (2**61-1) & (2**32-1), with shifts, no division."""
     x = np.multiply.outer(h, a)
@@ -97,7 +104,7 @@ def signatures_u32(hash_: np.ndarray, offsets: np.ndarray, num_perm: int = 128, 
                    use: str = "auto") -> np.ndarray:
     """uint32 (num_docs, num_perm) signatures of documents whose shingle hashes are
     hash_[offsets[i]:offsets[i+1]] (the values fit 32 bits: this is the compact storage form)."""
-    a, b = permutations(num_perm, seed)
+    a, b = writable_permutations(num_perm, seed)
     num_docs = len(offsets) - 1
     h = np.ascontiguousarray(hash_, dtype=np.uint64)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
@@ -130,7 +137,7 @@ def word_signatures(normalized, n: int, num_perm: int = 128, seed: int = 1, with
     if n < 1:
         raise ValueError(f"n-gram size must be >= 1, got {n}")
     off, data = string_buffers(as_string_array(normalized))
-    a, b = permutations(num_perm, seed)
+    a, b = writable_permutations(num_perm, seed)
     nd = len(off) - 1
     out = np.empty((nd, num_perm), np.uint32)
     count = np.empty(nd, np.int64)

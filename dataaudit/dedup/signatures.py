@@ -32,8 +32,8 @@ from dataaudit.textops import char_ngram_hashes, normalize, word_ngram_hashes
 
 from .config import DedupSpec
 from .exact import exact_hashes
-from .joint import fold, image_digests, images_key
 from .minhash import signatures_u32, word_signatures
+from .repeats import Repeats
 
 
 def _unique_shingles(doc: np.ndarray, h: np.ndarray, num_docs: int) -> pa.Array:
@@ -95,6 +95,8 @@ def sign_batch(text: pa.Array, spec: DedupSpec, with_shingles: bool = False,
     hi[empty] = 0
     lo[empty] = 0
     if images is not None:
+        from .joint import fold          # (--with-images only: the image readers load with it)
+
         hi, lo, sig = fold(count, hi, lo, sig, *images)
     out = {"count": pa.array(count.astype(np.int32)), "exact_hi": pa.array(hi), "exact_lo": pa.array(lo),
            "sig": signature_array(sig)}
@@ -120,8 +122,9 @@ class _SignState:
     started: float
     text: DocumentText         # each record's text under the field rule
     pool: ThreadPoolExecutor | None
+    repeats: Repeats | None                           # texts seen in the shard (None: every record signed)
     tables: list[pa.Table] = field(default_factory=list)
-    pending: deque = field(default_factory=deque)     # (row, line, key, errors, future) of batches being signed
+    pending: deque = field(default_factory=deque)     # (row, line, key, errors, future, plan) of batches being signed
 
 
 class SignStage(ShardStage):
@@ -129,7 +132,9 @@ class SignStage(ShardStage):
     and is reported `unreadable` with the reader's error, as in the audit.
 
     With threads > 1 the batches of the shard are signed on a thread pool while the next ones are read (the
-    kernels and pyarrow.compute release the GIL), at most 2 per thread in flight; tables stay in batch order."""
+    kernels and pyarrow.compute release the GIL), at most 2 per thread in flight; tables stay in batch order.
+    A text repeated in the shard is signed once (`repeats`), except with shingle sets or images (`--verify`,
+    `--with-images`), where every record is signed."""
 
     def __init__(self, spec: DedupSpec, with_shingles: bool = False, threads: int = 1):
         self.spec = spec
@@ -144,7 +149,8 @@ class SignStage(ShardStage):
         images = {"images": 0, "images_unread": 0} if self.spec.with_images else {}
         return _SignState({"path": path, "records": 0, "empty": 0, "unreadable_records": 0, "shingles": 0,
                            "status": "ok", "error": None, "text_field": None, **images}, time.time(),
-                          DocumentText(self.spec.text_field), pool)
+                          DocumentText(self.spec.text_field), pool,
+                          None if self.with_shingles or self.spec.with_images else Repeats())
 
     def schema(self, state: _SignState, path: str) -> pa.Schema | None:
         return read_schema(path)    # Parquet's footer names the text columns before reading
@@ -158,6 +164,8 @@ class SignStage(ShardStage):
         """Each record's images key (`--with-images`), its images counted in the summary."""
         if not self.spec.with_images:
             return None
+        from .joint import image_digests, images_key
+
         rows, order, digest, unread = image_digests(batch, os.path.dirname(state.summary["path"]))
         state.summary["images"] += len(rows)
         state.summary["images_unread"] += unread
@@ -170,18 +178,23 @@ class SignStage(ShardStage):
         key = batch.column(batch.schema.get_field_index(KEY))
         errors = batch.column(batch.schema.get_field_index(ERROR))
         images = self.images(state, batch)
+        plan = state.repeats.plan(text) if state.repeats is not None else None
+        if plan is not None and len(plan[0]) < len(text):
+            text = text.take(pa.array(plan[0]))       # the texts not seen before in the shard
         if state.pool is None:
-            self._collect(state, row, line, key, errors, sign_batch(text, self.spec, self.with_shingles, images))
+            self._collect(state, row, line, key, errors, sign_batch(text, self.spec, self.with_shingles, images), plan)
             return
         future = state.pool.submit(sign_batch, text, self.spec, self.with_shingles, images)
-        state.pending.append((row, line, key, errors, future))
+        state.pending.append((row, line, key, errors, future, plan))
         while len(state.pending) > 2 * self.threads:
             self._collect(state, *state.pending.popleft())
 
     def _collect(self, state: _SignState, row: pa.Array, line: pa.Array, key: pa.Array, errors: pa.Array,
-                 cols: dict[str, pa.Array] | Future) -> None:
+                 cols: dict[str, pa.Array] | Future, plan: tuple[np.ndarray, np.ndarray] | None) -> None:
         if isinstance(cols, Future):
             cols = cols.result()
+        if plan is not None:
+            cols = state.repeats.fill(cols, *plan)
         count = cols["count"].to_numpy()
         summary = state.summary
         summary["records"] += len(row)

@@ -1,12 +1,16 @@
-"""The audit's text kernels compiled ahead of time, so that a command loads them in a millisecond instead of
-importing numba and loading each kernel from numba's cache: ~0.45 s per command (numba's import, its type
-registries, the BLAS probe that imports scipy.linalg), a fifth of the audit of 100 MB.
+"""The audit's text kernels and dedup's kernels compiled ahead of time, so that a command loads them in a
+millisecond instead of importing numba and loading each kernel from numba's cache: ~0.45-0.75 s per command
+(numba's import, its type registries, the BLAS probe that imports scipy.linalg), a fifth of the audit of 100 MB and
+a third of the dedup of 100,000 short records.
 
 - `build()` (`dataaudit build-kernels`; `make` runs it) compiles the EXPORTS with `numba.pycc` into two extension
   modules, one with numba's reference counting for the kernels that allocate and one without for those compiled
-  without it (`_nrt=False`), in `cache_folder()/kernels/<key>/`. The key hashes this folder's sources (every kernel
-  and what it inlines), Python, NumPy and the CPU (the code is built for this CPU's instructions). A build keeps
-  the newest builds of other keys (other environments may share the cache folder) up to KEEP_BUILDS.
+  without it (`_nrt=False`), in `cache_folder()/kernels/<key>/`. The key hashes this folder's sources and those of
+  the exported modules elsewhere (every kernel and what it inlines: a kernel module imports only from this folder),
+  Python, NumPy and the CPU (the code is built for this CPU's instructions). A build keeps the newest builds of
+  other keys (other environments may share the cache folder) up to KEEP_BUILDS.
+- Every exported kernel is `nogil` under the JIT, and its compiled twin releases the GIL as well while it runs
+  (dedup signs a shard's batches on a thread per core).
 - `compiled_kernels(module)` gives `hashing.numba_kernels` the module's kernels from the build whose key matches
   the sources now, or None (not built, stale, `DATAAUDIT_NO_AOT` set, no such module exported): numba's JIT then.
 
@@ -39,15 +43,24 @@ from dataaudit.cache import cache_folder
 NO_AOT_ENV = "DATAAUDIT_NO_AOT"
 
 # module -> kernel -> its arguments: arrays as NumPy type codes with one [] per dimension ("u1[]": 1-D uint8,
-# "f8[][]": 2-D float64), scalars as "i8" (int) and "f8" (float). What the checks pass; tests check that an
-# audit calls no kernel with anything else.
+# "f8[][]": 2-D float64), scalars as "i8" (int), "u8" (a NumPy uint64) and "f8" (float). What the checks and dedup
+# pass; tests check that an audit and a dedup call no kernel with anything else.
 EXPORTS: dict[str, dict[str, str]] = {
+    "dataaudit.dedup._kernels": {
+        "band_kernel": "u4[][] i8 i8 u8[][]",
+        "jaccard_kernel": "u8[] i8[] i8[] i8[] f8[]",
+        "minhash_kernel": "u8[] i8[] u8[] u8[] u4[][]",
+        "word_minhash": "u1[] i8[] u1[] u8[] u8 i8 u8[] u8[] u4[][] i8[] u8[] i8[]",
+    },
     "dataaudit.textops._codepoint_kernels": {
         "count_marked": "i8[] u1[] u1[] u8[] u8[] u1[] i8[] i8[]",
         "holds_c3_or_fffd": "i8[] u1[] b1[]",
         "longest_run": "i8[] u1[] u1[] u8[] u8[] i8[]",
         "prose_counts": "i8[] u1[] u1[] u8[] i8[][] i8[] u8[] u8[] i8[] u8[] i8[][]",
         "prose_text": "i8[] u1[] i8[] i8 i8[] u1[]",
+    },
+    "dataaudit.textops._kernels": {
+        "collapse_ws": "i8[] u1[] i8[] u1[] u1[]",
     },
     "dataaudit.textops._literal_kernels": {
         "count_literals": "i8[] u1[] u1[] i8[] b1[] u8[] i8[] i8[]",
@@ -81,6 +94,8 @@ def _fits(kind: tuple[np.dtype, int], value) -> bool:
     if ndim == 0:
         if dtype.kind == "i":
             return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+        if dtype.kind == "u":
+            return type(value) is dtype.type
         return isinstance(value, (float, np.floating))
     if type(value) is not np.ndarray or value.dtype != dtype or value.ndim != ndim:
         return False
@@ -102,11 +117,14 @@ def _cpu() -> str:
 
 @functools.cache
 def key() -> str:
-    """What a build is valid for: the kernels' sources (this folder's modules: the kernels import only from here,
-    a test checks it), Python, NumPy, the machine and its CPU."""
+    """What a build is valid for: the kernels' sources (this folder's modules and the exported modules elsewhere:
+    the kernels import only from here, a test checks it), Python, NumPy, the machine and its CPU."""
     h = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    here = Path(__file__).parent
+    root = here.parent.parent
+    others = [root.joinpath(*m.split(".")).with_suffix(".py") for m in EXPORTS if not m.startswith(__package__ + ".")]
+    for path in sorted(here.glob("*.py")) + sorted(others):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
     h.update("\0".join((sys.version, np.__version__, platform.machine(), _cpu())).encode())
     return h.hexdigest()[:24]
 
@@ -171,12 +189,19 @@ def _pycc():
     from_dtype)."""
     from numba.core import types
     from numba.core.codegen import AOTCPUCodegen
+    from numba.core.compiler import Flags
     from numba.core.registry import cpu_target
     from numba.np.numpy_support import from_dtype
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")                  # pycc is pending deprecation; it is all that builds this
         from numba.pycc import CC
+        from numba.pycc import compiler as pycc_compiler
         from numba.pycc.compiler import ModuleCompiler
+
+    class NoGilFlags(Flags):                             # the flags pycc compiles every export with
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.release_gil = True                      # the Python wrapper runs the kernel without the GIL
 
     class HostCodegen(AOTCPUCodegen):
         def _customize_tm_features(self):
@@ -189,7 +214,11 @@ def _pycc():
                 _internal_codegen=HostCodegen(self._basename, cpu_name="host"), aot_mode=True)
             compiler.external_init_function = self._init_function
             obj = os.path.join(build_dir, os.path.splitext(self._output_file)[0] + ".o")
-            compiler.write_native_object(obj, wrap=True)
+            plain, pycc_compiler.Flags = pycc_compiler.Flags, NoGilFlags
+            try:
+                compiler.write_native_object(obj, wrap=True)
+            finally:
+                pycc_compiler.Flags = plain
             return [obj], compiler.dll_exports
 
     return HostCC, types, from_dtype
@@ -212,6 +241,8 @@ def _compile(out: Path) -> dict[str, list[str]]:
         mod = importlib.import_module(module)
         for name, kinds in kernels.items():
             disp = getattr(mod, name)
+            if not disp.targetoptions.get("nogil"):      # its twin runs without the GIL: safe for nogil kernels only
+                raise RuntimeError(f"{module}.{name} is not nogil: it cannot be exported")
             args = tuple(types.Array(from_dtype(dt), nd, "C") if nd else from_dtype(dt)
                          for dt, nd in _parse(kinds))
             disp.compile(args)                           # the JIT's types tell the return type

@@ -3,6 +3,7 @@ cache folder (~30 s), then the same audit as numba's JIT kernels give, without i
 than the exported types go to numba's kernel; a build for other sources is never loaded."""
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -130,15 +131,17 @@ def test_each_kernel_runs_compiled_only_for_the_exported_argument_types(aot, mon
         assert out.tolist() == expected.tolist()
         assert len(calls) == (0 if fits else 1)
         calls.clear()
-    int64, float64 = compiled._parse("i8 f8")
+    int64, float64, uint64 = compiled._parse("i8 f8 u8")
     assert compiled._fits(int64, 3) and compiled._fits(int64, np.int64(3)) and not compiled._fits(int64, True)
     assert compiled._fits(float64, 0.5) and not compiled._fits(float64, 1)
+    assert compiled._fits(uint64, np.uint64(3)) and not compiled._fits(uint64, 3) \
+        and not compiled._fits(uint64, np.int64(3))
 
 
 def test_a_build_for_other_sources_is_never_loaded_and_a_new_build_keeps_the_newest_others(aot, cache_dir, monkeypatch):
     kept = sorted(p.name for p in (cache_dir / "kernels").iterdir())
     assert kept == sorted([".build-running", aot.key(), "1" * 24, "2" * 24, "3" * 24])    # the newest 3 others
-    assert aot.compiled_kernels("dataaudit.textops._kernels") is None                # not exported
+    assert aot.compiled_kernels("dataaudit.contamination._kernels") is None          # not exported
     monkeypatch.setattr(compiled, "key", lambda: "3" * 24)
     assert aot.compiled_kernels(REPETITION) is None                                   # no build for these sources
 
@@ -151,14 +154,60 @@ def test_dataaudit_no_aot_switches_them_off(aot, monkeypatch):
 
 
 def test_the_key_covers_every_module_the_kernels_import():
-    code = ("import json, sys\nimport " + ", ".join(compiled.EXPORTS) + "\n"
+    """The key hashes textops and the exported modules elsewhere: what those import of dataaudit is in textops."""
+    textops = [m for m in compiled.EXPORTS if m.startswith("dataaudit.textops.")]
+    code = ("import json, sys\nimport " + ", ".join(textops) + "\n"
             "print(json.dumps(sorted(m for m in sys.modules if m.startswith('dataaudit.'))))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=240,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     imported = json.loads(proc.stdout)
-    assert set(compiled.EXPORTS) <= set(imported)
+    assert set(textops) <= set(imported)
     outside = [m for m in imported if m.split(".")[1] != "textops" and m != "dataaudit.pipelines"]   # (the root's)
     assert outside == []
+    for module in sorted(set(compiled.EXPORTS) - set(textops)):      # dedup's: their own imports, read from source
+        tree = ast.parse((REPO / (module.replace(".", "/") + ".py")).read_text(encoding="utf-8"))
+        names = [a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names]
+        names += [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+        assert [n for n in names if n.startswith("dataaudit.") and not n.startswith("dataaudit.textops.")] == [], module
+        assert not any(node.level for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)), module
+
+
+def test_every_exported_kernel_is_nogil():
+    """Their compiled twins run without the GIL (dedup signs batches on a thread per core)."""
+    import importlib
+
+    for module, kernels in compiled.EXPORTS.items():
+        mod = importlib.import_module(module)
+        for name in kernels:
+            assert getattr(mod, name).targetoptions.get("nogil") is True, f"{module}.{name}"
+
+
+def test_a_dedup_with_the_compiled_kernels_imports_no_numba_and_equals_numbas(cache_dir, tmp_path):
+    rows = ["the quick brown fox jumps over the lazy dog near the river bank today",
+            "The  quick brown fox jumps over the lazy dog near the river bank today",
+            "the quick brown fox jumps over the lazy dog near the river bank tonight",
+            "something else entirely, with  more words than five in it", "", "short"] * 30
+    shard = tmp_path / "train.parquet"
+    pq.write_table(pa.table({"text": rows}), shard)
+    child = ("import sys\nfrom dataaudit.cli import main\n"
+             "try:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n    code = exc.code\n"
+             "print('NUMBA', 'numba' in sys.modules, code)\n")
+    found = {}
+    for name, extra in (("compiled", {}), ("jit", {compiled.NO_AOT_ENV: "1", "DATAAUDIT_NUMBA_MIN_WORK": "0"})):
+        out = tmp_path / name
+        proc = subprocess.run([sys.executable, "-c", child, "dedup", str(shard), "--out", str(out), "--engine",
+                               "local", "--verify"], capture_output=True, text=True, env=_env(cache_dir, **extra),
+                              cwd=REPO, timeout=600)
+        assert proc.stdout.strip().splitlines()[-1] == f"NUMBA {name == 'jit'} 0", proc.stdout + proc.stderr
+        report = json.loads((out / "dedup.json").read_text())
+        report.pop("run")
+        found[name] = (report, pq.read_table(out / "clusters.parquet"), pq.read_table(out / "keep.parquet"))
+    assert found["compiled"][0] == found["jit"][0]
+    assert found["compiled"][1].equals(found["jit"][1]) and found["compiled"][2].equals(found["jit"][2])
+    # exact groups: rows 0 and 1 (equal once normalized), 2, 3 and "short", 30 copies each; rows 0 and 2 are near
+    # (word 5-gram Jaccard 9/11, verified): one cluster of 90, two of 30
+    assert (found["compiled"][0]["exact"]["duplicates"], found["compiled"][0]["near"]["duplicates"]) == (146, 1)
+    assert found["compiled"][0]["duplicates"] == 89 + 29 + 29
 
 
 def test_build_kernels_says_when_it_is_up_to_date_and_fails_in_one_line(cache_dir, tmp_path):
