@@ -259,35 +259,6 @@ def collect_less_often() -> None:
     gc.set_threshold(5_000, 10, 10)
 
 
-class _NoPandas:
-    """A module finder that says pandas is not installed (for `pyarrow_without_pandas`)."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name == "pandas":
-            raise ImportError("pandas: not used by this command")
-        return None
-
-
-def pyarrow_without_pandas() -> None:
-    """Called as a command that gives pyarrow no pandas objects and asks it for no pandas conversion starts (dedup):
-    pyarrow imports pandas, when it is installed, the first time it builds an array or table or imports its
-    dataset module (~0.35 s with the GIL held, on every run), only to recognise pandas inputs. Its first look
-    finds no pandas here, so it never imports it in this process (a one-shot command's); `import pandas` itself
-    still works. Nothing when pandas is imported already."""
-    import sys
-
-    if "pandas" in sys.modules:
-        return
-    import pyarrow as pa
-
-    finder = _NoPandas()
-    sys.meta_path.insert(0, finder)
-    try:
-        pa.array([0])                   # pyarrow's one look for pandas
-    finally:
-        sys.meta_path.remove(finder)
-
-
 def freeze_imports() -> None:
     """Called by a command once its pipeline is imported. A command is a one-shot process: the objects of the
     modules it imported (numba's, pandas', pyarrow's) live until it exits, so the garbage collector need not walk

@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dataaudit.cli.common import (LOCAL_FOLDER, InputError, MultiValueCommand, engine_options, freeze_imports, job_progress,
-                                  make_out_dir, plural, print_resumed, print_wrote, pyarrow_without_pandas,
-                                  text_records_option)
+from dataaudit.cli.common import (LOCAL_FOLDER, InputError, MultiValueCommand, engine_options, freeze_imports,
+                                  job_progress, make_out_dir, plural, print_resumed, print_wrote, text_records_option)
 from dataaudit.cli.fields import fields_line, require_fields, text_fields
 from dataaudit.cli.paths import expand_shards
 from dataaudit.dedup import CLUSTERS, FILES, KEEP, OVERLAP
@@ -106,7 +105,6 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
 def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed, verify, estimate, nfc,
           lowercase, strip_punct, collapse_ws, text_field, with_images, text_records, options, partitions):
     """Find exact and near-duplicate documents in SHARD_OR_GLOB... (and validation samples copied in train)."""
-    pyarrow_without_pandas()
     from rich.console import Console
 
     from dataaudit.dedup.config import DedupSpec
