@@ -41,7 +41,7 @@ def _spec(args):
 
 def prepare(args, work: Path) -> dict:
     import pyarrow as pa
-    from dataaudit.dedup.signatures import signature_array
+    from dataaudit.dedup.signature_columns import signature_array
     from dataaudit.pipelines.dedup import SignatureStore
     rng = np.random.default_rng(args.seed)
     n, k = args.signatures, args.num_perm

@@ -80,7 +80,7 @@ def run_ours(texts: list[str], spec, batch_rows: int, repeats: int):
         parts["normalize"] += t1 - t0
         parts["shingle hashes"] += t2 - t1
         parts["signatures"] += t3 - t2
-    from dataaudit.dedup.signatures import signature_matrix
+    from dataaudit.dedup.signature_columns import signature_matrix
     sig = np.concatenate([signature_matrix(s) for s in sigs])
     return best, parts, sig, backend()
 

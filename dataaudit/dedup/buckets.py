@@ -17,7 +17,7 @@ from dataaudit.io import atomic_path, join, read_parquet
 
 from .corpus import Corpus
 from .lsh import band_hashes
-from .signatures import signature_matrix
+from .signature_columns import signature_matrix
 
 PARTITION_BYTES = 64 << 20       # auto partitions: about this much band/exact entries per reduce unit
 

@@ -16,7 +16,7 @@ from dataaudit.textops.hashing import numba_kernels
 
 from .config import DedupSpec
 from .corpus import Corpus, shingle_sets
-from .signatures import signature_matrix
+from .signature_columns import signature_matrix
 
 
 def unique_edges(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from .exact import exact_digests
+from .signature_columns import signature_array, signature_matrix
 
 COLUMNS = ("count", "exact_hi", "exact_lo", "sig")     # what a repeat takes from its first record
 FEW_REPEATS = 0.02             # a shard with fewer repeats than this share of its first FEW_AFTER rows ...
@@ -86,14 +87,10 @@ class Repeats:
 
 
 def _values(arr: pa.Array) -> np.ndarray:
-    from .signatures import signature_matrix     # (signatures imports this module)
-
     if pa.types.is_fixed_size_binary(arr.type):
         return signature_matrix(arr)
     return arr.to_numpy()
 
 
 def _signature_array(sig: np.ndarray) -> pa.Array:
-    from .signatures import signature_array
-
     return signature_array(sig)

@@ -34,6 +34,7 @@ from .config import DedupSpec
 from .exact import exact_hashes
 from .minhash import signatures_u32, word_signatures
 from .repeats import Repeats
+from .signature_columns import signature_array
 
 
 def _unique_shingles(doc: np.ndarray, h: np.ndarray, num_docs: int) -> pa.Array:
@@ -46,23 +47,6 @@ def _unique_shingles(doc: np.ndarray, h: np.ndarray, num_docs: int) -> pa.Array:
     offsets = np.zeros(num_docs + 1, np.int64)
     np.cumsum(np.bincount(d, minlength=num_docs), out=offsets[1:])
     return pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(v, pa.uint64()))
-
-
-def signature_array(sig: np.ndarray) -> pa.FixedSizeBinaryArray:
-    """The `sig` column of (n, num_perm) uint32 signatures (zero copy)."""
-    sig = np.ascontiguousarray(sig, dtype="<u4")
-    return pa.FixedSizeBinaryArray.from_buffers(pa.binary(4 * sig.shape[1]), sig.shape[0],
-                                                [None, pa.py_buffer(sig)])
-
-
-def signature_matrix(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """(n, num_perm) uint32 signatures of a `sig` column (zero copy for one chunk)."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-    width = column.type.byte_width
-    data = np.frombuffer(column.buffers()[1], dtype="<u4")
-    start = column.offset * width // 4
-    return data[start:start + len(column) * width // 4].reshape(len(column), width // 4)
 
 
 def output_schema(num_perm: int, with_shingles: bool) -> pa.Schema:

@@ -13,7 +13,7 @@ from dataaudit.cli import main
 from dataaudit.dedup import DedupSpec
 from dataaudit.dedup.clusters import estimate_pairs
 from dataaudit.dedup.corpus import Corpus
-from dataaudit.dedup.signatures import signature_array
+from dataaudit.dedup.signature_columns import signature_array
 from fixtures.dedup_corpus import make_corpus
 from dataaudit.pipelines.dedup import run_dedup
 from dataaudit.pipelines.engine import EngineOptions

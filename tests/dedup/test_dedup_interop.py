@@ -8,7 +8,7 @@ import pytest
 from dataaudit.dedup import DedupSpec, band_hashes, optimal_params, sign_batch, to_datasketch
 from dataaudit.dedup.clusters import unique_edges
 from dataaudit.dedup.lsh import all_pair_edges, runs
-from dataaudit.dedup.signatures import signature_matrix
+from dataaudit.dedup.signature_columns import signature_matrix
 from dataaudit.textops import ngram_hash_of
 from fixtures.dedup_corpus import make_corpus
 
