@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrow import as_string_array, flatten_lists, to_bool, to_int64
+from .arrow import as_string_array, flatten_lists, string_buffers, to_bool, to_int64
 
 DATA = Path(__file__).with_name("spacy_en.json")
 # Affixes are stripped one at a time, each strip copying the rest (as spaCy does): quadratic in a chunk's length. A
@@ -346,9 +346,10 @@ def _popcount(x: np.ndarray) -> np.ndarray:
 
 def chunk_stats(arr: pa.Array, stop_words=()) -> ChunkStats:
     """The chunks (whitespace-separated pieces) of every text of `arr` and their statistics (FIELDS), with which
-    chunks have a whitespace token before them. A text where a match of the special-case matcher across chunks
-    may hide one inside a chunk (two chunks one space apart, a pattern's two tokens at their boundary, a chunk of
-    that run holding a match) is tokenized whole (`Tables.doc_tokens`): its statistics are its first chunk's."""
+    chunks have a whitespace token before them. Where a match of the special-case matcher across chunks may hide
+    one inside a chunk (two chunks one space apart, a pattern's two tokens at their boundary, a chunk of that run
+    holding a match), the run of chunks is tokenized whole (`Tables.doc_tokens`): its statistics are its first
+    chunk's."""
     t = tables()
     arr = pc.fill_null(as_string_array(arr), "")
     n = len(arr)
@@ -400,7 +401,13 @@ def chunk_stats(arr: pa.Array, stop_words=()) -> ChunkStats:
     if rest.size:
         key_stops = tuple(stop_words)
         got = np.empty((rest.size, len(ROW)), dtype=np.int64)
-        for j, chunk in enumerate(dictionary.take(pa.array(rest)).to_pylist()):
+        others = dictionary.take(pa.array(rest))
+        todo = _kernel_rows(others, stop_words, got)
+        if todo is not None:
+            others = others.take(pa.array(todo))
+        else:
+            todo = range(rest.size)
+        for j, chunk in zip(todo, others.to_pylist()):
             key = (chunk, key_stops)
             row = _memo.get(key)
             if row is None:
@@ -411,7 +418,7 @@ def chunk_stats(arr: pa.Array, stop_words=()) -> ChunkStats:
             got[j] = row
         table[:, rest] = got.T
     vals = table[:, idx]
-    # texts to tokenize whole: runs of chunks joined by one space with a pattern's pair at each boundary
+    # runs to tokenize whole: chunks joined by one space with a pattern's pair at each boundary
     k = len(idx)
     if k > 1 and t.pairs.size:
         fid, lid = vals[col["first_id"]], vals[col["last_id"]]
@@ -425,17 +432,52 @@ def chunk_stats(arr: pa.Array, stop_words=()) -> ChunkStats:
             run = np.cumsum(~paired)
             run_match = np.bincount(run, weights=vals[col["has_match"]], minlength=run[-1] + 1) > 0
             run_len = np.bincount(run, minlength=run[-1] + 1)
-            hit = run_match[run] & (run_len[run] > 1)
-            redo = np.unique(parent[hit])
-            if redo.size:
-                start = np.cumsum(counts) - counts
-                for i, text in zip(redo, arr.take(pa.array(redo)).to_pylist()):
-                    c = slice(start[i], start[i] + counts[i])
-                    vals[:, c] = 0
-                    vals[:len(FIELDS), start[i]] = _token_stats(t, t.doc_tokens(text), stops)
-                    space_before[c] = False
+            hit = np.flatnonzero(run_match[run] & (run_len[run] > 1))
+            if hit.size:
+                # each such run of chunks is tokenized as one text (the chunks one space apart): a match across
+                # chunks lies inside one run, so the runs' tokens are the whole text's; the run's statistics go
+                # to its first chunk
+                strs = dictionary.take(pa.array(idx[hit])).to_pylist()
+                bounds = np.flatnonzero(np.diff(run[hit])) + 1
+                for group in np.split(np.arange(hit.size), bounds):
+                    pos = hit[group]
+                    vals[:, pos] = 0
+                    toks = t.doc_tokens(" ".join(strs[g] for g in group))
+                    vals[:len(FIELDS), pos[0]] = _token_stats(t, toks, stops)
     return ChunkStats(parent=parent, count=counts, values={f: vals[col[f]] for f in FIELDS},
                       space_before=space_before)
+
+
+@lru_cache(1)
+def kernel_tables():
+    """The compiled kernel's tables (spacy_kernel_tables.build), or None where the tables hold an alternative the
+    kernel does not know (the Python emulation then decides every chunk)."""
+    from .spacy_kernel_tables import build
+    t = tables()
+    try:
+        return build(json.loads(DATA.read_text(encoding="utf-8")), t.token_id, t.patterns, t.rules)
+    except ValueError:
+        return None
+
+
+def _kernel_rows(chunks: pa.Array, stop_words, out: np.ndarray) -> np.ndarray | None:
+    """ROW of each chunk into `out` by the compiled kernel; the chunks it hands back (their indices), for the
+    Python emulation. None: no kernel (numba missing or switched off, a small batch, tables it does not know)."""
+    from .hashing import numba_kernels
+    k = numba_kernels("dataaudit.textops._spacy_kernels", work=chunks.nbytes)
+    kt = kernel_tables() if k is not None else None
+    if kt is None:
+        return None
+    off, data = string_buffers(chunks)
+    words = [str(w) for w in stop_words]
+    stop_off = np.cumsum([0] + [len(w) for w in words]).astype(np.int64)
+    stops = np.array([ord(c) for w in words for c in w], dtype=np.int64)
+    stop_bits = np.array([1 << i for i in range(len(words))], dtype=np.int64)
+    status = np.zeros(len(chunks), dtype=np.uint8)
+    k.chunk_rows(data, off, kt.props, kt.rule_hashes, kt.max_rule, kt.lits, kt.lit_off, kt.n_plain, kt.vocab_h,
+                 kt.vocab_id, kt.vocab_cp, kt.vocab_off, kt.pat_h, kt.pat_ids, kt.pat_off, kt.piece_off, kt.pieces,
+                 kt.longest, stops, stop_off, stop_bits, MAX_CHUNK_CHARS, out, status)
+    return np.flatnonzero(status)
 
 
 def clear_memo() -> None:
