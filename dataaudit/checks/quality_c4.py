@@ -23,8 +23,7 @@ import pyarrow.compute as pc
 from dataaudit.textops import spacy_en
 
 from .base import CheckOutput, register
-from .quality_common import first_rule, match, per_text, splitlines, texts
-from .text_common import to_int64
+from .quality_common import first_rule, match, per_text, splitlines, texts, words_per_line
 
 PARAMS = {"remove_citations": True, "filter_no_terminal_punct": True, "min_num_sentences": 5,
           "min_words_per_line": 3, "max_word_length": 1000, "filter_lorem_ipsum": True, "filter_javascript": True,
@@ -34,7 +33,6 @@ POLICY_SUBSTRINGS = ["terms of use", "privacy policy", "cookie policy", "uses co
 # Python's \d is any Unicode decimal digit
 CITATION_RE = "\\[\\p{Nd}*\\]|\\[edit\\]|\\[citation needed\\]"
 _TERMINAL_RE = "[.?!\"']$"
-_SPACES = "[" + spacy_en.SPACE_CLASS + "]+"
 LINE_RULES = ("too_long_word", "no_terminal_punct", "too_few_words", "javascript", "policy")
 
 
@@ -45,16 +43,9 @@ def c4_decide(arr, p: dict):
     n = len(arr)
     raw, parent, nlines = splitlines(arr)
     lines = pc.utf8_trim(raw, characters=spacy_en.SPACE_CHARS)
-    words = pc.split_pattern_regex(lines, pattern=_SPACES)
-    pieces = pc.list_flatten(words)
-    wparent = np.repeat(np.arange(len(lines)), to_int64(pc.list_value_length(words)))
-    nonempty = to_int64(pc.binary_length(pieces)) > 0
-    n_words = np.bincount(wparent[nonempty], minlength=len(lines))
-    long_word = np.zeros(len(lines), dtype=bool)
+    n_words, longest = words_per_line(raw)
     maxlen = p["max_word_length"]
-    if maxlen and maxlen > 0:
-        over = to_int64(pc.utf8_length(pieces)) > maxlen
-        long_word[wparent[over]] = True
+    long_word = longest > maxlen if maxlen and maxlen > 0 else np.zeros(len(lines), dtype=bool)
     if p["remove_citations"]:
         lines = pc.replace_substring_regex(lines, pattern=CITATION_RE, replacement="")
     if p["filter_no_terminal_punct"]:

@@ -1,11 +1,16 @@
-"""numba kernel of spaCy's English tokenizer over whitespace-free chunks (spacy_en.py's Python emulation is its twin
-and decides every chunk the kernel hands back).
+"""numba kernels of the pretraining quality rules: spaCy's English tokenizer over whitespace-free chunks (spacy_en.py's
+Python emulation is its twin and decides every chunk the kernel hands back), and one-pass splits into chunks
+(`split_chunks`), lines (`split_lines`, Python's `str.splitlines`) and words (`line_words`), whose twins are the
+regex splits of pyarrow in spacy_en.split_chunks and checks/quality_common.py.
 
 `chunk_rows` tokenizes each chunk as `Tables.split` + `Tables.apply_matcher` do (prefixes and suffixes peeled off
 one at a time, then the infixes) and writes the statistics `spacy_en._chunk_row` gives. A chunk is handed back
 (status 1) where the kernel does not decide by itself: a substring that may be a special case (its hash is one of
-the rules' keys), or a middle that may be a URL and holds an infix. A hash is only ever a reason to hand back, never to decide, so a collision costs time, not
-exactness.
+the rules' keys), or a middle that may be a URL and holds an infix. A hash is only ever a reason to hand back or
+is confirmed by comparing the text, so a collision costs time, not exactness.
+
+The helpers are inlined (`inline="always"`): a call of a compiled function with array arguments otherwise increfs
+and decrefs each array, with atomic operations, on every call (it made the line split 10x slower).
 
 `props` holds per code point the character classes of spaCy's affix regexes and of the statistics (bits P_*,
 built by spacy_kernel_tables.py from the same tables the Python emulation compiles).
@@ -18,13 +23,14 @@ import numpy as np
 from .spacy_kernel_tables import (HASH_MUL, P_ALNUM, P_ALPHA, P_DEC, P_INF_LOW, P_INF_UP, P_INFSYM, P_ISALPHA,
                                   P_ISP, P_LITEND, P_PRE1, P_PUNCTCH, P_PUNCTSET, P_SUF1, P_SUF_DOT, P_SUF_UP,
                                   P_TLD)
+from .words import multibyte_ws
 
 # the row: spacy_en.ROW
 R_TOKENS, R_NONSYM, R_NONSYM_CHARS, R_ALPHA, R_STOP, R_C0, R_DECISIVE, R_OUT, R_FIRST_WORD, R_FIRST_ID, R_LAST_ID, \
     R_HAS_MATCH = range(12)
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@numba.njit(inline="always", cache=True, nogil=True, boundscheck=False)
 def _hash(cp, a, b):
     h = np.uint64(0)
     for i in range(a, b):
@@ -32,23 +38,23 @@ def _hash(cp, a, b):
     return h
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@numba.njit(inline="always", cache=True, nogil=True, boundscheck=False)
 def _in_sorted(arr, h):
     j = np.searchsorted(arr, h)
     return j < arr.shape[0] and arr[j] == h
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@numba.njit(inline="always", cache=True, nogil=True, boundscheck=False)
 def _maybe_rule(cp, a, b, rule_hashes, max_rule):
     return b - a <= max_rule and _in_sorted(rule_hashes, _hash(cp, a, b))
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@numba.njit(inline="always", cache=True, nogil=True, boundscheck=False)
 def _is09(c):
     return 48 <= c <= 57
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@numba.njit(inline="always", cache=True, nogil=True, boundscheck=False)
 def _ends_with(cp, a, b, lits, lit_off, k):
     """Does cp[a:b] end with literal k?"""
     s, e = lit_off[k], lit_off[k + 1]
@@ -61,7 +67,7 @@ def _ends_with(cp, a, b, lits, lit_off, k):
     return True
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@numba.njit(inline="always", cache=True, nogil=True, boundscheck=False)
 def _prefix_len(cp, a, b, props):
     """The prefix regex's match at the start of cp[a:b] (its first alternative that matches)."""
     c = cp[a]
@@ -79,7 +85,7 @@ def _prefix_len(cp, a, b, props):
     return 1 if props[c] & P_PRE1 else 0
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@numba.njit(inline="always", cache=True, nogil=True, boundscheck=False)
 def _suffix_len(cp, a, b, props, lits, lit_off, n_plain):
     """The suffix regex's search over cp[a:b] (its lookbehinds see nothing before a): every alternative ends at
     the end, so the leftmost match is the longest suffix any alternative matches. Literals 0..n_plain-1 need no
@@ -118,7 +124,7 @@ def _suffix_len(cp, a, b, props, lits, lit_off, n_plain):
     return best
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@numba.njit(inline="always", cache=True, nogil=True, boundscheck=False)
 def _infix_at(cp, a, b, i, props):
     """The length of the infix regex's match at i in cp[a:b] (lookbehinds see nothing before a), 0: none."""
     c = cp[i]
@@ -164,7 +170,7 @@ def _infix_at(cp, a, b, i, props):
     return 0
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@numba.njit(inline="always", cache=True, nogil=True, boundscheck=False)
 def _maybe_url(cp, a, b, props):
     """False when the URL regex cannot match cp[a:b]: a host needs a "." then a top-level domain of 2+ of its
     letters followed by the end, ":", "/", "?" or "#"; an IPv4 address needs three dots between decimal digits."""
@@ -184,7 +190,7 @@ def _maybe_url(cp, a, b, props):
     return False
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@numba.njit(inline="always", cache=True, nogil=True, boundscheck=False)
 def _token_id(cp, a, b, vocab_h, vocab_id, vocab_cp, vocab_off):
     """The id of cp[a:b] among the matcher's tokens (its hash found, then its text compared), -1: none."""
     h = _hash(cp, a, b)
@@ -197,7 +203,7 @@ def _token_id(cp, a, b, vocab_h, vocab_id, vocab_cp, vocab_off):
     return vocab_id[j]
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@numba.njit(inline="always", cache=True, nogil=True, boundscheck=False)
 def _same_ids(tid, a, b, pat_ids, pat_off, j):
     """Are tid[a:b] pattern j's ids?"""
     if pat_off[j + 1] - pat_off[j] != b - a:
@@ -208,7 +214,7 @@ def _same_ids(tid, a, b, pat_ids, pat_off, j):
     return True
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
+@numba.njit(inline="always", cache=True, nogil=True, boundscheck=False)
 def _tokenize(cp, n, props, rule_hashes, max_rule, lits, lit_off, n_plain, max_chunk, ts, te):
     """The tokens of cp[0:n] before the matcher into ts/te (start, end); their number, or -1: hand back."""
     if n > max_chunk:
@@ -460,3 +466,186 @@ def chunk_rows(data, offsets, props, rule_hashes, max_rule, lits, lit_off, n_pla
         rows[r, R_LAST_ID] = last_id
         rows[r, R_HAS_MATCH] = 1 if nm else 0
         status[r] = 0
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def split_chunks(off, data, cls, out_data, out_off, parent, gap):
+    """The chunks (runs between `str.isspace` characters) of the texts data[off[d]:off[d+1]]: their bytes packed
+    into out_data with out_off, the text of each (parent) and what comes before it (gap: 0 nothing or the
+    text's leading whitespace, 1 one " ", 2 other whitespace). Returns the number of chunks."""
+    k = 0
+    o = 0
+    out_off[0] = 0
+    for d in range(off.shape[0] - 1):
+        i = off[d]
+        end = off[d + 1]
+        in_chunk = False
+        started = False
+        gap_start = i
+        while i < end:
+            c = cls[data[i]]
+            w = 0
+            if c == 1:
+                w = 1
+            elif c == 2:
+                w = multibyte_ws(data, i, end)
+            if w:
+                if in_chunk:
+                    out_off[k] = o
+                    in_chunk = False
+                    gap_start = i
+                i += w
+                continue
+            if not in_chunk:
+                parent[k] = d
+                if not started:
+                    gap[k] = 0
+                elif i - gap_start == 1 and data[gap_start] == 32:
+                    gap[k] = 1
+                else:
+                    gap[k] = 2
+                k += 1
+                started = True
+                in_chunk = True
+            out_data[o] = data[i]
+            o += 1
+            i += 1
+        if in_chunk:
+            out_off[k] = o
+    return k
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def count_chunks(off, data, cls):
+    """How many chunks split_chunks finds (to size its outputs)."""
+    k = 0
+    for d in range(off.shape[0] - 1):
+        i = off[d]
+        end = off[d + 1]
+        in_chunk = False
+        while i < end:
+            c = cls[data[i]]
+            w = 0
+            if c == 1:
+                w = 1
+            elif c == 2:
+                w = multibyte_ws(data, i, end)
+            if w:
+                in_chunk = False
+                i += w
+                continue
+            if not in_chunk:
+                k += 1
+                in_chunk = True
+            i += 1
+    return k
+
+
+@numba.njit(inline="always", cache=True, nogil=True, boundscheck=False)
+def _line_break(data, i, end):
+    """The bytes of the `str.splitlines` line break at i (\\r\\n is one), else 0."""
+    b = data[i]
+    if b == 10 or b == 11 or b == 12 or b == 28 or b == 29 or b == 30:
+        return 1
+    if b == 13:
+        return 2 if i + 1 < end and data[i + 1] == 10 else 1
+    if b == 0xC2:
+        return 2 if i + 1 < end and data[i + 1] == 0x85 else 0
+    if b == 0xE2:
+        return 3 if i + 2 < end and data[i + 1] == 0x80 and (data[i + 2] == 0xA8 or data[i + 2] == 0xA9) else 0
+    return 0
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def split_lines(off, data, out_data, out_off, parent):
+    """`str.splitlines()` of the texts data[off[d]:off[d+1]]: the lines' bytes packed into out_data with out_off,
+    the text of each (parent; capacity: count_lines). Returns the number of lines."""
+    k = 0
+    o = 0
+    out_off[0] = 0
+    for d in range(off.shape[0] - 1):
+        i = off[d]
+        end = off[d + 1]
+        start = i
+        while i < end:
+            b = data[i]
+            if (b > 30 and b != 0xC2 and b != 0xE2) or (b > 13 and b < 28) or b < 10:
+                i += 1                        # no break starts here (tested first: 10x faster than the call alone)
+                continue
+            w = _line_break(data, i, end)
+            if w == 0:
+                i += 1
+                continue
+            for j in range(start, i):
+                out_data[o] = data[j]
+                o += 1
+            parent[k] = d
+            k += 1
+            out_off[k] = o
+            i += w
+            start = i
+        if start < end:                       # no line after a final break
+            for j in range(start, end):
+                out_data[o] = data[j]
+                o += 1
+            parent[k] = d
+            k += 1
+            out_off[k] = o
+    return k
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def count_lines(off, data):
+    k = 0
+    for d in range(off.shape[0] - 1):
+        i = off[d]
+        end = off[d + 1]
+        start = i
+        while i < end:
+            b = data[i]
+            if (b > 30 and b != 0xC2 and b != 0xE2) or (b > 13 and b < 28) or b < 10:
+                i += 1                        # no break starts here (tested first: 10x faster than the call alone)
+                continue
+            w = _line_break(data, i, end)
+            if w == 0:
+                i += 1
+                continue
+            k += 1
+            i += w
+            start = i
+        if start < end:
+            k += 1
+    return k
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def line_words(off, data, cls, words, longest):
+    """Per text data[off[d]:off[d+1]]: its words (`str.split()`) and the characters of its longest word."""
+    for d in range(off.shape[0] - 1):
+        i = off[d]
+        end = off[d + 1]
+        n = 0
+        chars = 0
+        best = 0
+        while i < end:
+            c = cls[data[i]]
+            w = 0
+            if c == 1:
+                w = 1
+            elif c == 2:
+                w = multibyte_ws(data, i, end)
+            if w:
+                if chars > best:
+                    best = chars
+                chars = 0
+                i += w
+                continue
+            if chars == 0:
+                n += 1
+            if data[i] & 0xC0 != 0x80:
+                chars += 1
+            i += 1
+        if chars > best:
+            best = chars
+        words[d] = n
+        longest[d] = best

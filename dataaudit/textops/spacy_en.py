@@ -344,15 +344,26 @@ def _popcount(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def chunk_stats(arr: pa.Array, stop_words=()) -> ChunkStats:
-    """The chunks (whitespace-separated pieces) of every text of `arr` and their statistics (FIELDS), with which
-    chunks have a whitespace token before them. Where a match of the special-case matcher across chunks may hide
-    one inside a chunk (two chunks one space apart, a pattern's two tokens at their boundary, a chunk of that run
-    holding a match), the run of chunks is tokenized whole (`Tables.doc_tokens`): its statistics are its first
-    chunk's."""
-    t = tables()
-    arr = pc.fill_null(as_string_array(arr), "")
+def split_chunks(arr: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The chunks of every text of `arr` (a string array without nulls): (chunks, parent text, chunks per text,
+    a whitespace token before the chunk, the chunk one " " after the one before). A whitespace token is any gap
+    inside the text but a single " " (at the start it does not matter: no period is seen before it); one space:
+    the chunk continues the one before for the matcher. One pass of the numba kernel, else two regex splits."""
+    from .hashing import WS_CLASS, numba_kernels
     n = len(arr)
+    k = numba_kernels("dataaudit.textops._spacy_kernels", work=arr.nbytes)
+    if k is not None:
+        off, data = string_buffers(arr)
+        m = k.count_chunks(off, data, WS_CLASS)
+        out_data = np.empty(max(len(data), 1), np.uint8)
+        out_off = np.zeros(m + 1, np.int64)
+        parent = np.empty(m, np.int64)
+        gap = np.empty(m, np.uint8)
+        m = k.split_chunks(off, data, WS_CLASS, out_data, out_off, parent, gap)
+        values = pa.Array.from_buffers(pa.large_string(), m, [None, pa.py_buffer(out_off[:m + 1]),
+                                                                pa.py_buffer(out_data[:out_off[m]])])
+        parent = parent[:m]
+        return values, parent, np.bincount(parent, minlength=n).astype(np.int64), gap[:m] == 2, gap[:m] == 1
     values, parent, counts = flatten_lists(pc.split_pattern_regex(arr, pattern="[" + SPACE_CLASS + "]+"))
     nonempty = to_bool(pc.not_equal(pc.binary_length(values), 0))
     # split at the chunks instead: piece j is the gap before chunk j, the last piece the trailing gap
@@ -364,15 +375,24 @@ def chunk_stats(arr: pa.Array, stop_words=()) -> ChunkStats:
     first[(ends - gcount)[gcount > 0]] = True
     gap_len = to_int64(pc.binary_length(gaps))
     one_space = to_bool(pc.equal(gaps, " "))
-    # a whitespace token: any gap inside the text but a single " " (at the start it does not matter: no period is
-    # seen before it); one space: the chunk continues the one before for the matcher
     space_before = ((gap_len > 0) & ~first & ~one_space)[~last]
     joined = (one_space & ~first)[~last]
     keep = np.flatnonzero(nonempty)
     if len(keep) != len(values):
         values = values.take(pa.array(keep))
     parent = parent[keep]
-    counts = np.bincount(parent, minlength=n).astype(np.int64)
+    return values, parent, np.bincount(parent, minlength=n).astype(np.int64), space_before, joined
+
+
+def chunk_stats(arr: pa.Array, stop_words=()) -> ChunkStats:
+    """The chunks (whitespace-separated pieces) of every text of `arr` and their statistics (FIELDS), with which
+    chunks have a whitespace token before them. Where a match of the special-case matcher across chunks may hide
+    one inside a chunk (two chunks one space apart, a pattern's two tokens at their boundary, a chunk of that run
+    holding a match), the run of chunks is tokenized whole (`Tables.doc_tokens`): its statistics are its first
+    chunk's."""
+    t = tables()
+    arr = pc.fill_null(as_string_array(arr), "")
+    values, parent, counts, space_before, joined = split_chunks(arr)
     enc = pc.dictionary_encode(values)
     if isinstance(enc, pa.ChunkedArray):
         enc = enc.combine_chunks()
