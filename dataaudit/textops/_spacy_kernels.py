@@ -295,7 +295,8 @@ def _tokenize(cp, n, props, rule_hashes, max_rule, lits, lit_off, n_plain, max_c
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def chunk_rows(data, offsets, props, rule_hashes, max_rule, lits, lit_off, n_plain, vocab_h, vocab_id, vocab_cp,
-               vocab_off, pat_h, pat_ids, pat_off, piece_off, pieces, longest, stops, stop_off, stop_bits, max_chunk, rows, status):
+               vocab_off, pat_h, pre_h, pat_ids, pat_off, piece_off, pieces, longest, stops, stop_off, stop_bits,
+               max_chunk, rows, status):
     """For each chunk data[offsets[i]:offsets[i+1]] (UTF-8, no whitespace): rows[i] = spacy_en.ROW, status[i] = 0,
     or status[i] = 1 where the Python emulation must decide it."""
     maxlen = 0
@@ -355,6 +356,8 @@ def chunk_rows(data, offsets, props, rule_hashes, max_rule, lits, lit_off, n_pla
                     if tid[u] < 0:
                         break
                     h = h * HASH_MUL + np.uint64(tid[u] + 1)
+                    if not _in_sorted(pre_h, h):            # no pattern starts so: no longer one either
+                        break
                     j = np.searchsorted(pat_h, h)
                     if j < pat_h.shape[0] and pat_h[j] == h and _same_ids(tid, t, u + 1, pat_ids, pat_off, j):
                         ma[nm] = t

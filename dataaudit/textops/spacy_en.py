@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -317,7 +318,7 @@ class ChunkStats:
 
     parent: np.ndarray
     count: np.ndarray            # chunks per text
-    values: dict[str, np.ndarray]
+    values: Mapping[str, np.ndarray]
     space_before: np.ndarray     # a whitespace token before the chunk (inside the text)
 
     def per_text(self, name: str) -> np.ndarray:
@@ -437,35 +438,62 @@ def chunk_stats(arr: pa.Array, stop_words=()) -> ChunkStats:
                 _memo[key] = row
             got[j] = row
         table[:, rest] = got.T
-    vals = table[:, idx]
     # runs to tokenize whole: chunks joined by one space with a pattern's pair at each boundary
     k = len(idx)
+    zero = np.zeros(0, np.int64)
+    at = zero
+    rows = np.zeros((0, len(FIELDS)), np.int64)
     if k > 1 and t.pairs.size:
-        fid, lid = vals[col["first_id"]], vals[col["last_id"]]
+        fid, lid = table[col["first_id"]][idx], table[col["last_id"]][idx]
         paired = np.zeros(k, dtype=bool)
         paired[1:] = joined[1:] & (fid[1:] >= 0) & (lid[:-1] >= 0)
-        rows = np.flatnonzero(paired)
-        if rows.size:
-            codes = lid[rows - 1] * len(t.token_id) + fid[rows]
-            paired[rows] = np.isin(codes, t.pairs)
+        pos = np.flatnonzero(paired)
+        if pos.size:
+            codes = lid[pos - 1] * len(t.token_id) + fid[pos]
+            paired[pos] = np.isin(codes, t.pairs)
         if paired.any():
             run = np.cumsum(~paired)
-            run_match = np.bincount(run, weights=vals[col["has_match"]], minlength=run[-1] + 1) > 0
+            run_match = np.bincount(run, weights=table[col["has_match"]][idx], minlength=run[-1] + 1) > 0
             run_len = np.bincount(run, minlength=run[-1] + 1)
             hit = np.flatnonzero(run_match[run] & (run_len[run] > 1))
             if hit.size:
                 # each such run of chunks is tokenized as one text (the chunks one space apart): a match across
                 # chunks lies inside one run, so the runs' tokens are the whole text's; the run's statistics go
-                # to its first chunk
+                # to its first chunk, the others' are 0
                 strs = dictionary.take(pa.array(idx[hit])).to_pylist()
-                bounds = np.flatnonzero(np.diff(run[hit])) + 1
-                for group in np.split(np.arange(hit.size), bounds):
-                    pos = hit[group]
-                    vals[:, pos] = 0
-                    toks = t.doc_tokens(" ".join(strs[g] for g in group))
-                    vals[:len(FIELDS), pos[0]] = _token_stats(t, toks, stops)
-    return ChunkStats(parent=parent, count=counts, values={f: vals[col[f]] for f in FIELDS},
+                groups = np.split(np.arange(hit.size), np.flatnonzero(np.diff(run[hit])) + 1)
+                zero = hit
+                at = hit[[g[0] for g in groups]]
+                rows = np.array([_token_stats(t, t.doc_tokens(" ".join(strs[j] for j in g)), stops) for g in groups],
+                                dtype=np.int64).reshape(-1, len(FIELDS))
+    return ChunkStats(parent=parent, count=counts, values=_Fields(table, idx, zero, at, rows),
                       space_before=space_before)
+
+
+class _Fields(Mapping):
+    """FIELDS per chunk, each gathered from the distinct chunks' table when first read (a batch of 20 MB has
+    millions of chunks: gathering every field of ROW cost more than the kernel), with the runs tokenized whole
+    put in: the chunks `zero` 0, the chunks `at` their `rows`."""
+
+    def __init__(self, table: np.ndarray, idx: np.ndarray, zero: np.ndarray, at: np.ndarray, rows: np.ndarray):
+        self._table, self._idx, self._zero, self._at, self._rows = table, idx, zero, at, rows
+        self._got: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._got:
+            j = FIELDS.index(name)
+            v = self._table[j][self._idx]
+            if self._zero.size:
+                v[self._zero] = 0
+                v[self._at] = self._rows[:, j]
+            self._got[name] = v
+        return self._got[name]
+
+    def __iter__(self):
+        return iter(FIELDS)
+
+    def __len__(self) -> int:
+        return len(FIELDS)
 
 
 @lru_cache(1)
@@ -495,8 +523,8 @@ def _kernel_rows(chunks: pa.Array, stop_words, out: np.ndarray) -> np.ndarray | 
     stop_bits = np.array([1 << i for i in range(len(words))], dtype=np.int64)
     status = np.zeros(len(chunks), dtype=np.uint8)
     k.chunk_rows(data, off, kt.props, kt.rule_hashes, kt.max_rule, kt.lits, kt.lit_off, kt.n_plain, kt.vocab_h,
-                 kt.vocab_id, kt.vocab_cp, kt.vocab_off, kt.pat_h, kt.pat_ids, kt.pat_off, kt.piece_off, kt.pieces,
-                 kt.longest, stops, stop_off, stop_bits, MAX_CHUNK_CHARS, out, status)
+                 kt.vocab_id, kt.vocab_cp, kt.vocab_off, kt.pat_h, kt.pre_h, kt.pat_ids, kt.pat_off, kt.piece_off,
+                 kt.pieces, kt.longest, stops, stop_off, stop_bits, MAX_CHUNK_CHARS, out, status)
     return np.flatnonzero(status)
 
 

@@ -18,8 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from dataaudit.cache import cache_folder
-
 P_PRE1 = 1          # a one-character prefix
 P_SUF1 = 2          # a one-character suffix (no lookbehind)
 P_INFSYM = 4        # a one-character infix (no lookaround)
@@ -130,6 +128,7 @@ class KernelTables:
     vocab_cp: np.ndarray
     vocab_off: np.ndarray
     pat_h: np.ndarray
+    pre_h: np.ndarray           # the hashes of every pattern's first 1, 2, ... tokens
     pat_ids: np.ndarray
     pat_off: np.ndarray
     piece_off: np.ndarray
@@ -141,6 +140,7 @@ def build(raw: dict, token_id: dict, patterns: dict, rules: dict) -> KernelTable
     """The kernel's tables; the per-code-point classes (a second of regex and unicodedata work over every code
     point) come from the cache folder when built there before for the same spacy_en.json, builder and Unicode
     version."""
+    from dataaudit.cache import cache_folder      # here: the kernels import nothing outside textops
     key = hashlib.sha256(json.dumps(raw, sort_keys=True).encode() + Path(__file__).read_bytes()
                          + unicodedata.unidata_version.encode()).hexdigest()[:24]
     path = cache_folder() / "spacy_en" / f"props-{key}.npy"
@@ -294,6 +294,8 @@ def _tables(raw: dict, token_id: dict, patterns: dict, rules: dict, props: np.nd
                         vocab_id=np.array([token_id[w] for w in vocab], dtype=np.int64),
                         vocab_cp=np.array([ord(c) for w in vocab for c in w], dtype=np.int64),
                         vocab_off=np.cumsum([0] + [len(w) for w in vocab]).astype(np.int64), pat_h=pat_h,
+                        pre_h=np.unique(np.array([ids_hash(x[:j]) for x in pat_ids for j in range(1, len(x) + 1)],
+                                                 dtype=np.uint64)),
                         pat_ids=np.array([i for x in pat_ids for i in x], dtype=np.int64),
                         pat_off=np.cumsum([0] + [len(x) for x in pat_ids]).astype(np.int64),
                         piece_off=np.cumsum([0] + [len(x) for x in lengths]).astype(np.int64),
