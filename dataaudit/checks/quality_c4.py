@@ -53,15 +53,23 @@ def c4_decide(arr, p: dict):
     else:
         no_punct = np.zeros(len(lines), dtype=bool)
     few = n_words < p["min_words_per_line"]
-    lower = pc.utf8_lower(lines)
     eligible = ~long_word & ~no_punct & ~few
-    lorem = eligible & match(lower, "lorem ipsum") if p["filter_lorem_ipsum"] else np.zeros(len(lines), bool)
-    js = eligible & ~lorem & match(lower, "javascript") if p["filter_javascript"] else np.zeros(len(lines), bool)
-    curly = (eligible & ~lorem & ~js & to_bool_arr(pc.match_substring(lines, "{"))
-             if p["filter_curly_bracket"] else np.zeros(len(lines), bool))
+    # the substring rules read only the lines still kept (in code most lines are removed before them)
+    at = np.flatnonzero(eligible)
+    sub = lines.take(pa.array(at))
+    lower = pc.utf8_lower(sub)
+
+    def on(rule: bool, found) -> np.ndarray:
+        hit = np.zeros(len(lines), bool)
+        if rule:
+            hit[at] = found()
+        return hit
+
+    lorem = on(p["filter_lorem_ipsum"], lambda: match(lower, "lorem ipsum"))
+    js = ~lorem & on(p["filter_javascript"], lambda: match(lower, "javascript"))
+    curly = ~lorem & ~js & on(p["filter_curly_bracket"], lambda: to_bool_arr(pc.match_substring(sub, "{")))
     rest = eligible & ~lorem & ~js & ~curly
-    policy = (rest & match(lower, "|".join(POLICY_SUBSTRINGS)) if p["filter_policy"]
-              else np.zeros(len(lines), bool))
+    policy = rest & on(p["filter_policy"], lambda: match(lower, "|".join(POLICY_SUBSTRINGS)))
     kept = rest & ~policy
     removed = {"too_long_word": per_text(parent, long_word, n),
                "no_terminal_punct": per_text(parent, ~long_word & no_punct, n),
