@@ -1,7 +1,8 @@
 """numba kernels of the pretraining quality rules: spaCy's English tokenizer over whitespace-free chunks (spacy_en.py's
 Python emulation is its twin and decides every chunk the kernel hands back), and one-pass splits into chunks
 (`split_chunks`), lines (`split_lines`, Python's `str.splitlines`) and words (`line_words`), whose twins are the
-regex splits of pyarrow in spacy_en.split_chunks and checks/quality_common.py.
+regex splits of pyarrow in spacy_en.split_chunks and checks/quality_common.py, and FineWeb's line statistics
+(`fineweb_lines`; its twin is the pyarrow path of checks/quality_fineweb.py).
 
 `chunk_rows` tokenizes each chunk as `Tables.split` + `Tables.apply_matcher` do (prefixes and suffixes peeled off
 one at a time, then the infixes) and writes the statistics `spacy_en._chunk_row` gives. A chunk is handed back
@@ -652,3 +653,126 @@ def line_words(off, data, cls, words, longest):
             best = chars
         words[d] = n
         longest[d] = best
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def _same_bytes(data, a, b, c, d):
+    if b - a != d - c:
+        return False
+    for j in range(b - a):
+        if data[a + j] != data[c + j]:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def fineweb_lines(off, data, cls, terminal, short_len, stats):
+    """FineWeb's line statistics of each text data[off[d]:off[d+1]], its lines split at "\\n" only and a line
+    blank when all its characters are `str.isspace`: stats[d] = (non-blank lines, those whose last character is
+    in `terminal` (sorted code points), those of at most short_len characters, the characters of the non-blank
+    lines equal to an earlier one of the text, "\\n" count, characters)."""
+    cap = 16
+    ls = np.empty(cap, np.int64)
+    le = np.empty(cap, np.int64)
+    lh = np.empty(cap, np.uint64)
+    lc = np.empty(cap, np.int64)
+    for d in range(off.shape[0] - 1):
+        end = off[d + 1]
+        i = off[d]
+        nl = 0
+        punct = 0
+        short = 0
+        newlines = 0
+        chars = 0
+        start = i
+        blank = True
+        h = np.uint64(0)
+        n = 0
+        while True:
+            if i == end or data[i] == 10:
+                if not blank:
+                    if nl == cap:
+                        cap *= 2
+                        ls2 = np.empty(cap, np.int64)
+                        le2 = np.empty(cap, np.int64)
+                        lh2 = np.empty(cap, np.uint64)
+                        lc2 = np.empty(cap, np.int64)
+                        ls2[:nl] = ls[:nl]
+                        le2[:nl] = le[:nl]
+                        lh2[:nl] = lh[:nl]
+                        lc2[:nl] = lc[:nl]
+                        ls, le, lh, lc = ls2, le2, lh2, lc2
+                    ls[nl] = start
+                    le[nl] = i
+                    lh[nl] = h
+                    lc[nl] = n
+                    # the last character's code point
+                    j = i - 1
+                    while data[j] & 0xC0 == 0x80:
+                        j -= 1
+                    c = np.int64(data[j])
+                    if c >= 0xF0:
+                        c = ((c & 0x07) << 18) | ((np.int64(data[j + 1]) & 0x3F) << 12) | \
+                            ((np.int64(data[j + 2]) & 0x3F) << 6) | (np.int64(data[j + 3]) & 0x3F)
+                    elif c >= 0xE0:
+                        c = ((c & 0x0F) << 12) | ((np.int64(data[j + 1]) & 0x3F) << 6) | (np.int64(data[j + 2]) & 0x3F)
+                    elif c >= 0xC0:
+                        c = ((c & 0x1F) << 6) | (np.int64(data[j + 1]) & 0x3F)
+                    t = np.searchsorted(terminal, c)
+                    if t < terminal.shape[0] and terminal[t] == c:
+                        punct += 1
+                    if n <= short_len:
+                        short += 1
+                    nl += 1
+                if i == end:
+                    break
+                newlines += 1
+                i += 1
+                start = i
+                blank = True
+                h = np.uint64(0)
+                n = 0
+                continue
+            b = data[i]
+            if b & 0xC0 != 0x80:
+                n += 1
+                chars += 1
+            if blank:
+                c = cls[b]
+                w = 0
+                if c == 1:
+                    w = 1
+                elif c == 2:
+                    w = multibyte_ws(data, i, end)
+                if w == 0:
+                    blank = False
+                else:
+                    for q in range(i, i + w):           # a whitespace character's bytes
+                        h = h * HASH_MUL + np.uint64(data[q] + 1)
+                    i += w
+                    continue
+            h = h * HASH_MUL + np.uint64(b + 1)
+            i += 1
+        # characters in lines seen before: equal hashes, then equal bytes with an earlier line
+        dup = 0
+        if nl > 1:
+            order = np.argsort(lh[:nl], kind="mergesort")
+            g = 0
+            while g < nl:
+                e = g + 1
+                while e < nl and lh[order[e]] == lh[order[g]]:
+                    e += 1
+                for x in range(g + 1, e):
+                    p = order[x]
+                    for y in range(g, x):
+                        q = order[y]
+                        if _same_bytes(data, ls[q], le[q], ls[p], le[p]):
+                            dup += lc[p]
+                            break
+                g = e
+        stats[d, 0] = nl
+        stats[d, 1] = punct
+        stats[d, 2] = short
+        stats[d, 3] = dup
+        stats[d, 4] = newlines
+        stats[d, 5] = chars

@@ -68,6 +68,7 @@ EXPORTS: dict[str, dict[str, str]] = {
                       "i8[] i8[] i8 i8[][] u1[]",
         "count_chunks": "i8[] u1[] u1[]",
         "count_lines": "i8[] u1[]",
+        "fineweb_lines": "i8[] u1[] u1[] i8[] i8 i8[][]",
         "line_words": "i8[] u1[] u1[] i8[] i8[]",
         "split_chunks": "i8[] u1[] u1[] u1[] i8[] i8[] u1[]",
         "split_lines": "i8[] u1[] u1[] i8[] i8[]",

@@ -95,3 +95,17 @@ def test_the_one_pass_splits_equal_the_regex_splits(monkeypatch):
     # one " " joins "one" and "two"; "  " before "three" and "\n\n" before "four" are whitespace tokens
     at = chunks[0].to_pylist().index("two")
     assert chunks[4][at] and not chunks[3][at] and chunks[3][at + 1] and chunks[3][at + 2]
+
+
+def test_finewebs_one_pass_line_statistics_equal_pyarrows(monkeypatch):
+    from dataaudit.checks import quality_fineweb
+    cases = SPLIT_CASES + ["a\nb\na\n", "same line.\nsame line.\nother!\n  \n\t\nsame line.", "x\r\nx\r\n",
+                           "\u00a0\n\u3000\n", "end。\nend。\nünï\n" * 3, "\n\n\n", "\u2028a\u2029\n\U0001F600!",
+                           (open(quality_fineweb.__file__, encoding="utf-8").read())]
+    arr = pa.array(cases)
+    got = quality_fineweb._line_stats(arr, quality_fineweb.PARAMS)
+    monkeypatch.setenv("DATAAUDIT_NO_NUMBA", "1")
+    want = quality_fineweb._line_stats(arr, quality_fineweb.PARAMS)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    assert got[0][len(SPLIT_CASES)] == 3 and got[3][len(SPLIT_CASES)] == 1 / 3     # "a" again: 1 of 3 characters
