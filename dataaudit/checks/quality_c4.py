@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataaudit.textops import spacy_en
+from dataaudit.textops.arrow import string_buffers
 
 from .base import CheckOutput, register
 from .quality_common import first_rule, match, per_text, splitlines, texts, words_per_line
@@ -32,7 +33,6 @@ POLICY_SUBSTRINGS = ["terms of use", "privacy policy", "cookie policy", "uses co
                      "use cookies"]
 # Python's \d is any Unicode decimal digit
 CITATION_RE = "\\[\\p{Nd}*\\]|\\[edit\\]|\\[citation needed\\]"
-_TERMINAL_RE = "[.?!\"']$"
 LINE_RULES = ("too_long_word", "no_terminal_punct", "too_few_words", "javascript", "policy")
 
 
@@ -47,9 +47,13 @@ def c4_decide(arr, p: dict):
     maxlen = p["max_word_length"]
     long_word = longest > maxlen if maxlen and maxlen > 0 else np.zeros(len(lines), dtype=bool)
     if p["remove_citations"]:
-        lines = pc.replace_substring_regex(lines, pattern=CITATION_RE, replacement="")
+        # only a line holding "[" can hold a citation
+        cited = to_bool_arr(pc.match_substring(lines, "["))
+        if cited.any():
+            fixed = pc.replace_substring_regex(lines.filter(pa.array(cited)), pattern=CITATION_RE, replacement="")
+            lines = pc.replace_with_mask(lines, pa.array(cited), fixed.cast(lines.type))
     if p["filter_no_terminal_punct"]:
-        no_punct = ~match(lines, _TERMINAL_RE) | match(lines, "\\.\\.\\.$")
+        no_punct = ~_ends_terminal(lines)
     else:
         no_punct = np.zeros(len(lines), dtype=bool)
     few = n_words < p["min_words_per_line"]
@@ -96,6 +100,24 @@ def c4_decide(arr, p: dict):
     which = first_rule([doc_lorem, doc_curly, few_sent], n)
     first_line = np.where(has, first - (np.cumsum(nlines) - nlines), -1)     # its number in its text
     return which, sentences, removed, nlines, first_line
+
+
+def _ends_terminal(lines: pa.Array) -> np.ndarray:
+    """Per line: it ends with one of . ? ! " ' and not with "..." (the lines' last bytes, read in place)."""
+    off, data = string_buffers(lines)
+    n = len(lines)
+    out = np.zeros(n, dtype=bool)
+    ends = off[1:]
+    size = ends - off[:-1]
+    has = np.flatnonzero(size > 0)
+    last = data[ends[has] - 1]
+    term = np.isin(last, np.frombuffer(b".?!\"'", np.uint8))
+    three = has[term & (size[has] >= 3)]
+    e = ends[three]
+    ellipsis = np.zeros(n, dtype=bool)
+    ellipsis[three] = (data[e - 1] == 46) & (data[e - 2] == 46) & (data[e - 3] == 46)
+    out[has[term]] = True
+    return out & ~ellipsis
 
 
 def to_bool_arr(x) -> np.ndarray:
