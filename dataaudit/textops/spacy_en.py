@@ -16,8 +16,10 @@ its own tables and regexes (spacy_en.json, written by benchmarks/dump_spacy_en.p
 A chunk's tokens depend on the chunk only, so the statistics are computed once per distinct chunk (the batch's
 chunks are dictionary-encoded by Arrow) and summed per text with numpy. Chunks of ASCII letters that are no
 special case are one token (no affix or infix rule matches a letter run): their statistics are vectorized; the
-other distinct chunks are tokenized by the emulation in Python, remembered in a bounded memo (as spaCy caches
-its chunks).
+other distinct chunks go to the numba kernel `_spacy_kernels.chunk_rows` (the same algorithm over code points,
+with the regexes' character classes as per-code-point bits), which hands back the few it cannot decide alone
+(a possible special case or URL) to the emulation in Python here, remembered in a bounded memo (as spaCy caches
+its chunks). Without numba the emulation tokenizes them all.
 """
 from __future__ import annotations
 
