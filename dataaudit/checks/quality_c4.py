@@ -21,10 +21,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataaudit.textops import spacy_en
+from dataaudit.textops.arrow import string_buffers
 
 from .base import CheckOutput, register
-from .quality_common import first_rule, match, per_text, splitlines, texts
-from .text_common import to_int64
+from .quality_common import first_rule, match, per_text, splitlines, texts, words_per_line
 
 PARAMS = {"remove_citations": True, "filter_no_terminal_punct": True, "min_num_sentences": 5,
           "min_words_per_line": 3, "max_word_length": 1000, "filter_lorem_ipsum": True, "filter_javascript": True,
@@ -33,8 +33,6 @@ POLICY_SUBSTRINGS = ["terms of use", "privacy policy", "cookie policy", "uses co
                      "use cookies"]
 # Python's \d is any Unicode decimal digit
 CITATION_RE = "\\[\\p{Nd}*\\]|\\[edit\\]|\\[citation needed\\]"
-_TERMINAL_RE = "[.?!\"']$"
-_SPACES = "[" + spacy_en.SPACE_CLASS + "]+"
 LINE_RULES = ("too_long_word", "no_terminal_punct", "too_few_words", "javascript", "policy")
 
 
@@ -45,32 +43,37 @@ def c4_decide(arr, p: dict):
     n = len(arr)
     raw, parent, nlines = splitlines(arr)
     lines = pc.utf8_trim(raw, characters=spacy_en.SPACE_CHARS)
-    words = pc.split_pattern_regex(lines, pattern=_SPACES)
-    pieces = pc.list_flatten(words)
-    wparent = np.repeat(np.arange(len(lines)), to_int64(pc.list_value_length(words)))
-    nonempty = to_int64(pc.binary_length(pieces)) > 0
-    n_words = np.bincount(wparent[nonempty], minlength=len(lines))
-    long_word = np.zeros(len(lines), dtype=bool)
+    n_words, longest = words_per_line(raw)
     maxlen = p["max_word_length"]
-    if maxlen and maxlen > 0:
-        over = to_int64(pc.utf8_length(pieces)) > maxlen
-        long_word[wparent[over]] = True
+    long_word = longest > maxlen if maxlen and maxlen > 0 else np.zeros(len(lines), dtype=bool)
     if p["remove_citations"]:
-        lines = pc.replace_substring_regex(lines, pattern=CITATION_RE, replacement="")
+        # only a line holding "[" can hold a citation
+        cited = to_bool_arr(pc.match_substring(lines, "["))
+        if cited.any():
+            fixed = pc.replace_substring_regex(lines.filter(pa.array(cited)), pattern=CITATION_RE, replacement="")
+            lines = pc.replace_with_mask(lines, pa.array(cited), fixed.cast(lines.type))
     if p["filter_no_terminal_punct"]:
-        no_punct = ~match(lines, _TERMINAL_RE) | match(lines, "\\.\\.\\.$")
+        no_punct = ~_ends_terminal(lines)
     else:
         no_punct = np.zeros(len(lines), dtype=bool)
     few = n_words < p["min_words_per_line"]
-    lower = pc.utf8_lower(lines)
     eligible = ~long_word & ~no_punct & ~few
-    lorem = eligible & match(lower, "lorem ipsum") if p["filter_lorem_ipsum"] else np.zeros(len(lines), bool)
-    js = eligible & ~lorem & match(lower, "javascript") if p["filter_javascript"] else np.zeros(len(lines), bool)
-    curly = (eligible & ~lorem & ~js & to_bool_arr(pc.match_substring(lines, "{"))
-             if p["filter_curly_bracket"] else np.zeros(len(lines), bool))
+    # the substring rules read only the lines still kept (in code most lines are removed before them)
+    at = np.flatnonzero(eligible)
+    sub = lines.take(pa.array(at))
+    lower = pc.utf8_lower(sub)
+
+    def on(rule: bool, found) -> np.ndarray:
+        hit = np.zeros(len(lines), bool)
+        if rule:
+            hit[at] = found()
+        return hit
+
+    lorem = on(p["filter_lorem_ipsum"], lambda: match(lower, "lorem ipsum"))
+    js = ~lorem & on(p["filter_javascript"], lambda: match(lower, "javascript"))
+    curly = ~lorem & ~js & on(p["filter_curly_bracket"], lambda: to_bool_arr(pc.match_substring(sub, "{")))
     rest = eligible & ~lorem & ~js & ~curly
-    policy = (rest & match(lower, "|".join(POLICY_SUBSTRINGS)) if p["filter_policy"]
-              else np.zeros(len(lines), bool))
+    policy = rest & on(p["filter_policy"], lambda: match(lower, "|".join(POLICY_SUBSTRINGS)))
     kept = rest & ~policy
     removed = {"too_long_word": per_text(parent, long_word, n),
                "no_terminal_punct": per_text(parent, ~long_word & no_punct, n),
@@ -97,6 +100,24 @@ def c4_decide(arr, p: dict):
     which = first_rule([doc_lorem, doc_curly, few_sent], n)
     first_line = np.where(has, first - (np.cumsum(nlines) - nlines), -1)     # its number in its text
     return which, sentences, removed, nlines, first_line
+
+
+def _ends_terminal(lines: pa.Array) -> np.ndarray:
+    """Per line: it ends with one of . ? ! " ' and not with "..." (the lines' last bytes, read in place)."""
+    off, data = string_buffers(lines)
+    n = len(lines)
+    out = np.zeros(n, dtype=bool)
+    ends = off[1:]
+    size = ends - off[:-1]
+    has = np.flatnonzero(size > 0)
+    last = data[ends[has] - 1]
+    term = np.isin(last, np.frombuffer(b".?!\"'", np.uint8))
+    three = has[term & (size[has] >= 3)]
+    e = ends[three]
+    ellipsis = np.zeros(n, dtype=bool)
+    ellipsis[three] = (data[e - 1] == 46) & (data[e - 2] == 46) & (data[e - 3] == 46)
+    out[has[term]] = True
+    return out & ~ellipsis
 
 
 def to_bool_arr(x) -> np.ndarray:

@@ -6,10 +6,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataaudit.textops.spacy_en import LINE_BREAK_RE
+from dataaudit.textops.arrow import string_buffers
+from dataaudit.textops.hashing import WS_CLASS, numba_kernels
+from dataaudit.textops.spacy_en import LINE_BREAK_RE, SPACE_CLASS
 
 from .base import CheckOutput
 from .text_common import as_string_array, flatten_lists, to_bool, to_int64
+
+
+KERNELS = "dataaudit.textops._spacy_kernels"     # the one-pass line and word splits
 
 
 def texts(arr) -> pa.Array:
@@ -19,7 +24,19 @@ def texts(arr) -> pa.Array:
 
 def splitlines(arr: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """Every text's `str.splitlines()`: (lines, parent text, lines per text). Python splits at \\n, \\r, \\r\\n,
-    \\v, \\f, \\x1c-\\x1e, \\x85, U+2028, U+2029 and gives no line after a final break (none for "")."""
+    \\v, \\f, \\x1c-\\x1e, \\x85, U+2028, U+2029 and gives no line after a final break (none for ""). One pass of the
+    numba kernel, else a regex split."""
+    k = numba_kernels(KERNELS, work=arr.nbytes)
+    if k is not None:
+        off, data = string_buffers(arr)
+        m = k.count_lines(off, data)
+        out_data = np.empty(max(len(data), 1), np.uint8)
+        out_off = np.zeros(m + 1, np.int64)
+        parent = np.empty(m, np.int64)
+        k.split_lines(off, data, out_data, out_off, parent)
+        lines = pa.Array.from_buffers(pa.large_string(), m, [None, pa.py_buffer(out_off),
+                                                               pa.py_buffer(out_data[:out_off[m]])])
+        return lines, parent, np.bincount(parent, minlength=len(arr)).astype(np.int64)
     values, parent, counts = flatten_lists(pc.split_pattern_regex(arr, pattern=LINE_BREAK_RE))
     if len(values):
         last = np.cumsum(counts) - 1
@@ -32,6 +49,24 @@ def splitlines(arr: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
             parent = parent[keep]
             counts = np.bincount(parent, minlength=len(counts)).astype(np.int64)
     return values, parent, counts
+
+
+def words_per_line(lines: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Per line: its words (`str.split()`) and the characters of its longest word."""
+    k = numba_kernels(KERNELS, work=lines.nbytes)
+    if k is not None:
+        off, data = string_buffers(lines)
+        words = np.zeros(len(lines), np.int64)
+        longest = np.zeros(len(lines), np.int64)
+        k.line_words(off, data, WS_CLASS, words, longest)
+        return words, longest
+    pieces = pc.split_pattern_regex(lines, pattern="[" + SPACE_CLASS + "]+")
+    flat = pc.list_flatten(pieces)
+    wparent = np.repeat(np.arange(len(lines)), to_int64(pc.list_value_length(pieces)))
+    nonempty = to_int64(pc.binary_length(flat)) > 0
+    longest = np.zeros(len(lines), np.int64)
+    np.maximum.at(longest, wparent, to_int64(pc.utf8_length(flat)))
+    return np.bincount(wparent[nonempty], minlength=len(lines)).astype(np.int64), longest
 
 
 def per_text(parent: np.ndarray, mask: np.ndarray, n: int, weights=None) -> np.ndarray:

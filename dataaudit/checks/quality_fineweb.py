@@ -15,9 +15,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataaudit.textops import spacy_en
+from dataaudit.textops.arrow import string_buffers
+from dataaudit.textops.hashing import WS_CLASS, numba_kernels
 
 from .base import CheckOutput, register
-from .quality_common import count, first_rule, per_text, ratio, rule_output, texts
+from .quality_common import KERNELS, count, first_rule, per_text, ratio, rule_output, texts
 from .text_common import beyond, char_lengths, flatten_lists, to_bool, to_int64
 
 PARAMS = {"line_punct_thr": 0.12, "line_punct_exclude_zero": False, "short_line_thr": 0.67,
@@ -33,6 +35,37 @@ def fineweb_decide(arr, p: dict) -> tuple[np.ndarray, list[np.ndarray]]:
     """(the first rule that fires per text, -1 none; the measured value of every rule)."""
     arr = texts(arr)
     n = len(arr)
+    nl, punct, short, dup, newlines = _line_stats(arr, p)
+    empty = nl == 0
+    with np.errstate(invalid="ignore"):
+        fired = [empty,
+                 ~empty & (punct < p["line_punct_thr"]) & ~((punct == 0) & bool(p["line_punct_exclude_zero"])),
+                 ~empty & (short > p["short_line_thr"]),
+                 ~empty & (dup > p["char_duplicates_ratio"])]
+    # words only for the documents still kept (spaCy's split is the costly part)
+    words = np.zeros(n, dtype=np.int64)
+    alive = np.flatnonzero(~(fired[0] | fired[1] | fired[2] | fired[3]))
+    if alive.size:
+        words[alive] = spacy_en.chunk_stats(arr.take(pa.array(alive))).per_text("tokens")
+    per_word = ratio(newlines, words)
+    with np.errstate(invalid="ignore"):
+        fired.append(np.isin(np.arange(n), alive) & (per_word > p["new_line_ratio"]))
+    return first_rule(fired, n), [nl, punct, short, dup, per_word]
+
+
+def _line_stats(arr: pa.Array, p: dict) -> tuple[np.ndarray, ...]:
+    """Per text: non-blank lines, the shares of them ending with terminal punctuation and of short ones, the
+    share of characters in duplicated lines, and the "\n" count. One pass of the numba kernel, else pyarrow."""
+    n = len(arr)
+    k = numba_kernels(KERNELS, work=arr.nbytes)
+    terminal = spacy_en.tables().terminal
+    if k is not None and all(len(t) == 1 for t in terminal):
+        off, data = string_buffers(arr)
+        st = np.zeros((n, 6), np.int64)
+        k.fineweb_lines(off, data, WS_CLASS, np.array(sorted(map(ord, terminal)), np.int64),
+                        int(p["short_line_length"]), st)
+        nl = st[:, 0].astype(np.float64)
+        return nl, ratio(st[:, 1], nl), ratio(st[:, 2], nl), ratio(st[:, 3], st[:, 5]), st[:, 4]
     lines, parent, _ = flatten_lists(pc.split_pattern(arr, pattern="\n"))
     blank = to_bool(pc.equal(pc.utf8_trim(lines, characters=spacy_en.SPACE_CHARS), ""))
     keep = np.flatnonzero(~blank)
@@ -52,21 +85,7 @@ def fineweb_decide(arr, p: dict) -> tuple[np.ndarray, list[np.ndarray]]:
     seen_before[np.unique(key, return_index=True)[1]] = False
     newlines = count(arr, "\n")
     dup = ratio(per_text(parent, seen_before, n, weights=length), char_lengths(arr) - newlines)
-    empty = nl == 0
-    with np.errstate(invalid="ignore"):
-        fired = [empty,
-                 ~empty & (punct < p["line_punct_thr"]) & ~((punct == 0) & bool(p["line_punct_exclude_zero"])),
-                 ~empty & (short > p["short_line_thr"]),
-                 ~empty & (dup > p["char_duplicates_ratio"])]
-    # words only for the documents still kept (spaCy's split is the costly part)
-    words = np.zeros(n, dtype=np.int64)
-    alive = np.flatnonzero(~(fired[0] | fired[1] | fired[2] | fired[3]))
-    if alive.size:
-        words[alive] = spacy_en.chunk_stats(arr.take(pa.array(alive))).per_text("tokens")
-    per_word = ratio(newlines, words)
-    with np.errstate(invalid="ignore"):
-        fired.append(np.isin(np.arange(n), alive) & (per_word > p["new_line_ratio"]))
-    return first_rule(fired, n), [nl, punct, short, dup, per_word]
+    return nl, punct, short, dup, newlines
 
 
 @register(

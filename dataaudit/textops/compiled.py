@@ -78,6 +78,16 @@ EXPORTS: dict[str, dict[str, str]] = {
         "split_sentences": "u1[] i4[] i4[] u1[] u1[] i8[] i8[] i8[] i8[] u8[]",
         "word_ngrams": "u1[] i4[] i4[] i8[] i8 i8 b1[] b1[] f8[][] f8[][] i8[] i8[]",
     },
+    "dataaudit.textops._spacy_kernels": {
+        "chunk_rows": "u1[] i8[] u2[] u8[] i8 i8[] i8[] i8 u8[] i8[] i8[] i8[] u8[] u8[] i8[] i8[] i8[] i8[] i8 i8[] "
+                      "i8[] i8[] i8 i8[][] u1[]",
+        "count_chunks": "i8[] u1[] u1[]",
+        "count_lines": "i8[] u1[]",
+        "fineweb_lines": "i8[] u1[] u1[] i8[] i8 i8[][]",
+        "line_words": "i8[] u1[] u1[] i8[] i8[]",
+        "split_chunks": "i8[] u1[] u1[] u1[] i8[] i8[] u1[]",
+        "split_lines": "i8[] u1[] u1[] i8[] i8[]",
+    },
 }
 _EXTENSIONS = {False: "_dataaudit_kernels", True: "_dataaudit_kernels_nrt"}   # with numba's reference counting?
 _DONE = "build.json"                     # written last into the build folder, which is then renamed into place

@@ -16,14 +16,17 @@ its own tables and regexes (spacy_en.json, written by benchmarks/dump_spacy_en.p
 A chunk's tokens depend on the chunk only, so the statistics are computed once per distinct chunk (the batch's
 chunks are dictionary-encoded by Arrow) and summed per text with numpy. Chunks of ASCII letters that are no
 special case are one token (no affix or infix rule matches a letter run): their statistics are vectorized; the
-other distinct chunks are tokenized by the emulation in Python, remembered in a bounded memo (as spaCy caches
-its chunks).
+other distinct chunks go to the numba kernel `_spacy_kernels.chunk_rows` (the same algorithm over code points,
+with the regexes' character classes as per-code-point bits), which hands back the few it cannot decide alone
+(a possible special case or URL) to the emulation in Python here, remembered in a bounded memo (as spaCy caches
+its chunks). Without numba the emulation tokenizes them all.
 """
 from __future__ import annotations
 
 import json
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -32,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrow import as_string_array, flatten_lists, to_bool, to_int64
+from .arrow import as_string_array, flatten_lists, string_buffers, to_bool, to_int64
 
 DATA = Path(__file__).with_name("spacy_en.json")
 # Affixes are stripped one at a time, each strip copying the rest (as spaCy does): quadratic in a chunk's length. A
@@ -317,7 +320,7 @@ class ChunkStats:
 
     parent: np.ndarray
     count: np.ndarray            # chunks per text
-    values: dict[str, np.ndarray]
+    values: Mapping[str, np.ndarray]
     space_before: np.ndarray     # a whitespace token before the chunk (inside the text)
 
     def per_text(self, name: str) -> np.ndarray:
@@ -344,14 +347,26 @@ def _popcount(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def chunk_stats(arr: pa.Array, stop_words=()) -> ChunkStats:
-    """The chunks (whitespace-separated pieces) of every text of `arr` and their statistics (FIELDS), with which
-    chunks have a whitespace token before them. A text where a match of the special-case matcher across chunks
-    may hide one inside a chunk (two chunks one space apart, a pattern's two tokens at their boundary, a chunk of
-    that run holding a match) is tokenized whole (`Tables.doc_tokens`): its statistics are its first chunk's."""
-    t = tables()
-    arr = pc.fill_null(as_string_array(arr), "")
+def split_chunks(arr: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The chunks of every text of `arr` (a string array without nulls): (chunks, parent text, chunks per text,
+    a whitespace token before the chunk, the chunk one " " after the one before). A whitespace token is any gap
+    inside the text but a single " " (at the start it does not matter: no period is seen before it); one space:
+    the chunk continues the one before for the matcher. One pass of the numba kernel, else two regex splits."""
+    from .hashing import WS_CLASS, numba_kernels
     n = len(arr)
+    k = numba_kernels("dataaudit.textops._spacy_kernels", work=arr.nbytes)
+    if k is not None:
+        off, data = string_buffers(arr)
+        m = k.count_chunks(off, data, WS_CLASS)
+        out_data = np.empty(max(len(data), 1), np.uint8)
+        out_off = np.zeros(m + 1, np.int64)
+        parent = np.empty(m, np.int64)
+        gap = np.empty(m, np.uint8)
+        m = k.split_chunks(off, data, WS_CLASS, out_data, out_off, parent, gap)
+        values = pa.Array.from_buffers(pa.large_string(), m, [None, pa.py_buffer(out_off[:m + 1]),
+                                                                pa.py_buffer(out_data[:out_off[m]])])
+        parent = parent[:m]
+        return values, parent, np.bincount(parent, minlength=n).astype(np.int64), gap[:m] == 2, gap[:m] == 1
     values, parent, counts = flatten_lists(pc.split_pattern_regex(arr, pattern="[" + SPACE_CLASS + "]+"))
     nonempty = to_bool(pc.not_equal(pc.binary_length(values), 0))
     # split at the chunks instead: piece j is the gap before chunk j, the last piece the trailing gap
@@ -363,15 +378,24 @@ def chunk_stats(arr: pa.Array, stop_words=()) -> ChunkStats:
     first[(ends - gcount)[gcount > 0]] = True
     gap_len = to_int64(pc.binary_length(gaps))
     one_space = to_bool(pc.equal(gaps, " "))
-    # a whitespace token: any gap inside the text but a single " " (at the start it does not matter: no period is
-    # seen before it); one space: the chunk continues the one before for the matcher
     space_before = ((gap_len > 0) & ~first & ~one_space)[~last]
     joined = (one_space & ~first)[~last]
     keep = np.flatnonzero(nonempty)
     if len(keep) != len(values):
         values = values.take(pa.array(keep))
     parent = parent[keep]
-    counts = np.bincount(parent, minlength=n).astype(np.int64)
+    return values, parent, np.bincount(parent, minlength=n).astype(np.int64), space_before, joined
+
+
+def chunk_stats(arr: pa.Array, stop_words=()) -> ChunkStats:
+    """The chunks (whitespace-separated pieces) of every text of `arr` and their statistics (FIELDS), with which
+    chunks have a whitespace token before them. Where a match of the special-case matcher across chunks may hide
+    one inside a chunk (two chunks one space apart, a pattern's two tokens at their boundary, a chunk of that run
+    holding a match), the run of chunks is tokenized whole (`Tables.doc_tokens`): its statistics are its first
+    chunk's."""
+    t = tables()
+    arr = pc.fill_null(as_string_array(arr), "")
+    values, parent, counts, space_before, joined = split_chunks(arr)
     enc = pc.dictionary_encode(values)
     if isinstance(enc, pa.ChunkedArray):
         enc = enc.combine_chunks()
@@ -400,7 +424,13 @@ def chunk_stats(arr: pa.Array, stop_words=()) -> ChunkStats:
     if rest.size:
         key_stops = tuple(stop_words)
         got = np.empty((rest.size, len(ROW)), dtype=np.int64)
-        for j, chunk in enumerate(dictionary.take(pa.array(rest)).to_pylist()):
+        others = dictionary.take(pa.array(rest))
+        todo = _kernel_rows(others, stop_words, got)
+        if todo is not None:
+            others = others.take(pa.array(todo))
+        else:
+            todo = range(rest.size)
+        for j, chunk in zip(todo, others.to_pylist()):
             key = (chunk, key_stops)
             row = _memo.get(key)
             if row is None:
@@ -410,32 +440,94 @@ def chunk_stats(arr: pa.Array, stop_words=()) -> ChunkStats:
                 _memo[key] = row
             got[j] = row
         table[:, rest] = got.T
-    vals = table[:, idx]
-    # texts to tokenize whole: runs of chunks joined by one space with a pattern's pair at each boundary
+    # runs to tokenize whole: chunks joined by one space with a pattern's pair at each boundary
     k = len(idx)
+    zero = np.zeros(0, np.int64)
+    at = zero
+    rows = np.zeros((0, len(FIELDS)), np.int64)
     if k > 1 and t.pairs.size:
-        fid, lid = vals[col["first_id"]], vals[col["last_id"]]
+        fid, lid = table[col["first_id"]][idx], table[col["last_id"]][idx]
         paired = np.zeros(k, dtype=bool)
         paired[1:] = joined[1:] & (fid[1:] >= 0) & (lid[:-1] >= 0)
-        rows = np.flatnonzero(paired)
-        if rows.size:
-            codes = lid[rows - 1] * len(t.token_id) + fid[rows]
-            paired[rows] = np.isin(codes, t.pairs)
+        pos = np.flatnonzero(paired)
+        if pos.size:
+            codes = lid[pos - 1] * len(t.token_id) + fid[pos]
+            paired[pos] = np.isin(codes, t.pairs)
         if paired.any():
             run = np.cumsum(~paired)
-            run_match = np.bincount(run, weights=vals[col["has_match"]], minlength=run[-1] + 1) > 0
+            run_match = np.bincount(run, weights=table[col["has_match"]][idx], minlength=run[-1] + 1) > 0
             run_len = np.bincount(run, minlength=run[-1] + 1)
-            hit = run_match[run] & (run_len[run] > 1)
-            redo = np.unique(parent[hit])
-            if redo.size:
-                start = np.cumsum(counts) - counts
-                for i, text in zip(redo, arr.take(pa.array(redo)).to_pylist()):
-                    c = slice(start[i], start[i] + counts[i])
-                    vals[:, c] = 0
-                    vals[:len(FIELDS), start[i]] = _token_stats(t, t.doc_tokens(text), stops)
-                    space_before[c] = False
-    return ChunkStats(parent=parent, count=counts, values={f: vals[col[f]] for f in FIELDS},
+            hit = np.flatnonzero(run_match[run] & (run_len[run] > 1))
+            if hit.size:
+                # each such run of chunks is tokenized as one text (the chunks one space apart): a match across
+                # chunks lies inside one run, so the runs' tokens are the whole text's; the run's statistics go
+                # to its first chunk, the others' are 0
+                strs = dictionary.take(pa.array(idx[hit])).to_pylist()
+                groups = np.split(np.arange(hit.size), np.flatnonzero(np.diff(run[hit])) + 1)
+                zero = hit
+                at = hit[[g[0] for g in groups]]
+                rows = np.array([_token_stats(t, t.doc_tokens(" ".join(strs[j] for j in g)), stops) for g in groups],
+                                dtype=np.int64).reshape(-1, len(FIELDS))
+    return ChunkStats(parent=parent, count=counts, values=_Fields(table, idx, zero, at, rows),
                       space_before=space_before)
+
+
+class _Fields(Mapping):
+    """FIELDS per chunk, each gathered from the distinct chunks' table when first read (a batch of 20 MB has
+    millions of chunks: gathering every field of ROW cost more than the kernel), with the runs tokenized whole
+    put in: the chunks `zero` 0, the chunks `at` their `rows`."""
+
+    def __init__(self, table: np.ndarray, idx: np.ndarray, zero: np.ndarray, at: np.ndarray, rows: np.ndarray):
+        self._table, self._idx, self._zero, self._at, self._rows = table, idx, zero, at, rows
+        self._got: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._got:
+            j = FIELDS.index(name)
+            v = self._table[j][self._idx]
+            if self._zero.size:
+                v[self._zero] = 0
+                v[self._at] = self._rows[:, j]
+            self._got[name] = v
+        return self._got[name]
+
+    def __iter__(self):
+        return iter(FIELDS)
+
+    def __len__(self) -> int:
+        return len(FIELDS)
+
+
+@lru_cache(1)
+def kernel_tables():
+    """The compiled kernel's tables (spacy_kernel_tables.build), or None where the tables hold an alternative the
+    kernel does not know (the Python emulation then decides every chunk)."""
+    from .spacy_kernel_tables import build
+    t = tables()
+    try:
+        return build(json.loads(DATA.read_text(encoding="utf-8")), t.token_id, t.patterns, t.rules)
+    except ValueError:
+        return None
+
+
+def _kernel_rows(chunks: pa.Array, stop_words, out: np.ndarray) -> np.ndarray | None:
+    """ROW of each chunk into `out` by the compiled kernel; the chunks it hands back (their indices), for the
+    Python emulation. None: no kernel (numba missing or switched off, a small batch, tables it does not know)."""
+    from .hashing import numba_kernels
+    k = numba_kernels("dataaudit.textops._spacy_kernels", work=chunks.nbytes)
+    kt = kernel_tables() if k is not None else None
+    if kt is None:
+        return None
+    off, data = string_buffers(chunks)
+    words = [str(w) for w in stop_words]
+    stop_off = np.cumsum([0] + [len(w) for w in words]).astype(np.int64)
+    stops = np.array([ord(c) for w in words for c in w], dtype=np.int64)
+    stop_bits = np.array([1 << i for i in range(len(words))], dtype=np.int64)
+    status = np.zeros(len(chunks), dtype=np.uint8)
+    k.chunk_rows(data, off, kt.props, kt.rule_hashes, kt.max_rule, kt.lits, kt.lit_off, kt.n_plain, kt.vocab_h,
+                 kt.vocab_id, kt.vocab_cp, kt.vocab_off, kt.pat_h, kt.pre_h, kt.pat_ids, kt.pat_off, kt.piece_off,
+                 kt.pieces, kt.longest, stops, stop_off, stop_bits, MAX_CHUNK_CHARS, out, status)
+    return np.flatnonzero(status)
 
 
 def clear_memo() -> None:

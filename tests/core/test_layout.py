@@ -346,6 +346,8 @@ _OWN_FILES = {
     "dataaudit.textops.compiled": "the kernels compiled into the local cache folder, and /proc/cpuinfo",
     "dataaudit.textops.codepoints": "code point tables in the local cache folder",
     "dataaudit.textops.spacy_en": "the package's own tables of spaCy's English tokenizer (spacy_en.json)",
+    "dataaudit.textops.spacy_kernel_tables": "spaCy's character classes per code point in the local cache folder, "
+                                             "keyed by its own source",
     "dataaudit.report.render": "compiled templates in the local cache folder",
     "dataaudit.tokenization.loading": "a tokenizer: a local file or folder the tokenizers library loads",
     "dataaudit.checks.special_tokens": "a tokenizer's local file",

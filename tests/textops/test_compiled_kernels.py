@@ -82,12 +82,14 @@ def shard(tmp_path_factory) -> Path:
     return path
 
 
-def _audit(shard: Path, out: Path, cache: Path, **env) -> dict:
-    """Audit `shard` in a child process; what it imported of numba, its report (without `run`) and flags."""
+def _audit(shard: Path, out: Path, cache: Path, extra: tuple = (), **env) -> dict:
+    """Audit `shard` in a child process (`extra`: more arguments); what it imported of numba, its report (without
+    `run`) and flags."""
     child = ("import sys\nfrom dataaudit.cli import main\n"
              "try:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n    code = exc.code\n"
              "print('NUMBA', 'numba' in sys.modules, code)\n")
-    proc = subprocess.run([sys.executable, "-c", child, "audit", str(shard), "--out", str(out), "--engine", "local"],
+    proc = subprocess.run([sys.executable, "-c", child, "audit", str(shard), "--out", str(out), "--engine", "local",
+                           *extra],
                           capture_output=True, text=True, env=_env(cache, **env), cwd=REPO, timeout=600)
     last = proc.stdout.strip().splitlines()[-1].split()
     assert last[0] == "NUMBA" and last[2] in ("0", "1"), proc.stdout + proc.stderr
@@ -107,6 +109,18 @@ def test_an_audit_with_the_compiled_kernels_imports_no_numba_and_equals_numbas(c
     for name in ("control_chars", "mojibake", "long_unbroken_run", "repetition", "non_text_ratio", "special_tokens",
                  "empty_text"):
         assert checks[name]["flagged"] > 0, name                       # every kernel path met a defect
+
+
+def test_the_quality_rules_with_the_compiled_kernels_import_no_numba_and_equal_numbas(cache_dir, shard, tmp_path):
+    pretrain = ("--profile", "pretrain")
+    fast = _audit(shard, tmp_path / "compiled", cache_dir, pretrain)
+    jit = _audit(shard, tmp_path / "jit", cache_dir, pretrain, DATAAUDIT_NO_AOT="1")
+    assert fast["numba"] is False
+    assert fast["report"] == jit["report"]
+    assert fast["flags"].equals(jit["flags"])
+    checks = fast["report"]["checks"]
+    for name in ("gopher_quality", "c4_quality", "fineweb_quality"):
+        assert checks[name]["flagged"] > 0, name
 
 
 def test_each_kernel_runs_compiled_only_for_the_exported_argument_types(aot, monkeypatch):
