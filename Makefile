@@ -32,8 +32,10 @@ demo: kernels
 	  rc=$$?; [ $$rc -le 1 ] || exit $$rc
 	@echo "open $(DEMO_OUT)/report.html"
 
+# Every core (pytest-xdist): a worker takes a test file whole, so a file's costly fixture (the kernel build, a Ray
+# cluster) is made once; a session server several files share (moto, a local Ray) starts once per worker.
 test: setup
-	$(PY) -m pytest -q -n auto --dist loadgroup
+	$(PY) -m pytest -q -n auto --dist loadfile
 
 bench: kernels
 	bash benchmarks/run_all.sh

@@ -53,16 +53,3 @@ def ray_session():
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield ray
     ray.shutdown()
-
-
-# `make test` runs the suite on every core (pytest-xdist, --dist loadgroup). A worker takes a whole group: the tests
-# that share one of the session's servers, so each server still starts once per run, and otherwise the tests of one
-# file, so a costly fixture of one file (the kernel build) is made once, as in one process.
-_SERVER_GROUPS = {"ray_session": "ray", "ray_cluster": "ray-cluster", "moto_server": "s3"}
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        names = getattr(item, "fixturenames", ())
-        group = next((g for fixture, g in _SERVER_GROUPS.items() if fixture in names), item.nodeid.split("::")[0])
-        item.add_marker(pytest.mark.xdist_group(group))
