@@ -11,7 +11,8 @@ English prose, Chinese), against `pq.read_table` of the same shards in the same 
     package has it: without, Python compiles every module from source on each start when
     PYTHONDONTWRITEBYTECODE is set). With the text kernels compiled ahead of time (`dataaudit build-kernels`, run
     here when they are not built), and again with numba's JIT kernels (DATAAUDIT_NO_AOT) for the difference.
-(d) `--engine local --workers N` (default 2: worker processes, one thread each) vs (c).
+(d) `--engine local` as a user runs it (no --workers, no thread pinned: every core) vs (c), median of --repeats;
+    and `--engine local --workers N` (default 2: worker processes, one thread each) vs (c).
 (e) with --ray: `--engine ray` (a local Ray on every core) vs (c) (the ratio; target >= 1.6x on 2 cores).
 
 (f) with --per-record K: the same text with every K records joined into one (same bytes, K times fewer records),
@@ -71,8 +72,8 @@ def _joined(files: list[Path], k: int) -> list[Path]:
     return made
 
 
-def _audit(files: list[Path], engine: str, env: dict, *more: str) -> float:
-    if engine == "local" and "--workers" not in more:   # one process (the local default uses every core)
+def _audit(files: list[Path], engine: str, env: dict, *more: str, default: bool = False) -> float:
+    if engine == "local" and "--workers" not in more and not default:   # one process (the default uses every core)
         more = (*more, "--workers", "1")
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "dataaudit.cli", "audit", *map(str, files), "--out", tmp, "--engine", engine,
@@ -173,6 +174,11 @@ def main(argv=None) -> int:
         ta, tb = statistics.median(a), statistics.median(b)
         print(f"per-record cost: {rows} records {ta:.2f} s vs the same text in {rows_j} records {tb:.2f} s: "
               f"{(ta - tb) / (rows - rows_j) * 1e6:.2f} us of fixed cost per record (medians of {args.repeats})")
+    # the default as a user runs it: no option, no thread pinned
+    free_env = {k: v for k, v in env.items() if k not in _common._THREAD_VARS}
+    default = statistics.median(_audit(files, "local", free_env, default=True) for _ in range(args.repeats))
+    print(f"audit --engine local (the default: no --workers, no thread pinned): {default:.2f} s = "
+          f"{mb / default:.1f} MB/s wall; {local / default:.2f}x one pinned thread")
     if args.workers > 1:
         pooled = _audit(files, "local", env, "--workers", str(args.workers))
         print(f"audit --engine local --workers {args.workers} (1 thread each): {pooled:.1f} s = {mb / pooled:.1f} "
