@@ -41,7 +41,7 @@ def test_turn_dup_frac_0_brings_back_the_document_thresholds(tmp_path):
                                                                (3, "text")]
 
 
-# A real Alpaca reply (the chat data of ../shared/data): a song whose chorus comes back once, 21% of its characters
+# A real Alpaca reply (from the project's real chat data): a song whose chorus comes back once, 21% of its characters
 # in duplicated lines, over Gopher's document threshold of 0.20
 CHORUS = ("(Chorus)\nEndangered species, hear their cries\nTheir homes are disappearing before our eyes\n"
           "We need to act now, before it's too late\nAnd save these creatures from a terrible fate")
