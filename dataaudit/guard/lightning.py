@@ -65,7 +65,6 @@ class GuardCallback(_Base):
         self.metrics_prefix = metrics_prefix
         self.grads = grads
         self.grads_off: str | None = None   # why the gradient watch did not run (said in the summary)
-        self._ranks_tried = False
         self.skip_requested = False
         self.loss_skip_requested = False
         self._entry = None
@@ -142,9 +141,8 @@ class GuardCallback(_Base):
         """The callback is built before Lightning starts torch.distributed (in trainer.fit): the ranks' agreement
         is set up once it has started."""
         g = self.guard
-        if g.ranks is None and not self._ranks_tried:
+        if g.ranks is None:   # None until torch.distributed has started (or when it never does)
             g.ranks = rank_sync(g.options, g.record)
-            self._ranks_tried = g.ranks is not None
 
     def _grads_watched(self, trainer, pl_module) -> bool:
         if getattr(getattr(trainer, "precision_plugin", None), "scaler", None) is not None:
