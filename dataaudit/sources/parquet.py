@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -242,8 +242,7 @@ def iter_parquet(path: str, columns: list[str] | None = None, batch_rows: int = 
         yield from pieces
     if failed is not None:
         # Read again from `row`, one row group at a time: the rows the read-ahead lost, then the named error.
-        deadline = time.monotonic() + recovery_seconds
-        again = _row_group_by_row_group(fragment, decoded, row, batch_size, deadline, failed)
+        again = _row_group_by_row_group(fragment, decoded, row, batch_size, _Budget(recovery_seconds), failed)
         for pieces in map(as_yielded, again):
             yield from pieces
         raise _error(failed) from failed   # the read failed as a whole, yet every row group reads alone
@@ -282,11 +281,29 @@ def _scan(fragment, columns: list[str], batch_size: int) -> Iterator[pa.RecordBa
                                memory_pool=_decode_pool())
 
 
-def _row_group_by_row_group(fragment, columns: list[str], start: int, batch_size: int, deadline: float,
+class _Budget:
+    """The recovery's time, spent by its own reads only: the caller's work on the batches it is handed in between
+    (an audit's checks, a first call compiling kernels) is not the file's slowness."""
+
+    def __init__(self, seconds: float):
+        self.left = seconds
+
+    def over(self) -> bool:
+        return self.left <= 0
+
+    def read(self, step: Callable[[], Any]) -> Any:
+        t = time.monotonic()
+        try:
+            return step()
+        finally:
+            self.left -= time.monotonic() - t
+
+
+def _row_group_by_row_group(fragment, columns: list[str], start: int, batch_size: int, budget: _Budget,
                             failed: BaseException) -> Iterator[pa.RecordBatch]:
     """The batches from row `start` on, each row group read alone and in order (no read-ahead past a broken one);
-    raises ShardReadError naming the column and row group of the first row group that fails, or, past `deadline`,
-    the first failure (`failed`) and the rows not read again."""
+    raises ShardReadError naming the column and row group of the first row group that fails, or, once the reads
+    have spent the `budget`, the first failure (`failed`) and the rows not read again."""
     metadata = fragment.metadata
     first = 0
     for rg in range(metadata.num_row_groups):
@@ -294,36 +311,42 @@ def _row_group_by_row_group(fragment, columns: list[str], start: int, batch_size
         if first + n <= start:
             first += n
             continue
-        if time.monotonic() > deadline:
+        if budget.over():
             raise ShardReadError(f"parquet: {one_line(failed) or type(failed).__name__} (rows {max(start, first)} "
                                  f"on not read: the recovery stopped at row group {rg} after its time budget)")
         skip = max(start - first, 0)
-        try:
-            for batch in _scan(fragment.subset(row_group_ids=[rg]), columns, batch_size):
-                if skip >= batch.num_rows:
-                    skip -= batch.num_rows
-                    continue
-                yield batch.slice(skip) if skip else batch
-                skip = 0
-        except _ARROW_ERRORS as e:
-            raise _named_error(fragment, rg, columns, batch_size, e, deadline) from e
+        batches = None
+        while True:
+            try:
+                if batches is None:   # a scan may fail as it starts, or at any batch
+                    batches = budget.read(lambda: iter(_scan(fragment.subset(row_group_ids=[rg]), columns,
+                                                             batch_size)))
+                batch = budget.read(lambda: next(batches, None))
+            except _ARROW_ERRORS as e:
+                raise _named_error(fragment, rg, columns, batch_size, e, budget) from e
+            if batch is None:
+                break
+            if skip >= batch.num_rows:
+                skip -= batch.num_rows
+                continue
+            yield batch.slice(skip) if skip else batch
+            skip = 0
         first += n
 
 
 def _named_error(fragment, row_group: int, columns: list[str], batch_size: int, exc: BaseException,
-                 deadline: float) -> ShardReadError:
+                 budget: _Budget) -> ShardReadError:
     """The error of a row group that cannot be read, naming the first of its columns that fails to decode alone
-    (and how many more do); the row group's own error when none does. Past `deadline` no column is tried further,
+    (and how many more do); the row group's own error when none does. Past the `budget` no column is tried further,
     and the message says how many were not."""
     bad = []
     untried = 0
     for i, name in enumerate(columns):
-        if time.monotonic() > deadline:
+        if budget.over():
             untried = len(columns) - i
             break
         try:
-            for _ in _scan(fragment.subset(row_group_ids=[row_group]), [name], batch_size):
-                pass
+            budget.read(lambda: [None for _ in _scan(fragment.subset(row_group_ids=[row_group]), [name], batch_size)])
         except _ARROW_ERRORS as e:
             bad.append((name, e))
     left = f" ({untried} column(s) not tried: the recovery stopped after its time budget)" if untried else ""
@@ -383,7 +406,7 @@ def iter_parquet_row_groups(path: str, row_groups: list[int], columns: list[str]
             batch = next(batches, None)
         except _ARROW_ERRORS as e:
             rg = groups[at][0]
-            raise _named_error(fragment, rg, decoded, batch_size, e, time.monotonic() + RECOVERY_SECONDS) from e
+            raise _named_error(fragment, rg, decoded, batch_size, e, _Budget(RECOVERY_SECONDS)) from e
         if batch is None:
             break
         if keep is not None:

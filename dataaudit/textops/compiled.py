@@ -32,6 +32,7 @@ import shutil
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -272,6 +273,9 @@ def _compile(out: Path) -> dict[str, list[str]]:
 # --------------------------------------------------------------------------------------------------- load
 
 _LOADED: dict[str, object] = {}          # module -> CompiledKernels or None; "": {nrt: extension} or None
+# dedup signs batches on a thread per core: the first calls come at once, and a thread that saw the build half
+# loaded would take numba's JIT kernels (and import numba) for the rest of the run
+_LOAD_LOCK = threading.Lock()
 
 
 class CompiledKernels:
@@ -322,7 +326,9 @@ def compiled_kernels(module: str) -> CompiledKernels | None:
     if module not in EXPORTS or os.environ.get(NO_AOT_ENV):
         return None
     if module not in _LOADED:
-        found = {name: getattr(ext, name) for ext in (_extensions() or {}).values() for name in EXPORTS[module]
-                 if hasattr(ext, name)}
-        _LOADED[module] = CompiledKernels(module, found) if len(found) == len(EXPORTS[module]) else None
+        with _LOAD_LOCK:
+            if module not in _LOADED:
+                found = {name: getattr(ext, name) for ext in (_extensions() or {}).values()
+                         for name in EXPORTS[module] if hasattr(ext, name)}
+                _LOADED[module] = CompiledKernels(module, found) if len(found) == len(EXPORTS[module]) else None
     return _LOADED[module]

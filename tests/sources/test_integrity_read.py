@@ -306,7 +306,7 @@ def test_a_failure_no_row_group_reproduces_keeps_the_read_error(tmp_path, monkey
 def test_the_recovery_starts_no_read_past_its_budget(tmp_path):
     """A file whose every decode is slow to fail is not retried once per row group and column without end: past
     the recovery's budget no read starts, and the error says what was not read or tried (issue 36)."""
-    from dataaudit.sources.parquet import _named_error, _parquet_format, iter_parquet
+    from dataaudit.sources.parquet import _Budget, _named_error, _parquet_format, iter_parquet
 
     path = damage_column(write_sample(tmp_path / "one.parquet"), "timestamp")
     with pytest.raises(ShardReadError) as info:
@@ -316,8 +316,24 @@ def test_the_recovery_starts_no_read_past_its_budget(tmp_path):
 
     fragment = _parquet_format().make_fragment(str(path), pa.fs.LocalFileSystem())
     columns = fragment.physical_schema.names
-    error = _named_error(fragment, 0, columns, 1024, OSError("the first failure"), deadline=0.0)
+    error = _named_error(fragment, 0, columns, 1024, OSError("the first failure"), _Budget(0))
     assert str(error) == (f"parquet: row group 0: the first failure ({len(columns)} column(s) not tried: the "
                           "recovery stopped after its time budget)")
     with pytest.raises(ShardReadError, match=r"^parquet: column 'timestamp' \(row group 0\): [^(]*$"):
         list(iter_parquet(str(path), decode_all=True))          # within the budget: the column is named
+
+
+def test_the_recovery_budget_is_spent_by_its_reads_not_by_the_caller(tmp_path):
+    """The caller's work on the batches handed out during the recovery (an audit's checks, a first call compiling
+    kernels on a loaded machine) does not spend the budget: the broken column is still named."""
+    import time
+
+    from dataaudit.sources.parquet import iter_parquet
+
+    path = damage_column(write_sample(tmp_path / "two.parquet", row_groups=2), "timestamp", row_group=1)
+    rows = 0
+    with pytest.raises(ShardReadError, match=r"^parquet: column 'timestamp' \(row group 1\): [^(]*$"):
+        for batch in iter_parquet(str(path), batch_rows=100, decode_all=True, recovery_seconds=0.5):
+            rows += batch.num_rows
+            time.sleep(0.2)                                       # 4 batches of row group 0: 0.8 s of the caller's
+    assert rows == ROWS_PER_GROUP

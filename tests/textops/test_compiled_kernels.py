@@ -258,3 +258,24 @@ def test_the_language_pre_pass_compiled_equals_numbas_and_its_twin(aot, monkeypa
     assert calls == [1, 1]
     np.testing.assert_array_equal(language_id.regex_counts(arr), fast)
     assert [(t or "").encode() for t in language_id.regex_model_input(arr, rows, 9)] == text
+
+
+def test_threads_that_load_the_build_at_once_all_get_it(aot, monkeypatch):
+    """dedup's first kernel calls come from a thread per core at once: none may see the build half loaded (it then
+    took numba's JIT kernels, importing numba, for the rest of the run)."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    real = compiled._extensions
+
+    def slow():   # the real loader marks the build as loading before it loads it
+        if "" not in compiled._LOADED:
+            compiled._LOADED[""] = None
+            time.sleep(0.2)
+            del compiled._LOADED[""]
+        return real()
+
+    monkeypatch.setattr(compiled, "_extensions", slow)
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda _: compiled.compiled_kernels("dataaudit.dedup._kernels"), range(8)))
+    assert all(g is not None for g in got) and len({id(g) for g in got}) == 1
