@@ -74,15 +74,23 @@ def shingles(text: str, n: int) -> list[str]:
     return [" ".join(words)] if len(words) < n else [" ".join(words[i:i + n]) for i in range(len(words) - n + 1)]
 
 
-def corpus_dir(docs: int, args) -> tuple[Path, list[str], dict]:
-    """Shards and manifest of the corpus of `docs` documents (built once, then reused)."""
-    out = Path(args.data) / f"dedup-e2e-{docs}"
-    params = {"docs": docs, "seed": args.seed, "shard_docs": args.shard_docs, "version": 1}
+def _cached(out: Path, params: dict) -> tuple[Path, list[str], dict] | None:
+    """A corpus built before with the same params: its folder, shards and manifest; None otherwise."""
     mpath = out / "manifest.json"
     if mpath.exists():
         manifest = json.loads(mpath.read_text())
         if manifest.get("params") == params:
             return out, sorted(str(p) for p in out.glob("train-*.parquet")), manifest
+    return None
+
+
+def corpus_dir(docs: int, args) -> tuple[Path, list[str], dict]:
+    """Shards and manifest of the corpus of `docs` documents (built once, then reused)."""
+    out = Path(args.data) / f"dedup-e2e-{docs}"
+    params = {"docs": docs, "seed": args.seed, "shard_docs": args.shard_docs, "version": 1}
+    mpath = out / "manifest.json"
+    if (cached := _cached(out, params)) is not None:
+        return cached
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()
     c = dedup_e2e_corpus.build(docs, chat_data.shared_data_dir(), seed=args.seed)
@@ -103,10 +111,8 @@ def real_corpus_dir(kind: str, docs: int, args) -> tuple[Path, list[str], dict]:
     out = Path(args.data) / f"dedup-real-{kind}-{docs}"
     params = {"docs": docs, "kind": kind, "shard_docs": args.shard_docs, "version": 1}
     mpath = out / "manifest.json"
-    if mpath.exists():
-        manifest = json.loads(mpath.read_text())
-        if manifest.get("params") == params:
-            return out, sorted(str(p) for p in out.glob("train-*.parquet")), manifest
+    if (cached := _cached(out, params)) is not None:
+        return cached
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()
     mb = docs * (300 if kind == "short" else 1700) / 1e6       # about the mean row of each kind
