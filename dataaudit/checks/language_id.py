@@ -28,7 +28,8 @@ import pyarrow.compute as pc
 
 MODULE = "pycld2"       # the import name of the model's package (the `language` extra)
 MIN_LETTERS = 20        # texts with fewer letters are not judged
-MAX_CHARS = 1000        # characters of a text the model reads
+MAX_CHARS = 300         # characters of a text the model reads (CLD2 is sure from ~200; on the benchmark
+                        # 300 decides as 1000 did, but for one text, and reads 30% fewer bytes)
 CJK_WEIGHT = 3          # one CJK character counts as this many letters against the others
 EN_SHARE = 0.15         # English marker words among the ASCII words for the pre-pass to say "en"
 EN_MIN = 4
@@ -128,15 +129,19 @@ def script_pass(arr: pa.Array, min_letters: int = MIN_LETTERS) -> tuple[np.ndarr
 def _cld2(texts: list[bytes | str | None]) -> list[str]:
     import pycld2
 
+    seen: dict = {}          # a batch repeats short replies ("Sure!", a system prompt): CLD2 reads each once
     out = []
     for t in texts:
-        try:
-            _, _, details = pycld2.detect(t or "", isPlainText=True)
-            raw = details[0][1]
-        except pycld2.error:       # invalid UTF-8 (a lone surrogate) or a code point CLD2 refuses
-            raw = "un"
-        raw = raw.split("-")[0].lower()
-        out.append(_RENAME.get(raw, raw))
+        code = seen.get(t)
+        if code is None:
+            try:
+                _, _, details = pycld2.detect(t or "", isPlainText=True)
+                raw = details[0][1]
+            except pycld2.error:       # invalid UTF-8 (a lone surrogate) or a code point CLD2 refuses
+                raw = "un"
+            raw = raw.split("-")[0].lower()
+            code = seen[t] = _RENAME.get(raw, raw)
+        out.append(code)
     return out
 
 

@@ -48,6 +48,18 @@ def test_identify_every_language_and_code_is_not_judged():
 
 
 @needs_model
+def test_the_model_reads_a_repeated_text_once_and_only_its_first_max_chars(monkeypatch):
+    import pycld2
+    read = []
+    real = pycld2.detect
+    monkeypatch.setattr(pycld2, "detect", lambda t, **kw: read.append(t) or real(t, **kw))
+    long_fr = FR + " " + DE * 5          # French first, then German: the first 120 characters decide
+    code, _ = identify(pa.array([FR, DE, FR, long_fr, FR]), max_chars=120)
+    assert code.tolist() == ["fr", "de", "fr", "fr", "fr"]
+    assert read == [FR.encode(), DE.encode(), long_fr[:120].encode()]
+
+
+@needs_model
 def test_unexpected_language_flags_exactly_the_other_languages(tmp_path):
     path = write(tmp_path / "t.parquet", {"text": [EN, ZH, FR, ZH_TERMS, EN_CODE, CODE_ONLY, SHORT, DE]})
     summary, flags = audit(path, LANGS)
