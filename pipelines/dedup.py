@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 from typing import Callable, Sequence
 
 import pyarrow as pa
@@ -36,11 +37,12 @@ from dataaudit.dedup.outputs import write_clusters, write_keep, write_overlap
 from dataaudit.dedup.reduce import merge_partitions, reduce_partition
 from dataaudit.dedup.report import dedup_report, write_report
 from dataaudit.dedup.signatures import sign_shard, warm_kernels
-from dataaudit.io import exists, makedirs, remove_tree
+from dataaudit.io import exists, join, makedirs, remove_tree
 from dataaudit.outputs import WORK
 from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.job import JobRun, Progress
-from dataaudit.pipelines.parts import PartStore
+from dataaudit.pipelines.parts import PartStore, fingerprint_digest
+from dataaudit.pipelines.slices import ShardSlice, SliceError, assign, read_manifests, write_manifest
 
 
 class SignatureStore(PartStore):
@@ -64,8 +66,8 @@ class SignatureStore(PartStore):
     def accepts(self, marker: dict) -> bool:
         return bool(marker.get("shingles")) or not self.need_shingles
 
-    def load(self, index: int, path: str) -> dict | None:
-        summary = super().load(index, path)
+    def load(self, index: int, path: str, check_input: bool = True) -> dict | None:
+        summary = super().load(index, path, check_input)
         if summary is not None and self.need_shingles and not exists(shingles_file(self.table_path(index, path))):
             return None
         return summary
@@ -82,26 +84,78 @@ class SignatureStore(PartStore):
 
 def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: str | os.PathLike, against: Sequence[str] = (),
               options: EngineOptions = EngineOptions(), on_progress: Callable[[Progress], None] | None = None, *,
-              partitions: int | str = "auto", html: bool = True) -> dict:
+              partitions: int | str = "auto", html: bool = True, shard_slice: ShardSlice | None = None) -> dict:
     """Deduplicate `paths` (and compare `against` validation shards with them) into `out_dir`:
     dedup.json, clusters.parquet, keep.parquet, dedup.html (+ overlap.parquet with `against`).
     Returns dedup.json's content. Progress: the signature stage per batch (local) or per shard (Ray), then the
-    later stages per unit. `options.workers` caps the units in flight on Ray."""
+    later stages per unit. `options.workers` caps the units in flight on Ray. `shard_slice`: sign only that slice
+    of an array job's shards (`pipelines.slices`) and write its manifest, no report (`merge_dedup` bands, reduces
+    and clusters once every slice is done); returns the slice's manifest."""
     paths, against = list(paths), list(against)
     shards = paths + against
-    run = JobRun(out_dir, shards, options, on_progress)
-
-    # 1. signatures of both sides in one runner call
+    run = JobRun(out_dir, shards, options, on_progress, own_folder=shard_slice is None)
+    store = SignatureStore(out_dir, spec.signature_fingerprint(), len(paths), spec.verify)
+    if shard_slice is not None:
+        slices = assign(shards, shard_slice.count)
+        mine = [i for i, s in enumerate(slices) if s == shard_slice.index]
+        summaries = _sign(run, store, shards, spec, mine)
+        extra = {"command": "dedup", "train_shards": len(paths), "partitions": partitions, "shards": len(mine),
+                 "records": sum(s["records"] for s in summaries), "run": run.record()}
+        write_manifest(store.dir, shard_slice, _job_digest(store, spec, len(paths), partitions), shards, slices,
+                       asdict(spec), extra)
+        return extra
     with run.timed("sign"):
-        store = SignatureStore(out_dir, spec.signature_fingerprint(), len(paths), spec.verify)
-        threads = sign_threads() if run.engine == "local" else 1      # a Ray task has one CPU
-        if run.engine == "local":   # numba loads the cached kernels while this thread opens the first shard
-            threading.Thread(target=warm_kernels, args=(spec, spec.verify), daemon=True).start()
-        summaries = run.units("sign", shards, store, sign_shard, (spec, spec.verify, threads))
-        parts = [store.table_path(i, p) for i, p in enumerate(shards)]
-        train = Corpus(paths, parts[:len(paths)], summaries[:len(paths)], 0)
-        val = Corpus(against, parts[len(paths):], summaries[len(paths):], train.total)
-        records = train.total + val.total
+        summaries = _sign(run, store, shards, spec)
+    return _finish(run, store, paths, against, summaries, spec, partitions, html)
+
+
+def merge_dedup(out_dir: str | os.PathLike) -> dict:
+    """The dedup of an array job whose slices all signed their shards into `out_dir`: the bands, partitions,
+    clusters and outputs, on this machine's cores, from the slices' signatures; the dedup.json (but its `run`),
+    clusters, keep list, overlap and page one job on the same input writes. SliceError (exit 2) for a slice not
+    finished, a signature part missing, or slices run with other settings or on other shards."""
+    manifest = read_manifests(join(out_dir, FILES.parts))
+    spec = DedupSpec(**{k: tuple(v) if isinstance(v, list) else v for k, v in manifest["config"].items()})
+    shards, n_train = manifest["paths"], manifest["train_shards"]
+    run = JobRun(out_dir, shards, EngineOptions(engine="local"))
+    store = SignatureStore(out_dir, spec.signature_fingerprint(), n_train, spec.verify)
+    if _job_digest(store, spec, n_train, manifest["partitions"]) != manifest["job"]:
+        raise SliceError(f"{store.dir}: the slices were written by another version of dataaudit: run them again")
+    with run.timed("sign"), ThreadPoolExecutor(max_workers=8) as pool:
+        summaries = list(pool.map(lambda ip: store.load(*ip, check_input=False), enumerate(shards)))
+    lost = [p for p, s in zip(shards, summaries) if s is None]
+    if lost:
+        raise SliceError(f"{store.dir}: {len(lost)} signature part(s) missing although their slice finished: "
+                         f"{lost[0]}" + (f", ... ({len(lost) - 1} more)" if len(lost) > 1 else "")
+                         + ": rerun its slice")
+    return _finish(run, store, shards[:n_train], shards[n_train:], summaries, spec, manifest["partitions"], True,
+                   {"engine": "merge", "slices": manifest["num_shards"], "merged_shards": len(shards)})
+
+
+def _job_digest(store: SignatureStore, spec: DedupSpec, train_shards: int, partitions) -> str:
+    """What the slices of one array job share: the signature parts' digest (settings and code) and every setting
+    of the later stages, so that the merge refuses slices run with another threshold or other validation shards."""
+    return fingerprint_digest({"parts": store.digest, "spec": asdict(spec), "train_shards": train_shards,
+                               "partitions": partitions})
+
+
+def _sign(run: JobRun, store: SignatureStore, shards: list, spec: DedupSpec, only=None) -> list[dict]:
+    """Stage 1 through the shard runner: the signatures of `shards` (of the indexes `only`), resumed from parts."""
+    threads = sign_threads() if run.engine == "local" else 1      # a Ray task has one CPU
+    if run.engine == "local":   # numba loads the cached kernels while this thread opens the first shard
+        threading.Thread(target=warm_kernels, args=(spec, spec.verify), daemon=True).start()
+    return run.units("sign", shards, store, sign_shard, (spec, spec.verify, threads), only=only)
+
+
+def _finish(run: JobRun, store: SignatureStore, paths: list, against: list, summaries: list[dict],
+            spec: DedupSpec, partitions, html: bool, merged: dict | None = None) -> dict:
+    """Stages 2-4 and the outputs, from every shard's signature summary: the one finishing step of a job and a
+    merge. `merged`: the merge's entries for the run record."""
+    shards = paths + against
+    parts = [store.table_path(i, p) for i, p in enumerate(shards)]
+    train = Corpus(paths, parts[:len(paths)], summaries[:len(paths)], 0)
+    val = Corpus(against, parts[len(paths):], summaries[len(paths):], train.total)
+    records = train.total + val.total
 
     # 2 + 3. partitioned band hashes -> edges
     with run.timed("lsh"):
@@ -125,15 +179,18 @@ def run_dedup(paths: Sequence[str], spec: DedupSpec, out_dir: str | os.PathLike,
 
     # outputs
     with run.timed("outputs"):
-        against_json, val_examples = write_overlap(out_dir, train, val, overlap) if overlap is not None else (None, [])
+        against_json, val_examples = write_overlap(run.out_dir, train, val, overlap) if overlap is not None \
+            else (None, [])
         with ThreadPoolExecutor(1) as pool:      # the examples' texts are read while the tables are written
             found = pool.submit(examples, clusters, train, val, val_examples, spec.text_field, spec.text_unit)
-            write_clusters(out_dir, clusters, train)
-            kept = write_keep(out_dir, clusters, train)
+            write_clusters(run.out_dir, clusters, train)
+            kept = write_keep(run.out_dir, clusters, train)
             report = dedup_report(spec, n_parts, train, val, clusters, kept, against_json)
             report["examples"] = found.result()
     report["run"] = run.record(shards=[s.get("seconds") for s in summaries])
-    write_report(out_dir, report, page=html)
+    if merged:
+        report["run"].update(merged)
+    write_report(run.out_dir, report, page=html)
     return report
 
 

@@ -13,7 +13,7 @@ import click
 from dataaudit.audit import FILES, FLAGS
 from dataaudit.cli.common import (FOLDER, InputError, media_root_option, engine_options, text_records_option,
                                   freeze_imports, job_progress, make_out_dir, plural, print_resumed, print_wrote,
-                                  slice_options)
+                                  print_slice_done, slice_options)
 from dataaudit.cli.paths import expand_shards
 from dataaudit.cli.fields import fields_line, require_fields
 from dataaudit.config import READ_MODES, load_config
@@ -174,10 +174,7 @@ def audit(shards, out, config_path, tokenizer, context_length, strict, read, dat
         report = run_audit(paths, config, out, options, on_progress, read=read, shard_slice=shard_slice,
                            gates=gates)
     if shard_slice is not None:     # the merge reports and decides the exit code (its own --strict, --fail-on)
-        console.print(f"slice {shard_slice.index} of {shard_slice.count} ({shard_slice.source}): "
-                      f"{plural(report['shards'], 'shard')}, {plural(report['records'], 'record')} into {out}; "
-                      f"`dataaudit merge {out}` writes the report once every slice is done", highlight=False,
-                      soft_wrap=True, markup=False)
+        print_slice_done(console, shard_slice, report, out)
         raise SystemExit(0)
     _print_summary(console, report, out)
     raise SystemExit(exit_code(report, strict))

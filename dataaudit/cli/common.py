@@ -208,6 +208,13 @@ def engine_options(ray_unit: str, in_flight: str = "shards", local_workers: bool
     return wrap
 
 
+def print_slice_done(console: Console, piece, manifest: dict, out: Path) -> None:
+    """The line an array job's slice ends with: what it ran, and that `merge` finishes the job."""
+    console.print(f"slice {piece.index} of {piece.count} ({piece.source}): {plural(manifest['shards'], 'shard')}, "
+                  f"{plural(manifest['records'], 'record')} into {out}; `dataaudit merge {out}` writes the report "
+                  "once every slice is done", highlight=False, soft_wrap=True, markup=False)
+
+
 def slice_options(command):
     """--shard-index and --num-shards: run one slice of the job's shards as a task of an array job
     (`dataaudit.pipelines.slices`; also read from Slurm's and a Kubernetes indexed job's variables), handed to the

@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING
 import click
 
 from dataaudit.cli.common import (LOCAL_FOLDER, InputError, MultiValueCommand, engine_options, freeze_imports,
-                                  job_progress, make_out_dir, plural, print_resumed, print_wrote, text_records_option)
+                                  job_progress, make_out_dir, plural, print_resumed, print_slice_done, print_wrote,
+                                  slice_options,
+                                  text_records_option)
 from dataaudit.cli.fields import fields_line, require_fields, text_fields
 from dataaudit.cli.paths import expand_shards
 from dataaudit.dedup import CLUSTERS, FILES, KEEP, OVERLAP
@@ -102,8 +104,10 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
 @engine_options("one task per shard and per partition", "shards (or partitions)")
 @click.option("--partitions", default="auto", show_default=True,
               help="Band-hash partitions (reduce units); auto: about 64 MB of entries each.")
+@slice_options
 def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed, verify, estimate, nfc,
-          lowercase, strip_punct, collapse_ws, text_field, with_images, text_records, options, partitions):
+          lowercase, strip_punct, collapse_ws, text_field, with_images, text_records, options, partitions,
+          shard_slice):
     """Find exact and near-duplicate documents in SHARD_OR_GLOB... (and validation samples copied in train)."""
     from rich.console import Console
 
@@ -127,7 +131,11 @@ def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed,
                      num_perm=num_perm, seed=seed, threshold=threshold, verify=verify,
                      estimate=estimate, text_unit=text_records or "line", with_images=with_images)
     require_fields(paths + val_paths, FieldSpec(text=text_field), "--text-field")
-    make_out_dir(out)
+    if shard_slice is not None:      # the other slices sign into --out at the same time: hold the slice's own
+        from dataaudit.pipelines.slices import SLICES
+        make_out_dir(out, out / FILES.parts / SLICES / f".{shard_slice.name}")
+    else:
+        make_out_dir(out)
 
     from dataaudit.pipelines.dedup import run_dedup   # imported late: keeps `--help` fast
 
@@ -135,7 +143,16 @@ def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed,
 
     console = Console(stderr=False)
     with job_progress(console, len(paths) + len(val_paths), _STAGES) as on_progress:
-        report = run_dedup(paths, spec, out, val_paths, options, on_progress, partitions=partitions)
+        report = run_dedup(paths, spec, out, val_paths, options, on_progress, partitions=partitions,
+                           shard_slice=shard_slice)
+    if shard_slice is not None:     # the merge clusters, reports and decides the exit code
+        print_slice_done(console, shard_slice, report, out)
+        raise SystemExit(0)
     _print_summary(console, report, out)
+    raise SystemExit(exit_code(report))
+
+
+def exit_code(report: dict) -> int:
+    """1: a validation sample has a copy in train, or a shard could not be read to the end; else 0."""
     leak = bool(report["against"] and report["against"]["overlapping"])
-    raise SystemExit(1 if leak or report["unreadable_shards"] else 0)
+    return 1 if leak or report["unreadable_shards"] else 0

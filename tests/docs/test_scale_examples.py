@@ -34,8 +34,8 @@ def _dataaudit_lines(block: str) -> list[list[str]]:
     return [shlex.split(line)[1:] for line in block.splitlines() if line.startswith("dataaudit ")]
 
 
-def _same_report(folder, merged: str, single: str) -> None:
-    one, two = (json.loads((folder / d / "report.json").read_text()) for d in (merged, single))
+def _same_report(folder, merged: str, single: str, name: str = "report.json") -> None:
+    one, two = (json.loads((folder / d / name).read_text()) for d in (merged, single))
     assert two.pop("run")["engine"] != "merge" and one.pop("run")["engine"] == "merge"
     assert one == two
 
@@ -61,10 +61,12 @@ def test_the_pages_examples_run(tmp_path):
                 _kubernetes_job(tmp_path)
             _run(tmp_path, args)
             ran.add(args[0])
-    assert ran == {"audit", "merge"}
+    assert ran == {"audit", "dedup", "merge"}
     _run(tmp_path, ["audit", "fixtures/chat/jsonl", "--out", "single"])
     for merged in ("out/array", "out/array-slurm", "out/array-k8s"):
         _same_report(tmp_path, merged, "single")
+    _run(tmp_path, ["dedup", "fixtures/chat/jsonl", "--out", "single-dedup"])
+    _same_report(tmp_path, "out/dedup-array", "single-dedup", "dedup.json")
     assert json.loads((tmp_path / "out/first-look/report.json").read_text())["sample"]["records"] == 20
     assert len(json.loads((tmp_path / "out/ci/report.json").read_text())["gates"]) == 3
 
