@@ -13,7 +13,7 @@ import click
 from dataaudit.audit import FILES, FLAGS
 from dataaudit.cli.common import (FOLDER, InputError, media_root_option, engine_options, text_records_option,
                                   freeze_imports, job_progress, make_out_dir, plural, print_resumed, print_wrote,
-                                  print_slice_done, slice_options)
+                                  make_slice_out_dir, print_slice_done, slice_options)
 from dataaudit.cli.paths import expand_shards
 from dataaudit.cli.fields import fields_line, require_fields
 from dataaudit.config import READ_MODES, load_config
@@ -153,8 +153,7 @@ def audit(shards, out, config_path, tokenizer, context_length, strict, read, dat
     if sample_size is not None and sample_fraction is not None:
         raise InputError("--sample and --sample-fraction: give one of them")
     if shard_slice is not None:
-        from dataaudit.pipelines.slices import SLICES
-        make_out_dir(out, out / FILES.parts / SLICES / f".{shard_slice.name}")
+        make_slice_out_dir(out, shard_slice)
     else:
         make_out_dir(out)
 

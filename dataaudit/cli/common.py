@@ -132,7 +132,7 @@ def progress_bar(console: Console, verb: str, unit: str) -> Progress:
                     console=console, transient=True)
 
 
-def make_out_dir(out: Path, hold: Path | None = None) -> None:
+def make_out_dir(out: Path | str, hold: Path | str | None = None) -> None:
     """Create the --out folder and hold it for this run (`dataaudit.io.lock_folder`: a second run into the same
     folder is refused, never let to delete this one's temporary files), or fail with one line naming it (exit 2).
     `hold`: the folder inside it to hold instead (an array job's slice: the other slices write into --out too)."""
@@ -148,6 +148,16 @@ def make_out_dir(out: Path, hold: Path | None = None) -> None:
         raise InputError(str(exc)) from None
     except OSError as exc:
         raise InputError(f"{out}: cannot write in the output folder: {exc.strerror or exc}") from None
+
+
+def make_slice_out_dir(out: Path | str, piece) -> None:
+    """`make_out_dir` for an array job's slice: the other slices write into --out at the same time, so the slice
+    holds only its own folder inside it (OUT/parts/slices/.IIIII-of-NNNNN); --out may be a URI."""
+    from dataaudit.io import join
+    from dataaudit.outputs import PARTS
+    from dataaudit.pipelines.slices import SLICES
+
+    make_out_dir(out, join(str(out), PARTS, SLICES, f".{piece.name}"))
 
 
 @contextmanager

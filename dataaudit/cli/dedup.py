@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING
 import click
 
 from dataaudit.cli.common import (LOCAL_FOLDER, InputError, MultiValueCommand, engine_options, freeze_imports,
-                                  job_progress, make_out_dir, plural, print_resumed, print_slice_done, print_wrote,
-                                  slice_options,
-                                  text_records_option)
+                                  job_progress, make_out_dir, make_slice_out_dir, plural, print_resumed,
+                                  print_slice_done, print_wrote, slice_options, text_records_option)
 from dataaudit.cli.fields import fields_line, require_fields, text_fields
 from dataaudit.cli.paths import expand_shards
 from dataaudit.dedup import CLUSTERS, FILES, KEEP, OVERLAP
@@ -131,9 +130,8 @@ def dedup(shards, out, against, threshold, num_perm, ngram, char_shingles, seed,
                      num_perm=num_perm, seed=seed, threshold=threshold, verify=verify,
                      estimate=estimate, text_unit=text_records or "line", with_images=with_images)
     require_fields(paths + val_paths, FieldSpec(text=text_field), "--text-field")
-    if shard_slice is not None:      # the other slices sign into --out at the same time: hold the slice's own
-        from dataaudit.pipelines.slices import SLICES
-        make_out_dir(out, out / FILES.parts / SLICES / f".{shard_slice.name}")
+    if shard_slice is not None:
+        make_slice_out_dir(out, shard_slice)
     else:
         make_out_dir(out)
 

@@ -10,15 +10,13 @@ were run with other settings or on other shards.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
-from dataaudit.cli.common import InputError, freeze_imports, make_out_dir
+from dataaudit.cli.common import FOLDER, InputError, freeze_imports, make_out_dir
 
 
 @click.command()
-@click.argument("out", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.argument("out", type=FOLDER)
 @click.option("--strict", is_flag=True, help="As audit's --strict: exit 1 on a field warning too (audit slices).")
 @click.option("--fail-on", "fail_on", multiple=True, metavar="CHECK>RATE",
               help="As audit's --fail-on: exit 1 when the share of records CHECK flags is above RATE (audit "
@@ -38,7 +36,7 @@ def merge(out, strict, fail_on):
     freeze_imports()
 
     console = Console(stderr=False)
-    if read_manifests(join(out, PARTS)).get("command") == "dedup":
+    if read_manifests(join(str(out), PARTS)).get("command") == "dedup":
         if strict or fail_on:
             raise InputError(f"{out}: the slices are a dedup's: --strict and --fail-on apply to an audit's")
         from dataaudit.cli.dedup import _print_summary, exit_code

@@ -222,3 +222,24 @@ def test_an_audit_into_s3_killed_mid_run_resumes_to_the_bytes_of_an_undisturbed_
     resumed = json.loads(bucket.get("killed/report.json"))["run"]["resumed_shards"]
     assert resumed == len(markers)
     assert not [k for k in bucket.keys() if k.endswith(".tmp")]
+
+
+def test_array_job_slices_and_merge_in_a_bucket_write_the_report_of_one_job(tmp_path, bucket, corpus):
+    code, _ = cli("audit", corpus, "--out", tmp_path / "single", "--engine", "local")
+    assert code == 1
+    out = bucket.uri("array/")
+    for i in range(2):
+        code, text = cli("audit", corpus, "--out", out, "--engine", "local", "--shard-index", i, "--num-shards", 2)
+        assert code == 0, text
+        assert f"slice {i} of 2" in text
+    assert {"array/parts/slices/00000-of-00002.json", "array/parts/slices/00001-of-00002.json"} <= \
+        set(bucket.keys("array"))
+    code, text = cli("merge", out)
+    assert code == 1, text           # the audit's exit rule: errors found
+    one, two = json.loads((tmp_path / "single" / "report.json").read_text()), json.loads(bucket.get("array/report.json"))
+    assert two["run"]["engine"] == "merge" and two["run"]["merged_shards"] == 3
+    one.pop("run"), two.pop("run")
+    assert two == one
+    assert bucket.get("array/flags.parquet") == (tmp_path / "single" / "flags.parquet").read_bytes()
+    code, text = cli("merge", bucket.uri("nothing-here/"))
+    assert code == 2 and "no slice manifest" in text
