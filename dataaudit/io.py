@@ -1,8 +1,8 @@
 """The one door for files: every shard, referenced file and output is opened, listed, measured and committed here.
 
 A location is a local path or a URI: `s3://` (one S3FileSystem per bucket and settings: the endpoint from
-AWS_ENDPOINT_URL[_S3], `--storage-option`s, bounded retries), `gs://`, `abfs://`, `hdfs://`, `file://` (pyarrow.fs's
-own), and any other protocol through fsspec (`hf://`, `az://`, `memory://`), wrapped as a pyarrow filesystem.
+AWS_ENDPOINT_URL[_S3], `--storage-option`s, bounded retries), `gs://` (one GcsFileSystem: Google's credential chain,
+STORAGE_EMULATOR_HOST, bounded retries), `abfs://`, `hdfs://`, `file://` (pyarrow.fs's own), and any other protocol through fsspec (`hf://`, `az://`, `memory://`), wrapped as a pyarrow filesystem.
 Local paths use Python's own file objects and `os`, exactly as a program that knows only local files would (the
 errors a user sees name the file the way the operating system does); a URI goes through its filesystem, and the
 same calls work on it (prefixes walked and globbed like folders). What opens, lists or writes a shard, a
@@ -190,6 +190,30 @@ def _s3_filesystem(bucket: str):
     return fs
 
 
+# How long pyarrow's GCS client retries a failing request (jittered exponential back-off) before the error is
+# reported: its own default is 15 minutes, which turns a stopped server or a missing credential into a hang.
+GCS_RETRY_SECONDS = 20.0
+
+
+def _gcs_filesystem():
+    """The GCS filesystem, made once per process for the same environment: credentials from Google's standard chain
+    (GOOGLE_APPLICATION_CREDENTIALS, gcloud's application default, the instance's service account); with
+    STORAGE_EMULATOR_HOST (the variable Google's clients and gcsfs read: "http://host:port"), that server,
+    anonymously."""
+    from datetime import timedelta
+
+    emulator = os.environ.get("STORAGE_EMULATOR_HOST", "").strip()
+    key = ("gcs", emulator)
+    fs = _FILESYSTEMS.get(key)
+    if fs is None:
+        import pyarrow.fs as pafs
+
+        kwargs = {"anonymous": True, **_endpoint(emulator if "://" in emulator else f"http://{emulator}")} \
+            if emulator else {}
+        fs = _FILESYSTEMS[key] = pafs.GcsFileSystem(retry_time_limit=timedelta(seconds=GCS_RETRY_SECONDS), **kwargs)
+    return fs
+
+
 def _fsspec(location: str):
     """(pyarrow filesystem, path) of a URI whose scheme pyarrow.fs does not know (hf://, memory://, az://, ...):
     fsspec's filesystem for it, behind pyarrow's FSSpecHandler so that every call here works on it alike."""
@@ -225,7 +249,12 @@ def _remote(location: str):
             if not bucket:
                 raise ValueError("no bucket named")
             fs, path = _s3_filesystem(bucket), f"{bucket}/{key}" if key else bucket
-        else:                # gs://, abfs://, hdfs://, file://: pyarrow's own, from their providers' settings
+        elif scheme in ("gs", "gcs"):
+            bucket, _, key = rest.partition("/")
+            if not bucket:
+                raise ValueError("no bucket named")
+            fs, path = _gcs_filesystem(), f"{bucket}/{key}" if key else bucket
+        else:                # abfs://, hdfs://, file://: pyarrow's own, from their providers' settings
             import pyarrow.fs as pafs
 
             fs, path = pafs.FileSystem.from_uri(location)

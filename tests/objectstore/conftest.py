@@ -22,6 +22,7 @@ import pytest
 from dataaudit.io import STORAGE_ENV
 
 MOTO_MISSING = "moto[server] is not installed (pip install 'moto[server]', in the dev extra)"
+GCS_MISSING = "gcp-storage-emulator is not installed (pip install gcp-storage-emulator, in the dev extra)"
 READY_SECONDS = 30.0     # the server imports Flask and every moto backend it serves before it answers
 
 
@@ -83,6 +84,57 @@ class MotoServer:
                 self.proc.wait()
 
 
+class GcsServer:
+    """A GCS emulator (`gcp-storage-emulator`, a dev dependency) on 127.0.0.1 and a free port, in memory, in its
+    own process; dataaudit reaches it through STORAGE_EMULATOR_HOST, as Google's clients do."""
+
+    def __init__(self):
+        if importlib.util.find_spec("gcp_storage_emulator") is None:
+            pytest.skip(GCS_MISSING)
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen([sys.executable, "-m", "gcp_storage_emulator", "start", "--host", "127.0.0.1",
+                                      "--port", str(self.port), "--in-memory"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + READY_SECONDS
+        while True:
+            try:
+                urllib.request.urlopen(f"{self.url}/storage/v1/b?project=test", timeout=1).close()
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    MotoServer.stop(self)
+                    raise RuntimeError(f"GCS emulator on {self.url} did not answer within {READY_SECONDS} s")
+                time.sleep(0.1)
+
+    def filesystem(self):
+        from datetime import timedelta
+
+        import pyarrow.fs as pafs
+
+        return pafs.GcsFileSystem(anonymous=True, endpoint_override=f"127.0.0.1:{self.port}", scheme="http",
+                                  project_id="tests", retry_time_limit=timedelta(seconds=10))
+
+    stop = MotoServer.stop
+
+
+@pytest.fixture(scope="session")
+def gcs_server():
+    server = GcsServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def gcs_bucket(gcs_server, monkeypatch) -> "Bucket":
+    """A new bucket on the GCS emulator, with STORAGE_EMULATOR_HOST set for this test."""
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_server.url)
+    fs = gcs_server.filesystem()
+    name = f"t-{uuid.uuid4().hex[:16]}"
+    fs.create_dir(name)
+    return Bucket(name, fs, "gs")
+
+
 @pytest.fixture(scope="session")
 def moto_server():
     server = MotoServer()
@@ -96,9 +148,10 @@ class Bucket:
 
     name: str
     fs: object
+    scheme: str = "s3"
 
     def uri(self, key: str = "") -> str:
-        return f"s3://{self.name}/{key}"
+        return f"{self.scheme}://{self.name}/{key}"
 
     def put(self, local: Path, key: str) -> str:
         import pyarrow.fs as pafs
