@@ -61,22 +61,15 @@ class Folder(click.ParamType):
 
     name = "folder"
 
-    def __init__(self, uris: bool = True):
-        self.uris = uris
-
     def convert(self, value, param, ctx):
         from dataaudit.io import is_uri
 
         if isinstance(value, Path) or not is_uri(value):
             return click.Path(file_okay=False, path_type=Path).convert(value, param, ctx)
-        if not self.uris:   # never a local folder named `s3:`, as click.Path would make of it
-            raise InputError(f"{value}: this command writes its {param.opts[0]} to a local folder (URIs: audit, "
-                             "clean)")
         return value
 
 
 FOLDER = Folder()
-LOCAL_FOLDER = Folder(uris=False)
 
 
 def _storage_options(ctx, param, pairs):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dataaudit.cli.common import (LOCAL_FOLDER, InputError, MultiValueCommand, engine_options, freeze_imports, job_progress,
+from dataaudit.cli.common import (FOLDER, InputError, MultiValueCommand, engine_options, freeze_imports, job_progress,
                                   make_out_dir, plural, print_resumed, print_wrote, text_records_option)
 from dataaudit.contamination import DECONTAMINATE, FILES
 from dataaudit.outputs import PARTS
@@ -131,7 +131,7 @@ def _print_images(console: Console, report: dict) -> None:
 @click.option("--lm-eval-tasks", "lm_eval_tasks", type=click.Path(file_okay=False, exists=True),
               help="Folder of lm-eval task YAMLs for lm-eval:TASK (default: the installed lm-eval's tasks; "
                    "pip install 'dataaudit[lmeval]').")
-@click.option("--out", "out", required=True, type=LOCAL_FOLDER,
+@click.option("--out", "out", required=True, type=FOLDER,
               help=f"Folder for {FILES.record}, {FILES.page} and one folder per benchmark.")
 @click.option("--ngram", type=click.IntRange(min=1), default=None,
               help="Word n-gram size of the ngram method (default 13, or the config's; 8 for PaLM-style).")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dataaudit.cli.common import (LOCAL_FOLDER, InputError, MultiValueCommand, engine_options, freeze_imports,
+from dataaudit.cli.common import (FOLDER, InputError, MultiValueCommand, engine_options, freeze_imports,
                                   job_progress, make_out_dir, make_slice_out_dir, plural, print_resumed,
                                   print_slice_done, print_wrote, slice_options, text_records_option)
 from dataaudit.cli.fields import fields_line, require_fields, text_fields
@@ -69,7 +69,7 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
 
 @click.command(cls=MultiValueCommand, multi_value=("--against",))
 @click.argument("shards", nargs=-1, required=True)
-@click.option("--out", "out", required=True, type=LOCAL_FOLDER,
+@click.option("--out", "out", required=True, type=FOLDER,
               help=f"Folder for {FILES.record}, {CLUSTERS}, {KEEP}, {FILES.page} (created if missing).")
 @click.option("--against", multiple=True, metavar="VAL_SHARDS",
               help="Validation shards (files, folders, globs; several may follow) to check for copies in train.")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dataaudit.cli.common import (LOCAL_FOLDER, InputError, MultiValueCommand, engine_options, freeze_imports, job_progress,
+from dataaudit.cli.common import (FOLDER, InputError, MultiValueCommand, engine_options, freeze_imports, job_progress,
                                   make_out_dir, plural, print_resumed, print_wrote)
 from dataaudit.cli.dedup import clusters_table
 from dataaudit.cli.fields import fields_line, require_fields, text_fields
@@ -52,7 +52,7 @@ def _print_summary(console: Console, r: dict, out: Path) -> None:
 
 @click.command("dedup-images", cls=MultiValueCommand, multi_value=("--against",))
 @click.argument("shards", nargs=-1, required=True)
-@click.option("--out", "out", required=True, type=LOCAL_FOLDER,
+@click.option("--out", "out", required=True, type=FOLDER,
               help=f"Folder for {FILES.record}, {CLUSTERS}, {KEEP} (+ {OVERLAP} with --against; created if "
                    "missing).")
 @click.option("--against", multiple=True, metavar="VAL_SHARDS",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from dataaudit.cli.common import LOCAL_FOLDER, InputError, storage_option, make_out_dir, progress_bar
+from dataaudit.cli.common import FOLDER, InputError, storage_option, make_out_dir, progress_bar
 from dataaudit.extras import available, missing_message
 from dataaudit.cli.fields import fields_line, text_fields
 from dataaudit.tokenization import FILES
@@ -63,7 +63,7 @@ def _print_summary(console: Console, result: dict, json_path: Path, html_path: P
 @click.argument("train_tokenizer", type=click.Path(path_type=Path))
 @click.argument("infer_tokenizer", type=click.Path(path_type=Path))
 @click.argument("more_samples", nargs=-1, metavar="")
-@click.option("--out", "out", required=True, type=LOCAL_FOLDER,
+@click.option("--out", "out", required=True, type=FOLDER,
               help=f"Folder for {FILES.record} and {FILES.page} (created if missing).")
 @click.option("--sample", "samples", multiple=True,
               help="Shards (files, folders or quoted globs) whose text is compared; takes one or more values.")

@@ -198,6 +198,16 @@ def bucket(moto_server, monkeypatch) -> Bucket:
 
 
 @pytest.fixture
+def corpus(tmp_path, bucket) -> Path:
+    """tests/objectstore/corpus.py's shards, written locally and copied to the bucket's train/ prefix."""
+    from tests.objectstore.corpus import write_corpus
+
+    train = write_corpus(tmp_path / "local")
+    bucket.put(train, "train")
+    return train
+
+
+@pytest.fixture
 def proxy(moto_server, bucket, monkeypatch):
     """The bucket's server behind a counting proxy (tests/objectstore/proxy.py) for this test: what dataaudit asks
     of the store goes through it (the environment's endpoint is the proxy's); the bucket's own uploads and reads

@@ -5,16 +5,13 @@ unreadable shard naming the URI with the provider's message."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pyarrow.parquet as pq
-import pytest
 from click.testing import CliRunner
 
 from dataaudit.cli import main
 from dataaudit.cli.paths import expand_shards
 from tests.objectstore.conftest import MotoServer, s3_environment
-from tests.objectstore.corpus import write_corpus
 
 SHARDS = ["a.parquet", "b.jsonl", "sub/c.tar"]
 
@@ -28,13 +25,6 @@ def flag_rows(table) -> list[tuple]:
     """The flags with each shard named relative to its train/ folder (a local path and a URI name the same shard)."""
     return sorted((r["shard"].rpartition("train/")[2], r["row"], r["check"], r["severity"], r["field"], r["detail"])
                   for r in table.to_pylist())
-
-
-@pytest.fixture
-def corpus(tmp_path, bucket):
-    train = write_corpus(tmp_path / "local")
-    bucket.put(train, "train")
-    return train
 
 
 def test_audit_of_a_prefix_and_globs_gives_the_flags_of_the_local_copies(tmp_path, bucket, corpus):
@@ -161,14 +151,6 @@ def test_dedup_and_contamination_read_shards_from_s3_as_the_local_copies(tmp_pat
     assert code == 1, text
     report = json.loads((tmp_path / "c" / "contamination.json").read_text())
     assert report["totals"]["contaminated"] == 1 and report["totals"]["train_records"] == 60
-
-
-def test_a_command_that_writes_locally_refuses_a_uri_out_in_one_line(tmp_path, bucket, corpus):
-    code, text = cli("dedup", bucket.uri("train/"), "--out", bucket.uri("dedup/"))
-    assert code == 2
-    assert text.strip() == f"Error: {bucket.uri('dedup/')}: this command writes its --out to a local folder " \
-                           "(URIs: audit, clean)"
-    assert not Path("s3:").exists()
 
 
 def test_an_out_in_a_bucket_that_does_not_exist_is_one_line(tmp_path, bucket, corpus):
