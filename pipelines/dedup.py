@@ -135,7 +135,7 @@ def merge_dedup(out_dir: str | os.PathLike) -> dict:
 def _job_digest(store: SignatureStore, spec: DedupSpec, train_shards: int, partitions) -> str:
     """What the slices of one array job share: the signature parts' digest (settings and code) and every setting
     of the later stages, so that the merge refuses slices run with another threshold or other validation shards."""
-    return fingerprint_digest({"parts": store.digest, "spec": asdict(spec), "train_shards": train_shards,
+    return fingerprint_digest({"signatures": store.digest, "spec": asdict(spec), "train_shards": train_shards,
                                "partitions": partitions})
 
 
