@@ -2,7 +2,9 @@
 
 A location is a local path or a URI: `s3://` (one S3FileSystem per bucket and settings: the endpoint from
 AWS_ENDPOINT_URL[_S3], `--storage-option`s, bounded retries), `gs://` (one GcsFileSystem: Google's credential chain,
-STORAGE_EMULATOR_HOST, bounded retries), `abfs://`, `hdfs://`, `file://` (pyarrow.fs's own), and any other protocol through fsspec (`hf://`, `az://`, `memory://`), wrapped as a pyarrow filesystem.
+STORAGE_EMULATOR_HOST, bounded retries), `abfs://` (one AzureFileSystem per account: AZURE_STORAGE_CONNECTION_STRING
+or an account key, else Azure's credential chain), `hdfs://`, `file://` (pyarrow.fs's own), and any other protocol
+through fsspec (`hf://`, `az://`, `memory://`), wrapped as a pyarrow filesystem.
 Local paths use Python's own file objects and `os`, exactly as a program that knows only local files would (the
 errors a user sees name the file the way the operating system does); a URI goes through its filesystem, and the
 same calls work on it (prefixes walked and globbed like folders). What opens, lists or writes a shard, a
@@ -214,6 +216,64 @@ def _gcs_filesystem():
     return fs
 
 
+# Azurite's well-known development account (UseDevelopmentStorage=true), as Azure's SDKs define it
+_AZURITE = {"AccountName": "devstoreaccount1", "DefaultEndpointsProtocol": "http",
+            "AccountKey": "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
+            "BlobEndpoint": "http://127.0.0.1:10000/devstoreaccount1"}
+
+
+def _azure_settings() -> dict:
+    """AZURE_STORAGE_CONNECTION_STRING's fields (the Azure SDKs' and adlfs's variable; UseDevelopmentStorage=true:
+    Azurite's account), else AZURE_STORAGE_ACCOUNT_NAME / AZURE_STORAGE_ACCOUNT_KEY."""
+    text = os.environ.get("AZURE_STORAGE_CONNECTION_STRING", "").strip()
+    if text:
+        fields = dict(part.split("=", 1) for part in text.split(";") if "=" in part)
+        return {**_AZURITE, **fields} if fields.get("UseDevelopmentStorage", "").lower() == "true" else fields
+    return {k: v for k, v in (("AccountName", os.environ.get("AZURE_STORAGE_ACCOUNT_NAME")),
+                              ("AccountKey", os.environ.get("AZURE_STORAGE_ACCOUNT_KEY"))) if v}
+
+
+def _azure_location(rest: str, settings: dict) -> tuple[str, str]:
+    """(account, "container/path") of an abfs:// URI's part after the scheme: `container@account.dfs.core.windows.net/
+    path`, `account.dfs.core.windows.net/container/path`, or `container/path` with the account from the settings."""
+    host, _, path = rest.partition("/")
+    if "@" in host:
+        container, _, account_host = host.partition("@")
+        return account_host.split(".")[0], f"{container}/{path}" if path else container
+    if host.endswith(".core.windows.net"):
+        return host.split(".")[0], path
+    if not settings.get("AccountName"):
+        raise ValueError("no storage account: name it (abfs://CONTAINER@ACCOUNT.dfs.core.windows.net/...) or set "
+                         "AZURE_STORAGE_ACCOUNT_NAME or AZURE_STORAGE_CONNECTION_STRING")
+    return settings["AccountName"], rest
+
+
+def _azure_filesystem(rest: str):
+    """(AzureFileSystem, path) for an abfs:// URI: the account key from the settings (`_azure_settings`), else
+    Azure's default credential chain (environment, managed identity, Azure CLI); a BlobEndpoint / DfsEndpoint that is
+    not Azure's own (an emulator such as Azurite) as the service's address. One filesystem per account and
+    settings in a process."""
+    settings = _azure_settings()
+    account, path = _azure_location(rest, settings)
+    key = ("azure", account, json.dumps(settings, sort_keys=True))
+    fs = _FILESYSTEMS.get(key)
+    if fs is None:
+        import pyarrow.fs as pafs
+
+        kwargs = {"account_name": account}
+        if settings.get("AccountKey"):
+            kwargs["account_key"] = settings["AccountKey"]
+        for service in ("blob", "dfs"):
+            url = settings.get(f"{service.capitalize()}Endpoint") or settings.get("BlobEndpoint", "")
+            scheme, sep, where = url.partition("://")
+            authority = where.split("/")[0]
+            if sep and not authority.endswith(".core.windows.net"):
+                kwargs[f"{service}_storage_authority"] = authority
+                kwargs[f"{service}_storage_scheme"] = scheme
+        fs = _FILESYSTEMS[key] = pafs.AzureFileSystem(**kwargs)
+    return fs, path
+
+
 def _fsspec(location: str):
     """(pyarrow filesystem, path) of a URI whose scheme pyarrow.fs does not know (hf://, memory://, az://, ...):
     fsspec's filesystem for it, behind pyarrow's FSSpecHandler so that every call here works on it alike."""
@@ -254,7 +314,9 @@ def _remote(location: str):
             if not bucket:
                 raise ValueError("no bucket named")
             fs, path = _gcs_filesystem(), f"{bucket}/{key}" if key else bucket
-        else:                # abfs://, hdfs://, file://: pyarrow's own, from their providers' settings
+        elif scheme in ("abfs", "abfss"):
+            fs, path = _azure_filesystem(rest)
+        else:                # hdfs://, file://: pyarrow's own, from their providers' settings
             import pyarrow.fs as pafs
 
             fs, path = pafs.FileSystem.from_uri(location)

@@ -118,6 +118,65 @@ class GcsServer:
     stop = MotoServer.stop
 
 
+AZURITE_MISSING = "azurite-blob is not installed (npm install -g azurite: Azure's storage emulator)"
+AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+
+class AzuriteServer:
+    """Azure's blob storage emulator (`azurite-blob`, from npm) on 127.0.0.1 and a free port, in memory, in its own
+    process; dataaudit reaches it through AZURE_STORAGE_CONNECTION_STRING, as Azure's SDKs do."""
+
+    def __init__(self):
+        import shutil
+
+        exe = shutil.which("azurite-blob")
+        if exe is None:
+            pytest.skip(AZURITE_MISSING)
+        self.port = _free_port()
+        self.proc = subprocess.Popen([exe, "--blobHost", "127.0.0.1", "--blobPort", str(self.port),
+                                      "--inMemoryPersistence", "--skipApiVersionCheck", "--loose", "--silent"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.connection_string = (f"DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={AZURITE_KEY};"
+                                  f"BlobEndpoint=http://127.0.0.1:{self.port}/devstoreaccount1;")
+        deadline = time.monotonic() + READY_SECONDS
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    MotoServer.stop(self)
+                    raise RuntimeError(f"azurite on port {self.port} did not answer within {READY_SECONDS} s")
+                time.sleep(0.1)
+
+    def filesystem(self):
+        import pyarrow.fs as pafs
+
+        where = f"127.0.0.1:{self.port}"
+        return pafs.AzureFileSystem(account_name="devstoreaccount1", account_key=AZURITE_KEY,
+                                    blob_storage_authority=where, dfs_storage_authority=where,
+                                    blob_storage_scheme="http", dfs_storage_scheme="http")
+
+    stop = MotoServer.stop
+
+
+@pytest.fixture(scope="session")
+def azurite_server():
+    server = AzuriteServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def azure_container(azurite_server, monkeypatch) -> "Bucket":
+    """A new container on Azurite, with AZURE_STORAGE_CONNECTION_STRING set for this test."""
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", azurite_server.connection_string)
+    fs = azurite_server.filesystem()
+    name = f"t-{uuid.uuid4().hex[:16]}"
+    fs.create_dir(name)
+    return Bucket(name, fs, "abfs")
+
+
 @pytest.fixture(scope="session")
 def gcs_server():
     server = GcsServer()
