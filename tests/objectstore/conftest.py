@@ -1,8 +1,11 @@
-"""An S3-compatible server for the object-store tests: moto in server mode (`moto[server]`, a dev dependency),
-started once per session on 127.0.0.1 on a free port, in its own process, and stopped after the session. IAM
-authentication is on (its first three requests make a user, its policy and its key), so wrong credentials are a
-real 403. The tests use the real client (pyarrow.fs, as dataaudit does), never a patched one; each test gets its
-own bucket, and the endpoint and credentials through the environment for that test only."""
+"""The storage servers of the object-store tests, each started once per session on 127.0.0.1 on a free port, in its
+own process, and stopped after the session:
+- S3: moto in server mode (`moto[server]`, a dev dependency). IAM authentication is on (its first three requests
+  make a user, its policy and its key), so wrong credentials are a real 403;
+- GCS: gcp-storage-emulator (a dev dependency);
+- Azure: Azurite's blob service (`azurite-blob`, from npm: the tests that need it skip without it).
+The tests use the real clients (pyarrow.fs, as dataaudit does), never a patched one; each test gets its own bucket,
+and the endpoint and credentials through the environment for that test only."""
 from __future__ import annotations
 
 import importlib.util
@@ -32,9 +35,43 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-class MotoServer:
-    """`python -m moto.server` on 127.0.0.1 and a free port; `stop()` ends it (also what a test of a stopped server
-    calls on a server of its own)."""
+class EmulatorServer:
+    """A storage server in its own process on 127.0.0.1: `start` runs it and waits (bounded) until `ready()`
+    answers; `stop()` ends it (also what a test of a stopped server calls on a server of its own)."""
+
+    name = "server"
+
+    def start(self, command: list[str], env: dict | None = None) -> None:
+        self.proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + READY_SECONDS
+        while True:
+            try:
+                self.ready()
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"{self.name} on port {self.port} did not answer within {READY_SECONDS} s")
+                time.sleep(0.1)
+
+    def ready(self) -> None:
+        with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+            pass
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class MotoServer(EmulatorServer):
+    """`python -m moto.server` on a free port."""
+
+    name = "moto server"
 
     def __init__(self, auth: bool = True):
         if importlib.util.find_spec("moto") is None or importlib.util.find_spec("flask") is None:
@@ -42,19 +79,11 @@ class MotoServer:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "3" if auth else "inf"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + READY_SECONDS
-        while True:
-            try:
-                urllib.request.urlopen(f"{self.url}/moto-api/data.json", timeout=1).close()
-                break
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"moto server on {self.url} did not answer within {READY_SECONDS} s")
-                time.sleep(0.1)
+        self.start([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)], env)
         self.key, self.secret = self._credentials() if auth else ("testing", "testing")
+
+    def ready(self) -> None:
+        urllib.request.urlopen(f"{self.url}/moto-api/data.json", timeout=1).close()
 
     def _credentials(self) -> tuple[str, str]:
         """An IAM user allowed everything, and its access key (the three unauthenticated requests)."""
@@ -74,38 +103,23 @@ class MotoServer:
         return pafs.S3FileSystem(access_key=self.key, secret_key=self.secret, endpoint_override=self.url,
                                  region="us-east-1", allow_bucket_creation=True)
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
+class GcsServer(EmulatorServer):
+    """A GCS emulator (`gcp-storage-emulator`, a dev dependency) on a free port, in memory; dataaudit reaches it
+    through STORAGE_EMULATOR_HOST, as Google's clients do."""
 
-class GcsServer:
-    """A GCS emulator (`gcp-storage-emulator`, a dev dependency) on 127.0.0.1 and a free port, in memory, in its
-    own process; dataaudit reaches it through STORAGE_EMULATOR_HOST, as Google's clients do."""
+    name = "GCS emulator"
 
     def __init__(self):
         if importlib.util.find_spec("gcp_storage_emulator") is None:
             pytest.skip(GCS_MISSING)
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen([sys.executable, "-m", "gcp_storage_emulator", "start", "--host", "127.0.0.1",
-                                      "--port", str(self.port), "--in-memory"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + READY_SECONDS
-        while True:
-            try:
-                urllib.request.urlopen(f"{self.url}/storage/v1/b?project=test", timeout=1).close()
-                break
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    MotoServer.stop(self)
-                    raise RuntimeError(f"GCS emulator on {self.url} did not answer within {READY_SECONDS} s")
-                time.sleep(0.1)
+        self.start([sys.executable, "-m", "gcp_storage_emulator", "start", "--host", "127.0.0.1", "--port",
+                    str(self.port), "--in-memory"])
+
+    def ready(self) -> None:
+        urllib.request.urlopen(f"{self.url}/storage/v1/b?project=test", timeout=1).close()
 
     def filesystem(self):
         from datetime import timedelta
@@ -115,16 +129,16 @@ class GcsServer:
         return pafs.GcsFileSystem(anonymous=True, endpoint_override=f"127.0.0.1:{self.port}", scheme="http",
                                   project_id="tests", retry_time_limit=timedelta(seconds=10))
 
-    stop = MotoServer.stop
-
 
 AZURITE_MISSING = "azurite-blob is not installed (npm install -g azurite: Azure's storage emulator)"
 AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
 
-class AzuriteServer:
-    """Azure's blob storage emulator (`azurite-blob`, from npm) on 127.0.0.1 and a free port, in memory, in its own
-    process; dataaudit reaches it through AZURE_STORAGE_CONNECTION_STRING, as Azure's SDKs do."""
+class AzuriteServer(EmulatorServer):
+    """Azure's blob storage emulator (`azurite-blob`, from npm) on a free port, in memory; dataaudit reaches it
+    through AZURE_STORAGE_CONNECTION_STRING, as Azure's SDKs do."""
+
+    name = "azurite"
 
     def __init__(self):
         import shutil
@@ -133,21 +147,10 @@ class AzuriteServer:
         if exe is None:
             pytest.skip(AZURITE_MISSING)
         self.port = _free_port()
-        self.proc = subprocess.Popen([exe, "--blobHost", "127.0.0.1", "--blobPort", str(self.port),
-                                      "--inMemoryPersistence", "--skipApiVersionCheck", "--loose", "--silent"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.connection_string = (f"DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={AZURITE_KEY};"
                                   f"BlobEndpoint=http://127.0.0.1:{self.port}/devstoreaccount1;")
-        deadline = time.monotonic() + READY_SECONDS
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    break
-            except OSError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    MotoServer.stop(self)
-                    raise RuntimeError(f"azurite on port {self.port} did not answer within {READY_SECONDS} s")
-                time.sleep(0.1)
+        self.start([exe, "--blobHost", "127.0.0.1", "--blobPort", str(self.port), "--inMemoryPersistence",
+                    "--skipApiVersionCheck", "--loose", "--silent"])
 
     def filesystem(self):
         import pyarrow.fs as pafs
@@ -156,8 +159,6 @@ class AzuriteServer:
         return pafs.AzureFileSystem(account_name="devstoreaccount1", account_key=AZURITE_KEY,
                                     blob_storage_authority=where, dfs_storage_authority=where,
                                     blob_storage_scheme="http", dfs_storage_scheme="http")
-
-    stop = MotoServer.stop
 
 
 @pytest.fixture(scope="session")
@@ -171,10 +172,7 @@ def azurite_server():
 def azure_container(azurite_server, monkeypatch) -> "Bucket":
     """A new container on Azurite, with AZURE_STORAGE_CONNECTION_STRING set for this test."""
     monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", azurite_server.connection_string)
-    fs = azurite_server.filesystem()
-    name = f"t-{uuid.uuid4().hex[:16]}"
-    fs.create_dir(name)
-    return Bucket(name, fs, "abfs")
+    return new_bucket(azurite_server, "abfs")
 
 
 @pytest.fixture(scope="session")
@@ -188,10 +186,7 @@ def gcs_server():
 def gcs_bucket(gcs_server, monkeypatch) -> "Bucket":
     """A new bucket on the GCS emulator, with STORAGE_EMULATOR_HOST set for this test."""
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_server.url)
-    fs = gcs_server.filesystem()
-    name = f"t-{uuid.uuid4().hex[:16]}"
-    fs.create_dir(name)
-    return Bucket(name, fs, "gs")
+    return new_bucket(gcs_server, "gs")
 
 
 @pytest.fixture(scope="session")
@@ -246,14 +241,19 @@ def s3_environment(monkeypatch, server: MotoServer, key: str | None = None, secr
     monkeypatch.setenv(STORAGE_ENV, "")                         # --storage-option of an earlier command: gone
 
 
+def new_bucket(server: EmulatorServer, scheme: str) -> "Bucket":
+    """A new bucket (container) on the server, under a unique name: no test depends on another's objects or order."""
+    fs = server.filesystem()
+    name = f"t-{uuid.uuid4().hex[:16]}"
+    fs.create_dir(name)
+    return Bucket(name, fs, scheme)
+
+
 @pytest.fixture
 def bucket(moto_server, monkeypatch) -> Bucket:
     """A new bucket (a unique name: no test depends on another's objects or order), with the environment set."""
     s3_environment(monkeypatch, moto_server)
-    fs = moto_server.filesystem()
-    name = f"t-{uuid.uuid4().hex[:16]}"
-    fs.create_dir(name)
-    return Bucket(name, fs)
+    return new_bucket(moto_server, "s3")
 
 
 @pytest.fixture
