@@ -7,7 +7,6 @@ runs. Each finished shard is written to OUT/parts before the report is assembled
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -22,7 +21,7 @@ from dataaudit.io import join
 from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.job import JobRun, Progress
 from dataaudit.pipelines.parts import PartStore
-from dataaudit.pipelines.slices import ShardSlice, SliceError, assign, read_manifests, write_manifest
+from dataaudit.pipelines.slices import ShardSlice, assign, read_manifests, read_parts, write_manifest
 
 FLAG_ORDER = [("row", "ascending"), ("check", "ascending"), ("field", "ascending")]
 
@@ -92,14 +91,7 @@ def merge_audit(out_dir: str | os.PathLike, gates: list | None = None) -> dict:
     config = AuditConfig.from_fingerprint(manifest["config"])
     run = JobRun(out_dir, paths, EngineOptions(engine="local"))
     store = _store(out_dir, config)
-    if store.digest != manifest["job"]:
-        raise SliceError(f"{store.dir}: the slices were written by another version of dataaudit: run them again")
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        summaries = list(pool.map(lambda ip: store.load(*ip, check_input=False), enumerate(paths)))
-    lost = [p for p, s in zip(paths, summaries) if s is None]
-    if lost:
-        raise SliceError(f"{store.dir}: {len(lost)} part(s) missing although their slice finished: {lost[0]}"
-                         + (f", ... ({len(lost) - 1} more)" if len(lost) > 1 else "") + ": rerun its slice")
+    summaries = read_parts(store, paths, manifest, store.digest)
     record = run.record()
     record.update(engine="merge", slices=manifest["num_shards"], merged_shards=len(paths))
     return _write_outputs(run, store, paths, summaries, config, record, gates)

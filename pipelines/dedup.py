@@ -42,7 +42,7 @@ from dataaudit.outputs import WORK
 from dataaudit.pipelines.engine import EngineOptions
 from dataaudit.pipelines.job import JobRun, Progress
 from dataaudit.pipelines.parts import PartStore, fingerprint_digest
-from dataaudit.pipelines.slices import ShardSlice, SliceError, assign, read_manifests, write_manifest
+from dataaudit.pipelines.slices import ShardSlice, SliceError, assign, read_manifests, read_parts, write_manifest
 
 
 class SignatureStore(PartStore):
@@ -115,19 +115,16 @@ def merge_dedup(out_dir: str | os.PathLike) -> dict:
     clusters, keep list, overlap and page one job on the same input writes. SliceError (exit 2) for a slice not
     finished, a signature part missing, or slices run with other settings or on other shards."""
     manifest = read_manifests(join(out_dir, FILES.parts))
-    spec = DedupSpec(**{k: tuple(v) if isinstance(v, list) else v for k, v in manifest["config"].items()})
+    try:
+        spec = DedupSpec(**{k: tuple(v) if isinstance(v, list) else v for k, v in manifest["config"].items()})
+    except (TypeError, ValueError):    # settings this version does not have
+        raise SliceError(f"{join(out_dir, FILES.parts)}: the slices were written by another version of dataaudit: "
+                         "run them again") from None
     shards, n_train = manifest["paths"], manifest["train_shards"]
     run = JobRun(out_dir, shards, EngineOptions(engine="local"))
     store = SignatureStore(out_dir, spec.signature_fingerprint(), n_train, spec.verify)
-    if _job_digest(store, spec, n_train, manifest["partitions"]) != manifest["job"]:
-        raise SliceError(f"{store.dir}: the slices were written by another version of dataaudit: run them again")
-    with run.timed("sign"), ThreadPoolExecutor(max_workers=8) as pool:
-        summaries = list(pool.map(lambda ip: store.load(*ip, check_input=False), enumerate(shards)))
-    lost = [p for p, s in zip(shards, summaries) if s is None]
-    if lost:
-        raise SliceError(f"{store.dir}: {len(lost)} signature part(s) missing although their slice finished: "
-                         f"{lost[0]}" + (f", ... ({len(lost) - 1} more)" if len(lost) > 1 else "")
-                         + ": rerun its slice")
+    with run.timed("sign"):
+        summaries = read_parts(store, shards, manifest, _job_digest(store, spec, n_train, manifest["partitions"]))
     return _finish(run, store, shards[:n_train], shards[n_train:], summaries, spec, manifest["partitions"], True,
                    {"engine": "merge", "slices": manifest["num_shards"], "merged_shards": len(shards)})
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -148,3 +149,18 @@ def read_manifests(parts_dir: str) -> dict:
                          f"{len(missing)} shard(s) missing: {shown}")
     return first
 
+
+
+def read_parts(store, paths: Sequence[str], manifest: dict, digest: str) -> list[dict]:
+    """Every shard's summary from the part its slice wrote (`store`: the job's PartStore; `digest`: what this
+    version computes for the slices' settings), read in parallel and without the shards (the merge may run where
+    the data is not). SliceError when the slices were written by another version or a part is missing."""
+    if digest != manifest["job"]:
+        raise SliceError(f"{store.dir}: the slices were written by another version of dataaudit: run them again")
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        summaries = list(pool.map(lambda ip: store.load(*ip, check_input=False), enumerate(paths)))
+    lost = [p for p, s in zip(paths, summaries) if s is None]
+    if lost:
+        raise SliceError(f"{store.dir}: {len(lost)} part(s) missing although their slice finished: {lost[0]}"
+                         + (f", ... ({len(lost) - 1} more)" if len(lost) > 1 else "") + ": rerun its slice")
+    return summaries

@@ -116,3 +116,16 @@ def test_audit_options_on_a_dedup_merge_are_one_line(corpus, tmp_path):
     res = _merge(out, "--fail-on", "error>0")
     assert res.exit_code == 2
     assert res.output.strip().endswith("the slices are a dedup's: --strict and --fail-on apply to an audit's")
+
+
+def test_a_signature_part_lost_after_its_slice_finished_is_one_line(corpus, tmp_path):
+    out = tmp_path / "o"
+    for i in range(2):
+        assert _dedup(corpus, out, "--shard-index", i, "--num-shards", 2).exit_code == 0
+    lost = sorted((out / "parts").glob("train-00002-*.sig.parquet"))
+    assert len(lost) == 1
+    lost[0].unlink()
+    res = _merge(out)
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "1 part(s) missing although their slice finished:" in res.output
+    assert res.output.strip().endswith("train-2.parquet: rerun its slice")
