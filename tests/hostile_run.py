@@ -19,14 +19,15 @@ from tests.paths import REPO
 SECONDS = 60
 PEAK_MIB = 2048
 
-# Runs the command in a child and prints its peak RSS (KiB) last on stderr: RUSAGE_CHILDREN after the wait is
-# the largest peak among the children this wrapper waited for (the command and the workers it reaped). A small
-# wrapper spawns the command, not pytest: Linux carries the spawner's high-water mark into ru_maxrss at exec, and
-# pytest's own is ~3 GB late in a full run.
+# Runs the command in a child and prints its peak RSS (KiB) and CPU seconds last on stderr: RUSAGE_CHILDREN after
+# the wait is the largest peak among the children this wrapper waited for (the command and the workers it reaped),
+# and their CPU time. A small wrapper spawns the command, not pytest: Linux carries the spawner's high-water mark
+# into ru_maxrss at exec, and pytest's own is ~3 GB late in a full run.
 _WRAPPER = (
     "import resource, subprocess, sys\n"
     "rc = subprocess.run(sys.argv[1:]).returncode\n"
-    "sys.stderr.write('\\n@peak_kib %d\\n' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "sys.stderr.write('\\n@peak_kib %d %.3f\\n' % (u.ru_maxrss, u.ru_utime + u.ru_stime))\n"
     "sys.exit(rc)\n"
 )
 
@@ -38,15 +39,18 @@ class Outcome:
     stderr: str
     seconds: float
     peak_mib: int
+    cpu_seconds: float = -1.0
 
     def report(self, out: Path, name: str = "report.json") -> dict:
         """The JSON report the command wrote in `out`."""
         return json.loads((Path(out) / name).read_text())
 
     def assert_bounded(self, seconds: float = SECONDS, peak_mib: int = PEAK_MIB) -> None:
-        """No traceback, within the time and memory bounds."""
+        """No traceback, within the time and memory bounds. The time is the CPU time the command spent (its workers'
+        too): the work an input costs, the same on a quiet machine and on one shared with other jobs (a hang is
+        caught by `run_cli`'s timeout)."""
         assert "Traceback" not in self.stderr, self.stderr[-3000:]
-        assert self.seconds < seconds, (self.seconds, self.stderr[-2000:])
+        assert 0 <= self.cpu_seconds < seconds, (self.cpu_seconds, self.seconds, self.stderr[-2000:])
         assert self.peak_mib < peak_mib, self.peak_mib
 
 
@@ -71,5 +75,6 @@ def run_cli(*args, cwd: Path | str = REPO, timeout: float = SECONDS + 30, env: d
         raise AssertionError(f"hung: no exit within {timeout} s: {args}") from None
     seconds = time.perf_counter() - start
     stderr, _, peak = stderr.rpartition("\n@peak_kib ")
-    return Outcome(p.returncode, stdout, stderr, seconds, int(peak.split()[0]) // 1024 if peak else -1)
+    kib, cpu = (peak.split() + ["-1", "-1"])[:2]
+    return Outcome(p.returncode, stdout, stderr, seconds, int(kib) // 1024, float(cpu))
 

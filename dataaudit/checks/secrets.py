@@ -107,7 +107,8 @@ def _keyword_value_ok(value: str, line: str, min_entropy: float) -> bool:
             or heuristic.is_indirect_reference(line) or heuristic.is_sequential_string(value)
             or heuristic.is_potential_uuid(value) or heuristic.is_not_alphanumeric_string(value)):
         return False
-    if len(value) < 8 or " " in value.strip() or _PLACEHOLDER.search(value) or _IDENTIFIER_PATH.fullmatch(value):
+    if (len(value) < 8 or " " in value.strip() or _PLACEHOLDER.search(value)
+            or _IDENTIFIER_PATH.fullmatch(value.rstrip(",;)"))):     # `f(api_key=self.token,`
         return False
     if not any(c.isalpha() for c in value) or not any(not c.isalpha() for c in value):
         return False
@@ -135,6 +136,7 @@ def _spans(kind: str, plugin, line: str, min_entropy: float) -> list[tuple[int, 
             [m.group(2) for m in _SYMBOL_FIRST.finditer(line)]
         out = []
         for v in values:
+            v = v.rstrip()     # the line's own newline is not part of a value
             at = line.find(v) if v else -1
             if at >= 0 and _keyword_value_ok(v, line, min_entropy) and not _ILLUSTRATION.search(line, 0, at):
                 out.append((at, at + len(v), v))

@@ -265,15 +265,26 @@ def _skip_urls_and_rules(lines: pa.Array, url_max: int | None) -> pa.Array:
     return pa.array(re.sub(pattern, " ", joined).split("\n"), lines.type)
 
 
-# Code: a call chain is one long "word" (`Foo.bar(baz.get(Qux.Quux().getClass()));` is 113 characters). A run
-# holding both parentheses may reach code_max_run: base64 and hex hold none (nor does a blob pasted into code), and
-# minified code is longer still.
+# Code: a call chain, a template type, an argument or an include path is one long "word"
+# (`Foo.bar(baz.get(Qux.Quux().getClass()));` is 113 characters, `::std::tuple<at::Tensor,at::Tensor,...>` 143,
+# `request_serializer=pb2.ListRequest.SerializeToString,` 103). A run holding code's syntax (brackets, braces,
+# parentheses, angle brackets, quotes, a colon, a comma or a semicolon), only printable ASCII, and no 64 characters
+# of base64's alphabet in a row may reach code_max_run: base64 and hex hold none of that syntax, binary decoded as
+# text holds other characters, and a blob quoted in code or in a data: URL holds the long stretch (an identifier is
+# shorter); minified code is longer still.
+_CODE_SYNTAX_RE = "[][(){}<>:,;\"']"
+_NOT_CODE_RE = "[A-Za-z0-9+/_-]{64}|[^\\x21-\\x7e]"
+
+
 def _limits(pieces: pa.Array, max_run: int, code_max_run: int | None) -> np.ndarray:
-    """Each run's limit: code_max_run (if larger) for a run holding "(" and ")", else max_run."""
+    """Each run's limit: code_max_run (if larger) for a run of code (`_CODE_SYNTAX_RE`, and not `_NOT_CODE_RE`),
+    else max_run."""
     limit = np.full(len(pieces), max_run, np.int64)
     if code_max_run and code_max_run > max_run and len(pieces):
-        called = to_bool(pc.match_substring(pieces, "(")) & to_bool(pc.match_substring(pieces, ")"))
-        limit[called] = code_max_run
+        code = to_bool(pc.match_substring_regex(pieces, _CODE_SYNTAX_RE))
+        if code.any():
+            code &= ~to_bool(pc.match_substring_regex(pieces, _NOT_CODE_RE))
+        limit[code] = code_max_run
     return limit
 
 
@@ -303,9 +314,11 @@ def _locate_run(text: str, max_run: int = 100, url_max: int = 400, code_max_run:
                 "code). CJK, kana, Hangul, Thai and other scripts written without spaces end a run; URLs "
                 "(scheme:// or www.) of up to url_max characters are skipped (0: count them; a longer URL "
                 "keeps its tail), and so are markdown table separators and rules (3+ of - = _ * ~ # | :). "
-                "A run holding both parentheses (a call chain such as `a.b(c.d().e());`; base64 and hex hold "
-                "none) may reach code_max_run characters (0: max_run); minified code is longer. value = the "
-                "longest run over its limit (the longest run when none is).",
+                "A run holding code's syntax (brackets, braces, parentheses, angle brackets, quotes, a colon, "
+                "a comma or a semicolon: a call chain such as `a.b(c.d().e());`, a template type, an argument "
+                "list; base64 and hex hold none), only printable ASCII (not binary decoded as text) and no 64 "
+                "characters of base64's alphabet in a row (a blob quoted in code or in a data: URL) may reach "
+                "code_max_run characters (0: max_run); minified code is longer. value = the longest run over its limit (the longest run when none is).",
 )
 def long_unbroken_run(arr, max_run: int = 100, url_max: int = 400, code_max_run: int = 300,
                       **params) -> CheckOutput:
@@ -397,7 +410,8 @@ _DOCUMENT_STATS = ("dup_line_frac", "dup_line_char_frac", *(f"dup_{k}_gram" for 
                 "statistic; an n-gram statistic of a text of W < min_words words counts "
                 "x W/min_words (one phrase said twice in a short text is no repetition), and a text of under "
                 "answer_words words (an answer or reply, not a web document: worked steps reuse their phrasing) "
-                "needs its duplicated 5..10-grams to cover answer_dup_frac of it too; all need >= min_chars "
+                "needs its duplicated 5..10-grams and its top 2/3/4-gram to cover answer_dup_frac of it too; all "
+                "need >= min_chars "
                 "characters. In conversations only the assistant's turns are judged (a prompt is not trained on, "
                 "and a few-shot prompt repeats its pattern by design), with the top 2/3/4-gram fractions and sentence runs as for documents, the duplicated line and 5..10-gram "
                 "fractions (made for web documents: lists and quotes repeat) only over turn_dup_frac (a loop "
@@ -448,12 +462,13 @@ def _repetition(arr: pa.Array, p: dict, names: list[str], repeats: bool) -> Chec
         short = np.minimum(stats.n_words / float(p["min_words"]), 1.0)
         ratios[[k.endswith("_gram") for k in keys]] *= short
     floor = float(p["answer_dup_frac"] or 0)
-    if dup_ns and floor and p["answer_words"]:
-        # a text of under answer_words words is an answer rather than a web document: its duplicated n-grams must
-        # also cover answer_dup_frac of it (worked steps reuse their phrasing, 0.15-0.25; a loop repeats more)
+    if (dup_ns or top_ns) and floor and p["answer_words"]:
+        # a text of under answer_words words is an answer rather than a web document: its duplicated n-grams, and
+        # its most frequent one, must also cover answer_dup_frac of it (worked steps reuse their phrasing, 0.15-0.27
+        # of a GSM8K question and answer; a loop repeats more)
         answer = stats.n_words < float(p["answer_words"])
         for j, k in enumerate(keys):
-            if k.startswith("dup_") and k.endswith("_gram") and thresholds[k] < floor:
+            if k.endswith("_gram") and thresholds[k] < floor:
                 ratios[j, answer] = np.minimum(ratios[j, answer], stats[k][answer] / floor)
     if p["min_chars"]:
         ratios[:, char_lengths(arr) < p["min_chars"]] = 0.0

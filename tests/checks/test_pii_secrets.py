@@ -154,12 +154,18 @@ SECRET_POSITIVES = [
      "secret in key/value context: random_password = ************** (14 chars)"),
     ('creds = {"client_secret": "?@q6BfrhnuII#X"}', "?@q6BfrhnuII#X",
      "secret in key/value context: client_secret = ************** (14 chars)"),
+    # a config line with its newline: the value stops before it
+    ("password = hunter2Xq9zz\nuser = bob\n", "hunter2Xq9zz",
+     "secret in key/value context: password = ************ (12 chars)"),
 ]
 
 SECRET_NEGATIVES = [
     'password = "password123"', 'password = "hunter2"', 'password = "${DB_PASS}"', 'api_key = "<your-api-key>"',
     'db_password = os.environ["DB_PASSWORD"]', "password: str", "My secret: never tell anyone",
     "authkey = self._manager._authkey", 'api_key = "xxxxxxxxxxxxxxxx"', 'SECRET_KEY = "changeme-in-production"',
+    # code: a variable or attribute passed on, at a line's end (real lines of installed packages)
+    "        username, password = parsed.auth_decoded\n        return username\n",
+    "client = Client(\n    api_key=self.token,\n    private_key=private_key,\r\n)\n",
     "AWS's documentation key AKIAIOSFODNN7EXAMPLE", "a JWT starts with eyJ, a GitHub token with ghp_",
     "uuid 123e4567-e89b-12d3-a456-426614174000, sha 3f786850e387550fdab836ed7e6dc881de23001b",
     "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA\n-----END PUBLIC KEY-----",

@@ -270,6 +270,26 @@ def test_real_looping_generations_still_flagged(shared_data):
     assert max(runs(shakespeare_chunks(raw, 20000))) == 3
 
 
+KENNEL = ("The Kennel house keeps 3 German Shepherds and 2 Bulldogs. If a German Shepherd consumes 5 kilograms of "
+          "dog food and a bulldog consumes 3 kilograms of dog food per day. How many kilograms of dog food will they "
+          "need in a week?\n\nThe German Shepherds consume 3 x 5 = <<3*5=15>>15 kilograms of dog food per day.\nThe "
+          "Bulldogs consume 2 x 3 = <<2*3=6>>6 kilograms of dog food per day.\nThe dogs can consume a total of 15 + 6 "
+          "= <<15+6=21>>21 kilograms of dog food per day.\nTherefore, they need 21 x 7 = <<21*7=147>>147 kilograms of "
+          "dog food in a week.\n#### 147")
+
+
+def test_a_question_and_its_worked_answer_as_one_text_is_not_a_loop():
+    """A GSM8K question and answer as one text (97 words): "kilograms of dog food" is 0.27 of its characters, its
+    phrasing rather than a loop. Under answer_words words the top 2/3/4-gram fractions, like the duplicated ones,
+    must also cover answer_dup_frac (0.3); a short text looping a clause still goes over."""
+    out = run("repetition", [KENNEL, "The answer is 147 kilograms of dog food. "
+                             + "They need 147 kilograms of dog food per week and " * 6])
+    assert out.flagged.tolist() == [False, True]
+    assert out.value[0] == pytest.approx(0.8893, abs=1e-4)      # top_4_gram 0.2668 / answer_dup_frac 0.3
+    assert out.detail[1] == "dup_7_gram=0.58 > 0.13 (+6 more)"
+    assert run("repetition", [KENNEL], answer_dup_frac=0).detail[0] == "top_4_gram=0.27 > 0.16"
+
+
 @pytest.mark.parametrize("space", ["\u1680", "\u2000", "\u2009", "\u202f", "\u205f", "\u3000", "\u00a0", "\u2028"])
 def test_every_unicode_space_separates_words_like_a_space(space):
     fn = REGISTRY["repetition"].fn

@@ -200,15 +200,25 @@ def test_long_unbroken_run_lets_a_call_chain_reach_code_max_run():
     chain = ("RNNCoreAnnotations.getPredictedClass(sentence.get(SentimentCoreAnnotations.SentimentAnnotatedTree()"
              ".getClass()));")
     b64 = "QUJD" * 40                                       # 160 characters, no parenthesis
-    rows = [f"var s = {chain}", f"```\n{b64}\n```", f"x = f({'a' * 310})", f"{chain}\nthen {b64}", "(" + "z" * 150]
+    # real code from installed packages: a C++ template type (143), a keyword argument (103), an include (121)
+    template = "::std::tuple<::std::vector<at::Tensor>,::std::vector<at::Tensor>,::std::vector<at::Tensor>," \
+               "::std::vector<at::Tensor>,::std::vector<at::Tensor>>"
+    argument = "request_serializer=src_dot_ray_dot_protobuf_dot_reporter__pb2.ReportOCMetricsRequest.SerializeToString,"
+    rows = [f"var s = {chain}", f"```\n{b64}\n```", f"x = f({'a' * 310})", f"{chain}\nthen {b64}", "(" + "z" * 150,
+            f"using schema = {template};", f"    {argument}", f'x = "{b64}"', "data:image/png;base64," + b64[:90],
+            "f(" + "\u00e9" * 120 + ")"]
     out = run("long_unbroken_run", rows)
-    assert out.flagged.tolist() == [False, True, True, True, True]   # the last holds "(" alone
-    assert out.value.tolist() == [113, 160, 313, 160, 151]
-    assert out.detail[2].startswith("longest run without whitespace: 313 chars (max 300 for code): f(aaaa")
+    # a letter run of 64+ (a blob), a quoted blob, a data: URL and non-ASCII text are not code: max_run holds
+    assert out.flagged.tolist() == [False, True, True, True, True, False, False, True, True, True]
+    assert out.value.tolist() == [113, 160, 313, 160, 151, 144, 103, 162, 112, 123]
+    assert out.detail[2].startswith("longest run without whitespace: 313 chars (max 100): f(aaaa")
     assert out.detail[3].startswith("longest run without whitespace: 160 chars (max 100): QUJD")
     from dataaudit.checks.text import _locate_run
-    assert [_locate_run(t) for t in rows] == [None, (4, 164), (4, 317), (119, 279), (0, 151)]
-    assert run("long_unbroken_run", rows, code_max_run=0).flagged.tolist() == [True] * 5
+    assert [_locate_run(t) for t in rows[:5]] == [None, (4, 164), (4, 317), (119, 279), (0, 151)]
+    assert run("long_unbroken_run", [f"x = f({'ab(' * 110})"]).detail[0].startswith(
+        "longest run without whitespace: 333 chars (max 300 for code)")
+    assert run("long_unbroken_run", rows, code_max_run=0).flagged.tolist() == [True] * 10
+
 
 def test_long_unbroken_run_urls():
     path = "/".join(["segment"] * 30)                      # 239 chars

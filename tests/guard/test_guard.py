@@ -297,9 +297,12 @@ def test_profiler_figures_add_up(tmp_path, caplog):
     jsonl = tmp_path / "prof.jsonl"
     g = DeviceGuard(SlowLoader(n, wait), CFG, policy="warn", log_every=5, jsonl=jsonl)
     caplog.set_level(logging.INFO, logger="dataaudit.guard")
+    slept = 0.0       # the loop's own compute, as long as the sleeps really took (a loaded box overshoots them)
     t0 = time.perf_counter()
     for _ in g:
+        t = time.perf_counter()
         time.sleep(compute)
+        slept += time.perf_counter() - t
     wall = time.perf_counter() - t0
     g.close()
     s = g.summary()
@@ -307,11 +310,12 @@ def test_profiler_figures_add_up(tmp_path, caplog):
     # stated tolerance: the four parts add up to the loop's wall time within 5% (+2 ms of setup)
     assert abs(parts - wall) <= 0.05 * wall + 0.002, (parts, wall)
     assert abs(s["wall_s"] - parts) < 1e-9
-    assert n * wait <= s["wait_s"] <= n * wait * 2 + 0.02  # sleeps overshoot on a loaded box, never undershoot
-    assert n * compute <= s["compute_s"] <= n * compute * 2 + 0.02
+    # each part holds at least its own time: the loader's sleeps are waiting, the loop's are compute (no bound above:
+    # with the sum exact, time put in the wrong part would leave its own part short)
+    assert s["wait_s"] >= n * wait and s["compute_s"] >= slept >= n * compute
     assert s["steps"] == n and s["samples"] == 8 * n and s["tokens"] == 7 * 8 * n
     assert s["samples_per_s"] == pytest.approx(8 * n / s["wall_s"])
-    assert s["wait_share"] == pytest.approx(s["wait_s"] / s["wall_s"]) and 0.2 < s["wait_share"] < 0.6
+    assert s["wait_share"] == pytest.approx(s["wait_s"] / s["wall_s"]) and 0 < s["wait_share"] < 1
     lines = [json.loads(x) for x in jsonl.read_text().splitlines()]
     assert len(lines) == n + 1 and lines[-1]["summary"]["steps"] == n
     assert [r["step"] for r in lines[:-1]] == list(range(n))
