@@ -28,6 +28,8 @@ def merge(out, strict, fail_on):
     from dataaudit.cli.audit import parse_gates
 
     gates = parse_gates(fail_on)
+    if not isinstance(out, str) and not out.is_dir():     # a local folder that is not there: nothing to merge
+        raise InputError(f"{out}: no such folder")
     make_out_dir(out)     # held: no second merge or single run into it meanwhile
 
     from dataaudit.io import join

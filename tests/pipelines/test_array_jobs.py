@@ -107,6 +107,9 @@ def test_merge_of_slices_with_other_settings_is_refused(corpus, tmp_path):
 def test_merge_without_slices_is_a_usage_error(tmp_path):
     res = CliRunner().invoke(main, ["merge", str(tmp_path)])
     assert res.exit_code == 2 and "no slice manifest" in res.output
+    res = CliRunner().invoke(main, ["merge", str(tmp_path / "typo")])
+    assert res.exit_code == 2 and res.output.strip() == f"Error: {tmp_path / 'typo'}: no such folder"
+    assert not (tmp_path / "typo").exists()         # a merge creates nothing where there was nothing
 
 
 def test_the_slice_comes_from_slurm_or_kubernetes():
