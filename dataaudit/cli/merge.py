@@ -27,12 +27,13 @@ def merge(out, strict, fail_on):
 
     from dataaudit.cli.audit import parse_gates
 
+    from dataaudit.io import is_dir, is_uri, join
+
     gates = parse_gates(fail_on)
-    if not isinstance(out, str) and not out.is_dir():     # a local folder that is not there: nothing to merge
+    if not is_uri(out) and not is_dir(out):     # a local folder that is not there: nothing to merge
         raise InputError(f"{out}: no such folder")
     make_out_dir(out)     # held: no second merge or single run into it meanwhile
 
-    from dataaudit.io import join
     from dataaudit.outputs import PARTS
     from dataaudit.pipelines.slices import read_manifests
     freeze_imports()
