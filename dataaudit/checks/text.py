@@ -405,14 +405,15 @@ _DOCUMENT_STATS = ("dup_line_frac", "dup_line_char_frac", *(f"dup_{k}_gram" for 
                 "punctuation needed). "
                 "With skip_structure, code (fenced or not), table rows, JSON lines and symbol-only lines in "
                 "code count nowhere, nor does any line of a code file (>= 10% and >= 3 code lines), headings / "
-                "'Speaker:' labels / key: value lines count only for sentence runs, and list items lose their "
-                "marker and count as words only when 50+ words long. A threshold of None/0 disables its "
+                "'Speaker:' labels / key: value lines count only for sentence runs, list items lose their "
+                "marker and count as words only when 50+ words long, and so do 3+ consecutive lines of under 25 "
+                "words each (unmarked options, worked steps, verse). A threshold of None/0 disables its "
                 "statistic; an n-gram statistic of a text of W < min_words words counts "
                 "x W/min_words (one phrase said twice in a short text is no repetition), and a text of under "
                 "answer_words words (an answer or reply, not a web document: worked steps reuse their phrasing) "
-                "needs its duplicated 5..10-grams and its top 2/3/4-gram to cover answer_dup_frac of it too; all "
-                "need >= min_chars "
-                "characters. In conversations only the assistant's turns are judged (a prompt is not trained on, "
+                "needs its duplicated 5..10-grams and its top 2/3/4-gram to cover answer_dup_frac of it too, and "
+                "the characters of its duplicated lines when none comes back within 3 sentences (a chorus; a loop "
+                "repeats in a row); all need >= min_chars characters. In conversations only the assistant's turns are judged (a prompt is not trained on, "
                 "and a few-shot prompt repeats its pattern by design), with the top 2/3/4-gram fractions and sentence runs as for documents, the duplicated line and 5..10-gram "
                 "fractions (made for web documents: lists and quotes repeat) only over turn_dup_frac (a loop "
                 "repeats most of the reply; 0: the document thresholds). value = largest statistic/threshold "
@@ -465,11 +466,14 @@ def _repetition(arr: pa.Array, p: dict, names: list[str], repeats: bool) -> Chec
     if (dup_ns or top_ns) and floor and p["answer_words"]:
         # a text of under answer_words words is an answer rather than a web document: its duplicated n-grams, and
         # its most frequent one, must also cover answer_dup_frac of it (worked steps reuse their phrasing, 0.15-0.27
-        # of a GSM8K question and answer; a loop repeats more)
+        # of a GSM8K question and answer; a loop repeats more); so must its duplicated lines when none comes back
+        # within 3 sentences of itself (a song's chorus sung twice is 0.21 of it; a loop repeats in a row)
         answer = stats.n_words < float(p["answer_words"])
+        spread = answer & (stats["sentence_run"] == 0) if "sentence_run" in stats else np.zeros(n, dtype=bool)
         for j, k in enumerate(keys):
-            if k.endswith("_gram") and thresholds[k] < floor:
-                ratios[j, answer] = np.minimum(ratios[j, answer], stats[k][answer] / floor)
+            rows = answer if k.endswith("_gram") else spread if k == "dup_line_char_frac" else None
+            if rows is not None and thresholds[k] < floor:
+                ratios[j, rows] = np.minimum(ratios[j, rows], stats[k][rows] / floor)
     if p["min_chars"]:
         ratios[:, char_lengths(arr) < p["min_chars"]] = 0.0
     which = np.argmax(ratios, axis=0)

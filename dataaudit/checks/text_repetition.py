@@ -75,6 +75,12 @@ false positives. Each non-empty line is matched (raw, before trimming) with RE2 
                   over is a repeated line) and as sentences, but its words count for the n-grams only when
                   it has LONG_ITEM_WORDS (50) words or more (a numbered paragraph is prose; short items share
                   their wording by design: "Step 3: ...", "Remember to ...")
+  short-line blocks  BLOCK_LINES (3) or more consecutive lines, each of fewer than BLOCK_WORDS (25) words (not
+                  labels or symbol lines; a blank line ends a block) are items without markers, counted as list
+                  items are: a multiple-choice stem's options one per line ("The sand will dissolve ... because
+                  sand in water is a solution." / "... a mixture."), worked steps one per line, a verse. Web prose
+                  comes in paragraphs; a loop of whole lines is still a repeated line, and one in a paragraph still
+                  counts in every statistic
 
 len(text) becomes the length of the text without the lines counted nowhere (and one "\\n" each): the whole text
 when there are none, so prose gets exactly datatrove's numbers. n-grams join the words on either side of a
@@ -150,6 +156,8 @@ CODE_SHARE = 0.1        # a text with this share of code lines (and MIN_CODE_LIN
 MIN_CODE_LINES = 3
 RUN_GAP = 3             # a sentence continues its run when it comes back within this many sentences
 LONG_ITEM_WORDS = 50    # a list item of this many words is a paragraph: its words count as prose
+BLOCK_LINES = 3         # this many consecutive lines of under BLOCK_WORDS words are items without markers
+BLOCK_WORDS = 25
 
 
 # ------------------------------------------------------------------------------------------ grouping helpers
@@ -270,6 +278,10 @@ def split_lines(arr: pa.Array, total: np.ndarray | None, skip_structure: bool) -
         long = np.flatnonzero(nbytes >= 2 * LONG_ITEM_WORDS - 1)
         if long.size:
             short_item[rows[long]] = view.count_words(rows[long]) < LONG_ITEM_WORDS
+    # Lines in a block of short lines are items without markers: a multiple-choice stem's options, worked steps
+    # one per line, a verse. They share their wording by design ("The sand will dissolve ... because sand in water
+    # is a solution." / "... a mixture.") as list items do.
+    short_item |= line_blocks(view, rest & ~label & ~symbols, length, doc)
     left_out = code | (symbols & has_code[doc])                # counted nowhere
     lines = nonblank & ~left_out & ~label
     words = nonblank & ~left_out & ~label & ~short_item
@@ -279,6 +291,35 @@ def split_lines(arr: pa.Array, total: np.ndarray | None, skip_structure: bool) -
     out_chars = _per_doc(view.raw_chars() * left_out, first_line)
     kept = total - out_chars - np.where(n_out >= counts, counts - 1, n_out)
     return Lines(view.text, doc, length, lines, words, sentences, np.maximum(kept, 0).astype(np.float64), first_line)
+
+
+def line_blocks(view, candidate: np.ndarray, length: np.ndarray, doc: np.ndarray) -> np.ndarray:
+    """The lines of `candidate` that stand in a block of BLOCK_LINES or more consecutive lines of one document, each
+    of fewer than BLOCK_WORDS words (`length`: their code points; `doc`: the document of each line)."""
+    out = _blocks(candidate, doc)
+    # a line of fewer than 2 * BLOCK_WORDS - 1 code points cannot hold BLOCK_WORDS words; the longer lines of a
+    # possible block are counted, and the blocks found again
+    maybe = np.flatnonzero(out & (length >= 2 * BLOCK_WORDS - 1))
+    if maybe.size:
+        short = out.copy()
+        short[maybe] = view.count_words(maybe) < BLOCK_WORDS
+        out = _blocks(short, doc)
+    return out
+
+
+def _blocks(lines: np.ndarray, doc: np.ndarray) -> np.ndarray:
+    """The `lines` in a run of BLOCK_LINES or more consecutive ones within one document."""
+    out = np.zeros(len(lines), dtype=bool)
+    follows = np.zeros(len(lines), dtype=bool)               # continues the run of the line before
+    np.logical_and(lines[1:], lines[:-1], out=follows[1:])
+    follows[1:] &= doc[1:] == doc[:-1]
+    starts = lines & ~follows
+    if not starts.any():
+        return out
+    run = np.cumsum(starts) - 1
+    size = np.bincount(run[lines])
+    out[lines] = size[run[lines]] >= BLOCK_LINES
+    return out
 
 
 def line_stats(lines: Lines, doc_key: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:

@@ -55,12 +55,12 @@ def test_structured_texts_are_not_flagged():
 DEGENERATE_EXPECTED = {
     "sorry_x8": (8 / 5, "sentence_run=8 > 5 (+1 more): 'I'm sorry'"),
     "sentence_x8": (0.7109375 / 0.3, "dup_6_gram=0.71 > 0.14 (+7 more)"),
-    "line_x10": (324 / 370 / 0.20, "dup_line_char_frac=0.88 > 0.2 (+10 more)"),
+    "line_x10": (324 / 370 / 0.20, "dup_line_char_frac=0.88 > 0.2 (+2 more)"),   # short lines: items
     "chinese_sentence_x6": (6 / 5, "sentence_run=6 > 5: '对不起，我无法回答这个问题'"),
     "alternating_x6": (2.09009009009009, "dup_10_gram=0.65 > 0.1 (+6 more)"),
     "list_item_x8": (0.728 / 0.20, "dup_line_char_frac=0.73 > 0.2 (+2 more)"),
     "looping_tail": (0.5572755417956656 / 0.3, "dup_8_gram=0.56 > 0.12 (+7 more)"),
-    "identical_lines_x20": (4.644935972060535, "dup_line_char_frac=0.93 > 0.2 (+11 more)"),
+    "identical_lines_x20": (4.644935972060535, "dup_line_char_frac=0.93 > 0.2 (+2 more)"),
     "repeated_5gram_x15": (2.586206896551724, "top_4_gram=0.83 > 0.16 (+8 more)"),
 }
 
@@ -202,8 +202,10 @@ def test_unclosed_fence_runs_to_the_end_of_its_text_only(monkeypatch):
     assert stats["dup_line_char_frac"][1] == pytest.approx(11 / len("plain words\nplain words"))
 
 
-def test_prose_gets_datatrove_numbers():
-    """On text without structure, skip_structure changes nothing: the reference is datatrove's definition."""
+def test_prose_gets_datatrove_numbers(monkeypatch):
+    """On text without structure, skip_structure changes nothing: the reference is datatrove's definition. (Blocks
+    of short lines are structure, tested apart: these random lines are mostly short.)"""
+    monkeypatch.setattr(text_repetition, "BLOCK_LINES", 10**9)
     rng = random.Random(3)
     vocab = ["a", "bb", "ccc", "the", "of", "dddd", "é", "训练", "x1", "yy", "Ok,", "word."]
     docs = []
@@ -240,7 +242,7 @@ def test_real_corpora_false_positives(shared_data):
     assert gopher == {"gsm8k question+answer": 292, "glaive conversations[].value": 17, "glaive tools (JSON)": 124,
                       "v1_sft turns": 19, "tinyshakespeare 2000-char chunks": 15}
     assert counts == {"gsm8k question+answer": 0, "glaive conversations[].value": 0, "glaive tools (JSON)": 0,
-                      "v1_sft turns": 2, "tinyshakespeare 2000-char chunks": 0}
+                      "v1_sft turns": 0, "tinyshakespeare 2000-char chunks": 0}
 
 
 @needs_shared
@@ -280,14 +282,82 @@ KENNEL = ("The Kennel house keeps 3 German Shepherds and 2 Bulldogs. If a German
 
 def test_a_question_and_its_worked_answer_as_one_text_is_not_a_loop():
     """A GSM8K question and answer as one text (97 words): "kilograms of dog food" is 0.27 of its characters, its
-    phrasing rather than a loop. Under answer_words words the top 2/3/4-gram fractions, like the duplicated ones,
-    must also cover answer_dup_frac (0.3); a short text looping a clause still goes over."""
-    out = run("repetition", [KENNEL, "The answer is 147 kilograms of dog food. "
+    phrasing rather than a loop. Its worked steps, one per line, are a block of short lines: items, whose words
+    the n-gram statistics do not count (the question's 43 words are left: top_4_gram 0.114 x 43/150 / 0.16)."""
+    out = run("repetition", [KENNEL])
+    assert out.flagged.tolist() == [False]
+    assert out.value[0] == pytest.approx(0.1143 * 43 / 150 / 0.16, abs=1e-3)
+
+
+def test_a_short_text_needs_answer_dup_frac_on_its_top_ngram():
+    """The same steps as one paragraph: under answer_words words the top 2/3/4-gram fractions, like the duplicated
+    ones, must also cover answer_dup_frac (0.3); a short text looping a clause still goes over."""
+    paragraph = KENNEL.replace(".\nThe", ". The").replace(".\nTherefore", ". Therefore")
+    out = run("repetition", [paragraph, "The answer is 147 kilograms of dog food. "
                              + "They need 147 kilograms of dog food per week and " * 6])
     assert out.flagged.tolist() == [False, True]
     assert out.value[0] == pytest.approx(0.8893, abs=1e-4)      # top_4_gram 0.2668 / answer_dup_frac 0.3
     assert out.detail[1] == "dup_7_gram=0.58 > 0.13 (+6 more)"
-    assert run("repetition", [KENNEL], answer_dup_frac=0).detail[0] == "top_4_gram=0.27 > 0.16"
+    assert run("repetition", [paragraph], answer_dup_frac=0).detail[0] == "top_4_gram=0.27 > 0.16"
+
+
+# ARC-Challenge items from ../shared/data/benchmarks/arc_challenge_test.jsonl as one text, the choices unmarked: each
+# choice restates the stem ("sand in water is a" four times: dup_7_gram 0.40 of the text)
+SAND = ("What will happen after stirring sand in a glass of water?\n"
+        "The sand will dissolve in the water because sand in water is a solution.\n"
+        "The sand will dissolve in the water because sand in water is a mixture.\n"
+        "The sand will settle to the bottom because sand in water is a solution.\n"
+        "The sand will settle to the bottom because sand in water is a mixture.")
+GRAVITY = ("Which of the following actions will increase the gravitational force between two masses, m_{1} and "
+           "m_{2}, by the greatest amount?\n"
+           "Halve the mass of m_{1} and halve the distance between m_{1} and m_{2}.\n"
+           "Halve the mass of m_{1} and double the distance between m_{1} and m_{2}.\n"
+           "Double the mass of m_{1} and halve the distance between m_{1} and m_{2}.\n"
+           "Double the mass of m_{1} and double the distance between m_{1} and m_{2}.")
+
+
+def test_multiple_choice_options_without_markers_are_list_items():
+    assert run("repetition", [SAND, GRAVITY]).flagged.tolist() == [False, False]
+    # the same options in one paragraph are a looping text by every statistic: still flagged
+    one_line = run("repetition", [SAND.replace("\n", " "), GRAVITY.replace("\n", " ")])
+    assert one_line.flagged.tolist() == [True, True]
+    assert one_line.detail.tolist() == ["dup_7_gram=0.40 > 0.13 (+5 more)", "dup_6_gram=0.40 > 0.14 (+1 more)"]
+
+
+@pytest.mark.parametrize("twin", [False, True], ids=["numba", "arrow"])
+def test_short_line_blocks_exact(monkeypatch, twin):
+    """BLOCK_LINES (3) or more consecutive lines of under BLOCK_WORDS (25) words, in one text, are items: lines and
+    sentences, not words. A blank line, a long line, a label or the text's end ends a block."""
+    if twin:
+        monkeypatch.setenv("DATAAUDIT_NO_NUMBA", "1")
+    long = " ".join(["word"] * 25)
+    docs = ["one\ntwo\nthree\n\nfour\nfive\n" + long + "\nsix",     # a block of 3, then 2 and 1 apart
+            "a\nb",                                                   # 2 lines: no block (none across texts)
+            "c\nd\nROMEO:\ne\nf\ng\n" + " ".join(["w"] * 24)]        # a label breaks; 24 words is short
+    arr = pa.array(docs)
+    lines = split_lines(arr, char_lengths(arr), skip_structure=True)
+    #                               one two three _ four five long six | a b | c d ROMEO: e f g w*24
+    assert lines.words.tolist() == [0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0]
+    assert lines.lines.tolist() == [1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1]
+    assert lines.sentences.tolist() == [1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+
+
+def test_duplicated_lines_of_a_short_text_coming_back_in_a_row_or_spread_out():
+    """Under answer_words words, duplicated lines must cover answer_dup_frac (0.3) when none comes back within
+    RUN_GAP sentences (a chorus sung twice); lines repeating in a row keep Gopher's 0.2."""
+    verse = ["Walking down the road tonight", "Stars are shining very bright", "Holding on to what we know"]
+    verse2 = ["Rivers running to the sea", "Carry all our hopes with me"]
+    chorus = ["Sing it loud and sing it clear", "Everyone is gathered here"]
+    spread = "\n".join(verse + chorus + verse2 + chorus)
+    in_row = "\n".join(verse + chorus + chorus + verse2)
+    out = run("repetition", [spread, in_row])
+    stats = repetition_stats(pa.array([spread, in_row]), skip_structure=True, repeats=True)
+    dlc = stats["dup_line_char_frac"]
+    assert dlc[0] == dlc[1] and 0.2 < dlc[0] < 0.3
+    assert stats["sentence_run"].tolist() == [0, 2]
+    assert out.flagged.tolist() == [False, True]
+    assert out.value[0] == pytest.approx(2 / 9 / 0.3)          # dup_line_frac 2/9 over 0.3: dlc / 0.3 is smaller
+    assert out.value[1] == pytest.approx(dlc[1] / 0.2)
 
 
 @pytest.mark.parametrize("space", ["\u1680", "\u2000", "\u2009", "\u202f", "\u205f", "\u3000", "\u00a0", "\u2028"])

@@ -57,7 +57,8 @@ SONG = "\n\n".join([
 
 def test_a_flat_records_reply_is_judged_as_a_reply(tmp_path):
     """Alpaca's `output` is the record's trained reply (the field the rendered view trains): a chorus is not a loop
-    there, as in a conversation's reply; the same text as a web document (a lone text field) is flagged."""
+    there, as in a conversation's reply; nor in a lone text field: a text of under answer_words words whose duplicated
+    lines come back spread out needs them to cover answer_dup_frac (0.3)."""
     shard = write_shard(tmp_path / "alpaca.parquet", {
         "instruction": ["Write a song about endangered species.", "Say hello.", "Write a song."],
         "input": ["", "", ""], "output": [SONG, LOOP, "A short song."]})
@@ -69,5 +70,4 @@ def test_a_flat_records_reply_is_judged_as_a_reply(tmp_path):
     doc = write_shard(tmp_path / "web" / "docs.parquet", {"text": [SONG]})
     audit(tmp_path / "web", [doc], {})
     flags = pq.read_table(tmp_path / "web" / "out" / "flags.parquet").to_pylist()
-    assert [(f["row"], f["detail"]) for f in flags if f["check"] == "repetition"] == [
-        (0, "dup_line_char_frac=0.21 > 0.2")]
+    assert [(f["row"], f["detail"]) for f in flags if f["check"] == "repetition"] == []

@@ -283,8 +283,10 @@ def test_repetition_identical_lines_exact():
     assert stats["dup_line_frac"][0] == pytest.approx(19 / 20)
     assert stats["dup_line_char_frac"][0] == pytest.approx(19 * 4 / 99)
     assert out.flagged.tolist() == [True]
-    assert out.value[0] == pytest.approx((76 / 99) / 0.20)
-    assert out.detail[0] == "dup_line_char_frac=0.77 > 0.2 (+6 more)"  # + dup_line_frac, top_2/3/4, dup_5, word_run
+    # its line (4 characters, under min_repeat_chars) makes no sentence run: in a short text its duplicated
+    # characters must then cover answer_dup_frac (0.3), and dup_line_frac / 0.3 is the larger ratio
+    assert out.value[0] == pytest.approx((19 / 20) / 0.30)
+    assert out.detail[0] == "dup_line_frac=0.95 > 0.3 (+1 more)"  # + dup_line_char_frac (its lines are items)
 
 
 def test_repetition_repeated_5gram_exact():
