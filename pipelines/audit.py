@@ -14,6 +14,7 @@ from dataaudit.atomic import write_parquet
 from dataaudit.audit import FILES, FLAGS
 from dataaudit.audit.batch import FLAG_SCHEMA
 from dataaudit.audit.report import build_report, write_report
+from dataaudit.audit.sample import read_share
 from dataaudit.audit.shard import audit_shard
 from dataaudit.config import AuditConfig
 from dataaudit.handlers import report_unreadable
@@ -56,7 +57,8 @@ def run_audit(paths: Sequence[str], config: AuditConfig, out_dir: str | os.PathL
     --fail-on rules, evaluated into report.json.
     """
     config = config.with_read(config.read if read is None else read)   # ValueError for an unknown mode
-    run = JobRun(out_dir, paths, options, on_progress, own_folder=shard_slice is None)
+    run = JobRun(out_dir, paths, options, on_progress, own_folder=shard_slice is None,
+                 share=1.0 if config.sample is None else read_share(config.sample))
     store = _store(out_dir, config)
     if shard_slice is not None:
         slices = assign(paths, shard_slice.count)

@@ -41,16 +41,17 @@ def _size(path: str) -> int:
         return 0
 
 
-def choose_engine(paths: Sequence[str], options: EngineOptions) -> str:
+def choose_engine(paths: Sequence[str], options: EngineOptions, share: float = 1.0) -> str:
     """"local" or "ray": as asked, else Ray when an address is given or the input is large and in several shards
-    (and Ray is installed: `pip install 'dataaudit[ray]'`)."""
+    (and Ray is installed: `pip install 'dataaudit[ray]'`). `share`: the share of the input's bytes the job reads
+    (a cluster sample reads a few row groups: starting Ray for them cost 3x the whole sample)."""
     if options.engine != "auto":
         return options.engine
     if not available("ray"):
         return "local"
     if options.address:
         return "ray"
-    total = sum(_size(p) for p in paths)
+    total = sum(_size(p) for p in paths) * share
     return "local" if total < LOCAL_MAX_BYTES or len(paths) < 2 else "ray"
 
 

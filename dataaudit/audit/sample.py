@@ -112,6 +112,15 @@ def plan_sample(paths: Sequence[str], seed: int, size: int | None = None, fracti
     return {**plan, "threshold": int(np.partition(drawn, size - 1)[size - 1]) + 1}
 
 
+def read_share(plan: dict) -> float:
+    """The share of the input a sample (`plan_sample`'s plan) reads: a cluster sample its clusters' records (their row
+    groups), any other every record (each one's draw decides)."""
+    if plan.get("design") != "clusters" or not plan.get("population"):
+        return 1.0
+    rows = sum(stop - start for spans in plan["clusters"].values() for start, stop, _ in spans)
+    return min(1.0, rows / plan["population"])
+
+
 def _smallest(seed: int, path: str, rows: int, cutoff: int) -> np.ndarray:
     """The draws of the shard's records under `cutoff`."""
     kept = []

@@ -58,3 +58,19 @@ def test_options_are_checked_and_the_engine_chosen_once(tmp_path):
     assert choose_engine([str(small), str(small)], EngineOptions("auto")) == "local"   # small: Ray costs more
     assert choose_engine([str(small)], EngineOptions("ray")) == "ray"
     assert choose_engine([str(tmp_path / "missing.jsonl")], EngineOptions()) == "local"
+
+
+def test_auto_weighs_the_share_of_the_input_a_job_reads(tmp_path, monkeypatch):
+    """A cluster sample of a large input reads a few row groups: no Ray for them."""
+    from dataaudit.pipelines import engine
+
+    monkeypatch.setattr(engine, "available", lambda extra: True)
+    monkeypatch.setattr(engine, "LOCAL_MAX_BYTES", 50_000)
+    paths = []
+    for name in ("a.jsonl", "b.jsonl"):
+        (tmp_path / name).write_bytes(b"x" * 40_000)        # 40 KB stored each (not sparse)
+        paths.append(str(tmp_path / name))
+    assert choose_engine(paths, EngineOptions()) == "ray"
+    assert choose_engine(paths, EngineOptions(), share=0.7) == "ray"      # 56 KB read of 80
+    assert choose_engine(paths, EngineOptions(), share=0.2) == "local"    # 16 KB
+    assert choose_engine(paths, EngineOptions("ray"), share=0.2) == "ray"

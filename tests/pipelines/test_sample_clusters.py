@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dataaudit.audit.sample import Z95, chosen, draws, plan_sample, sample_section, wilson
+from dataaudit.audit.sample import Z95, chosen, draws, plan_sample, read_share, sample_section, wilson
 from dataaudit.audit.sample_clusters import flagged_per_cluster, plan_clusters, ratio_interval, t975
 
 
@@ -59,6 +59,7 @@ def test_a_sample_of_parquet_shards_is_a_cluster_sample_of_row_groups_over_every
     assert all(hi - lo == 100 for v in sample["clusters"].values() for lo, hi, _ in v)
     assert [int(chosen(sample, p, np.arange(1000)).sum()) for p in paths] == [16, 16, 16, 16]
     assert plan_sample(paths, seed=5, size=64, clusters=8) == sample
+    assert read_share(sample) == 800 / 4000       # 8 row groups of 100 records read, of 4,000
 
 
 def test_the_report_names_the_design_and_its_intervals():
@@ -90,6 +91,7 @@ def test_without_a_parquet_shard_a_sample_of_n_is_a_sample_of_records(tmp_path):
     path.write_text("".join(f'{{"text": "line {i}"}}\n' for i in range(200)), encoding="utf-8")
     sample = plan_sample([str(path)], seed=2, size=7)
     assert sample["design"] == "records" and sample["population"] == 200 and "clusters" not in sample
+    assert read_share(sample) == 1.0              # every record is read, for its draw
     d = draws(2, str(path), np.arange(200))
     assert sample["threshold"] == int(np.sort(d)[6]) + 1
     assert np.flatnonzero(chosen(sample, str(path), np.arange(200))).tolist() == np.sort(np.argsort(d)[:7]).tolist()
