@@ -6,7 +6,8 @@ the config always has the last word. report.json's `config.profile` records the 
 
   sft        the defaults: instruction, chat and preference data (the pretraining quality rules stay off)
   pretrain   pretraining web documents: also the Gopher, C4 and FineWeb quality rules, the document length and the
-             character class shares; `repetition` judges short texts as documents (answer_words = 0)
+             character class shares; `repetition` judges short texts as documents (answer_words = 0) and counts
+             the words of short-line blocks (block_lines = 0)
 """
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ PRETRAIN_QUALITY = ("gopher_quality", "c4_quality", "fineweb_quality", "doc_leng
 # profile -> {check name: {"enabled": bool, "severity": str, or any of its parameters}}
 PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "sft": {},
-    # a web document under 200 words is still a document: Gopher's repetition thresholds, not an answer's
-    "pretrain": {**{name: {"enabled": True} for name in PRETRAIN_QUALITY}, "repetition": {"answer_words": 0}},
+    # a web document under 200 words is still a document: Gopher's repetition thresholds, not an answer's; and its
+# blocks of short lines (menus, link lists) are boilerplate to count, not options or verse
+    "pretrain": {**{name: {"enabled": True} for name in PRETRAIN_QUALITY},
+                 "repetition": {"answer_words": 0, "block_lines": 0}},
 }
 
 

@@ -26,7 +26,7 @@ from .base import CheckOutput, register
 from .text_common import (as_string_array, beyond, char_lengths, clip, count_regex, flatten_lists, null_mask,
                           rows_as_str, safe_ratio, segment_max, to_bool)
 from .text_long import CHUNK_BYTES, LONG_DOCUMENT_BYTES, byte_lengths, chunks, head
-from .text_repetition import DUP_NS, MIN_REPEAT_CHARS, TOP_NS, repetition_stats
+from .text_repetition import BLOCK_LINES, DUP_NS, MIN_REPEAT_CHARS, TOP_NS, repetition_stats
 
 
 def _cls(codepoints, ranges=()) -> str:
@@ -384,7 +384,7 @@ _GOPHER = {"dup_line_frac": 0.30, "dup_line_char_frac": 0.20,
 # words an n-gram fraction counts in proportion to the words (the same repeated amount as min_words words need).
 _REP_PARAMS = {**_GOPHER, "max_repeats": 5, "min_repeat_chars": MIN_REPEAT_CHARS, "skip_structure": True,
                "min_words": 150, "min_chars": 0, "turn_dup_frac": 0.5, "answer_words": 200,
-               "answer_dup_frac": 0.3, "max_word_repeats": 10}
+               "answer_dup_frac": 0.3, "max_word_repeats": 10, "block_lines": BLOCK_LINES}
 # The duplicate fractions of whole documents: on a chat reply, a numbered list of steps, a quoted premise or a
 # song's chorus repeats lines and n-grams by design (0.10-0.33 on LLaMA-Factory's DPO and KTO demos: every flag
 # there on a reply that was not a loop), while a reply looping one sentence 8+ times repeats most of itself.
@@ -406,8 +406,8 @@ _DOCUMENT_STATS = ("dup_line_frac", "dup_line_char_frac", *(f"dup_{k}_gram" for 
                 "With skip_structure, code (fenced or not), table rows, JSON lines and symbol-only lines in "
                 "code count nowhere, nor does any line of a code file (>= 10% and >= 3 code lines), headings / "
                 "'Speaker:' labels / key: value lines count only for sentence runs, list items lose their "
-                "marker and count as words only when 50+ words long, and so do 3+ consecutive lines of under 25 "
-                "words each (unmarked options, worked steps, verse). A threshold of None/0 disables its "
+                "marker and count as words only when 50+ words long, and so do block_lines+ consecutive lines of "
+                "under 25 words each (unmarked options, worked steps, verse; 0: off). A threshold of None/0 disables its "
                 "statistic; an n-gram statistic of a text of W < min_words words counts "
                 "x W/min_words (one phrase said twice in a short text is no repetition), and a text of under "
                 "answer_words words (an answer or reply, not a web document: worked steps reuse their phrasing) "
@@ -450,7 +450,8 @@ def _repetition(arr: pa.Array, p: dict, names: list[str], repeats: bool) -> Chec
     word_run = bool(p.get("max_word_repeats"))
     stats = repetition_stats(arr, top_ns=top_ns, dup_ns=dup_ns, lines=lines,
                              skip_structure=bool(p["skip_structure"]), repeats=repeats,
-                             min_repeat_chars=int(p["min_repeat_chars"] or 0), word_run=word_run)
+                             min_repeat_chars=int(p["min_repeat_chars"] or 0), word_run=word_run,
+                             block_lines=int(p["block_lines"] or 0))
     thresholds = {k: float(p[k]) for k in names}
     if repeats:
         thresholds["sentence_run"] = float(p["max_repeats"])

@@ -75,7 +75,7 @@ false positives. Each non-empty line is matched (raw, before trimming) with RE2 
                   over is a repeated line) and as sentences, but its words count for the n-grams only when
                   it has LONG_ITEM_WORDS (50) words or more (a numbered paragraph is prose; short items share
                   their wording by design: "Step 3: ...", "Remember to ...")
-  short-line blocks  BLOCK_LINES (3) or more consecutive lines, each of fewer than BLOCK_WORDS (25) words (not
+  short-line blocks  block_lines (BLOCK_LINES, 3; 0: none) or more consecutive lines, each of fewer than BLOCK_WORDS (25) words (not
                   labels or symbol lines; a blank line ends a block) are items without markers, counted as list
                   items are: a multiple-choice stem's options one per line ("The sand will dissolve ... because
                   sand in water is a solution." / "... a mixture."), worked steps one per line, a verse. Web prose
@@ -229,9 +229,10 @@ class Lines:
         return text_of(self.text, i)
 
 
-def split_lines(arr: pa.Array, total: np.ndarray | None, skip_structure: bool) -> Lines:
+def split_lines(arr: pa.Array, total: np.ndarray | None, skip_structure: bool,
+                block_lines: int = BLOCK_LINES) -> Lines:
     """The lines of `arr` (a null text is an empty one, of one empty line) and their classes; `total`: the texts' code
-    points (None: the view counts them)."""
+    points (None: the view counts them); `block_lines`: the lines of a short-line block (0: none)."""
     arr = pc.fill_null(arr, "")
     k = numba_kernels("dataaudit.textops._repetition_kernels", work=arr.nbytes)
     if k is None:
@@ -281,7 +282,8 @@ def split_lines(arr: pa.Array, total: np.ndarray | None, skip_structure: bool) -
     # Lines in a block of short lines are items without markers: a multiple-choice stem's options, worked steps
     # one per line, a verse. They share their wording by design ("The sand will dissolve ... because sand in water
     # is a solution." / "... a mixture.") as list items do.
-    short_item |= line_blocks(view, rest & ~label & ~symbols, length, doc)
+    if block_lines:
+        short_item |= line_blocks(view, rest & ~label & ~symbols, length, doc, block_lines)
     left_out = code | (symbols & has_code[doc])                # counted nowhere
     lines = nonblank & ~left_out & ~label
     words = nonblank & ~left_out & ~label & ~short_item
@@ -293,22 +295,23 @@ def split_lines(arr: pa.Array, total: np.ndarray | None, skip_structure: bool) -
     return Lines(view.text, doc, length, lines, words, sentences, np.maximum(kept, 0).astype(np.float64), first_line)
 
 
-def line_blocks(view, candidate: np.ndarray, length: np.ndarray, doc: np.ndarray) -> np.ndarray:
-    """The lines of `candidate` that stand in a block of BLOCK_LINES or more consecutive lines of one document, each
+def line_blocks(view, candidate: np.ndarray, length: np.ndarray, doc: np.ndarray,
+                min_lines: int = BLOCK_LINES) -> np.ndarray:
+    """The lines of `candidate` that stand in a block of `min_lines` or more consecutive lines of one document, each
     of fewer than BLOCK_WORDS words (`length`: their code points; `doc`: the document of each line)."""
-    out = _blocks(candidate, doc)
+    out = _blocks(candidate, doc, min_lines)
     # a line of fewer than 2 * BLOCK_WORDS - 1 code points cannot hold BLOCK_WORDS words; the longer lines of a
     # possible block are counted, and the blocks found again
     maybe = np.flatnonzero(out & (length >= 2 * BLOCK_WORDS - 1))
     if maybe.size:
         short = out.copy()
         short[maybe] = view.count_words(maybe) < BLOCK_WORDS
-        out = _blocks(short, doc)
+        out = _blocks(short, doc, min_lines)
     return out
 
 
-def _blocks(lines: np.ndarray, doc: np.ndarray) -> np.ndarray:
-    """The `lines` in a run of BLOCK_LINES or more consecutive ones within one document."""
+def _blocks(lines: np.ndarray, doc: np.ndarray, min_lines: int) -> np.ndarray:
+    """The `lines` in a run of `min_lines` or more consecutive ones within one document."""
     out = np.zeros(len(lines), dtype=bool)
     follows = np.zeros(len(lines), dtype=bool)               # continues the run of the line before
     np.logical_and(lines[1:], lines[:-1], out=follows[1:])
@@ -318,7 +321,7 @@ def _blocks(lines: np.ndarray, doc: np.ndarray) -> np.ndarray:
         return out
     run = np.cumsum(starts) - 1
     size = np.bincount(run[lines])
-    out[lines] = size[run[lines]] >= BLOCK_LINES
+    out[lines] = size[run[lines]] >= min_lines
     return out
 
 
@@ -546,12 +549,14 @@ class RepetitionStats(dict):
 
 def repetition_stats(arr: pa.Array, *, top_ns=TOP_NS, dup_ns=DUP_NS, lines: bool = True, min_words: int = 0,
                      skip_structure: bool = False, repeats: bool = False,
-                     min_repeat_chars: int = MIN_REPEAT_CHARS, word_run: bool = False) -> RepetitionStats:
+                     min_repeat_chars: int = MIN_REPEAT_CHARS, word_run: bool = False,
+                     block_lines: int = BLOCK_LINES) -> RepetitionStats:
     """All statistics, one float64 array per statistic (documents too short for an n -> 0): the Gopher ratios,
     and with `repeats` "sentence_run" (the length of the longest run of one sentence; its text by
     `repeated_text(i)`). skip_structure leaves out code, tables and data and treats lists, headings and labels
     apart (see the module docstring); without it the Gopher statistics are datatrove's. With `word_run`,
-    "word_run": the most times a unit of 1..3 words comes back to back (`word_runs`)."""
+    "word_run": the most times a unit of 1..3 words comes back to back (`word_runs`). `block_lines`: with
+    skip_structure, that many consecutive short lines are list items (0: never)."""
     n_docs = len(arr)
     arr = pc.fill_null(arr, "")
     doc_key = _mix(np.arange(n_docs, dtype=np.uint64) + np.uint64(1))
@@ -559,7 +564,7 @@ def repetition_stats(arr: pa.Array, *, top_ns=TOP_NS, dup_ns=DUP_NS, lines: bool
     ngrams = bool(top_ns or dup_ns or word_run)
     split = None
     if lines or repeats or (ngrams and skip_structure):
-        split = split_lines(arr, None, skip_structure)
+        split = split_lines(arr, None, skip_structure, block_lines)
     denominator = split.kept_chars if split is not None else char_lengths(arr)
     if lines:
         frac, chars = line_stats(split, doc_key, n_docs)

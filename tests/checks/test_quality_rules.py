@@ -177,6 +177,9 @@ def test_profile_config():
     assert build_config({}).profile == "sft"
     pre = build_config({"profile": "pretrain"})
     assert all(pre.checks[n].enabled for n in PRETRAIN_QUALITY) and pre.fingerprint()["profile"] == "pretrain"
+    rep = pre.checks["repetition"].params     # web documents: no answer floor, short-line blocks counted
+    assert (rep["answer_words"], rep["block_lines"]) == (0, 0)
+    assert build_config({}).checks["repetition"].params["block_lines"] == 3
     # the config's own table wins over the profile; --profile wins over the file's key
     over = build_config({"profile": "pretrain", "checks": {"gopher_quality": {"enabled": False}}})
     assert not over.checks["gopher_quality"].enabled and over.checks["c4_quality"].enabled

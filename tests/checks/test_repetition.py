@@ -202,10 +202,9 @@ def test_unclosed_fence_runs_to_the_end_of_its_text_only(monkeypatch):
     assert stats["dup_line_char_frac"][1] == pytest.approx(11 / len("plain words\nplain words"))
 
 
-def test_prose_gets_datatrove_numbers(monkeypatch):
+def test_prose_gets_datatrove_numbers():
     """On text without structure, skip_structure changes nothing: the reference is datatrove's definition. (Blocks
     of short lines are structure, tested apart: these random lines are mostly short.)"""
-    monkeypatch.setattr(text_repetition, "BLOCK_LINES", 10**9)
     rng = random.Random(3)
     vocab = ["a", "bb", "ccc", "the", "of", "dddd", "é", "训练", "x1", "yy", "Ok,", "word."]
     docs = []
@@ -215,7 +214,7 @@ def test_prose_gets_datatrove_numbers(monkeypatch):
         seps = [rng.choice([" ", " ", " ", "\n", "  ", "\t", "\n\n"]) for _ in range(k)]
         docs.append("".join(w + s for w, s in zip(words, seps)))
     for min_words in (0, 10):
-        stats = repetition_stats(pa.array(docs), min_words=min_words, skip_structure=True)
+        stats = repetition_stats(pa.array(docs), min_words=min_words, skip_structure=True, block_lines=0)
         for i, d in enumerate(docs):
             for key, val in _reference_stats(d, min_words).items():
                 assert stats[key][i] == pytest.approx(val), (key, i, d)
@@ -322,6 +321,8 @@ def test_multiple_choice_options_without_markers_are_list_items():
     one_line = run("repetition", [SAND.replace("\n", " "), GRAVITY.replace("\n", " ")])
     assert one_line.flagged.tolist() == [True, True]
     assert one_line.detail.tolist() == ["dup_7_gram=0.40 > 0.13 (+5 more)", "dup_6_gram=0.40 > 0.14 (+1 more)"]
+    # block_lines=0 (the pretrain profile's: a web document's short lines are counted) brings back Gopher's reading
+    assert run("repetition", [SAND, GRAVITY], block_lines=0).flagged.tolist() == [True, True]
 
 
 @pytest.mark.parametrize("twin", [False, True], ids=["numba", "arrow"])
