@@ -20,7 +20,7 @@ PRETRAIN_QUALITY = ("gopher_quality", "c4_quality", "fineweb_quality", "doc_leng
 PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "sft": {},
     # a web document under 200 words is still a document: Gopher's repetition thresholds, not an answer's; and its
-# blocks of short lines (menus, link lists) are boilerplate to count, not options or verse
+    # blocks of short lines (menus, link lists) are boilerplate to count, not options or verse
     "pretrain": {**{name: {"enabled": True} for name in PRETRAIN_QUALITY},
                  "repetition": {"answer_words": 0, "block_lines": 0}},
 }

@@ -75,12 +75,13 @@ false positives. Each non-empty line is matched (raw, before trimming) with RE2 
                   over is a repeated line) and as sentences, but its words count for the n-grams only when
                   it has LONG_ITEM_WORDS (50) words or more (a numbered paragraph is prose; short items share
                   their wording by design: "Step 3: ...", "Remember to ...")
-  short-line blocks  block_lines (BLOCK_LINES, 3; 0: none) or more consecutive lines, each of fewer than BLOCK_WORDS (25) words (not
-                  labels or symbol lines; a blank line ends a block) are items without markers, counted as list
-                  items are: a multiple-choice stem's options one per line ("The sand will dissolve ... because
-                  sand in water is a solution." / "... a mixture."), worked steps one per line, a verse. Web prose
-                  comes in paragraphs; a loop of whole lines is still a repeated line, and one in a paragraph still
-                  counts in every statistic
+  short-line blocks
+                  block_lines (BLOCK_LINES, 3; 0: none) or more consecutive lines, each of fewer than BLOCK_WORDS
+                  (25) words (not labels or symbol lines; a blank line ends a block) are items without markers,
+                  counted as list items are: a multiple-choice stem's options one per line ("The sand will
+                  dissolve ... because sand in water is a solution." / "... a mixture."), worked steps one per
+                  line, a verse. Web prose comes in paragraphs; a loop of whole lines is still a repeated line, and
+                  one in a paragraph still counts in every statistic
 
 len(text) becomes the length of the text without the lines counted nowhere (and one "\\n" each): the whole text
 when there are none, so prose gets exactly datatrove's numbers. n-grams join the words on either side of a
