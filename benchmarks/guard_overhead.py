@@ -8,7 +8,8 @@
    and with fixtures/audit.toml (adds out_of_range bounds and dtype_mismatch), and for a mixed batch (pixels,
    labels, token ids + attention mask) where the peer runs numpy.isfinite over every tensor of the batch.
 2. step overhead: a training loop over pre-built pinned in-memory batches, plain and wrapped in DeviceGuard
-   (policies warn, mask, raise = the default, raise + watch_loss, skip) or calling OnDeviceGuard; ratio = median
+   (policies warn, mask, raise = the default, raise + watch_loss, skip; on CUDA also with compile=True, the checks
+   fused by torch.compile) or calling OnDeviceGuard; ratio = median
    guarded step time / median plain step time (GPU target <= 1.01 at the default policy). On CUDA the model is
    a small vision-language transformer in bf16 autocast (token ids + mask, an image batch, labels), every
    step is timed by CUDA events on the GPU's timeline, and the host syncs of each loop are counted by torch's
@@ -225,6 +226,24 @@ def step_overhead(args, log) -> list[dict]:
             loop.last = g
         return loop
 
+    class Steps:
+        """A loader of `steps` batches, iterated again by each loop: one compiled guard serves every round."""
+        steps = 0
+
+        def __iter__(self):
+            return batches(self.steps)
+
+    def guarded_compiled(policy, watch=False):
+        src = Steps()
+        g = DeviceGuard(src, cfg, device=dev, policy=policy, log_every=0, snapshot_dir=None, compile=True)
+
+        def loop(steps):
+            src.steps = steps
+            for b in g:
+                yield b, (g if watch else None)
+            loop.last = g
+        return loop
+
     on_device = OnDeviceGuard(cfg, policy="mask")
 
     def ondevice(steps):
@@ -269,6 +288,9 @@ def step_overhead(args, log) -> list[dict]:
     if cuda:  # on the CPU the checks take numpy paths: nothing for a graph or a compiler to fuse
         variants["OnDeviceGuard mask (CUDA graph)"] = ondevice_graph
         variants["OnDeviceGuard mask (torch.compile)"] = ondevice_compiled
+        for name, policy, watch in (("warn", "warn", False), ("mask", "mask", False), ("raise", "raise", False),
+                                    ("raise + watch_loss", "raise", True)):
+            variants[f"guard {name} (compile=True)"] = guarded_compiled(policy, watch)
     if args.variants:
         wanted = [v.strip() for v in args.variants.split(",")]
         unknown = [v for v in wanted if v not in variants]

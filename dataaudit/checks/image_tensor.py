@@ -31,6 +31,7 @@ from dataaudit.tensors import (
     element_position,
     has_memo,
     host_np,
+    host_path,
     memo,
     seg_lengths,
     seg_max,
@@ -161,7 +162,7 @@ def _stats_torch(cmin: torch.Tensor, cmax: torch.Tensor) -> dict:
 
 def _on_host(field: NumericField) -> bool:
     """Whether the CPU fast path applies (tests turn it off to run the device path on CPU tensors)."""
-    return field.values.is_cpu
+    return host_path(field.values)
 
 
 def _extremes(field: NumericField, layout: str) -> dict:
@@ -178,7 +179,7 @@ def _extremes(field: NumericField, layout: str) -> dict:
                 return _stats_np(*_dense_cpu(field, dims, chw))
             return _stats_torch(*_dense(field, dims, chw))
         cmin, cmax = _generic(field, chw)
-        if cmin.is_cpu:
+        if host_path(cmin):
             return _stats_np(host_np(cmin).astype(np.float64), host_np(cmax).astype(np.float64))
         return _stats_torch(cmin, cmax)
 
@@ -236,7 +237,7 @@ def image_channels(field: NumericField, channels=(1, 3), layout: str = "chw") ->
     dims = uniform_shape(field)
     if dims is not None:  # a batch tensor: one channel count, known on the host (no per-sample work)
         c = (dims[0] if chw else dims[2]) if len(dims) == 3 else -1
-        if field.values.is_cpu:
+        if host_path(field.values):
             return CheckOutput(torch.from_numpy(np.full(n, c not in allowed)), torch.from_numpy(np.full(n, float(c))))
         return CheckOutput(torch.full((n,), c not in allowed, dtype=torch.bool, device=field.device),
                            torch.full((n,), float(c), dtype=torch.float64, device=field.device))
@@ -252,7 +253,7 @@ def image_channels(field: NumericField, channels=(1, 3), layout: str = "chw") ->
     if field.present is not None:
         flagged &= field.present
     out = _out(flagged, c)
-    if c.is_cpu:
+    if host_path(c):
         out.detail = _ChannelDetail(c.numpy(), list(channels))
     return out
 

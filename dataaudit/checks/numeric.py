@@ -31,6 +31,7 @@ from dataaudit.tensors import (
     from_tensor,
     has_memo,
     host_np,
+    host_path,
     row_reduce,
     seg_count,
     seg_max,
@@ -54,7 +55,7 @@ _np_zeros = np.zeros
 
 
 def _none(field: NumericField) -> CheckOutput:
-    if field.values.is_cpu:  # numpy allocates small arrays faster than torch (and than slicing one buffer)
+    if host_path(field.values):  # numpy allocates small arrays faster than torch (and than slicing one buffer)
         n = field.num_samples
         return CheckOutput(torch.from_numpy(_np_zeros(n, bool)), torch.from_numpy(_np_zeros(n)))
     z = torch.zeros(field.num_samples, dtype=torch.float64, device=field.device)
@@ -291,7 +292,7 @@ def _expected_codes(expected) -> tuple[int, ...]:
 def dtype_mismatch(field: NumericField, expected) -> CheckOutput:
     codes = expected_dtype_codes(expected)
     code = uniform_dtype_code(field)
-    if code is not None and field.values.is_cpu and field.present is None:
+    if code is not None and host_path(field.values) and field.present is None:
         # from_tensor: one storage dtype for the whole batch, known without building the per-sample codes
         n = field.num_samples
         dn = np.full(n, code, dtype=np.int8)
@@ -303,7 +304,7 @@ def dtype_mismatch(field: NumericField, expected) -> CheckOutput:
         return _out(field, torch.full((n,), code not in codes, dtype=torch.bool, device=dev),
                     torch.full((n,), float(code), dtype=torch.float64, device=dev))
     d = field.dtypes
-    if d.device.type == "cpu":  # the codes are on the host: test them in numpy, name them only when asked
+    if host_path(d):  # the codes are on the host: test them in numpy, name them only when asked
         dn = d.numpy()
         flagged = ~_accepted(codes)[dn.view(np.uint8)]
         if field.present is not None:

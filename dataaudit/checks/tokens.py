@@ -22,6 +22,7 @@ from dataaudit.tensors import (
     aligned_index,
     dense_rows,
     dense_view,
+    host_path,
     memo,
     same_dense_layout,
     seg_any,
@@ -80,7 +81,7 @@ def _class_range(field: NumericField, upper: int, ignore=None) -> CheckOutput:
     if not v.is_floating_point() and abs(upper) < 2 ** 62:
         x2 = dense_view(field, allow_valid=True)
         if x2 is not None:
-            if x2.is_cpu and x2.dtype in numpy_convertible():
+            if host_path(x2) and x2.dtype in numpy_convertible():
                 return _class_range_rows(field, x2, upper, ignore)
             return _class_range_dense(field, x2, upper, ignore)
     where = None if ignore is None else ~_eq(v, ignore)

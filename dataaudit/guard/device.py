@@ -54,6 +54,7 @@ from typing import Iterable, Iterator, Mapping
 import numpy as np
 import torch
 
+from dataaudit.guard.device_step import DeviceStep
 from dataaudit.guard.findings import BadBatchError, Finding, FindingsRecord
 from dataaudit.guard.grads import BadGradError, GradGuard
 from dataaudit.guard.loss import BadLossError, LossGuard
@@ -91,6 +92,7 @@ class DeviceGuard:
         else:
             self.profiler = o.profile or None
         self.record = FindingsRecord(self.plan, o, self.profiler)
+        self.device_step = DeviceStep(self.plan, o.act_on, self.ignore_index, self.pad_id, o.compile)
         self.readback = ReadbackQueue(self.record.on_read, self._record_ready)
         self.loss_guard = LossGuard(o, self.plan, self.device, self.readback, self.record)
         self.ranks = rank_sync(o, self.record)   # None unless ranks must agree (guard/ranks.py)
@@ -238,24 +240,38 @@ class DeviceGuard:
         data, worker, ev0, ev1 = _to_device(data, worker, self.device, o)
         t1 = clock()
         # a check the collate guard ran on a field is its finding, not run again here
-        res = self.plan.run(data, _labels(worker["calls"]) if worker is not None else frozenset())
-        device_calls = len(res.calls)
+        exclude = _labels(worker["calls"]) if worker is not None else frozenset()
+        if _on_host(data):
+            res = self.plan.run(data, exclude)
+            return self._process_host(data, self._entry(res, len(res.calls), worker, keys, shards, rows, t1 - t0))
+        return self._process_device(data, worker, exclude, (keys, shards, rows), t1 - t0, ev0, ev1)
+
+    def _entry(self, res: BatchChecks, device_calls: int, worker, keys, shards, rows, copy_s: float) -> BatchEntry:
+        """The step's record: this guard's results and the collate guard's (carried in `worker`)."""
         if worker is not None:
             res = res.concat(checks_from_payload(worker))
             if worker.get("dropped"):
                 self.record.dropped_in_collate(self.step, worker["dropped"])
-        acting = self._acting(res.calls)
-        entry = BatchEntry(self.step, res.num_samples, keys, shards, rows, res, device_calls, acting, t1 - t0)
         self.last_checks = res
-        if type(res) is HostChecks or res.flagged.is_cpu:
-            return self._process_host(data, entry)
-        # An accelerator: nothing below reads device memory back, except skip and late_raise=False.
+        return BatchEntry(self.step, res.num_samples, keys, shards, rows, res, device_calls, self._acting(res.calls),
+                          copy_s)
+
+    def _process_device(self, data, worker, exclude: frozenset, trace, copy_s: float, ev0, ev1):
+        """An accelerator: nothing here reads device memory back, except skip and late_raise=False (one read)."""
+        o = self.options
         policy = o.policy
-        act = res.rows(acting) if policy != "warn" else None   # warn acts on no sample
-        out = data
         ranks = self.ranks
-        if policy == "skip" or (policy == "raise" and (not o.late_raise or ranks is not None)):
-            # across ranks raise agrees before the batch goes out, as skip (a late raise could not agree the step)
+        sync = policy == "skip" or (policy == "raise" and (not o.late_raise or ranks is not None))
+        # across ranks raise agrees before the batch goes out, as skip (a late raise could not agree the step)
+        output = _step_output(policy, sync, ranks is not None, o.weight_key is not None)
+        extra = None
+        if worker is not None and output != "flags":   # the rows the collate guard's checks act on
+            pay = checks_from_payload(worker)
+            extra = pay.rows([c.severity in o.act_on for c in pay.calls]) if pay.calls else None
+        fl, va, act, out, weight = self.device_step.run(data, exclude, output, extra)
+        calls = self.plan.calls_without(exclude)
+        entry = self._entry(BatchChecks(calls, fl, va), len(calls), worker, *trace, copy_s)
+        if sync:
             agreed = ranks.step(entry, act.any(), wait=True) if ranks is not None else None
             if (bool(act.any()) if agreed is None else bool(agreed)):  # the one host read (a sync per batch)
                 read_now(entry)
@@ -263,15 +279,12 @@ class DeviceGuard:
                     self._raise(entry, data, agreed)
                 self.record.skipped(entry, agreed)
                 return None, entry
-        else:
-            if ranks is not None:   # async: which ranks flagged, read back late (no sync)
-                ranks.step(entry, (act if act is not None else res.rows(acting)).any(), wait=False)
-            if policy in ("mask", "raise"):
-                out = mask_batch(self.plan, data, act, self.ignore_index, self.pad_id)   # no read back
-                if policy == "raise":  # late raise: keep the batch as checked, for the snapshot
-                    entry.snapshot_batch = data
-        if policy == "mask" and o.weight_key is not None:
-            out = self._weigh(out, data, act)
+        elif ranks is not None:   # async: which ranks flagged, read back late (no sync)
+            ranks.step(entry, act.any(), wait=False)
+        if policy == "raise" and not sync:  # late raise: the batch goes out masked; the snapshot keeps it as checked
+            entry.snapshot_batch = data
+        if weight is not None:
+            out = self._weigh(out, data, act, weight)
         tokens = _tokens(self.plan, data)
         ev2 = _timing_event(self.device) if self.device is not None else None
         if ev0 is not None:
@@ -356,9 +369,9 @@ class DeviceGuard:
         if n and self.profiler is not None:
             self.profiler.record_listed(n)
 
-    def _weigh(self, out, data, act: torch.Tensor):
+    def _weigh(self, out, data, act: torch.Tensor, weight: torch.Tensor | None = None):
         """mask: the per-sample loss weights (`sample_weight`; a dict batch gets them under weight_key)."""
-        w = self.sample_weight = loss_weight(act)
+        w = self.sample_weight = loss_weight(act) if weight is None else weight
         if type(out) is dict:
             out = out if out is not data else dict(out)
             out[self.options.weight_key] = w
@@ -462,6 +475,25 @@ def _to_device(data, worker, device, o: GuardOptions):
     if worker is not None:
         worker = move_tree(worker, device, o.non_blocking, pin)
     return data, worker, ev0, _timing_event(device)
+
+
+def _step_output(policy: str, sync: bool, ranks: bool, weigh: bool) -> str:
+    """What the device step computes besides the flags (dataaudit.guard.device_step.OUTPUTS)."""
+    if sync:
+        return "act"        # read on the host before the batch goes out
+    if policy == "warn":
+        return "act" if ranks else "flags"   # the ranks learn which rank flagged
+    if policy == "raise":
+        return "mask"       # a late raise hands the batch out masked
+    return "weigh" if weigh else "mask"
+
+
+def _on_host(data) -> bool:
+    """The batch's tensors are in host memory (the guard's CPU path: its flags are read at once)."""
+    for v in (data.values() if isinstance(data, Mapping) else data):
+        if isinstance(v, torch.Tensor):
+            return v.is_cpu
+    return True
 
 
 def _labels(calls) -> frozenset:

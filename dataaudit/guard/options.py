@@ -50,6 +50,8 @@ class GuardOptions:
         loss_patience, loss_mad: the rest of the loss watch (dataaudit.guard.loss).
     max_grad_norm (None: non-finite only), grad_top: the gradient watch (dataaudit.guard.grads).
     skip_list: a skip-list.parquet (dataaudit.guard.skip_list): its (shard, key) samples are dropped.
+    compile: on an accelerator, run each batch's checks, mask and weights as one torch.compile'd function (True:
+        the default backend; a backend name or callable; False: eagerly). See dataaudit.guard.device_step.
     distributed: None (on when torch.distributed is initialised with world size > 1, or process_group is given),
         False (off: each rank decides alone), True (required: an error unless it is initialised).
     process_group: the group the ranks agree in (None: the default group). rank_check_every: every this many
@@ -94,6 +96,7 @@ class GuardOptions:
     grad_top: int = 5
     skip_list: str | Path | None = None
     loss_mad: float | None = 20.0
+    compile: Any = False
 
     def __post_init__(self):
         check_policy(self.policy)
@@ -122,6 +125,8 @@ class GuardOptions:
         if self.max_grad_norm is not None and not self.max_grad_norm > 0:
             raise ValueError(f"max_grad_norm must be > 0 (or None: non-finite gradients only), "
                              f"got {self.max_grad_norm!r}")
+        if not (isinstance(self.compile, (bool, str)) or callable(self.compile)):
+            raise ValueError(f"compile must be False, True or a torch.compile backend name, got {self.compile!r}")
         if self.grad_top < 1:
             raise ValueError(f"grad_top must be at least 1, got {self.grad_top!r}")
 

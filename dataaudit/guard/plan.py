@@ -157,7 +157,7 @@ class GuardPlan:
         self.fields: tuple[FieldChecks, ...] | None = None   # resolved from the first batch
         self._signature = None
         self._one = None
-        self._without: dict[frozenset, tuple[FieldChecks, ...]] = {}
+        self._without: dict = {}   # labels -> plans without them; ("calls", labels) -> their calls
 
     def _named(self, batch) -> dict[Any, Any]:
         """key -> value of the batch's top level (dict keys, or tuple positions named by `names`); read only."""
@@ -221,6 +221,16 @@ class GuardPlan:
                 if keep:
                     out.append(FieldChecks(p.target, p.key, p.name, keep, p.mask_key, p.ids_key, p.labels))
             out = self._without[labels] = tuple(out)
+        return out
+
+    def calls_without(self, labels: frozenset) -> tuple[CheckCall, ...]:
+        """The calls `run(batch, labels)` makes, in its order (the same tuple each time: callers cache on it)."""
+        if not labels:
+            return self._all_calls
+        key = ("calls", labels)
+        out = self._without.get(key)
+        if out is None:
+            out = self._without[key] = tuple(c for p in self.without(labels) for c in p.calls)
         return out
 
     def run(self, batch, exclude: frozenset = frozenset(), tensors_only: bool = False) -> BatchChecks:

@@ -26,6 +26,7 @@ import numpy as np
 
 from dataaudit.extras import LazyModule
 from dataaudit.tensors.field import Layout, NumericField, layout_of
+from dataaudit.tensors.rows import host_path
 
 torch = LazyModule("torch", globals())   # imported on first use: the audit of text never loads it
 
@@ -59,7 +60,7 @@ def _count_mask(field: NumericField, m: torch.Tensor) -> torch.Tensor:
     lay = layout_of(field)
     b = field.num_samples
     if lay.kind == "dense":
-        if m.is_cpu and b and lay.per:  # torch's CPU sum over bool is slow; numpy counts at memory speed
+        if host_path(m) and b and lay.per:  # torch's CPU sum over bool is slow; numpy counts at memory speed
             return torch.from_numpy(np.count_nonzero(m.numpy().reshape(b, lay.per), axis=1).astype(np.int64))
         return m.reshape(b, lay.per).sum(1, dtype=torch.int64)
     if lay.kind == "grouped":
@@ -100,7 +101,7 @@ def _acc_dtype(v: torch.Tensor) -> torch.dtype:
 def _sum_unmasked(field: NumericField, v: torch.Tensor) -> torch.Tensor:
     lay = layout_of(field)
     b = field.num_samples
-    if v.is_floating_point() and v.device.type == "cpu" and lay.kind != "scatter":
+    if v.is_floating_point() and host_path(v) and lay.kind != "scatter":
         off = lay.offsets if lay.kind == "grouped" else _dense_offsets(lay, v.device)
         return torch.segment_reduce(v, "sum", offsets=off, unsafe=True)
     if lay.kind == "dense":

@@ -41,7 +41,7 @@ def has_memo(field: NumericField, key: str) -> bool:
 def dense_rows(field: NumericField, allow_valid: bool = False) -> torch.Tensor | None:
     """The values as a [B, per] matrix when the CPU fast path applies: CPU, dense layout, per > 0 and (unless
     allow_valid) no `valid` mask. None otherwise."""
-    if not field.values.is_cpu:
+    if not host_path(field.values):
         return None
     return dense_view(field, allow_valid)
 
@@ -77,6 +77,12 @@ def row_reduce(field: NumericField, op: str, x2: torch.Tensor | None = None) -> 
             return r
     r = m[key] = getattr(dense_rows(field) if x2 is None else x2, op)(1)
     return r
+
+
+def host_path(t: torch.Tensor) -> bool:
+    """Whether a CPU fast path (numpy, host reads) may run on `t`: it is in host memory and torch.compile is not
+    tracing (a numpy call or a host read would break the compiled graph; the device path is what compiles)."""
+    return t.is_cpu and not torch.compiler.is_compiling()
 
 
 def host_np(t: torch.Tensor) -> np.ndarray:

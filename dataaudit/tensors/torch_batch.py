@@ -8,6 +8,7 @@ import math
 from dataaudit.extras import LazyModule
 from dataaudit.tensors.dtypes import TORCH_DTYPE_CODE, dtype_code, numpy_convertible
 from dataaudit.tensors.field import LAZY, Layout, NumericField, TensorField, TokenFields
+from dataaudit.tensors.rows import host_path
 
 torch = LazyModule("torch", globals())   # imported on first use: the audit of text never loads it
 
@@ -16,7 +17,7 @@ def _broadcast_mask(mask: torch.Tensor, shape: torch.Size) -> torch.Tensor:
     """Bool mask broadcast over `shape`, aligned on the leading dims (mask [B, T] over x [B, T, D])."""
     if mask.dtype == torch.bool:
         m = mask
-    elif mask.is_cpu and mask.dtype in numpy_convertible():  # numpy compares small integer tensors several times faster
+    elif host_path(mask) and mask.dtype in numpy_convertible():  # numpy compares small integer tensors several times faster
         m = torch.from_numpy(mask.numpy() != 0)
     else:
         m = mask != 0
@@ -52,7 +53,7 @@ def from_tensor(x: torch.Tensor, mask: torch.Tensor | None = None) -> NumericFie
     d["_dtype_code"] = code if code is not None else dtype_code(x.dtype)
     d["_shape"], d["_dims"] = None, tuple(shape[1:])   # per-sample dims: `uniform_shape`, or .shape on demand
     d["_layout"] = Layout(LAZY, b, "dense", per, None)
-    if len(shape) == 2 and x.is_cpu and x.is_contiguous():
+    if len(shape) == 2 and host_path(x) and x.is_contiguous():
         d["_rows"] = (values, x)  # dense_rows: x itself is the [B, per] matrix (no second view per batch)
     return field
 

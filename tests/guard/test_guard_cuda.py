@@ -252,3 +252,48 @@ def test_device_paths_give_the_cpu_results():
         assert torch.allclose(gpu.value.cpu(), cpu.value, equal_nan=True)
         dm = [i for i, c in enumerate(cpu.calls) if c.check == "dtype_mismatch"]
         assert dm and cpu.flagged[dm[0]].all().item() == (dtype == torch.float64)
+
+
+def _cuda_kernels(prof) -> list[str]:
+    """Kernel launches the CUDA profiler saw (copies and memsets are not kernels)."""
+    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+            and not e.name.startswith(("Memcpy", "Memset"))]
+
+
+@pytest.mark.parametrize("policy", ["mask", "warn", "raise"])
+def test_compiled_guard_finds_the_same_with_no_sync_and_at_most_20_kernels_a_step(policy, tmp_path):
+    """compile=True: step 0 eager, step 1 compiles; the bad batch (2) goes out with no host sync and the findings
+    are the eager guard's. On clean batches a compiled step launches at most 20 kernels (checks, mask, weights)."""
+    from torch.profiler import ProfilerActivity, profile
+    guard = DeviceGuard(batches(), CFG, device="cuda", policy=policy, checks="all", snapshot_dir=tmp_path,
+                        compile=True)
+    it = iter(guard)
+    outs = [next(it), next(it)]
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        outs.append(next(it))
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    try:
+        for _ in it:
+            pass
+    except BadBatchError as e:
+        assert policy == "raise" and e.step == 2
+    guard.flush()
+    assert guard.device_step.summary() is True and guard.device_step.compiled_steps >= 2
+    got = sorted((f.step, f.position, f.check) for f in guard.findings if f.severity == "error")
+    assert got == [(2, 1, "label_out_of_range"), (2, 3, "token_id_out_of_range"), (2, 5, "nonfinite")]
+    if policy != "warn":
+        assert outs[2]["label"][[1, 3, 5]].tolist() == [-100, -100, -100]
+
+    clean = DeviceGuard([b for i, b in enumerate(batches()) if i != 2], CFG, device="cuda", policy=policy,
+                        checks="all", snapshot_dir=tmp_path, compile=True)
+    it = iter(clean)
+    next(it), next(it)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        next(it)
+        torch.cuda.synchronize()
+    kernels = _cuda_kernels(prof)
+    assert 0 < len(kernels) <= 20, kernels

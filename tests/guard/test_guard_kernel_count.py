@@ -1,7 +1,8 @@
 """The device guard's kernel budget per step: every aten op it dispatches on a device batch (the meta device stands
 in for a GPU: the same dispatch, no data), counted per policy for the benchmark's batch of four fields (image,
 label, token ids + attention mask; benchmarks/guard_overhead.py). Views and host-side scalars launch no kernel and
-are not counted. The counts are exact so that a change that adds kernels to the hot path shows here."""
+are not counted. The counts are exact so that a change that adds kernels to the hot path shows here. This is the
+eager path; compile=True fuses the same work into one compiled call (tests/guard/test_device_step.py)."""
 from __future__ import annotations
 
 from collections import Counter

@@ -30,9 +30,9 @@ def test_defaults_are_the_device_guards():
         (None, None, 50, 4096, None)
     assert (o.loss_window, o.loss_reference, o.max_loss, o.max_loss_factor, o.loss_patience) == \
         (100, "median", None, 1000.0, 4)
-    assert (o.max_grad_norm, o.grad_top, o.skip_list, o.loss_mad) == (None, 5, None, 20.0)
+    assert (o.max_grad_norm, o.grad_top, o.skip_list, o.loss_mad, o.compile) == (None, 5, None, 20.0, False)
     assert POLICIES == ("raise", "skip", "mask", "warn")
-    assert set(ONDEVICE_OPTIONS) < OPTION_NAMES and len(OPTION_NAMES) == 34
+    assert set(ONDEVICE_OPTIONS) < OPTION_NAMES and len(OPTION_NAMES) == 35
 
 
 def test_iterables_are_settled_and_the_options_frozen():
@@ -61,6 +61,7 @@ def test_iterables_are_settled_and_the_options_frozen():
     ({"loss_patience": 0}, "loss_patience must be at least 1 (or None: never), got 0"),
     ({"max_grad_norm": -1.0}, "max_grad_norm must be > 0 (or None: non-finite gradients only), got -1.0"),
     ({"grad_top": 0}, "grad_top must be at least 1, got 0"),
+    ({"compile": 1}, "compile must be False, True or a torch.compile backend name, got 1"),
     ({"loss_mad": 0.0}, "loss_mad must be > 0 (or None: the factor alone), got 0.0"),
 ])
 def test_invalid_settings_are_refused_with_the_reason(kwargs, message):
