@@ -41,6 +41,9 @@ Under torch.distributed (world size > 1, or process_group=) the ranks agree per 
 every rank skips, raises or masks at the same step, and compare the samples they read (rank_overlap,
 rank_imbalance, coverage): RankSync (ranks.py), docs/guard.md "Distributed training".
 
+compile=True runs a batch's checks, mask and weights (DeviceStep, device_step.py) and the loss test as functions
+fused by torch.compile (compiled.py), with eager as the fallback.
+
 The parts: GuardOptions (options.py) the settings; ReadbackQueue (readback.py) the flags' and verdicts' way back;
 FindingsRecord (findings.py) the findings, snapshots and raise of bad batches; LossGuard (loss.py) watch_loss;
 GradGuard (grads.py) watch_grads; SkipList (skip_list.py) the samples `skip_list=` drops before anything else.

@@ -33,10 +33,11 @@ from __future__ import annotations
 import logging
 import math
 import uuid
-from typing import Mapping
+from typing import Any, Mapping
 
 import torch
 
+from dataaudit.guard.compiled import CompiledCall, backend_of
 from dataaudit.guard.findings import BadBatchError
 from dataaudit.guard.snapshot import save_snapshot
 
@@ -89,8 +90,11 @@ class LossWatch:
 
     def __init__(self, spike_factor: float | None = 2.0, warmup: int = 3, decay: float = 0.98, *,
                  window: int = 100, reference: str = "median", max_loss: float | None = None,
-                 max_loss_factor: float | None = 1000.0, patience: int | None = 4, mad: float | None = 20.0):
+                 max_loss_factor: float | None = 1000.0, patience: int | None = 4, mad: float | None = 20.0,
+                 compile: Any = False):
         check_loss_settings(spike_factor, decay, window, reference, max_loss, max_loss_factor, patience, mad)
+        # compile: the test's ~50 small ops fused by torch.compile (dataaudit.guard.compiled)
+        self.judge = CompiledCall(self._judge, backend_of(compile), "the loss watch")
         self.mad = mad if reference == "median" else None
         self.spike_factor, self.warmup, self.decay = spike_factor, int(warmup), float(decay)
         self.window, self.reference = int(window), reference
@@ -115,10 +119,13 @@ class LossWatch:
     def update(self, loss: torch.Tensor) -> torch.Tensor:
         """The verdict on one loss (see the class doc). A loss with several elements (per-sample losses) is
         judged by its mean."""
+        if self.device != loss.device:
+            self._start(loss.device)
+        return self.judge(loss)
+
+    def _judge(self, loss: torch.Tensor) -> torch.Tensor:
         x = loss.detach()
         x = (x.double().mean() if x.numel() != 1 else x.double().reshape(()))
-        if self.device != x.device:
-            self._start(x.device)
         nan = self._nan
         finite = torch.isfinite(x)
         if self.reference == "median":
@@ -186,7 +193,8 @@ class LossGuard:
         self.watch = LossWatch(options.loss_spike, options.loss_warmup, options.loss_decay,
                                window=options.loss_window, reference=options.loss_reference,
                                max_loss=options.max_loss, max_loss_factor=options.max_loss_factor,
-                               patience=options.loss_patience, mad=options.loss_mad)
+                               patience=options.loss_patience, mad=options.loss_mad,
+                               compile=options.compile if device is not None and device.type != "cpu" else False)
         self.events: list[dict] = []
         self.skip_step = False   # skip / mask: the last checked loss was bad (skip the optimizer step)
         self.handed = None       # (entry, batch, RNG state) of the last batch handed out

@@ -297,3 +297,24 @@ def test_compiled_guard_finds_the_same_with_no_sync_and_at_most_20_kernels_a_ste
         torch.cuda.synchronize()
     kernels = _cuda_kernels(prof)
     assert 0 < len(kernels) <= 20, kernels
+
+
+def test_compiled_loss_watch_gives_the_eager_verdicts_with_fewer_kernels():
+    """LossWatch(compile=True) on the GPU: the same figures per loss as eagerly, and fewer than half the kernels."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from dataaudit.guard.loss import LossWatch
+    losses = [round(1.78 - 0.01 * i, 2) for i in range(15)] + [1.3e36, math.nan, 1.6]
+    eager, compiled = LossWatch(window=8), LossWatch(window=8, compile=True)
+    for v in losses:
+        loss = torch.tensor(v, dtype=torch.float32, device="cuda")
+        assert eager.update(loss).tolist() == pytest.approx(compiled.update(loss).tolist(), nan_ok=True, rel=1e-12)
+    counts = []
+    for watch in (eager, compiled):
+        loss = torch.tensor(1.55, device="cuda")
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            watch.update(loss)
+            torch.cuda.synchronize()
+        counts.append(len(_cuda_kernels(prof)))
+    assert compiled.judge.summary() is True and 0 < counts[1] < counts[0] / 2, counts
