@@ -493,6 +493,8 @@ def _step_output(policy: str, sync: bool, ranks: bool, weigh: bool) -> str:
 
 def _on_host(data) -> bool:
     """The batch's tensors are in host memory (the guard's CPU path: its flags are read at once)."""
+    if not isinstance(data, (Mapping, tuple, list)):   # not a batch the plan reads: it says so, on either path
+        return not isinstance(data, torch.Tensor) or data.is_cpu
     for v in (data.values() if isinstance(data, Mapping) else data):
         if isinstance(v, torch.Tensor):
             return v.is_cpu
