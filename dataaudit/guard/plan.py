@@ -263,11 +263,12 @@ class GuardPlan:
                 if p.key not in built:
                     built[p.key] = from_tensor(x)
                 args.append(built[p.key])
-        return self.run_fields(plans, args, named.values(), tensors_only)
+        return self.run_fields(plans, args, named.values(), tensors_only, full=not exclude)
 
     def run_fields(self, plans: Sequence[FieldChecks], args: Sequence, batch_values: Iterable = (),
-                   tensors_only: bool = False) -> BatchChecks:
-        """Run the planned calls on fields already built (NumericField / TokenFields, one per plan)."""
+                   tensors_only: bool = False, full: bool | None = None) -> BatchChecks:
+        """Run the planned calls on fields already built (NumericField / TokenFields, one per plan). full: `plans`
+        are all the resolved ones (None: tested here; torch.compile cannot trace `is` between tuples)."""
         flagged, values, calls = [], [], []
         b = None
         for p, arg in zip(plans, args):
@@ -285,7 +286,9 @@ class GuardPlan:
         if not calls:
             batch_values = list(batch_values)
             return empty_checks(batch_size(batch_values), _device_of(batch_values))
-        calls = self._all_calls if plans is self.fields else tuple(calls)  # stable identity: callers cache on it
+        if full is None:
+            full = plans is self.fields
+        calls = self._all_calls if full else tuple(calls)  # stable identity: callers cache on it
         # small host arrays: numpy rows (views for one call, else filled row by row)
         if flagged[0].is_cpu and not tensors_only:
             if len(calls) == 1:

@@ -141,3 +141,38 @@ def _root(ev) -> str:
     while ev.cpu_parent is not None:
         ev = ev.cpu_parent
     return ev.name
+
+
+def test_the_fixture_defects_through_the_compiled_device_path_with_the_collate_guards_checks(
+        fixture_dir, manifest, monkeypatch, tmp_path):
+    """The fixture shards' 46 planted defects (tests/guard/test_guard.py) through DeviceGuard's device path under
+    mask, compiled: the collate guard runs nonfinite and label_out_of_range on the samples (the compiled step
+    excludes them and ORs their acting rows in), the device the rest; the same findings, batches and weights as
+    eagerly, a smaller last batch included."""
+    from torch.utils.data import DataLoader
+
+    from dataaudit.checks import REGISTRY
+    from dataaudit.guard import CollateGuard
+    from dataaudit.guard.data import PadCollate, ShardSamples
+    from tests.paths import REPO
+    monkeypatch.setattr(device_module, "_on_host", lambda data: False)
+    cfg = REPO / "fixtures" / "audit.toml"
+    samples = ShardSamples([str(fixture_dir / s) for s in ("train-000.parquet", "train-001.parquet")],
+                           columns=["features", "label", "input_ids", "attention_mask"])
+    checks = {n for n, s in REGISTRY.items() if s.target in ("numeric", "image_tensor", "label", "tokens")}
+    want = {(d["shard"], d["key"], d["check"]) for d in manifest["defects"]
+            if d["shard"] in ("train-000.parquet", "train-001.parquet") and d["check"] in checks}
+    runs = []
+    for compile in (False, True):
+        collate = CollateGuard(PadCollate(0), cfg, checks=("nonfinite", "label_out_of_range"))
+        g = DeviceGuard(DataLoader(samples, batch_size=28, collate_fn=collate), cfg, policy="mask", checks="all",
+                        act_on=("error", "warning", "info"), profile=False, snapshot_dir=tmp_path, compile=compile)
+        outs = [{k: v.clone() for k, v in b.items() if isinstance(v, torch.Tensor)} for b in g]
+        runs.append((outs, sorted((f.step, f.position, f.check, f.source) for f in g.findings), g))
+    (eo, ef, eg), (co, cf, cg) = runs
+    assert {(f.shard, f.key, f.check) for f in cg.findings} == want and len(want) == 46
+    assert cf == ef and {s for _, _, _, s in cf} == {"collate", "device"}
+    assert len(co) == len(eo) == 12 and co[-1]["label"].shape[0] == len(samples) - 11 * 28 < 28
+    for a, b in zip(eo, co):
+        assert a.keys() == b.keys() and all(torch.equal(torch.nan_to_num(a[k]), torch.nan_to_num(b[k])) for k in a)
+    assert cg.device_step.summary() is True and cg.device_step.compiled_steps == 11
