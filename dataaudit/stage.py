@@ -78,6 +78,8 @@ class ShardStage:
                     break
                 if on_batch is not None:
                     on_batch(batch.num_rows)
+                # A slice keeps its whole decoded batch (a row group) alive: let it go before the next read starts
+                batch = None
             try:
                 result = self.finish(state, error)
             except Exception as exc:   # noqa: BLE001  (the stage broke on what it gathered: the shard's fault)

@@ -3,6 +3,7 @@ given, so a whole large file would sit in memory. The windows change nothing in 
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 import pyarrow.parquet as pq
 
 from dataaudit.sources import parquet
@@ -64,3 +65,26 @@ def test_sampled_row_groups_read_in_windows(tmp_path, monkeypatch):
     want = list(range(30, 60)) + list(range(90, 120))
     assert got.column("id").to_pylist() == want
     assert got.column("__row__").to_pylist() == want
+
+
+def test_a_window_starts_with_the_last_windows_batches_released(tmp_path, monkeypatch):
+    """The audit's batches are slices of a decoded row group, and a slice keeps the whole of it alive: neither the
+    reader (its pieces) nor the shard loop (its last batch) may hold one while the next window is pre-buffered and
+    decoded, or each window's start holds two row groups' worth of memory. Measured in the decode pool (jemalloc,
+    which only the reader's decoding uses) as each window starts."""
+    from dataaudit.audit.shard import audit_shard
+    from dataaudit.config import load_config
+
+    try:
+        pool = pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        pytest.skip("pyarrow is built without jemalloc: the decode pool is the process's default pool")
+    path = tmp_path / "s.parquet"
+    _shard(path, groups=4, rows=2000)
+    monkeypatch.setattr(parquet, "PREBUFFER_BYTES", 1)   # a window per row group
+    held = []
+    readahead = parquet._readahead
+    monkeypatch.setattr(parquet, "_readahead", lambda: held.append(pool.bytes_allocated()) or readahead())
+    result, _ = audit_shard(str(path), load_config(None))
+    assert result.records == 8000 and len(held) == 4
+    assert held == [0, 0, 0, 0]
