@@ -2,6 +2,8 @@
 given, so a whole large file would sit in memory. The windows change nothing in what is read."""
 from __future__ import annotations
 
+import gc
+
 import pyarrow as pa
 import pytest
 import pyarrow.parquet as pq
@@ -85,6 +87,7 @@ def test_a_window_starts_with_the_last_windows_batches_released(tmp_path, monkey
     held = []
     readahead = parquet._readahead
     monkeypatch.setattr(parquet, "_readahead", lambda: held.append(pool.bytes_allocated()) or readahead())
+    gc.collect()   # no earlier test's garbage freed from the pool during the audit
     result, _ = audit_shard(str(path), load_config(None))
     assert result.records == 8000 and len(held) == 4
     # what the pool held before the first window (other users of the process-wide pool) is the baseline
