@@ -64,7 +64,7 @@ from dataaudit.guard.loss import BadLossError, LossGuard
 from dataaudit.guard.masking import fill_values, loss_weight, mask_batch
 from dataaudit.guard.options import POLICIES, GuardOptions
 from dataaudit.guard.payload import GuardedBatch, checks_from_payload
-from dataaudit.guard.plan import BatchChecks, GuardPlan, HostChecks
+from dataaudit.guard.plan import BatchChecks, GuardPlan, HostChecks, device_of
 from dataaudit.guard.profiler import StepRecord, ThroughputProfiler
 from dataaudit.guard.ranks import rank_sync
 from dataaudit.guard.readback import BatchEntry, ReadbackQueue, read_now
@@ -481,7 +481,7 @@ def _to_device(data, worker, device, o: GuardOptions):
 
 
 def _step_output(policy: str, sync: bool, ranks: bool, weigh: bool) -> str:
-    """What the device step computes besides the flags (dataaudit.guard.device_step.OUTPUTS)."""
+    """What the device step computes besides the flags (the `output` of DeviceStep.run)."""
     if sync:
         return "act"        # read on the host before the batch goes out
     if policy == "warn":
@@ -495,10 +495,7 @@ def _on_host(data) -> bool:
     """The batch's tensors are in host memory (the guard's CPU path: its flags are read at once)."""
     if not isinstance(data, (Mapping, tuple, list)):   # not a batch the plan reads: it says so, on either path
         return not isinstance(data, torch.Tensor) or data.is_cpu
-    for v in (data.values() if isinstance(data, Mapping) else data):
-        if isinstance(v, torch.Tensor):
-            return v.is_cpu
-    return True
+    return device_of(data.values() if isinstance(data, Mapping) else data).type == "cpu"
 
 
 def _labels(calls) -> frozenset:

@@ -16,10 +16,6 @@ from dataaudit.guard.compiled import CompiledCall, backend_of
 from dataaudit.guard.masking import loss_weight, mask_batch
 from dataaudit.guard.plan import GuardPlan
 
-# what a step computes besides the flags: the acting rows, then the masked batch, then the loss weights
-OUTPUTS = ("flags", "act", "mask", "weigh")
-
-
 class DeviceStep:
     """The device guard's per-batch tensor work.
 
@@ -68,4 +64,4 @@ class DeviceStep:
         return res.flagged, res.value, act, out, loss_weight(act) if output == "weigh" else None
 
 
-__all__ = ["DeviceStep", "OUTPUTS"]
+__all__ = ["DeviceStep"]

@@ -285,7 +285,7 @@ class GuardPlan:
                 calls.append(c)
         if not calls:
             batch_values = list(batch_values)
-            return empty_checks(batch_size(batch_values), _device_of(batch_values))
+            return empty_checks(batch_size(batch_values), device_of(batch_values))
         if full is None:
             full = plans is self.fields
         calls = self._all_calls if full else tuple(calls)  # stable identity: callers cache on it
@@ -313,7 +313,8 @@ def batch_size(values: Iterable) -> int:
     return 0
 
 
-def _device_of(values: Iterable):
+def device_of(values: Iterable):
+    """The device of the first tensor among `values` (the CPU when there is none)."""
     for v in values:
         if isinstance(v, torch.Tensor):
             return v.device
