@@ -4,6 +4,7 @@
     engine         EngineOptions (engine, Ray address, workers, unreadable-shard policy); local or Ray for an input
     ray_session    starting or joining Ray
     tasks          one function over many items, in this process, local worker processes or Ray tasks
+    lanes          the local engine's worker processes (started early when a command knows it needs them)
     runner         run_units, the shard runner: resume from parts, progress, the unreadable-shard policy
     parts          per-shard partial results (PartStore)
     run_record     the `run` section of a report

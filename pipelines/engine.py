@@ -70,3 +70,13 @@ def local_workers(paths: Sequence[str]) -> int:
     if n < 2 or sum(_size(p) for p in paths) < LOCAL_PARALLEL_BYTES:
         return 1
     return n
+
+
+def planned_lanes(paths: Sequence[str], options: EngineOptions) -> int:
+    """The lanes a job that may use worker processes will run `paths` in with every shard still to run: 1 on Ray,
+    else `options.workers` (at most one per shard) or `local_workers`. A resumed job may use fewer."""
+    if choose_engine(paths, options) != "local":
+        return 1
+    if options.workers is not None:
+        return max(1, min(options.workers, len(paths)))
+    return local_workers(paths)

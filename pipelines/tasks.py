@@ -5,19 +5,12 @@ them in; `on_done(index, item, result)` always runs in this process, as each ite
 """
 from __future__ import annotations
 
-import multiprocessing
-import os
-import signal
-import threading
-import time
-from collections import Counter, deque
-from contextlib import contextmanager
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
+from collections import Counter
 from typing import Any, Callable, Sequence
 
 from dataaudit.errors import DataAuditError
 from dataaudit.pipelines.engine import EngineOptions
+from dataaudit.pipelines.lanes import WorkerDied, run_in_lanes
 from dataaudit.pipelines.ray_session import ray_init
 from dataaudit.pipelines.run_record import package_version
 
@@ -27,10 +20,6 @@ class NodeMismatch(DataAuditError):
 
 
 MAX_RETRIES = 3   # a Ray task whose worker process dies (OOM kill, node lost) is run again up to this many times
-
-
-class WorkerDied(DataAuditError):
-    """A worker process or Ray worker died under a unit (the system killed it): one line naming the unit."""
 
 
 def run_tasks(pending: Sequence[tuple[int, Any]], task: Callable, args: tuple,
@@ -50,113 +39,12 @@ def run_tasks(pending: Sequence[tuple[int, Any]], task: Callable, args: tuple,
                     Counter() if nodes is None else nodes)
         return
     if processes and workers and workers > 1 and len(pending) > 1:
-        _run_in_processes(pending, task, args, kwargs, on_done, workers)
+        run_in_lanes(pending, task, args, kwargs, on_done, workers)
         return
     if on_batch is not None:
         kwargs = {**kwargs, "on_batch": on_batch}
     for index, item in pending:
         on_done(index, item, task(item, *args, **kwargs))
-
-
-def _run_in_processes(pending, task, args, kwargs, on_done, workers) -> None:
-    """`workers` lanes: this process and workers - 1 worker processes, each taking the next item when it is free.
-    This process starts at once, while a spawned worker spends about a second importing before its first item."""
-    # spawn, not fork: a forked child would inherit Arrow's and numba's thread pools in whatever state they are
-    context = multiprocessing.get_context("spawn")
-    queue = deque(pending)
-    lock = threading.Lock()
-    futures: dict = {}
-    size = min(workers - 1, len(pending) - 1)
-    with ProcessPoolExecutor(max_workers=size, mp_context=context, initializer=_worker_start,
-                             initargs=(os.getpid(),)) as pool:
-        def submit_next(_done=None) -> None:   # one item per worker at a time: the rest is for whoever is free
-            with lock:   # taking an item and recording its future are one step (the wait below sees every one)
-                if not queue:
-                    return
-                index, item = queue.popleft()
-                try:
-                    future = pool.submit(task, item, *args, **kwargs)
-                except RuntimeError:   # the pool is broken or shut down: the item stays for this process
-                    queue.appendleft((index, item))
-                    return
-                futures[future] = (index, item)
-            future.add_done_callback(submit_next)
-
-        def finish(future) -> None:   # results are recorded in this thread, as they come
-            with lock:
-                index, item = futures.pop(future)
-            try:
-                result = future.result()
-            except BrokenProcessPool:
-                raise WorkerDied(f"{item}: a worker process died while on it (killed by the system: out of "
-                                 "memory?); a rerun with the same --out keeps the finished shards") from None
-            on_done(index, item, result)
-
-        try:
-            with _sigint_blocked():   # the workers start with Ctrl-C held back, until their first step ignores it
-                for _ in range(size):
-                    submit_next()
-            while True:
-                with lock:
-                    nxt = queue.popleft() if queue else None
-                if nxt is None:
-                    break
-                on_done(nxt[0], nxt[1], task(nxt[1], *args, **kwargs))
-                for future in [f for f in _snapshot(futures, lock) if f.done()]:
-                    finish(future)
-            while futures:
-                for future in as_completed(_snapshot(futures, lock)):
-                    finish(future)
-        except BaseException:
-            with lock:   # no new item for the workers while the error unwinds
-                queue.clear()
-            _stop_workers(pool)   # an interrupted or failed job does not wait for the shards under way
-            raise
-
-
-@contextmanager
-def _sigint_blocked():
-    """SIGINT blocked in this thread (and in the threads and processes started meanwhile: the pool's manager thread,
-    which starts the later workers, and the spawned workers, which inherit the mask across exec): a Ctrl-C while a
-    worker still imports is held, then dropped by `_worker_start`, never a traceback. This process gets it as it
-    leaves the block."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
-def _worker_start(parent: int) -> None:
-    """A worker process's first step: Ctrl-C is the parent's to handle (it stops the workers; no traceback from
-    each), and the worker exits when its parent is gone (killed, even with SIGKILL), never left orphaned."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})   # a Ctrl-C held since the start is dropped
-    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True, name="parent-watch").start()
-
-
-def _exit_with_parent(parent: int, every: float = 0.5) -> None:
-    while os.getppid() == parent:
-        time.sleep(every)
-    os._exit(1)
-
-
-def _stop_workers(pool: ProcessPoolExecutor) -> None:
-    """End the workers now (no public way: their shards are abandoned, not awaited), then shut the pool down
-    waiting for its manager thread, which sees them gone at once (not waiting leaves it to race the exit)."""
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        if process.is_alive():
-            process.terminate()
-    pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _snapshot(futures: dict, lock) -> list:
-    with lock:   # the workers' callbacks add futures from another thread
-        return list(futures)
 
 
 def _run_on_ray(pending, task, args, kwargs, on_done, ray_address, workers, nodes: Counter) -> None:

@@ -55,7 +55,7 @@ _PUTTY = re.compile(r"PuTTY-User-Key-File-[0-9]:.*?(?:Private-MAC: [0-9a-f]+|\Z)
 
 
 @cache
-def _detectors():
+def detectors():
     """(kind, plugin, shown prefix length) for every detector used; built once (detect-secrets imported here)."""
     from detect_secrets.plugins.aws import AWSKeyDetector
     from detect_secrets.plugins.github_token import GitHubTokenDetector
@@ -177,7 +177,7 @@ def _tool_object(text: str) -> bool:
 
 def _line_findings(line: str, offset: int, min_entropy: float, keywords: bool = True) -> list[Finding]:
     found: list[Finding] = []
-    for kind, plugin, keep in _detectors():
+    for kind, plugin, keep in detectors():
         if not keywords and kind == "secret in key/value context":
             continue
         for at, stop, v in _spans(kind, plugin, line, min_entropy):

@@ -144,39 +144,54 @@ def audit(shards, out, config_path, tokenizer, context_length, strict, read, dat
              "dataset_info": str(dataset_info.resolve()) if dataset_info else None, "text_records": text_records,
              "media_root": str(media_root.resolve()) if media_root else None}
     paths = expand_shards(list(shards))
-    if dataset_info:
-        from dataaudit.dataset_info import load
-        load(str(dataset_info.resolve()))     # a bad registry is a usage error now, not a failed shard later
-    config = load_config(config_path, {k: v for k, v in given.items() if v is not None}, profile)
-    require_fields(paths, FieldSpec.from_config(config.fields, config.data), f"{config.source}: [fields]")
-    gates = parse_gates(fail_on)
-    if sample_size is not None and sample_fraction is not None:
-        raise InputError("--sample and --sample-fraction: give one of them")
-    if shard_slice is not None:
-        make_slice_out_dir(out, shard_slice)
-    else:
-        make_out_dir(out)
+    from dataaudit.audit.warm import warm_up
+    from dataaudit.pipelines.lanes import early_lanes
 
-    from dataaudit.pipelines.audit import run_audit   # imported late: keeps `--help` fast
-    freeze_imports()
-    if sample_size is not None or sample_fraction is not None:
-        from dataclasses import replace
+    # worker processes start now, on the cores this process's own start-up leaves idle (pipelines.lanes)
+    with early_lanes(_planned_lanes(paths, options, shard_slice), warm_up):
+        if dataset_info:
+            from dataaudit.dataset_info import load
+            load(str(dataset_info.resolve()))     # a bad registry is a usage error now, not a failed shard later
+        config = load_config(config_path, {k: v for k, v in given.items() if v is not None}, profile)
+        require_fields(paths, FieldSpec.from_config(config.fields, config.data), f"{config.source}: [fields]")
+        gates = parse_gates(fail_on)
+        if sample_size is not None and sample_fraction is not None:
+            raise InputError("--sample and --sample-fraction: give one of them")
+        if shard_slice is not None:
+            make_slice_out_dir(out, shard_slice)
+        else:
+            make_out_dir(out)
 
-        from dataaudit.audit.sample import plan_sample
-        config = replace(config, sample=plan_sample(paths, seed, sample_size, sample_fraction,
-                                                    config.data.get("text_records", "line")))
-        # a sample decodes only the columns its checks read unless --read all-columns asks for the integrity read
-        read = read or READ_MODES[1]
+        from dataaudit.pipelines.audit import run_audit   # imported late: keeps `--help` fast
+        freeze_imports()
+        if sample_size is not None or sample_fraction is not None:
+            from dataclasses import replace
 
-    console = Console(stderr=False)
-    with job_progress(console, len(paths), {"audit": ("auditing", "shards")}) as on_progress:
-        report = run_audit(paths, config, out, options, on_progress, read=read, shard_slice=shard_slice,
-                           gates=gates)
-    if shard_slice is not None:     # the merge reports and decides the exit code (its own --strict, --fail-on)
-        print_slice_done(console, shard_slice, report, out)
-        raise SystemExit(0)
+            from dataaudit.audit.sample import plan_sample
+            config = replace(config, sample=plan_sample(paths, seed, sample_size, sample_fraction,
+                                                        config.data.get("text_records", "line")))
+            # a sample decodes only the columns its checks read unless --read all-columns asks for the integrity read
+            read = read or READ_MODES[1]
+
+        console = Console(stderr=False)
+        with job_progress(console, len(paths), {"audit": ("auditing", "shards")}) as on_progress:
+            report = run_audit(paths, config, out, options, on_progress, read=read, shard_slice=shard_slice,
+                               gates=gates)
+        if shard_slice is not None:     # the merge reports and decides the exit code (its own --strict, --fail-on)
+            print_slice_done(console, shard_slice, report, out)
+            raise SystemExit(0)
     _print_summary(console, report, out)
     raise SystemExit(exit_code(report, strict))
+
+
+def _planned_lanes(paths, options, shard_slice) -> int:
+    from dataaudit.pipelines.engine import planned_lanes
+
+    if shard_slice is not None:   # an array task runs its slice only
+        from dataaudit.pipelines.slices import assign
+
+        paths = [p for p, s in zip(paths, assign(paths, shard_slice.count)) if s == shard_slice.index]
+    return planned_lanes(paths, options)
 
 
 def parse_gates(rules) -> list:

@@ -94,3 +94,39 @@ def test_a_command_collects_garbage_less_often_and_an_import_leaves_the_collecto
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO,
                           timeout=240)
     assert proc.stdout.strip().splitlines()[-1] == "(700, 10, 10) (700, 10, 10) (5000, 10, 10) 2", proc.stderr
+
+
+WARMED = """
+import json, sys
+import dataaudit.pipelines.audit                  # what a lanes worker imports to unpickle the audit's stage
+from dataaudit.audit.warm import warm_up
+from dataaudit.audit.shard import audit_shard
+from dataaudit.config import load_config
+warm_up()
+before = set(sys.modules)
+audit_shard({shard!r}, load_config(None))
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+def test_an_early_workers_warm_up_leaves_its_first_text_shard_nothing_to_import(tmp_path):
+    """`early_lanes` workers run `warm_up` while the command starts: the imports their first shard would make.
+    The shard has what sends texts to each lazy path: Parquet row groups, emails and a card number (pii), an AWS
+    key and a password (secrets), repeated lines (repetition's kernels)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    texts = ["Write to jane.doe@gmail.com or call +44 20 7946 0958.", "card 4111 1111 1111 1111 was charged",
+             "aws_access_key_id = AKIAIOSFODNN7EXAMPLE", 'password = "hunter2hunter2"',
+             "the same line\nthe same line\nthe same line\nthe same line", "A plain sentence."] * 500
+    shard = tmp_path / "text.parquet"
+    pq.write_table(pa.table({"text": texts}), shard, row_group_size=1000)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", WARMED.format(shard=str(shard))], capture_output=True, text=True,
+                          env=env, cwd=REPO, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    new = json.loads(proc.stdout.strip().splitlines()[-1])
+    # What warm_up is for. (numba's JIT kernels, the suite's default, import numba's own registries on a first
+    # call: the compiled kernels of `dataaudit build-kernels` import nothing, as tested by hand.)
+    lazy = ("dataaudit", "pyarrow", "pandas", "detect_secrets", "requests", "_dataaudit_kernels")
+    assert [m for m in new if m.startswith(lazy)] == [], new

@@ -1,12 +1,16 @@
 """The local engine with --workers N: this process and N - 1 spawned workers share the items, each taking the
-next when free; every item is done once, errors from either side come through."""
+next when free; every item is done once, errors from either side come through. Workers started early (as a command
+starts) are the ones the lanes use, and they stop with their block."""
 from __future__ import annotations
 
 import os
+import time
+from pathlib import Path
 
 import pytest
 
 from dataaudit.pipelines.engine import EngineOptions
+from dataaudit.pipelines.lanes import early_lanes
 from dataaudit.pipelines.tasks import run_tasks
 
 
@@ -82,3 +86,75 @@ def test_the_default_lanes_give_the_one_process_outputs(fixture_dir, tmp_path, m
     one.pop("run"), lanes.pop("run")
     assert lanes == one
     assert pq.read_table(tmp_path / "lanes" / "flags.parquet").equals(pq.read_table(tmp_path / "one" / "flags.parquet"))
+
+
+def note_pid() -> None:
+    """An early worker's warm-up in these tests: it leaves its pid in LANES_TEST_DIR."""
+    (Path(os.environ["LANES_TEST_DIR"]) / str(os.getpid())).touch()
+
+
+def wait_long() -> None:
+    """A warm-up that is still running when the block ends (a job that turned out to need no lanes)."""
+    note_pid()
+    time.sleep(120)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_the_lanes_use_the_workers_started_early_and_the_block_stops_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("LANES_TEST_DIR", str(tmp_path))
+    got = {}
+    with early_lanes(3, note_pid):
+        run_tasks(list(enumerate(range(9))), square, (), lambda i, item, r: got.update({i: r}), engine="local",
+                  options=EngineOptions("local", workers=3), processes=True)
+        deadline = time.monotonic() + 60     # the second worker may still be starting: the items are tiny
+        while len(list(tmp_path.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        warmed = {int(p.name) for p in tmp_path.iterdir()}
+    assert [got[i][1] for i in range(9)] == [i * i for i in range(9)]
+    assert len(warmed) == 2                                       # lanes - 1 workers, each warmed as it started
+    workers = {pid for pid, _ in got.values()} - {os.getpid()}
+    assert workers and workers <= warmed                          # no other worker was started for the job
+    assert not [pid for pid in warmed if _alive(pid)]             # stopped (and reaped) when the block ended
+
+
+def test_early_workers_still_starting_are_stopped_when_the_block_ends(tmp_path, monkeypatch):
+    monkeypatch.setenv("LANES_TEST_DIR", str(tmp_path))
+    with early_lanes(2, wait_long):
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.iterdir()) and time.monotonic() < deadline:   # the worker is in its warm-up
+            time.sleep(0.05)
+    (pid,) = [int(p.name) for p in tmp_path.iterdir()]
+    assert not _alive(pid)                                        # not waited for: terminated
+
+
+def test_fewer_than_two_lanes_start_no_worker(tmp_path, monkeypatch):
+    monkeypatch.setenv("LANES_TEST_DIR", str(tmp_path))
+    with early_lanes(1, note_pid):
+        got = []
+        run_tasks([(0, 3)], square, (), lambda i, item, r: got.append(r), engine="local",
+                  options=EngineOptions("local", workers=1), processes=True)
+    assert got == [(os.getpid(), 9)] and not list(tmp_path.iterdir())
+
+
+def test_the_planned_lanes_follow_the_engine_and_workers(tmp_path, monkeypatch):
+    from dataaudit.pipelines import engine
+
+    paths = []
+    for i in range(3):
+        p = tmp_path / f"s{i}.jsonl"
+        p.write_bytes(b"x" * 5000)
+        paths.append(str(p))
+    monkeypatch.setattr(engine, "cores", lambda: 2)
+    monkeypatch.setattr(engine, "LOCAL_PARALLEL_BYTES", 12_000)
+    assert engine.planned_lanes(paths, EngineOptions("local")) == 2          # local_workers: 15,000 bytes, 2 cores
+    assert engine.planned_lanes(paths[:2], EngineOptions("local")) == 1      # 10,000 bytes
+    assert engine.planned_lanes(paths, EngineOptions("local", workers=8)) == 3   # at most one lane per shard
+    assert engine.planned_lanes(paths, EngineOptions("local", workers=1)) == 1
+    assert engine.planned_lanes(paths, EngineOptions("ray", workers=4)) == 1     # Ray runs no local lanes

@@ -87,14 +87,14 @@ def test_dedup_workers_1_on_ray_gives_the_local_outputs(tmp_path, ray_session):
 
 
 def test_local_audit_with_two_worker_processes_gives_the_one_process_outputs(tmp_path, monkeypatch):
-    import dataaudit.pipelines.tasks as tasks
+    import dataaudit.pipelines.lanes as lanes
     pools = []
 
-    class Pool(tasks.ProcessPoolExecutor):
+    class Pool(lanes.ProcessPoolExecutor):
         def __init__(self, *a, **kw):
             pools.append(kw["max_workers"])
             super().__init__(*a, **kw)
-    monkeypatch.setattr(tasks, "ProcessPoolExecutor", Pool)
+    monkeypatch.setattr(lanes, "ProcessPoolExecutor", Pool)
     texts = ["A clean sentence about rivers.", "buy now " * 40, "x" * 150, "", "Hello\x00world"]
     for s in range(3):
         pq.write_table(pa.table({"text": [f"{t} {s}" if t else t for t in texts]}), tmp_path / f"s{s}.parquet")
@@ -108,7 +108,8 @@ def test_local_audit_with_two_worker_processes_gives_the_one_process_outputs(tmp
         report = json.loads((out / "report.json").read_text())
         report.pop("run")
         reports[workers], flags[workers] = report, pq.read_table(out / "flags.parquet")
-    assert pools == [1]          # --workers 1 ran in this process; 2: this process and one worker process
+    # --workers 1 ran in this process; 2: this process and one worker process, started as the command started
+    assert pools == [1]
     assert reports["1"] == reports["2"]
     assert flags["1"].equals(flags["2"])
     assert sorted(set(flags["2"]["check"].to_pylist())) == ["control_chars", "empty_text", "long_unbroken_run",
