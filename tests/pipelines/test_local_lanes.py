@@ -47,9 +47,9 @@ def test_an_error_in_either_lane_comes_through(bad):
     assert bad not in done
 
 
-def test_the_default_lanes_are_one_per_core_for_an_input_worth_it(tmp_path, monkeypatch):
-    """No --workers: one lane per core (at most one per shard) once the shards still to run hold
-    LOCAL_PARALLEL_BYTES, else this process alone."""
+@pytest.fixture
+def three_shards(tmp_path, monkeypatch) -> list[str]:
+    """Three shards of 5,000 bytes on 2 cores, lanes from 12,000 bytes."""
     from dataaudit.pipelines import engine
 
     paths = []
@@ -59,6 +59,15 @@ def test_the_default_lanes_are_one_per_core_for_an_input_worth_it(tmp_path, monk
         paths.append(str(p))
     monkeypatch.setattr(engine, "cores", lambda: 2)
     monkeypatch.setattr(engine, "LOCAL_PARALLEL_BYTES", 12_000)
+    return paths
+
+
+def test_the_default_lanes_are_one_per_core_for_an_input_worth_it(three_shards, monkeypatch):
+    """No --workers: one lane per core (at most one per shard) once the shards still to run hold
+    LOCAL_PARALLEL_BYTES, else this process alone."""
+    from dataaudit.pipelines import engine
+
+    paths = three_shards
     assert engine.local_workers(paths) == 2            # 15,000 bytes in 3 shards, 2 cores
     assert engine.local_workers(paths[:2]) == 1        # 10,000 bytes: not worth a worker's start
     assert engine.local_workers(paths[:1]) == 1        # one shard
@@ -143,16 +152,10 @@ def test_fewer_than_two_lanes_start_no_worker(tmp_path, monkeypatch):
     assert got == [(os.getpid(), 9)] and not list(tmp_path.iterdir())
 
 
-def test_the_planned_lanes_follow_the_engine_and_workers(tmp_path, monkeypatch):
+def test_the_planned_lanes_follow_the_engine_and_workers(three_shards):
     from dataaudit.pipelines import engine
 
-    paths = []
-    for i in range(3):
-        p = tmp_path / f"s{i}.jsonl"
-        p.write_bytes(b"x" * 5000)
-        paths.append(str(p))
-    monkeypatch.setattr(engine, "cores", lambda: 2)
-    monkeypatch.setattr(engine, "LOCAL_PARALLEL_BYTES", 12_000)
+    paths = three_shards
     assert engine.planned_lanes(paths, EngineOptions("local")) == 2          # local_workers: 15,000 bytes, 2 cores
     assert engine.planned_lanes(paths[:2], EngineOptions("local")) == 1      # 10,000 bytes
     assert engine.planned_lanes(paths, EngineOptions("local", workers=8)) == 3   # at most one lane per shard
