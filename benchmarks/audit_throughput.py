@@ -12,7 +12,8 @@ English prose, Chinese), against `pq.read_table` of the same shards in the same 
     PYTHONDONTWRITEBYTECODE is set). With the text kernels compiled ahead of time (`dataaudit build-kernels`, run
     here when they are not built), and again with numba's JIT kernels (DATAAUDIT_NO_AOT) for the difference.
 (d) `--engine local` as a user runs it (no --workers, no thread pinned: every core) vs (c), median of --repeats;
-    and `--engine local --workers N` (default 2: worker processes, one thread each) vs (c).
+    and `--engine local --workers N` (default 2: worker processes, one thread each) vs (c). The runs of (c) and (d)
+    alternate, round after round, so that a drift of the machine's speed falls on all of them alike.
 (e) with --ray: `--engine ray` (a local Ray on every core) vs (c) (the ratio; target >= 1.6x on 2 cores).
 
 (f) with --per-record K: the same text with every K records joined into one (same bytes, K times fewer records),
@@ -151,7 +152,14 @@ def main(argv=None) -> int:
         compileall.compile_dir(str(REPO / package), quiet=1)
     compiled = _compiled_kernels()
     _audit(files[:1], "local", env)                                  # numba's cache: loaded, or compiled once
-    runs = [_audit(files, "local", env) for _ in range(args.repeats)]
+    # (c) and (d) alternate, round after round: a shared machine's speed drifts between rounds, not within one
+    free_env = {k: v for k, v in env.items() if k not in _common._THREAD_VARS}
+    runs, defaults, pooled = [], [], []
+    for _ in range(args.repeats):
+        runs.append(_audit(files, "local", env))
+        defaults.append(_audit(files, "local", free_env, default=True))
+        if args.workers > 1:
+            pooled.append(_audit(files, "local", env, "--workers", str(args.workers)))
     local = statistics.median(runs)
     print(f"audit --engine local (1 thread{', compiled kernels' if compiled else ''}): {local:.2f} s = "
           f"{mb / local:.1f} MB/s/core (median of {len(runs)}: {min(runs):.2f}-{max(runs):.2f} s); pq.read_table is "
@@ -175,14 +183,16 @@ def main(argv=None) -> int:
         print(f"per-record cost: {rows} records {ta:.2f} s vs the same text in {rows_j} records {tb:.2f} s: "
               f"{(ta - tb) / (rows - rows_j) * 1e6:.2f} us of fixed cost per record (medians of {args.repeats})")
     # the default as a user runs it: no option, no thread pinned
-    free_env = {k: v for k, v in env.items() if k not in _common._THREAD_VARS}
-    default = statistics.median(_audit(files, "local", free_env, default=True) for _ in range(args.repeats))
+    default = statistics.median(defaults)
     print(f"audit --engine local (the default: no --workers, no thread pinned): {default:.2f} s = "
-          f"{mb / default:.1f} MB/s wall; {local / default:.2f}x one pinned thread")
-    if args.workers > 1:
-        pooled = _audit(files, "local", env, "--workers", str(args.workers))
-        print(f"audit --engine local --workers {args.workers} (1 thread each): {pooled:.1f} s = {mb / pooled:.1f} "
-              f"MB/s; {local / pooled:.2f}x one process")
+          f"{mb / default:.1f} MB/s wall, {mb / default / os.cpu_count():.1f} MB/s per core; {local / default:.2f}x "
+          f"one pinned thread (median of {len(defaults)}, alternating with it: {min(defaults):.2f}-"
+          f"{max(defaults):.2f} s)")
+    if pooled:
+        workers = statistics.median(pooled)
+        print(f"audit --engine local --workers {args.workers} (1 thread each): {workers:.2f} s = "
+              f"{mb / workers:.1f} MB/s; {local / workers:.2f}x one process (median of {len(pooled)}: "
+              f"{min(pooled):.2f}-{max(pooled):.2f} s)")
     if args.ray:
         ray_env = {k: v for k, v in env.items() if k not in _common._THREAD_VARS}
         ray = _audit(files, "ray", ray_env)                 # a local Ray takes every core
