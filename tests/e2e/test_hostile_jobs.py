@@ -48,6 +48,21 @@ if _MODE:
                 raise ValueError("injected check failure")
             return _batch(batch, plan, cfg, path, *a, **kw)
         _shard.audit_batch = _boom_batch
+# A worker process that starts a shard leaves its pid in HOSTILE_HOLD and stays on the shard: a test then knows
+# which process to kill while it is on one.
+_HOLD = os.environ.get("HOSTILE_HOLD")
+if _HOLD:
+    import multiprocessing
+    import time
+    import dataaudit.stage as _stage
+    _call = _stage.ShardStage.__call__
+
+    def _held(self, path, *a, **kw):
+        if multiprocessing.parent_process() is not None:
+            open(os.path.join(_HOLD, str(os.getpid())), "w").close()
+            time.sleep(120)
+        return _call(self, path, *a, **kw)
+    _stage.ShardStage.__call__ = _held
 '''
 
 
@@ -375,9 +390,14 @@ def slow_input(tmp_path_factory) -> list[str]:
     return [_jsonl(d / f"s{s}.jsonl", 20_000, text=lambda i: f"some words here number {i} " * 4) for s in range(8)]
 
 
-def _start(args: list, tmp_path: Path) -> subprocess.Popen:
+def _start(args: list, tmp_path: Path, **env: str) -> subprocess.Popen:
+    path = str(REPO)
+    if env:   # the hook, for the variables it reads
+        (tmp_path / "hook").mkdir(exist_ok=True)
+        (tmp_path / "hook" / "sitecustomize.py").write_text(HOOK)
+        path = f"{tmp_path / 'hook'}{os.pathsep}{REPO}"
     return subprocess.Popen([sys.executable, "-m", "dataaudit.cli", *map(str, args)], cwd=REPO,
-                            env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL,
+                            env={**os.environ, "PYTHONPATH": path, **env}, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
@@ -431,13 +451,15 @@ def test_f19_workers_exit_when_their_parent_is_killed(slow_input, tmp_path):
 
 
 def test_f19_a_worker_killed_under_a_shard_is_one_line_and_exit_2(slow_input, tmp_path):
-    p = _start(["audit", *slow_input, "--out", tmp_path / "out", "--engine", "local", "--workers", "3"], tmp_path)
-    kids = _wait_for_workers(p, 2)
-    time.sleep(1.5)                             # a worker is on a shard
-    for k in kids:
-        if "spawn_main" in Path(f"/proc/{k}/cmdline").read_text():
-            os.kill(k, signal.SIGKILL)          # what the out-of-memory killer does
-            break
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    p = _start(["audit", *slow_input, "--out", tmp_path / "out", "--engine", "local", "--workers", "3"], tmp_path,
+               HOSTILE_HOLD=str(hold))
+    deadline = time.time() + 60                 # a worker starts its first shard once it has started and warmed up
+    while not list(hold.iterdir()) and time.time() < deadline and p.poll() is None:
+        time.sleep(0.05)
+    on_shard = int(next(hold.iterdir()).name)
+    os.kill(on_shard, signal.SIGKILL)           # what the out-of-memory killer does
     _, stderr = p.communicate(timeout=60)
     assert p.returncode == 2, stderr[-2000:]
     assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1
