@@ -185,8 +185,13 @@ def audit(shards, out, config_path, tokenizer, context_length, strict, read, dat
 
 
 def _planned_lanes(paths, options, shard_slice) -> int:
+    """The lanes to start workers for as the command starts: none for objects in a store, whose sizes (a request
+    each) the job asks for anyway (its workers start when it reaches its shards)."""
+    from dataaudit.io import is_uri
     from dataaudit.pipelines.engine import planned_lanes
 
+    if any(is_uri(p) for p in paths):
+        return 1
     if shard_slice is not None:   # an array task runs its slice only
         from dataaudit.pipelines.slices import assign
 

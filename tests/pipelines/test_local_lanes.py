@@ -161,3 +161,17 @@ def test_the_planned_lanes_follow_the_engine_and_workers(three_shards):
     assert engine.planned_lanes(paths, EngineOptions("local", workers=8)) == 3   # at most one lane per shard
     assert engine.planned_lanes(paths, EngineOptions("local", workers=1)) == 1
     assert engine.planned_lanes(paths, EngineOptions("ray", workers=4)) == 1     # Ray runs no local lanes
+
+
+def test_the_audit_starts_no_early_worker_for_objects_in_a_store(monkeypatch):
+    """Sizing objects in a store is a request each, which the job makes anyway: no second round for early lanes."""
+    from dataaudit.cli.audit import _planned_lanes
+    from dataaudit.pipelines import engine
+
+    def no_request(path):
+        raise AssertionError(f"{path} was sized")
+
+    monkeypatch.setattr(engine, "stored_size", no_request)
+    shards = ["s3://bucket/a.parquet", "s3://bucket/b.parquet"]
+    assert _planned_lanes(shards, EngineOptions("local"), None) == 1
+    assert _planned_lanes(shards, EngineOptions("auto"), None) == 1
