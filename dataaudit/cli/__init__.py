@@ -45,8 +45,17 @@ class DataAuditGroup(click.Group):
             # group's signal reaching us again) must not turn exit 130 into a death by signal.
             if threading.current_thread() is threading.main_thread():   # (signal handlers are set there only)
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
+            _forget_interrupt()
             click.echo(f"Error: {ctx.invoked_subcommand}: interrupted", err=True)
             ctx.exit(130)
+
+
+def _forget_interrupt() -> None:
+    """CPython (3.11) remembers a KeyboardInterrupt that left code run from a string (the source that dataclasses
+    and namedtuple generate while a module is imported: a Ctrl-C during the command's start-up) even when it was
+    caught since, and `python -m` then ends the process by SIGINT instead of with its exit code. Running any string
+    clears that memory: an empty one, nothing is evaluated."""
+    exec("", {})   # noqa: S102
 
 
 @click.group(cls=DataAuditGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -48,6 +48,14 @@ if _MODE:
                 raise ValueError("injected check failure")
             return _batch(batch, plan, cfg, path, *a, **kw)
         _shard.audit_batch = _boom_batch
+# Ctrl-C while generated source runs (dataclasses and namedtuple exec theirs as modules are imported).
+if os.environ.get("HOSTILE_INTERRUPT_IN_EXEC"):
+    import sys
+    import dataaudit.cli.audit  # noqa: F401  (dataaudit.cli.audit, the attribute, is the command)
+
+    def _interrupted(*a, **kw):
+        exec("raise KeyboardInterrupt", {})
+    sys.modules["dataaudit.cli.audit"].expand_shards = _interrupted
 # A worker process that starts a shard leaves its pid in HOSTILE_HOLD and stays on the shard: a test then knows
 # which process to kill while it is on one.
 _HOLD = os.environ.get("HOSTILE_HOLD")
@@ -433,6 +441,14 @@ def test_sigint_is_one_line_and_exit_130_workers_included(slow_input, tmp_path):
     assert time.time() - t0 < 15
     assert p.returncode == 130 and stderr.strip() == "Error: audit: interrupted", (p.returncode, stderr[-2000:])
     _assert_gone(kids)
+
+
+def test_a_ctrl_c_while_generated_source_runs_is_exit_130_not_a_death_by_signal(three, tmp_path):
+    """`python -m` ends a process by SIGINT after a KeyboardInterrupt left code run from a string, even one caught
+    since (CPython 3.11): the command's Ctrl-C at start-up, as modules build their dataclasses, was -2, not 130."""
+    p = _start(["audit", *three, "--out", tmp_path / "out"], tmp_path, HOSTILE_INTERRUPT_IN_EXEC="1")
+    _, stderr = p.communicate(timeout=60)
+    assert p.returncode == 130 and stderr.strip() == "Error: audit: interrupted", (p.returncode, stderr[-2000:])
 
 
 def _assert_gone(pids: list[int], within: float = 5) -> None:
