@@ -53,9 +53,11 @@ class DataAuditGroup(click.Group):
 def _forget_interrupt() -> None:
     """CPython (3.11) remembers a KeyboardInterrupt that left code run from a string (the source that dataclasses
     and namedtuple generate while a module is imported: a Ctrl-C during the command's start-up) even when it was
-    caught since, and `python -m` then ends the process by SIGINT instead of with its exit code. Running any string
-    clears that memory: an empty one, nothing is evaluated."""
-    exec("", {})   # noqa: S102
+    caught since, and `python -m` then ends the process by SIGINT instead of with its exit code. The next string
+    run clears that memory: making a namedtuple class runs its generated `__new__` (stdlib source, no data)."""
+    from collections import namedtuple
+
+    namedtuple("Interrupted", ())
 
 
 @click.group(cls=DataAuditGroup, context_settings={"help_option_names": ["-h", "--help"]})
