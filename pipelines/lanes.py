@@ -14,7 +14,7 @@ import signal
 import threading
 import time
 from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -31,7 +31,6 @@ class WorkerDied(DataAuditError):
 class _Early:
     pool: ProcessPoolExecutor
     workers: int
-    started: list[Future]
 
 
 _EARLY: list[_Early] = []   # the workers `early_lanes` started, while its block runs
@@ -52,17 +51,17 @@ def early_lanes(lanes: int, warm: Callable[[], None] | None = None):
     if lanes < 2:
         yield
         return
-    workers = lanes - 1
-    pool = _new_pool(workers, warm)
-    with _sigint_blocked():   # as in run_in_lanes: the workers start with Ctrl-C held back
-        # spawn starts a worker on each submit while none is idle: one no-op each starts them all now
-        early = _Early(pool, workers, [pool.submit(_started) for _ in range(workers)])
-    _EARLY.append(early)
-    try:
+    early = _Early(_new_pool(lanes - 1, warm), lanes - 1)
+    try:   # a Ctrl-C held back below arrives as the block is left: the workers are stopped all the same
+        with _sigint_blocked():   # as in run_in_lanes: the workers start with Ctrl-C held back
+            for _ in range(early.workers):   # spawn starts a worker on each submit while none is idle
+                early.pool.submit(_started)
+        _EARLY.append(early)
         yield
     finally:
-        _EARLY.remove(early)
-        _stop_workers(pool)
+        if early in _EARLY:
+            _EARLY.remove(early)
+        _stop_workers(early.pool)
 
 
 def _started() -> None:
