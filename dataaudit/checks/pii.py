@@ -29,6 +29,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dataaudit.textops.gates import pii_gate
+
 from .base import CheckOutput, register
 from .text_common import as_string_array, rows_as_str, to_bool
 
@@ -246,15 +248,27 @@ _CONFIRM = (("email", _PY["email"], _email), ("credit card", _PY["credit card"],
 # its core, so a text where RE2 finds no core (one vectorized pass over the candidates) is not scanned for that kind.
 # Python's `re` scans a long text at 15-30 MB/s a pattern: most candidates need one or two of the five.
 _CORES = (_EMAIL, _CARD, PATTERNS["phone"], _IPV4, _IPV6)
+# What each pattern of _CONFIRM needs in a text, read with `in` (None: an ASCII digit): a text read without the
+# batch's cores (a report's snippet) skips the patterns it cannot hold.
+_NEEDS = ("@", None, None, None, ":")
+_DIGIT = re.compile(r"[0-9]")
+
+
+def _kinds_held(text: str) -> list[int]:
+    digit = _DIGIT.search(text) is not None
+    return [k for k, need in enumerate(_NEEDS) if (digit if need is None else need in text)]
 
 
 def find_pii(text: str, first: bool = False, kinds=None) -> list[Finding]:
     """Every confirmed value in `text`, in order; where two overlap (a card number is also a digit run a phone
     pattern reads), the one confirmed first in _CONFIRM's order wins. `first`: the first of each kind only (the
-    first of all is among them). `kinds`: the indexes into _CONFIRM whose core the text holds (None: all)."""
+    first of all is among them). `kinds`: the indexes into _CONFIRM whose core the text holds (None: those whose
+    `_NEEDS` it holds)."""
     found: list[Finding] = []
+    if kinds is None:
+        kinds = _kinds_held(text)
     for k, (kind, rx, confirm) in enumerate(_CONFIRM):
-        if kinds is not None and k not in kinds:
+        if k not in kinds:
             continue
         for m in rx.finditer(text):
             if any(f.start < m.end() and m.start() < f.end for f in found):
@@ -287,21 +301,29 @@ def summarize(found: list[Finding]) -> str:
     return first + " (+" + ", ".join(f"{k} {kind}" for kind, k in rest.items()) + ")"
 
 
-def candidates(arr: pa.Array, pattern: str) -> np.ndarray:
-    """Rows where the RE2 `pattern` matches (null: no), as indices."""
-    return np.flatnonzero(to_bool(pc.fill_null(pc.match_substring_regex(arr, pattern=pattern), False)))
+def candidates(arr: pa.Array, pattern: str, gate=None) -> np.ndarray:
+    """Rows where the RE2 `pattern` matches (null: no), as indices. `gate`: arr -> booleans, True wherever `pattern`
+    may match (`textops.gates`), or None (no gate): RE2 then reads only the rows it passes."""
+    passed = None if gate is None else gate(arr)
+    if passed is None or passed.all():
+        return np.flatnonzero(to_bool(pc.fill_null(pc.match_substring_regex(arr, pattern=pattern), False)))
+    rows = np.flatnonzero(passed)
+    if rows.size == 0:
+        return rows
+    found = pc.match_substring_regex(arr.take(pa.array(rows, pa.int64())), pattern=pattern)
+    return rows[to_bool(pc.fill_null(found, False))]
 
 
-def found_values(arr, prefilter: str, find, cores: tuple[str, ...] | None = None) -> CheckOutput:
+def found_values(arr, prefilter: str, find, cores: tuple[str, ...] | None = None, gate=None) -> CheckOutput:
     """A masking check's output: the texts the RE2 `prefilter` keeps (one vectorized pass) are read by `find` (text
     -> [Finding]) in Python; value = the number of values found, detail = `summarize` of them. pii and secrets.
     `cores`: RE2 patterns, one per kind `find` looks for; each candidate is then read with `kinds=` the indexes of
-    those it holds (a pass of each over the candidates only)."""
+    those it holds (a pass of each over the candidates only). `gate`: see `candidates`."""
     arr = as_string_array(arr)
     n = len(arr)
     count = np.zeros(n, np.int64)
     detail = None
-    rows = candidates(arr, prefilter)
+    rows = candidates(arr, prefilter, gate)
     if rows.size:
         detail = np.full(n, None, dtype=object)
         held = None
@@ -328,7 +350,7 @@ def found_values(arr, prefilter: str, find, cores: tuple[str, ...] | None = None
                 "values found.",
 )
 def pii(arr, **params) -> CheckOutput:
-    return found_values(arr, _PREFILTER, find_pii, _CORES)
+    return found_values(arr, _PREFILTER, find_pii, _CORES, gate=pii_gate)
 
 
 __all__ = ["pii", "find_pii", "Finding", "luhn", "card_brand", "mask_email"]

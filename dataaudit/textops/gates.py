@@ -1,0 +1,36 @@
+"""Gates: which rows of a batch may match a masking check's RE2 prefilter, read by a numba kernel faster than RE2
+reads the prefilter. RE2 then reads only the rows a gate passes (`checks.pii.candidates`), so the rows found are the
+prefilter's own: a gate may pass more rows, never fewer. Without numba there is no gate (None) and RE2 reads every
+row.
+
+- `pii_gate`: the shapes pii's prefilter holds (`_gate_kernels.pii_gate`). On chat turns and instructions it
+  passes about 5 rows in 100 (the prefilter itself: 5), and reads ~3x faster than RE2 reads the prefilter.
+
+A gate for the secrets check (its keywords and token prefixes in either case, through a table of their first two
+bytes) was measured and left out: a byte at a time, it read the text no faster than RE2 reads the whole prefilter.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from .arrow import as_string_array, string_buffers
+from .hashing import numba_kernels
+
+_KERNELS = "dataaudit.textops._gate_kernels"
+
+
+def _kernels(arr: pa.Array):
+    return numba_kernels(_KERNELS, work=arr.nbytes)
+
+
+def pii_gate(arr: pa.Array) -> np.ndarray | None:
+    """Per row, whether it may match pii's prefilter (bool; null: no), or None without numba."""
+    arr = as_string_array(arr)
+    k = _kernels(arr)
+    if k is None:
+        return None
+    out = np.zeros(len(arr), np.bool_)
+    off, data = string_buffers(arr)
+    k.pii_gate(off, data, out)
+    return out

@@ -1,0 +1,91 @@
+"""`textops.gates.pii_gate` passes every row pii's RE2 prefilter matches (it may pass more, never fewer), so the
+gated candidates are the prefilter's own; and the secrets check's `_triggered` holds for every text its Python
+prefilter matches, case folds included."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from dataaudit.checks.pii import _PREFILTER as PII_PREFILTER
+from dataaudit.checks.pii import candidates, find_pii
+from dataaudit.checks.secrets import _PY_PREFILTER, _triggered, find_secrets
+from dataaudit.textops.gates import pii_gate
+from dataaudit.textops.hashing import numba_kernels
+
+needs_numba = pytest.mark.skipif(numba_kernels("dataaudit.textops._gate_kernels") is None,
+                                 reason="numba is not installed")
+
+# Each branch of pii's prefilter at its edges, next to shapes one byte short of it.
+PII_ROWS = [
+    "mail a.b@c.de now", "x@y", "@x.com", "a@", "+1 5", "+12", "+1x", "+0 55", "+1(2", "415 555", "415.55",
+    "(415) 555-2671", "415) 55", "41 555", "020 79", "0201234 56", "01/23", "00 12", "a01-22", "1.2.3.4", "1.2.3",
+    "1234.5.6.7", "1.2345.6.7", "1.2.3.", "1.2.3.x4", "10.0.0.1:80", "dead:beef::1", "a::", "a:b", ":ab:",
+    "12345678901", "123456789012", "x" * 70 + "+44 20", "y" * 63 + "1.2.3.4", "z" * 64 + "@a", "é@b", "ɑ12:", "",
+    None, "Answer: 42", "1:2", "3 : 4",
+]
+
+
+def _re2(arr: pa.Array, pattern: str) -> np.ndarray:
+    return np.asarray(pc.fill_null(pc.match_substring_regex(arr, pattern=pattern), False)
+                      .to_numpy(zero_copy_only=False), bool)
+
+
+def _random_rows(seed: int, n: int) -> list[str]:
+    rng = random.Random(seed)
+    alphabet = list("0123456789" * 4 + ".-+() /:@aAbBfFxX_\n") + ["é", "训"]
+    words = ["192.168.1.1", "+44 20", "(415) 555-2671", "020 7946", "dead:beef::1", "a@b.cc", "1234567890123"]
+    return ["".join(rng.choice(words) if rng.random() < 0.05 else rng.choice(alphabet)
+                    for _ in range(rng.randint(0, 90))) for _ in range(n)]
+
+
+@needs_numba
+def test_the_pii_gate_passes_every_row_the_prefilter_matches():
+    arr = pa.array(PII_ROWS, pa.string())
+    gate, full = pii_gate(arr), _re2(arr, PII_PREFILTER)
+    assert not (full & ~gate).any()
+    matched = [0, 4, 5, 8, 9, 10, 11, 12, 14, 15, 16, 19, 21, 25, 26, 27, 31, 32, 33]
+    assert np.flatnonzero(full).tolist() == matched
+    # more: "x@y" (an "@" between address characters, no domain after it), "a01-22" (the prefilter wants a word
+    # boundary before the 0), the "@a" after 64 bytes; the look-alikes one byte short fail both
+    assert np.flatnonzero(gate).tolist() == sorted(matched + [1, 18, 34])
+
+
+@needs_numba
+def test_the_pii_gate_on_random_rows_and_the_candidates_it_gives():
+    arr = pa.array(_random_rows(7, 20000), pa.string())
+    gate, full = pii_gate(arr), _re2(arr, PII_PREFILTER)
+    assert not (full & ~gate).any()
+    assert full.sum() > 10000 and gate.sum() - full.sum() < 0.2 * full.sum()
+    assert candidates(arr, PII_PREFILTER, pii_gate).tolist() == np.flatnonzero(full).tolist()
+
+
+def test_without_numba_there_is_no_gate_and_the_candidates_are_the_same(monkeypatch):
+    arr = pa.array(PII_ROWS, pa.string())
+    expected = np.flatnonzero(_re2(arr, PII_PREFILTER)).tolist()
+    monkeypatch.setenv("DATAAUDIT_NO_NUMBA", "1")
+    assert pii_gate(arr) is None
+    assert candidates(arr, PII_PREFILTER, pii_gate).tolist() == expected
+
+
+def test_secret_triggers_hold_for_every_prefilter_match_case_folds_included():
+    rng = random.Random(11)
+    pieces = ["key", "KEY", "\u212aey", "pa\u017f\u017f", "Pass", "pwd", "secret", "contraseña", "aws", "AKIA",
+              "ghp_", "xoxb-1", "sk_live_", "eyJ", "BEGIN RSA PRIVATE KEY", "hooks.slack.com/servıces/T",
+              "api_key = '", "password: ", "=", ":", "'", '"', " ", "a", "Z", "7", "/", "+", "x", "_"]
+    rows = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 30))) for _ in range(20000)]
+    rows += ["api_\u212aey = 'aB3#xyz9Qw'", "pa\u017f\u017fword: hunter2hunter2", "HOOKS.SLACK.COM/SERVİCES/T"]
+    matched = [r for r in rows if _PY_PREFILTER.search(r)]
+    assert len(matched) > 5000 and all(_triggered(r) for r in matched)
+    assert all(_PY_PREFILTER.search(r) for r in rows[-3:])          # the folds are real matches
+    assert not _triggered("Plain prose about the weather, nothing else.")
+
+
+def test_find_skips_what_a_text_cannot_hold():
+    assert find_secrets("nothing to see here at all") == []
+    assert [f.kind for f in find_pii("no digits, no at sign, no colon")] == []
+    assert [f.kind for f in find_pii("mail j.doe@gmail.com, call (415) 555-2671, host 2a00:1450:4001:80b::200e")] \
+        == ["email", "phone", "ip"]
