@@ -29,10 +29,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dataaudit.textops.arrow import string_buffers
 from dataaudit.textops.gates import pii_gate
 
 from .base import CheckOutput, register
-from .text_common import as_string_array, rows_as_str, to_bool
+from .text_common import as_string_array, char_lengths, rows_as_str, to_bool
 
 
 @dataclass(frozen=True)
@@ -248,29 +249,43 @@ _CONFIRM = (("email", _PY["email"], _email), ("credit card", _PY["credit card"],
 # its core, so a text where RE2 finds no core (one vectorized pass over the candidates) is not scanned for that kind.
 # Python's `re` scans a long text at 15-30 MB/s a pattern: most candidates need one or two of the five.
 _CORES = (_EMAIL, _CARD, PATTERNS["phone"], _IPV4, _IPV6)
-# What each pattern of _CONFIRM needs in a text, read with `in` (None: an ASCII digit): a text read without the
-# batch's cores (a report's snippet) skips the patterns it cannot hold.
-_NEEDS = ("@", None, None, None, ":")
+# What every match of each pattern of _CONFIRM holds, one of these characters: the batch's RE2 reads a core only on
+# the lines holding one (`core_lines`), and a text read alone (a report's snippet) skips the patterns it cannot hold.
+_DIGITS = "0123456789"
+_NEEDS = ("@", _DIGITS, _DIGITS, _DIGITS, ":")
 _DIGIT = re.compile(r"[0-9]")
 
 
 def _kinds_held(text: str) -> list[int]:
     digit = _DIGIT.search(text) is not None
-    return [k for k, need in enumerate(_NEEDS) if (digit if need is None else need in text)]
+    return [k for k, need in enumerate(_NEEDS) if (digit if need == _DIGITS else need in text)]
 
 
-def find_pii(text: str, first: bool = False, kinds=None) -> list[Finding]:
+def _matches(rx: re.Pattern, text: str, spans):
+    """`rx`'s matches in `text`, or in the (start, end) spans of it only (lines: no pattern matches across a "\n",
+    and a lookbehind still reads the text before a span; at its end a lookahead reads the end, as it would the "\n")."""
+    if spans is None:
+        yield from rx.finditer(text)
+        return
+    for start, end in spans:
+        yield from rx.finditer(text, start, end)
+
+
+def find_pii(text: str, first: bool = False, kinds=None, lines: dict | None = None) -> list[Finding]:
     """Every confirmed value in `text`, in order; where two overlap (a card number is also a digit run a phone
     pattern reads), the one confirmed first in _CONFIRM's order wins. `first`: the first of each kind only (the
     first of all is among them). `kinds`: the indexes into _CONFIRM whose core the text holds (None: those whose
-    `_NEEDS` it holds)."""
+    `_NEEDS` it holds). `lines`: {index into _CONFIRM: the (start, end) spans of the lines holding its core}, read
+    instead of the whole text (`kinds` then: its keys)."""
     found: list[Finding] = []
-    if kinds is None:
+    if lines is not None:
+        kinds = lines
+    elif kinds is None:
         kinds = _kinds_held(text)
     for k, (kind, rx, confirm) in enumerate(_CONFIRM):
         if k not in kinds:
             continue
-        for m in rx.finditer(text):
+        for m in _matches(rx, text, None if lines is None else lines[k]):
             if any(f.start < m.end() and m.start() < f.end for f in found):
                 continue
             masked = confirm(m, text)
@@ -314,11 +329,44 @@ def candidates(arr: pa.Array, pattern: str, gate=None) -> np.ndarray:
     return rows[to_bool(pc.fill_null(found, False))]
 
 
-def found_values(arr, prefilter: str, find, cores: tuple[str, ...] | None = None, gate=None) -> CheckOutput:
+def core_lines(texts: pa.Array, cores: tuple[str, ...], needs: tuple[str, ...] | None = None) -> list[dict]:
+    """Per text, {index of a core: the (start, end) code point spans of the text's lines that hold a match of it}.
+    needs[k]: ASCII characters one of which every match of cores[k] holds; RE2 reads each core on the lines holding
+    one of its needs only (a table lookup of every byte and a bitwise or per line find them; None: every line)."""
+    lines = pc.split_pattern(texts, pattern="\n")
+    offsets = lines.offsets.to_numpy(zero_copy_only=False)
+    flat = lines.flatten()
+    chars = char_lengths(flat)
+    start = np.cumsum(chars + 1) - (chars + 1)                 # where each line starts, counted over all the texts
+    text_of = np.repeat(np.arange(len(texts)), np.diff(offsets))
+    start = start - start[offsets[:-1]][text_of]                # ... in its own text
+    table = np.zeros(256, np.uint8)
+    for k, need in enumerate(needs or ()):
+        table[np.frombuffer(need.encode("ascii"), np.uint8)] |= np.uint8(1 << k)
+    off, data = string_buffers(flat)
+    holds = np.zeros(len(flat), np.uint8)
+    nonempty = np.flatnonzero(np.diff(off) > 0)
+    if nonempty.size:       # (the bytes from one non-empty line's start to the next one's are that line's)
+        holds[nonempty] = np.bitwise_or.reduceat(table[data], off[nonempty])
+    out: list[dict[int, list[tuple[int, int]]]] = [{} for _ in range(len(texts))]
+    for k, core in enumerate(cores):
+        maybe = np.flatnonzero(holds & np.uint8(1 << k)) if needs else np.arange(len(flat))
+        if maybe.size == 0:
+            continue
+        found = pc.match_substring_regex(flat.take(pa.array(maybe, pa.int64())), pattern=core)
+        held = maybe[to_bool(pc.fill_null(found, False))]
+        for t, a, n in zip(text_of[held].tolist(), start[held].tolist(), chars[held].tolist()):
+            out[t].setdefault(k, []).append((a, a + n))
+    return out
+
+
+def found_values(arr, prefilter: str, find, cores: tuple[str, ...] | None = None, gate=None,
+                 needs: tuple[str, ...] | None = None) -> CheckOutput:
     """A masking check's output: the texts the RE2 `prefilter` keeps (one vectorized pass) are read by `find` (text
     -> [Finding]) in Python; value = the number of values found, detail = `summarize` of them. pii and secrets.
-    `cores`: RE2 patterns, one per kind `find` looks for; each candidate is then read with `kinds=` the indexes of
-    those it holds (a pass of each over the candidates only). `gate`: see `candidates`."""
+    `cores`: RE2 patterns, one per kind `find` looks for, and `needs` the characters each needs (`core_lines`); each
+    candidate is then read with `lines=` the lines that hold each, and Python reads those lines alone. `gate`: see
+    `candidates`."""
     arr = as_string_array(arr)
     n = len(arr)
     count = np.zeros(n, np.int64)
@@ -326,12 +374,9 @@ def found_values(arr, prefilter: str, find, cores: tuple[str, ...] | None = None
     rows = candidates(arr, prefilter, gate)
     if rows.size:
         detail = np.full(n, None, dtype=object)
-        held = None
-        if cores is not None:
-            sub = arr.take(pa.array(rows, pa.int64()))
-            held = np.stack([to_bool(pc.fill_null(pc.match_substring_regex(sub, pattern=c), False)) for c in cores])
+        held = None if cores is None else core_lines(arr.take(pa.array(rows, pa.int64())), cores, needs)
         for j, (i, s) in enumerate(zip(rows, rows_as_str(arr, rows))):
-            found = find(s) if held is None else find(s, kinds=np.flatnonzero(held[:, j]).tolist())
+            found = find(s) if held is None else find(s, lines=held[j])
             if found:
                 count[i] = len(found)
                 detail[i] = summarize(found)
@@ -350,7 +395,7 @@ def found_values(arr, prefilter: str, find, cores: tuple[str, ...] | None = None
                 "values found.",
 )
 def pii(arr, **params) -> CheckOutput:
-    return found_values(arr, _PREFILTER, find_pii, _CORES, gate=pii_gate)
+    return found_values(arr, _PREFILTER, find_pii, _CORES, gate=pii_gate, needs=_NEEDS)
 
 
 __all__ = ["pii", "find_pii", "Finding", "luhn", "card_brand", "mask_email"]

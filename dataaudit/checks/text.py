@@ -295,13 +295,17 @@ def _locate_run(text: str, max_run: int = 100, url_max: int = 400, code_max_run:
     url_max = min(int(url_max), 1000) if url_max and url_max > 0 else None
     lines = text.split("\n")
     skipped = _skip_urls_and_rules(pa.array(lines, pa.string()), url_max)
-    offset = 0
-    for line, pieces in zip(lines, pc.split_pattern_regex(skipped, pattern=_BREAK_RE).to_pylist()):
-        limits = _limits(pa.array(pieces, pa.string()), max_run, code_max_run)
-        for piece, limit in zip(pieces, limits.tolist()):
-            if len(piece) > limit and (at := line.find(piece)) >= 0:
-                return offset + at, offset + at + len(piece)
-        offset += len(line) + 1
+    split = pc.split_pattern_regex(skipped, pattern=_BREAK_RE)
+    pieces = split.flatten()                                    # every line's pieces, in order: one pass for all
+    over = np.flatnonzero(char_lengths(pieces) > _limits(pieces, max_run, code_max_run))
+    if over.size == 0:
+        return None
+    line_of = np.searchsorted(split.offsets.to_numpy(zero_copy_only=False), over, side="right") - 1
+    starts = np.concatenate(([0], np.cumsum([len(line) + 1 for line in lines])))
+    for i, k in zip(over.tolist(), line_of.tolist()):
+        piece = pieces[i].as_py()
+        if (at := lines[k].find(piece)) >= 0:
+            return int(starts[k]) + at, int(starts[k]) + at + len(piece)
     return None
 
 

@@ -106,17 +106,22 @@ def test_pii_null_and_empty():
 def test_pii_reads_each_candidate_for_the_kinds_whose_core_it_holds_only():
     """The vectorized per-kind pass (the kinds' cores over the candidates) changes nothing: every positive, every
     look-alike and texts holding several kinds give the findings a scan of all five kinds gives."""
-    from dataaudit.checks.pii import _CORES, _PREFILTER, found_values
+    from dataaudit.checks.pii import _CORES, _NEEDS, _PREFILTER, found_values
 
     rows = [t for t, _ in PII_POSITIVES] + PII_NEGATIVES + [
         "Janet has 16 ducks: 16 - 3 - 4 = 9 eggs, 9 * 2 = $18 <<9*2=18>> 18 and 415-555-2671 once",
         "write j.doe@gmail.com or card 4111 1111 1111 1111 from 81.2.69.160 and 2a00:1450:4001:80b::200e",
         "card 4111-1111-1111-1111 is also 16 digits a phone pattern could read", "", None]
+    # lines: the text before a line is still read (an ISBN label), a line's end reads as the "\n" after it would
+    rows += ["ISBN:\n020 7946 0958\n", "first\n(415) 555-2671\nfrom 81.2.69.160\n\nj.doe@gmail.com\n4111 1111 1111 1111",
+             "415-555-2671\n.5 and 2a00:1450:4001:80b::200e\n:1", "\n\n+44 20 7946 0958\n"]
     arr = pa.array(rows, pa.string())
     every = found_values(arr, _PREFILTER, find_pii)
     gated = found_values(arr, _PREFILTER, find_pii, _CORES)
     assert gated.value.tolist() == every.value.tolist() and list(gated.detail) == list(every.detail)
-    assert gated.value.tolist()[-5:-2] == [1.0, 4.0, 1.0]
+    lines = found_values(arr, _PREFILTER, find_pii, _CORES, needs=_NEEDS)
+    assert lines.value.tolist() == every.value.tolist() and list(lines.detail) == list(every.detail)
+    assert gated.value.tolist()[-9:-6] == [1.0, 4.0, 1.0] and gated.value.tolist()[-4:] == [0.0, 4.0, 2.0, 1.0]
     assert find_pii("Call (415) 555-2671.", kinds=[0, 1, 3, 4]) == []   # phone (2) not asked for
 
 

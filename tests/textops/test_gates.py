@@ -12,7 +12,7 @@ import pytest
 
 from dataaudit.checks.pii import _PREFILTER as PII_PREFILTER
 from dataaudit.checks.pii import candidates, find_pii
-from dataaudit.checks.secrets import _PY_PREFILTER, _triggered, find_secrets
+from dataaudit.checks.secrets import _PY_PREFILTER, _prefilter_matches, _triggered, find_secrets
 from dataaudit.textops.gates import pii_gate
 from dataaudit.textops.hashing import numba_kernels
 
@@ -82,6 +82,21 @@ def test_secret_triggers_hold_for_every_prefilter_match_case_folds_included():
     assert len(matched) > 5000 and all(_triggered(r) for r in matched)
     assert all(_PY_PREFILTER.search(r) for r in rows[-3:])          # the folds are real matches
     assert not _triggered("Plain prose about the weather, nothing else.")
+
+
+def test_secret_prefilter_matches_tried_near_triggers_are_finditer_s():
+    # every branch, keywords after their longest lead ("database_", "PuTTY-User-"), matches that cross lines, folds
+    rng = random.Random(5)
+    pieces = ["key", "KEY", "\u212aey", "Pass", "pwd", "secret", "contraseña", "AWS", "AKIA", "A3TX", "ghp_", "xoxb-1",
+              "sk_live_", "eyJ", "BEGIN RSA PRIVATE KEY", "PuTTY-User-Key-File-2", "hooks.slack.com/services/T",
+              "api_key = '", "database_pass=", "private_key: ", "password: ", "passwd(", "=", ":", ":=", "=>",
+              ".assign", "'", '"', "`", " ", "\n", "a", "7", "/", "_", "[0]", "@", "(", "abcdefgh", "0123456789ABCDEF",
+              "aB3#xyz9Qw", "é", "İ", "ſ"]
+    rows = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))) for _ in range(6000)]
+    spans = [[m.span() for m in _PY_PREFILTER.finditer(r)] for r in rows]
+    assert sum(map(bool, spans)) > 3000
+    assert [[m.span() for m in _prefilter_matches(r)] for r in rows] == spans
+    assert [m.span() for m in _prefilter_matches("x database_pass = 'aB3#xyz9Qw'")] == [(2, 27)]   # (the prefilter reads 8 characters of the value)
 
 
 def test_find_skips_what_a_text_cannot_hold():
