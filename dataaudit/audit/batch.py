@@ -440,8 +440,10 @@ def audit_batch(batch: pa.RecordBatch, plan: FieldPlan, config: AuditConfig, sha
         # a conversation check names the role of the turn it flags; text segments carry their own
         roles = site.roles(idx) if out.role is None else [out.role[i] for i in idx.tolist()]
         # the located place of every flag (per flagged text only; the checks found them vectorized)
-        spans = [locate(spec, kind, params, t) for t in arg.take(pa.array(idx)).to_pylist()] \
-            if spec.locate is not None and kind in ("text", "json") else None
+        spans = None
+        if spec.locate is not None and kind in ("text", "json"):
+            spans = [out.span[i] for i in idx.tolist()] if out.span is not None else \
+                [locate(spec, kind, params, t) for t in arg.take(pa.array(idx)).to_pylist()]
         tables.append(flag_table(batch, rows, shard, paths, roles, name, config.check(name).severity,
                                  values[idx], details, spans))
         if spec.state is not None and not spec.state.examples:

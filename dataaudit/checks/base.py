@@ -72,7 +72,9 @@ class CheckOutput:
     reports). detail: optional per-sample strings (only read for flagged samples); when None the report uses the check's `detail` format string with `value` and the check's params. state: a stateful check's part of
     its shard state from this batch (folded in with its ShardState.merge). where: optional per-sample suffix of
     the field path (a conversation check names the turn: "[3].role"). role: optional per-sample role of the turn
-    `where` names (flags.parquet's `role`; None: no turn).
+    `where` names (flags.parquet's `role`; None: no turn). span: optional per-sample (start, end) of what was flagged,
+    exactly what the check's `locate` gives for the sample's text (a check that found it on the way; None: the
+    audit runs `locate` on each flagged text).
     """
 
     flagged: Any
@@ -81,6 +83,7 @@ class CheckOutput:
     state: Any = None
     where: Any = None
     role: Any = None
+    span: Any = None
 
 
 class FieldDetail:

@@ -361,16 +361,18 @@ def core_lines(texts: pa.Array, cores: tuple[str, ...], needs: tuple[str, ...] |
 
 
 def found_values(arr, prefilter: str, find, cores: tuple[str, ...] | None = None, gate=None,
-                 needs: tuple[str, ...] | None = None) -> CheckOutput:
+                 needs: tuple[str, ...] | None = None, spans: bool = False) -> CheckOutput:
     """A masking check's output: the texts the RE2 `prefilter` keeps (one vectorized pass) are read by `find` (text
     -> [Finding]) in Python; value = the number of values found, detail = `summarize` of them. pii and secrets.
     `cores`: RE2 patterns, one per kind `find` looks for, and `needs` the characters each needs (`core_lines`); each
     candidate is then read with `lines=` the lines that hold each, and Python reads those lines alone. `gate`: see
-    `candidates`."""
+    `candidates`. `spans` (with `cores`): each flagged text's span as the check's `locate` gives it, the first of
+    `find(text, first=True, lines=...)` (its lines only, not the whole text again)."""
     arr = as_string_array(arr)
     n = len(arr)
     count = np.zeros(n, np.int64)
     detail = None
+    where = np.full(n, None, dtype=object) if spans and cores is not None else None
     rows = candidates(arr, prefilter, gate)
     if rows.size:
         detail = np.full(n, None, dtype=object)
@@ -380,7 +382,10 @@ def found_values(arr, prefilter: str, find, cores: tuple[str, ...] | None = None
             if found:
                 count[i] = len(found)
                 detail[i] = summarize(found)
-    return CheckOutput(flagged=count > 0, value=count.astype(np.float64), detail=detail)
+                if where is not None:
+                    first = find(s, first=True, lines=held[j])[0]
+                    where[i] = (first.start, first.end)
+    return CheckOutput(flagged=count > 0, value=count.astype(np.float64), detail=detail, span=where)
 
 
 @register(
@@ -395,7 +400,7 @@ def found_values(arr, prefilter: str, find, cores: tuple[str, ...] | None = None
                 "values found.",
 )
 def pii(arr, **params) -> CheckOutput:
-    return found_values(arr, _PREFILTER, find_pii, _CORES, gate=pii_gate, needs=_NEEDS)
+    return found_values(arr, _PREFILTER, find_pii, _CORES, gate=pii_gate, needs=_NEEDS, spans=True)
 
 
 __all__ = ["pii", "find_pii", "Finding", "luhn", "card_brand", "mask_email"]

@@ -123,6 +123,13 @@ def test_pii_reads_each_candidate_for_the_kinds_whose_core_it_holds_only():
     assert lines.value.tolist() == every.value.tolist() and list(lines.detail) == list(every.detail)
     assert gated.value.tolist()[-9:-6] == [1.0, 4.0, 1.0] and gated.value.tolist()[-4:] == [0.0, 4.0, 2.0, 1.0]
     assert find_pii("Call (415) 555-2671.", kinds=[0, 1, 3, 4]) == []   # phone (2) not asked for
+    # the check gives each flagged text's span, the one `locate` finds reading the whole text again
+    from dataaudit.checks.pii import locate_pii, pii
+
+    out = pii(arr)
+    assert out.span is not None and out.flagged.sum() > 20
+    assert [out.span[i] for i in np.flatnonzero(out.flagged)] == [locate_pii(rows[i]) for i in np.flatnonzero(out.flagged)]
+    assert out.span[len(rows) - 3] == (6, 20) and all(out.span[i] is None for i in np.flatnonzero(~out.flagged))
 
 
 def test_luhn():
