@@ -335,9 +335,10 @@ def long_unbroken_run(arr, max_run: int = 100, url_max: int = 400, code_max_run:
     # file the URL regex over the whole text cost 10x the run kernel; then run by run, each against its limit
     rows = np.flatnonzero(longest > max_run)
     flagged = np.zeros(len(arr), bool)
-    detail = None
+    detail = span = None
     if rows.size:
         lines, parent, counts = flatten_lists(pc.split_pattern(arr.take(pa.array(rows)), pattern="\n"))
+        raw = lines
         hinted = to_bool(pc.match_substring_regex(lines, pattern=hint))
         if hinted.any():
             lines = pc.replace_with_mask(lines, pa.array(hinted),
@@ -361,7 +362,27 @@ def long_unbroken_run(arr, max_run: int = 100, url_max: int = 400, code_max_run:
                 where = f"max {limits[k]} for code" if limits[k] != max_run else f"max {max_run}"
                 detail[i] = f"longest run without whitespace: {longest[i]} chars ({where}): " \
                             f"{quoted(pieces[k].as_py())}"
-    return CheckOutput(flagged=flagged, value=longest.astype(np.float64), detail=detail)
+            span = _first_runs(raw, parent, counts, pieces, line_of, np.flatnonzero(over > 0), rows, len(arr))
+    return CheckOutput(flagged=flagged, value=longest.astype(np.float64), detail=detail, span=span)
+
+
+def _first_runs(lines: pa.Array, parent: np.ndarray, counts: np.ndarray, pieces: pa.Array, line_of: np.ndarray,
+                over: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
+    """Per text, the span `_locate_run` gives: the first run over its limit (`over`: those runs, indexes into
+    `pieces`, in text order), found in its line (`lines`: the texts `rows` line by line, `parent` the text of each;
+    `line_of` the line of each piece)."""
+    width = char_lengths(lines) + 1                             # each line and its "\n"
+    start = np.cumsum(width) - width
+    start -= start[(np.cumsum(counts) - counts)[parent]]      # where each line starts in its text
+    span = np.full(n, None, dtype=object)
+    for k in over.tolist():
+        line = int(line_of[k])
+        i = int(rows[parent[line]])
+        if span[i] is None:
+            piece = pieces[k].as_py()
+            if (at := lines[line].as_py().find(piece)) >= 0:
+                span[i] = (int(start[line]) + at, int(start[line]) + at + len(piece))
+    return span
 
 
 def quoted(text: str, chars: int = 48) -> str:

@@ -215,6 +215,11 @@ def test_long_unbroken_run_lets_a_call_chain_reach_code_max_run():
     assert out.detail[3].startswith("longest run without whitespace: 160 chars (max 100): QUJD")
     from dataaudit.checks.text import _locate_run
     assert [_locate_run(t) for t in rows[:5]] == [None, (4, 164), (4, 317), (119, 279), (0, 151)]
+    # the check gives the flagged texts' spans itself, the ones `_locate_run` finds
+    assert out.span.tolist() == [None, (4, 164), (4, 317), (119, 279), (0, 151), None, None, (4, 166), (0, 112),
+                                 (0, 123)]
+    assert [out.span[i] for i in range(len(rows)) if out.flagged[i]] == \
+        [_locate_run(t) for t, f in zip(rows, out.flagged) if f]
     assert run("long_unbroken_run", [f"x = f({'ab(' * 110})"]).detail[0].startswith(
         "longest run without whitespace: 333 chars (max 300 for code)")
     assert run("long_unbroken_run", rows, code_max_run=0).flagged.tolist() == [True] * 10
