@@ -343,14 +343,22 @@ def long_unbroken_run(arr, max_run: int = 100, url_max: int = 400, code_max_run:
         if hinted.any():
             lines = pc.replace_with_mask(lines, pa.array(hinted),
                                          _skip_urls_and_rules(lines.filter(pa.array(hinted)), url_max))
-        pieces, line_of, per_line = flatten_lists(pc.split_pattern_regex(lines, pattern=_BREAK_RE))
+        # each line's longest run by the kernel; only the lines holding one over max_run are cut into runs by RE2
+        # (its Unicode classes read ~10x slower than the kernel), and only those runs get their limit
+        per_line = _longest_run(lines)
+        big = np.flatnonzero(per_line > max_run)
+        pieces, in_big, _ = flatten_lists(pc.split_pattern_regex(lines.take(pa.array(big, pa.int64())),
+                                                                 pattern=_BREAK_RE))
+        line_of = big[in_big]
         sizes = char_lengths(pieces)
-        limits = _limits(pieces, max_run, code_max_run)
+        limits = np.full(len(pieces), max_run, np.int64)
+        long = np.flatnonzero(sizes > max_run)
+        limits[long] = _limits(pieces.take(pa.array(long, pa.int64())), max_run, code_max_run)
         row_of = parent[line_of]
         per_row = np.bincount(row_of, minlength=len(rows))
         over = np.where(sizes > limits, sizes, 0)
         worst = segment_max(over, per_row, empty=0)             # per row: the longest run over its limit
-        longest[rows] = np.where(worst > 0, worst, segment_max(sizes, per_row, empty=0))
+        longest[rows] = np.where(worst > 0, worst, segment_max(per_line, counts, empty=0))
         flagged[rows] = worst > 0
         if flagged.any():
             detail = np.full(len(arr), None, dtype=object)
