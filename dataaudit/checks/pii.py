@@ -30,10 +30,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataaudit.textops.arrow import string_buffers
-from dataaudit.textops.gates import pii_gate
+from dataaudit.textops.gates import lines_holding, pii_gate
+from dataaudit.textops.hashing import numba_kernels
 
 from .base import CheckOutput, register
 from .text_common import as_string_array, char_lengths, rows_as_str, to_bool
+from .text_lines import KernelLines, Spans
 
 
 @dataclass(frozen=True)
@@ -329,10 +331,38 @@ def candidates(arr: pa.Array, pattern: str, gate=None) -> np.ndarray:
     return rows[to_bool(pc.fill_null(found, False))]
 
 
+def _re2(texts: pa.Array, pattern: str) -> np.ndarray:
+    return to_bool(pc.fill_null(pc.match_substring_regex(texts, pattern=pattern), False))
+
+
 def core_lines(texts: pa.Array, cores: tuple[str, ...], needs: tuple[str, ...] | None = None) -> list[dict]:
     """Per text, {index of a core: the (start, end) code point spans of the text's lines that hold a match of it}.
     needs[k]: ASCII characters one of which every match of cores[k] holds; RE2 reads each core on the lines holding
-    one of its needs only (a table lookup of every byte and a bitwise or per line find them; None: every line)."""
+    one of its needs only (None: every line). With numba one pass over the bytes finds those lines
+    (`gates.lines_holding`), else Arrow's split and a table lookup of every byte."""
+    out: list[dict[int, list[tuple[int, int]]]] = [{} for _ in range(len(texts))]
+    found = lines_holding(texts, needs) if needs else None
+    if found is not None:
+        row, data, bstart, bend, cstart, cend, bits = found
+        index = np.int32 if len(data) < KernelLines.INT32_BYTES else np.int64
+        k_lines = numba_kernels("dataaudit.textops._repetition_kernels")
+        # the cores that need the same characters read the same lines, gathered once; where several do, RE2 reads
+        # their alternation first and each core only the lines it matched (a digit on a line is common, a phone
+        # number, a card or an address is not)
+        for need in dict.fromkeys(needs):
+            ks = [k for k in range(len(cores)) if needs[k] == need]
+            maybe = np.flatnonzero(bits & np.uint8(1 << ks[0]))
+            if maybe.size == 0:
+                continue
+            lines = Spans(data, bstart[maybe].astype(index), bend[maybe].astype(index)).to_arrow(k_lines)
+            if len(ks) > 1:
+                some = np.flatnonzero(_re2(lines, "|".join(f"(?:{cores[k]})" for k in ks)))
+                lines, maybe = lines.take(pa.array(some, pa.int64())), maybe[some]
+            for k in ks:
+                held = maybe[_re2(lines, cores[k])]
+                for t, a, b in zip(row[held].tolist(), cstart[held].tolist(), cend[held].tolist()):
+                    out[t].setdefault(k, []).append((a, b))
+        return out
     lines = pc.split_pattern(texts, pattern="\n")
     offsets = lines.offsets.to_numpy(zero_copy_only=False)
     flat = lines.flatten()
@@ -348,7 +378,6 @@ def core_lines(texts: pa.Array, cores: tuple[str, ...], needs: tuple[str, ...] |
     nonempty = np.flatnonzero(np.diff(off) > 0)
     if nonempty.size:       # (the bytes from one non-empty line's start to the next one's are that line's)
         holds[nonempty] = np.bitwise_or.reduceat(table[data], off[nonempty])
-    out: list[dict[int, list[tuple[int, int]]]] = [{} for _ in range(len(texts))]
     for k, core in enumerate(cores):
         maybe = np.flatnonzero(holds & np.uint8(1 << k)) if needs else np.arange(len(flat))
         if maybe.size == 0:

@@ -1,8 +1,11 @@
-"""numba kernel of `gates.pii_gate`: per row, whether a text may match pii's RE2 prefilter (a necessary condition,
-read ~3x faster than RE2 reads the prefilter; RE2 then reads the rows that pass).
+"""numba kernels of `gates`: which rows, and which lines, may hold what a masking check looks for.
 
-- `pii_gate`: the shapes every match of pii's prefilter holds, read at its digit runs, its "@" and its ":" (the
-  bytes before one of those are skipped 64 at a time, `swar.in_ranges64`).
+- `pii_gate`: per row, whether a text may match pii's RE2 prefilter (a necessary condition, read ~3x faster than
+  RE2 reads the prefilter; RE2 then reads the rows that pass): the shapes every match of pii's prefilter holds,
+  read at its digit runs, its "@" and its ":" (the bytes before one of those are skipped 64 at a time,
+  `swar.in_ranges64`).
+- `need_lines`: the lines holding one of some bytes, with their byte and code point spans (pii's cores each need
+  an "@", a digit or a ":").
 """
 from __future__ import annotations
 
@@ -118,3 +121,46 @@ def pii_gate(off, data, out):
                 i += 1
         out[r] = hit
     return 0
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
+def need_lines(off, data, table, text, bstart, bend, cstart, cend, bits):
+    """The lines (split on "\\n") of rows data[off[r]:off[r + 1]] holding a byte b with table[b] != 0: for each, in
+    order, its row, its byte span, its code point span within its row and the or of table[b] over its bytes.
+    Returns their number (the outputs hold one per line at most)."""
+    n = 0
+    for r in range(off.shape[0] - 1):
+        start = off[r]
+        end = off[r + 1]
+        chars = 0                       # code points before byte i
+        line_byte = start
+        line_char = 0
+        held = 0
+        for i in range(start, end):
+            b = data[i]
+            if b == 10:
+                if held != 0:
+                    text[n] = r
+                    bstart[n] = line_byte
+                    bend[n] = i
+                    cstart[n] = line_char
+                    cend[n] = chars
+                    bits[n] = held
+                    n += 1
+                held = 0
+                chars += 1
+                line_byte = i + 1
+                line_char = chars
+            else:
+                held |= table[b]
+                if (b & 0xC0) != 0x80:
+                    chars += 1
+        if held != 0:
+            text[n] = r
+            bstart[n] = line_byte
+            bend[n] = end
+            cstart[n] = line_char
+            cend[n] = chars
+            bits[n] = held
+            n += 1
+    return n

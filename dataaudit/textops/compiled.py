@@ -61,6 +61,7 @@ EXPORTS: dict[str, dict[str, str]] = {
         "prose_text": "i8[] u1[] i8[] i8 i8[] u1[]",
     },
     "dataaudit.textops._gate_kernels": {
+        "need_lines": "i8[] u1[] u1[] i8[] i8[] i8[] i8[] i8[] u1[]",
         "pii_gate": "i8[] u1[] b1[]",
     },
     "dataaudit.textops._kernels": {

@@ -34,3 +34,27 @@ def pii_gate(arr: pa.Array) -> np.ndarray | None:
     off, data = string_buffers(arr)
     k.pii_gate(off, data, out)
     return out
+
+
+def _need_table(needs: tuple[str, ...]) -> np.ndarray:
+    table = np.zeros(256, np.uint8)
+    for k, need in enumerate(needs):
+        table[np.frombuffer(need.encode("ascii"), np.uint8)] |= np.uint8(1 << k)
+    return table
+
+
+def lines_holding(arr: pa.Array, needs: tuple[str, ...]):
+    """The lines (split on "\\n") of `arr`'s rows that hold a character of some needs[k] (ASCII, at most 8 needs):
+    (row of each, the batch's bytes, each line's byte start and end in them, code point start and end in its row,
+    bit k set when it holds one of needs[k]), in order; or None without numba."""
+    arr = as_string_array(arr)
+    k = _kernels(arr)
+    if k is None:
+        return None
+    off, data = string_buffers(arr)
+    counts = np.empty(len(arr), np.int64)
+    cap = numba_kernels("dataaudit.textops._repetition_kernels").count_newlines(data, off, counts) + len(arr)
+    row, bstart, bend, cstart, cend = (np.empty(cap, np.int64) for _ in range(5))
+    bits = np.empty(cap, np.uint8)
+    n = k.need_lines(off, data, _need_table(tuple(needs)), row, bstart, bend, cstart, cend, bits)
+    return row[:n], data, bstart[:n], bend[:n], cstart[:n], cend[:n], bits[:n]

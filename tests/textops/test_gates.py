@@ -104,3 +104,19 @@ def test_find_skips_what_a_text_cannot_hold():
     assert [f.kind for f in find_pii("no digits, no at sign, no colon")] == []
     assert [f.kind for f in find_pii("mail j.doe@gmail.com, call (415) 555-2671, host 2a00:1450:4001:80b::200e")] \
         == ["email", "phone", "ip"]
+
+
+def test_core_lines_the_kernel_and_arrow_find_the_same_lines(monkeypatch):
+    from dataaudit.checks.pii import _CORES, _NEEDS, core_lines
+
+    rows = _random_rows(3, 3000) + ["", "\n", "a\n\nb@c.de\n", "é\n训 415-555-2671\r\na:b:c\n", "1\n2\n3"]
+    rows = [r.replace("_", "\n") for r in rows]           # many lines, empty ones too
+    arr = pa.array(rows, pa.string())
+    fast = core_lines(arr, _CORES, _NEEDS) if numba_kernels("dataaudit.textops._gate_kernels") else None
+    monkeypatch.setenv("DATAAUDIT_NO_NUMBA", "1")
+    slow = core_lines(arr, _CORES, _NEEDS)
+    every = core_lines(arr, _CORES)                         # no needs: every line read
+    assert slow == every and sum(len(s) for d in slow for s in d.values()) > 1000
+    assert slow[-3] == {0: [(3, 9)]} and slow[-2] == {2: [(2, 17)], 4: [(18, 23)]}   # code points; "\r" in its line
+    if fast is not None:
+        assert fast == slow
