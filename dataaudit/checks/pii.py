@@ -298,6 +298,13 @@ def find_pii(text: str, first: bool = False, kinds=None, lines: dict | None = No
     return sorted(found, key=lambda f: f.start)
 
 
+def _first_span(text: str, found: list[Finding], lines: dict) -> tuple[int, int]:
+    """`locate_pii`'s span, reading `lines` only. (Not the first of `found`: the first value of each kind, which
+    `locate_pii` reads, is not always among all the values, where a later value of an earlier kind can overlap it.)"""
+    first = find_pii(text, first=True, lines=lines)[0]
+    return first.start, first.end
+
+
 def locate_pii(text: str, **params) -> tuple[int, int] | None:
     found = find_pii(text, first=True)
     return (found[0].start, found[0].end) if found else None
@@ -390,18 +397,18 @@ def core_lines(texts: pa.Array, cores: tuple[str, ...], needs: tuple[str, ...] |
 
 
 def found_values(arr, prefilter: str, find, cores: tuple[str, ...] | None = None, gate=None,
-                 needs: tuple[str, ...] | None = None, spans: bool = False) -> CheckOutput:
+                 needs: tuple[str, ...] | None = None, span=None) -> CheckOutput:
     """A masking check's output: the texts the RE2 `prefilter` keeps (one vectorized pass) are read by `find` (text
     -> [Finding]) in Python; value = the number of values found, detail = `summarize` of them. pii and secrets.
     `cores`: RE2 patterns, one per kind `find` looks for, and `needs` the characters each needs (`core_lines`); each
     candidate is then read with `lines=` the lines that hold each, and Python reads those lines alone. `gate`: see
-    `candidates`. `spans` (with `cores`): each flagged text's span as the check's `locate` gives it, the first of
-    `find(text, first=True, lines=...)` (its lines only, not the whole text again)."""
+    `candidates`. `span(text, found, lines)`: each flagged text's span as the check's `locate` gives it, from what
+    `find` found (`lines`: the lines read, or None), so the audit does not read the text again."""
     arr = as_string_array(arr)
     n = len(arr)
     count = np.zeros(n, np.int64)
     detail = None
-    where = np.full(n, None, dtype=object) if spans and cores is not None else None
+    where = None if span is None else np.full(n, None, dtype=object)
     rows = candidates(arr, prefilter, gate)
     if rows.size:
         detail = np.full(n, None, dtype=object)
@@ -412,8 +419,7 @@ def found_values(arr, prefilter: str, find, cores: tuple[str, ...] | None = None
                 count[i] = len(found)
                 detail[i] = summarize(found)
                 if where is not None:
-                    first = find(s, first=True, lines=held[j])[0]
-                    where[i] = (first.start, first.end)
+                    where[i] = span(s, found, None if held is None else held[j])
     return CheckOutput(flagged=count > 0, value=count.astype(np.float64), detail=detail, span=where)
 
 
@@ -429,7 +435,7 @@ def found_values(arr, prefilter: str, find, cores: tuple[str, ...] | None = None
                 "values found.",
 )
 def pii(arr, **params) -> CheckOutput:
-    return found_values(arr, _PREFILTER, find_pii, _CORES, gate=pii_gate, needs=_NEEDS, spans=True)
+    return found_values(arr, _PREFILTER, find_pii, _CORES, gate=pii_gate, needs=_NEEDS, span=_first_span)
 
 
 __all__ = ["pii", "find_pii", "Finding", "luhn", "card_brand", "mask_email"]

@@ -132,6 +132,20 @@ def test_pii_reads_each_candidate_for_the_kinds_whose_core_it_holds_only():
     assert out.span[len(rows) - 3] == (6, 20) and all(out.span[i] is None for i in np.flatnonzero(~out.flagged))
 
 
+def test_secrets_gives_each_flagged_texts_span_as_locate_does():
+    from dataaudit.checks.secrets import locate_secret, secrets
+
+    rng = random.Random(9)
+    pieces = ["password = 'aB3#xyz9Qw'", "api_key: 'Zq8mX2pL0vR7'", "-----BEGIN RSA PRIVATE KEY-----", "MIIEowIBAAKCAQEA",
+              "-----END RSA PRIVATE KEY-----", "PuTTY-User-Key-File-2: ssh-rsa", "AKIAQWERTYUIOPASDFGH", "\n", " ", "x",
+              "ghp_" + "a1B2" * 9, "xoxb-1234-5678-abcdef", "secret=", "s3cr3tV4lu3!", '"password": "Qw8#e"']
+    rows = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 20))) for _ in range(2000)]
+    out = secrets(pa.array(rows, pa.string()))
+    flagged = np.flatnonzero(out.flagged)
+    assert flagged.size > 1000
+    assert [out.span[i] for i in flagged] == [locate_secret(rows[i]) for i in flagged]
+
+
 def test_luhn():
     assert luhn("4111111111111111") and luhn("378282246310005") and not luhn("4111111111111112")
 
