@@ -6,8 +6,11 @@ row.
 - `pii_gate`: the shapes pii's prefilter holds (`_gate_kernels.pii_gate`). On chat turns and instructions it
   passes about 5 rows in 100 (the prefilter itself: 5), and reads ~3x faster than RE2 reads the prefilter.
 
-A gate for the secrets check (its keywords and token prefixes in either case, through a table of their first two
-bytes) was measured and left out: a byte at a time, it read the text no faster than RE2 reads the whole prefilter.
+Gates for the secrets check (its keywords and token prefixes in either case) were measured and left out: a table
+of the literals' first two bytes read 1.7 ns a byte, shift-and over all of them in one 64-bit word 0.9-1.1 ns, RE2
+the whole prefilter 2.3; but "key", "pass" and "contr..." are common words, the rows holding one held 16% of the
+bytes of chat text and 40% of long text, and RE2 then read those rows slower per byte. Both came within 5-15% of
+RE2 alone.
 """
 from __future__ import annotations
 
