@@ -3,7 +3,7 @@ imports), paid instead while the command itself starts: `pipelines.lanes.early_l
 Imported by the command before its heavy imports, so it imports nothing at module level."""
 
 # The text kernels the default checks call (one library when built ahead of time, else numba's JIT modules).
-TEXT_KERNELS = ("dataaudit.textops._kernels", "dataaudit.textops._codepoint_kernels", "dataaudit.textops._gate_kernels",
+TEXT_KERNELS = ("dataaudit.textops._kernels", "dataaudit.textops._codepoint_kernels", "dataaudit.textops._prefilter_kernels",
                 "dataaudit.textops._literal_kernels", "dataaudit.textops._repetition_kernels")
 
 

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataaudit.textops.arrow import string_buffers
-from dataaudit.textops.gates import lines_holding, pii_gate
+from dataaudit.textops.prefilters import lines_holding, pii_gate
 from dataaudit.textops.hashing import numba_kernels
 
 from .base import CheckOutput, register
@@ -327,7 +327,7 @@ def summarize(found: list[Finding]) -> str:
 
 def candidates(arr: pa.Array, pattern: str, gate=None) -> np.ndarray:
     """Rows where the RE2 `pattern` matches (null: no), as indices. `gate`: arr -> booleans, True wherever `pattern`
-    may match (`textops.gates`), or None (no gate): RE2 then reads only the rows it passes."""
+    may match (`textops.prefilters`), or None (no gate): RE2 then reads only the rows it passes."""
     passed = None if gate is None else gate(arr)
     if passed is None or passed.all():
         return np.flatnonzero(to_bool(pc.fill_null(pc.match_substring_regex(arr, pattern=pattern), False)))
@@ -346,7 +346,7 @@ def core_lines(texts: pa.Array, cores: tuple[str, ...], needs: tuple[str, ...] |
     """Per text, {index of a core: the (start, end) code point spans of the text's lines that hold a match of it}.
     needs[k]: ASCII characters one of which every match of cores[k] holds; RE2 reads each core on the lines holding
     one of its needs only (None: every line). With numba one pass over the bytes finds those lines
-    (`gates.lines_holding`), else Arrow's split and a table lookup of every byte."""
+    (`prefilters.lines_holding`), else Arrow's split and a table lookup of every byte."""
     out: list[dict[int, list[tuple[int, int]]]] = [{} for _ in range(len(texts))]
     found = lines_holding(texts, needs) if needs else None
     if found is not None:

@@ -60,7 +60,7 @@ EXPORTS: dict[str, dict[str, str]] = {
         "prose_counts": "i8[] u1[] u1[] u8[] i8[][] i8[] u8[] u8[] i8[] u8[] i8[][]",
         "prose_text": "i8[] u1[] i8[] i8 i8[] u1[]",
     },
-    "dataaudit.textops._gate_kernels": {
+    "dataaudit.textops._prefilter_kernels": {
         "need_lines": "i8[] u1[] u1[] i8[] i8[] i8[] i8[] i8[] u1[]",
         "pii_gate": "i8[] u1[] b1[]",
     },

@@ -20,7 +20,7 @@ import pyarrow as pa
 from .arrow import as_string_array, string_buffers
 from .hashing import numba_kernels
 
-_KERNELS = "dataaudit.textops._gate_kernels"
+_KERNELS = "dataaudit.textops._prefilter_kernels"
 
 
 def _kernels(arr: pa.Array):

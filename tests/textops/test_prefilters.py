@@ -1,4 +1,4 @@
-"""`textops.gates.pii_gate` passes every row pii's RE2 prefilter matches (it may pass more, never fewer), so the
+"""`textops.prefilters.pii_gate` passes every row pii's RE2 prefilter matches (it may pass more, never fewer), so the
 gated candidates are the prefilter's own; and the secrets check's `_triggered` holds for every text its Python
 prefilter matches, case folds included."""
 from __future__ import annotations
@@ -13,10 +13,10 @@ import pytest
 from dataaudit.checks.pii import _PREFILTER as PII_PREFILTER
 from dataaudit.checks.pii import candidates, find_pii
 from dataaudit.checks.secrets import _PY_PREFILTER, _prefilter_matches, _triggered, find_secrets
-from dataaudit.textops.gates import pii_gate
+from dataaudit.textops.prefilters import pii_gate
 from dataaudit.textops.hashing import numba_kernels
 
-needs_numba = pytest.mark.skipif(numba_kernels("dataaudit.textops._gate_kernels") is None,
+needs_numba = pytest.mark.skipif(numba_kernels("dataaudit.textops._prefilter_kernels") is None,
                                  reason="numba is not installed")
 
 # Each branch of pii's prefilter at its edges, next to shapes one byte short of it.
@@ -112,7 +112,7 @@ def test_core_lines_the_kernel_and_arrow_find_the_same_lines(monkeypatch):
     rows = _random_rows(3, 3000) + ["", "\n", "a\n\nb@c.de\n", "é\n训 415-555-2671\r\na:b:c\n", "1\n2\n3"]
     rows = [r.replace("_", "\n") for r in rows]           # many lines, empty ones too
     arr = pa.array(rows, pa.string())
-    fast = core_lines(arr, _CORES, _NEEDS) if numba_kernels("dataaudit.textops._gate_kernels") else None
+    fast = core_lines(arr, _CORES, _NEEDS) if numba_kernels("dataaudit.textops._prefilter_kernels") else None
     monkeypatch.setenv("DATAAUDIT_NO_NUMBA", "1")
     slow = core_lines(arr, _CORES, _NEEDS)
     every = core_lines(arr, _CORES)                         # no needs: every line read

@@ -1,4 +1,4 @@
-"""numba kernels of `gates`: which rows, and which lines, may hold what a masking check looks for.
+"""numba kernels of `prefilters`: which rows, and which lines, may hold what a masking check looks for.
 
 - `pii_gate`: per row, whether a text may match pii's RE2 prefilter (a necessary condition, read ~3x faster than
   RE2 reads the prefilter; RE2 then reads the rows that pass): the shapes every match of pii's prefilter holds,
@@ -53,7 +53,7 @@ def _digits_at(data, i, end, n):
 @numba.njit(inline="always", cache=True)
 def _run_may_match(data, start, s, e, end):
     """Whether a match of pii's prefilter may hold the digit run data[s:e] (the row is data[start:end]): the
-    prefilter's branches that hold a digit, each read from the run it holds (see `gates.PII_GATE_BRANCHES`)."""
+    prefilter's branches that hold a digit, each read from the run it holds (`pii_gate`)."""
     n = e - s
     nxt = data[e] if e < end else 0
     # \+[1-9][0-9]{0,3}[ .\-(]?[0-9]{1,4}
