@@ -136,31 +136,18 @@ def need_lines(off, data, table, text, bstart, bend, cstart, cend, bits):
         line_byte = start
         line_char = 0
         held = 0
-        for i in range(start, end):
-            b = data[i]
-            if b == 10:
-                if held != 0:
-                    text[n] = r
-                    bstart[n] = line_byte
-                    bend[n] = i
-                    cstart[n] = line_char
-                    cend[n] = chars
-                    bits[n] = held
-                    n += 1
-                held = 0
-                chars += 1
-                line_byte = i + 1
-                line_char = chars
-            else:
+        for i in range(start, end + 1):
+            b = data[i] if i < end else 10         # the row's end ends its last line
+            if b != 10:
                 held |= table[b]
                 if (b & 0xC0) != 0x80:
                     chars += 1
-        if held != 0:
-            text[n] = r
-            bstart[n] = line_byte
-            bend[n] = end
-            cstart[n] = line_char
-            cend[n] = chars
-            bits[n] = held
-            n += 1
+                continue
+            if held != 0:
+                text[n], bstart[n], bend[n], cstart[n], cend[n], bits[n] = r, line_byte, i, line_char, chars, held
+                n += 1
+            held = 0
+            chars += 1
+            line_byte = i + 1
+            line_char = chars
     return n
