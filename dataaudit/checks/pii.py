@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataaudit.textops.arrow import string_buffers
-from dataaudit.textops.prefilters import lines_holding, pii_gate
+from dataaudit.textops.prefilters import lines_holding, need_table, pii_gate
 from dataaudit.textops.hashing import numba_kernels
 
 from .base import CheckOutput, register
@@ -377,14 +377,11 @@ def core_lines(texts: pa.Array, cores: tuple[str, ...], needs: tuple[str, ...] |
     start = np.cumsum(chars + 1) - (chars + 1)                 # where each line starts, counted over all the texts
     text_of = np.repeat(np.arange(len(texts)), np.diff(offsets))
     start = start - start[offsets[:-1]][text_of]                # ... in its own text
-    table = np.zeros(256, np.uint8)
-    for k, need in enumerate(needs or ()):
-        table[np.frombuffer(need.encode("ascii"), np.uint8)] |= np.uint8(1 << k)
     off, data = string_buffers(flat)
     holds = np.zeros(len(flat), np.uint8)
     nonempty = np.flatnonzero(np.diff(off) > 0)
-    if nonempty.size:       # (the bytes from one non-empty line's start to the next one's are that line's)
-        holds[nonempty] = np.bitwise_or.reduceat(table[data], off[nonempty])
+    if nonempty.size and needs:   # (the bytes from one non-empty line's start to the next one's are that line's)
+        holds[nonempty] = np.bitwise_or.reduceat(need_table(needs)[data], off[nonempty])
     for k, core in enumerate(cores):
         maybe = np.flatnonzero(holds & np.uint8(1 << k)) if needs else np.arange(len(flat))
         if maybe.size == 0:

@@ -47,8 +47,6 @@ _PY_PREFILTER = re.compile(_PREFILTER.replace("(?i:", "(?i:"))
 _TRIGGERS = ("a3t", "abia", "acca", "akia", "asia", "begin ", "eyj", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "xox",
              "hooks.slack.com/services/t", "k_live_", "key", "pass", "pwd", "secret", "contrase", "aws")
 _FOLDED = ("\u017f", "\u212a", "\u0131", "\u0130")
-
-
 # A match starts at most this many characters before the first trigger it holds ("PuTTY-User-" before "key",
 # "database_" before "pass").
 _LEAD = 11
@@ -62,8 +60,8 @@ def _triggered(text: str) -> bool:
 
 def _prefilter_matches(text: str):
     """`_PY_PREFILTER.finditer(text)`, trying a match only where one can start: up to _LEAD characters before a
-    trigger (`re` reads a long text at every place, ~100x slower). A text holding one of `_FOLDED`, or whose lower
-    case is longer (İ), is read at every place."""
+    trigger (8x faster than `re` trying every place, on the texts holding a trigger in 100 MB of long real records).
+    A text holding one of `_FOLDED`, or whose lower case is longer (İ), is read at every place."""
     low = text.lower()
     if len(low) != len(text) or any(f in text for f in _FOLDED):
         yield from _PY_PREFILTER.finditer(text)

@@ -39,7 +39,8 @@ def pii_gate(arr: pa.Array) -> np.ndarray | None:
     return out
 
 
-def _need_table(needs: tuple[str, ...]) -> np.ndarray:
+def need_table(needs: tuple[str, ...]) -> np.ndarray:
+    """Per byte, bit k set when it is one of the (ASCII) characters of needs[k]."""
     table = np.zeros(256, np.uint8)
     for k, need in enumerate(needs):
         table[np.frombuffer(need.encode("ascii"), np.uint8)] |= np.uint8(1 << k)
@@ -59,5 +60,5 @@ def lines_holding(arr: pa.Array, needs: tuple[str, ...]):
     cap = numba_kernels("dataaudit.textops._repetition_kernels").count_newlines(data, off, counts) + len(arr)
     row, bstart, bend, cstart, cend = (np.empty(cap, np.int64) for _ in range(5))
     bits = np.empty(cap, np.uint8)
-    n = k.need_lines(off, data, _need_table(tuple(needs)), row, bstart, bend, cstart, cend, bits)
+    n = k.need_lines(off, data, need_table(tuple(needs)), row, bstart, bend, cstart, cend, bits)
     return row[:n], data, bstart[:n], bend[:n], cstart[:n], cend[:n], bits[:n]
