@@ -30,8 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dataaudit.textops.arrow import string_buffers
-from dataaudit.textops.prefilters import lines_holding, need_table, pii_gate
 from dataaudit.textops.hashing import numba_kernels
+from dataaudit.textops.prefilters import lines_holding, need_table, pii_gate
 
 from .base import CheckOutput, register
 from .text_common import as_string_array, char_lengths, rows_as_str, to_bool
