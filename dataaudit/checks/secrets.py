@@ -20,6 +20,7 @@ import json
 import math
 import re
 from functools import cache
+from itertools import chain
 
 
 from .base import CheckOutput, register
@@ -40,8 +41,8 @@ _PREFILTER = "|".join([
     r"(?i:aws).{0,20}['\"][0-9a-zA-Z/+]{40}['\"]",
 ])
 _PY_PREFILTER = re.compile(_PREFILTER.replace("(?i:", "(?i:"))
-# Every match of the prefilter holds one of these, in some case (a necessary condition, checked before a text is
-# read with the prefilter in Python: `str.lower` and `in` read ~15x faster than `re` reads it). Ignoring case,
+# Every match of the prefilter holds one of these, in some case (a necessary condition: Python tries the prefilter
+# only near them, `_prefilter_matches`, and a text holding none is not read at all). Ignoring case,
 # Python's `re` also takes ſ for s, K (Kelvin) for k, and ı and İ for i: a text holding one of `_FOLDED` is read
 # (İ lowers to two characters, i and a combining dot).
 _TRIGGERS = ("a3t", "abia", "acca", "akia", "asia", "begin ", "eyj", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "xox",
@@ -53,7 +54,8 @@ _LEAD = 11
 
 
 def _triggered(text: str) -> bool:
-    """Whether `text` holds a trigger: false, and the prefilter finds nothing in it."""
+    """Whether `text` holds a trigger: false, and the prefilter finds nothing in it (what `_prefilter_matches`
+    relies on; the tests check it)."""
     low = text.lower()
     return any(t in low for t in _TRIGGERS) or any(f in text for f in _FOLDED)
 
@@ -82,7 +84,7 @@ def _prefilter_matches(text: str):
 def may_hold_secret(text: str) -> bool:
     """Whether `text` holds anything the detectors below could find (the prefilter, a superset; no detect-secrets
     needed): what another check quotes from such a text is masked."""
-    return _triggered(text) and _PY_PREFILTER.search(text) is not None
+    return next(_prefilter_matches(text), None) is not None
 
 
 _JWT_TAIL = re.compile(r"[A-Za-z0-9_.+/=-]*")
@@ -234,12 +236,14 @@ def _line_findings(line: str, offset: int, min_entropy: float, keywords: bool = 
 def find_secrets(text: str, min_entropy: float = 3.0, first: bool = False, **params) -> list[Finding]:
     """Every secret in `text`, in order (`first`: stop at the first line that holds one). A private key's span is its
     whole PEM block (header to END line). One regex scan finds the candidate lines; only those are analysed."""
-    if not _triggered(text):
+    matches = _prefilter_matches(text)
+    first_match = next(matches, None)
+    if first_match is None:             # most texts: no JSON parse, no detector
         return []
     found: list[Finding] = []
     done = -1
     keywords = not _tool_object(text)
-    for m in _prefilter_matches(text):
+    for m in chain((first_match,), matches):
         if m.start() < done:
             continue
         start = text.rfind("\n", 0, m.start()) + 1
