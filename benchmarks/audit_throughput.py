@@ -19,8 +19,12 @@ English prose, Chinese), against `pq.read_table` of the same shards in the same 
 (f) with --per-record K: the same text with every K records joined into one (same bytes, K times fewer records),
     audited alternately with (c): the difference over the difference in records is the fixed cost per record.
 
+(g) with --one-shard: the corpus rewritten as one Parquet file (row groups of 5,000 rows, made once beside it):
+    every run above audits that one shard, which the lanes of (d) share in pieces (`dataaudit.audit.pieces`).
+
     .venv/bin/python benchmarks/audit_throughput.py --mb 100
     .venv/bin/python benchmarks/audit_throughput.py --mb 100 --short --per-record 10     # chat turns, questions
+    .venv/bin/python benchmarks/audit_throughput.py --mb 100 --one-shard --repeats 5      # one large file
 """
 from __future__ import annotations
 
@@ -73,6 +77,15 @@ def _joined(files: list[Path], k: int) -> list[Path]:
     return made
 
 
+def _one_shard(files: list[Path]) -> list[Path]:
+    """The corpus as one Parquet file of 5,000-row groups (beside the corpus, made once)."""
+    target = files[0].parent.with_name(files[0].parent.name + "-one-shard") / "all.parquet"
+    if not target.exists():
+        target.parent.mkdir(exist_ok=True)
+        pq.write_table(pa.concat_tables([pq.read_table(f) for f in files]), target, row_group_size=5000)
+    return [target]
+
+
 def _audit(files: list[Path], engine: str, env: dict, *more: str, default: bool = False) -> float:
     if engine == "local" and "--workers" not in more and not default:   # one process (the default uses every core)
         more = (*more, "--workers", "1")
@@ -115,8 +128,11 @@ def main(argv=None) -> int:
     ap.add_argument("--short", action="store_true", help="the short-record corpus (make_real_corpus.py --short)")
     ap.add_argument("--per-record", type=int, default=0, metavar="K",
                     help="also audit the same text with K records joined into one: the fixed cost per record")
+    ap.add_argument("--one-shard", action="store_true", help="audit the corpus rewritten as one Parquet file")
     args = ap.parse_args(argv)
     files, text_bytes = _corpus(args)
+    if args.one_shard:
+        files = _one_shard(files)
     mb = text_bytes / 1e6
     _common.single_core_libs()
 

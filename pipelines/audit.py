@@ -13,9 +13,10 @@ from typing import Callable, Sequence
 from dataaudit.atomic import write_parquet
 from dataaudit.audit import FILES, FLAGS
 from dataaudit.audit.batch import FLAG_SCHEMA
+from dataaudit.audit.pieces import merge_pieces, split_parquet
 from dataaudit.audit.report import build_report, write_report
 from dataaudit.audit.sample import read_share
-from dataaudit.audit.shard import audit_shard
+from dataaudit.audit.shard import EXAMPLES_PER_CHECK, audit_shard
 from dataaudit.config import AuditConfig
 from dataaudit.handlers import report_unreadable
 from dataaudit.io import join
@@ -30,14 +31,25 @@ FLAG_ORDER = [("row", "ascending"), ("check", "ascending"), ("field", "ascending
 @dataclass(frozen=True)
 class _Summarized:
     """An `audit_shard`-like stage as a unit: (summary dict, flags table in a fixed order), as the part store
-    keeps them. A class, not a closure: it pickles, for the local engine's worker processes."""
+    keeps them. A class, not a closure: it pickles, for the local engine's worker processes. The audit's own stage
+    also runs a large Parquet shard in pieces (`dataaudit.audit.pieces`: `pieces`, `piece=`, `merge`)."""
 
     stage: Callable
     fingerprints = True    # the audit records each shard's fingerprint itself (report.json's, what clean checks)
 
-    def __call__(self, path, config, on_batch=None, handler=report_unreadable):
-        result, flags = self.stage(path, config, on_batch=on_batch, handler=handler)
+    def __call__(self, path, config, on_batch=None, handler=report_unreadable, piece=None):
+        extra = {} if piece is None else {"row_groups": piece}
+        result, flags = self.stage(path, config, on_batch=on_batch, handler=handler, **extra)
         return result.summary(), flags.sort_by(FLAG_ORDER)
+
+    def pieces(self, path, config, target: int):
+        """The row groups of each piece of the shard (None: it runs whole); a replaced stage runs whole."""
+        return split_parquet(path, config, target) if self.stage is audit_shard else None
+
+    @staticmethod
+    def merge(results: list) -> tuple | None:
+        """A shard's result from its pieces', in order (None: they cannot stand for it; it runs whole)."""
+        return merge_pieces(results, EXAMPLES_PER_CHECK)
 
 
 def run_audit(paths: Sequence[str], config: AuditConfig, out_dir: str | os.PathLike,

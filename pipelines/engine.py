@@ -14,6 +14,12 @@ LOCAL_MAX_BYTES = 512 * 2**20   # auto engine: below this much input, starting R
 # second importing before its first shard); from it on, a lane per core. Measured on 2 cores (short real records):
 # two lanes 0.79x one at 6.9 MiB, 1.04x at 10.4, 1.19x at 13.9, 1.30x at 20.9, 1.46x at 27.9, 1.57x at 57.
 LOCAL_PARALLEL_BYTES = 16 * 2**20
+# A shard a stage can cut into pieces (`dataaudit.audit.pieces`) is cut into pieces of the job's bytes over
+# PIECES_PER_LANE per lane, within these bounds: a piece pays a plan, a hand-off to a lane and a summary, and the
+# lanes end within a piece of each other.
+PIECES_PER_LANE = 8
+MIN_PIECE_BYTES = 8 * 2**20
+MAX_PIECE_BYTES = 256 * 2**20
 ENGINES = ("auto", "local", "ray")
 
 
@@ -41,6 +47,11 @@ def _size(path: str) -> int:
         return 0
 
 
+def shard_sizes(paths: Sequence[str]) -> list[int]:
+    """Each shard's stored bytes (0 when it cannot be read: its reader says why)."""
+    return [_size(p) for p in paths]
+
+
 def choose_engine(paths: Sequence[str], options: EngineOptions, share: float = 1.0) -> str:
     """"local" or "ray": as asked, else Ray when an address is given or the input is large and in several shards
     (and Ray is installed: `pip install 'dataaudit[ray]'`). `share`: the share of the input's bytes the job reads
@@ -63,10 +74,11 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def local_workers(paths: Sequence[str]) -> int:
-    """The local engine's lanes when --workers is not given: one per core (at most one per shard) when the shards
-    still to run hold LOCAL_PARALLEL_BYTES or more, else 1 (this process alone)."""
-    n = min(cores(), len(paths))
+def local_workers(paths: Sequence[str], units: int | None = None) -> int:
+    """The local engine's lanes when --workers is not given: one per core (at most one per unit: `units`, the shards
+    and pieces of shards to run, default one per shard) when the shards still to run hold LOCAL_PARALLEL_BYTES or
+    more, else 1 (this process alone)."""
+    n = min(cores(), len(paths) if units is None else units)
     if n < 2 or sum(_size(p) for p in paths) < LOCAL_PARALLEL_BYTES:
         return 1
     return n
@@ -74,9 +86,16 @@ def local_workers(paths: Sequence[str]) -> int:
 
 def planned_lanes(paths: Sequence[str], options: EngineOptions) -> int:
     """The lanes a job that may use worker processes will run `paths` in with every shard still to run: 1 on Ray,
-    else `options.workers` (at most one per shard) or `local_workers`. A resumed job may use fewer."""
+    else `options.workers` (at most one per unit: a shard, or a Parquet shard the size of two pieces or more as
+    that many) or `local_workers`. A resumed job may use fewer."""
     if choose_engine(paths, options) != "local":
         return 1
+    units = sum(max(1, _size(p) // (2 * MIN_PIECE_BYTES)) if p.endswith(".parquet") else 1 for p in paths)
     if options.workers is not None:
-        return max(1, min(options.workers, len(paths)))
-    return local_workers(paths)
+        return max(1, min(options.workers, units))
+    return local_workers(paths, units)
+
+
+def piece_bytes(total: int, lanes: int) -> int:
+    """The bytes of a piece for a job of `total` bytes on `lanes` lanes."""
+    return min(MAX_PIECE_BYTES, max(MIN_PIECE_BYTES, total // max(1, lanes * PIECES_PER_LANE)))

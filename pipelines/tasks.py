@@ -66,6 +66,10 @@ def _run_on_ray(pending, task, args, kwargs, on_done, ray_address, workers, node
                                "same version on every node of the cluster")
         return node, task(item, *args, **kwargs)
 
+    # SPREAD: the units go to every node in turn. Ray's default packs the node the command runs on first and queues
+    # there what it cannot start: on a 2-node cluster one node ran 10 to 12 of 13 units (5.2-5.9 s against 4.6-4.8
+    # with SPREAD, units split 6/7).
+    remote = run_one.options(scheduling_strategy="SPREAD")
     refs = [ray.put(a) for a in args]     # shared inputs (config, index) go to the object store once
     queue = iter(pending)
     limit = workers or len(pending)
@@ -73,7 +77,7 @@ def _run_on_ray(pending, task, args, kwargs, on_done, ray_address, workers, node
     # At most `limit` items in flight: bounded driver memory, and a worker count the user controls.
     while True:
         for index, item in queue:
-            futures[run_one.remote(item, *refs)] = (index, item)
+            futures[remote.remote(item, *refs)] = (index, item)
             if len(futures) >= limit:
                 break
         if not futures:

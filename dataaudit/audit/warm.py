@@ -14,6 +14,7 @@ def warm_up() -> None:
     import pyarrow.acero  # noqa: F401  (the shard summary's aggregations)
     import pyarrow.dataset  # noqa: F401  (the Parquet reader's fragments; it imports pandas when installed)
 
+    import dataaudit.audit.pieces  # noqa: F401  (a large Parquet shard's pieces: what they tell the merge)
     import dataaudit.audit.shard  # noqa: F401  (the stage and every check)
     import dataaudit.dataset_info  # noqa: F401  (the shard's fields)
     import dataaudit.profiles  # noqa: F401

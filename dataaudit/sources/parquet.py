@@ -362,15 +362,49 @@ def _named_error(fragment, row_group: int, columns: list[str], batch_size: int, 
                           f"{one_line(e) or type(e).__name__}{more}{left}")
 
 
-def parquet_row_group_sizes(path: str) -> list[int]:
-    """The rows of each row group, from the footer only (ShardReadError for a bad or forged footer)."""
+def _footer(path: str):
+    """The file's footer, checked (ShardReadError for a bad or forged one)."""
     try:
         fs, where = arrow_source(path)
         metadata = pq.read_metadata(where, filesystem=fs)
     except _ARROW_ERRORS as e:
         raise _error(e) from e
     _check_footer(metadata)
+    return metadata
+
+
+def parquet_row_group_sizes(path: str) -> list[int]:
+    """The rows of each row group, from the footer only (ShardReadError for a bad or forged footer)."""
+    metadata = _footer(path)
     return [metadata.row_group(rg).num_rows for rg in range(metadata.num_row_groups)]
+
+
+def parquet_layout(path: str) -> list[int] | None:
+    """The compressed bytes of each row group, from the footer only; None for a file of tiny row groups (read in
+    batches across them, never by row group). ShardReadError for a bad or forged footer."""
+    metadata = _footer(path)
+    if metadata.num_row_groups > 1 and metadata.num_rows < metadata.num_row_groups * _SMALL_ROW_GROUP:
+        return None
+    return [_compressed_size(metadata.row_group(rg)) for rg in range(metadata.num_row_groups)]
+
+
+def parquet_first_rows(path: str, rows: int, columns: Callable[[pa.Schema], list[str] | None]) -> pa.RecordBatch:
+    """Up to `rows` first records of the file (a look at what its columns hold: only the first pages are decoded),
+    of the columns `columns(schema)` names (None: all), with the provenance columns."""
+    try:
+        fs, where = arrow_source(path)
+        pf = pq.ParquetFile(where, filesystem=fs)
+        _check_footer(pf.metadata)
+        wanted = columns(pf.schema_arrow)
+        names = [n for n in pf.schema_arrow.names if n not in PROVENANCE_COLUMNS and (wanted is None or n in wanted)]
+        first = next(pf.iter_batches(batch_size=rows, row_groups=[0], columns=names), None) \
+            if pf.metadata.num_row_groups else None
+    except _ARROW_ERRORS as e:
+        raise _error(e) from e
+    if first is None:
+        first = pa.RecordBatch.from_pylist([], schema=pa.schema([pf.schema_arrow.field(n) for n in names]))
+    schema = pa.schema(list(first.schema) + _PROVENANCE_FIELDS, metadata=pf.schema_arrow.metadata)
+    return _with_provenance(first, 0, schema)
 
 
 def iter_parquet_row_groups(path: str, row_groups: list[int], columns: list[str] | None = None,
