@@ -112,7 +112,6 @@ class _Work:
     failed_records: int = 0     # records a check raised on (each an unreadable_record)
     spans: list | None = None   # a cluster sample's clusters in this shard, and the records audited in each
     cluster_records: Any = None
-    piece_rows: int = -1        # a piece: the records its row groups declare
 
 
 class AuditShard(ShardStage):
@@ -156,11 +155,9 @@ class AuditShard(ShardStage):
     def _batches(self, work: _Work, path: str):
         sample = self.config.sample
         if self.row_groups is not None:
-            from dataaudit.sources.parquet import iter_parquet_row_groups, parquet_row_group_sizes
+            from dataaudit.sources.parquet import iter_parquet_row_groups
 
-            columns = self.columns(work, self.schema(work, path))
-            sizes = parquet_row_group_sizes(path)
-            work.piece_rows = sum(sizes[rg] for rg in self.row_groups)   # what the footer declares
+            columns = self.columns(work, self.schema(work, path))   # (every row as declared, or a read error)
             yield from iter_parquet_row_groups(path, list(self.row_groups), columns, self.batch_rows,
                                                decode_all=self.decode_all)
             return
@@ -301,10 +298,10 @@ class AuditShard(ShardStage):
             from dataaudit.audit.pieces import plan_digest, ran_stateful
 
             plans = list(work.plans.values())
-            # mergeable: no record a check failed on, no stateful check run, every row group read as declared
+            # mergeable: no record a check failed on, no stateful check run (a read error: the status says it)
             work.result.piece = {"plans": [plan_digest(p) for p in plans],
-                                 "mergeable": not work.failed_records and work.result.records == work.piece_rows
-                                 and not any(ran_stateful(p, self.config) for p in plans)}
+                                 "mergeable": not work.failed_records and
+                                 not any(ran_stateful(p, self.config) for p in plans)}
         if work.spans is not None:
             from dataaudit.audit.sample_clusters import flagged_per_cluster
 

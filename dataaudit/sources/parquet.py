@@ -464,3 +464,6 @@ def iter_parquet_row_groups(path: str, row_groups: list[int], columns: list[str]
             at += 1
             row, left = starts[groups[at][0]], groups[at][1]
         yield from (batch.slice(o, batch_rows) for o in range(0, batch.num_rows, batch_rows))
+    if groups and (left > 0 or at + 1 < len(groups)):    # a footer/data mismatch would lose rows without a trace
+        rg, declared = groups[at]
+        raise ShardReadError(f"parquet: row group {rg} gave {declared - left} rows but the footer declares {declared}")
