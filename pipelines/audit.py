@@ -70,7 +70,7 @@ def run_audit(paths: Sequence[str], config: AuditConfig, out_dir: str | os.PathL
     """
     config = config.with_read(config.read if read is None else read)   # ValueError for an unknown mode
     run = JobRun(out_dir, paths, options, on_progress, own_folder=shard_slice is None,
-                 share=1.0 if config.sample is None else read_share(config.sample))
+                 share=1.0 if config.sample is None else read_share(config.sample), lanes=True)
     store = _store(out_dir, config)
     if shard_slice is not None:
         slices = assign(paths, shard_slice.count)

@@ -40,7 +40,7 @@ class JobRun:
 
     def __init__(self, out_dir: str | os.PathLike, shards: Sequence[str], options: EngineOptions = EngineOptions(),
                  on_progress: Callable[[Progress], None] | None = None, *, own_folder: bool = True,
-                 share: float = 1.0):
+                 share: float = 1.0, lanes: bool = False):
         self.out_dir = out_dir
         # a killed run's half-written files; finished parts are kept and reused. An array job's slice does not own
         # the folder (the other slices write their parts beside its own at the same time): the merge clears them.
@@ -48,7 +48,8 @@ class JobRun:
             remove_stale_temps(out_dir)
         self.started = time.time()
         self.options = options
-        self.engine = choose_engine(shards, options, share)   # share: of the input's bytes the job reads
+        # share: of the input's bytes the job reads; lanes: the job runs worker processes locally
+        self.engine = choose_engine(shards, options, share, lanes)
         self.on_progress = on_progress
         self.resumed = 0
         self.seconds: dict[str, float] = {}

@@ -74,3 +74,28 @@ def test_auto_weighs_the_share_of_the_input_a_job_reads(tmp_path, monkeypatch):
     assert choose_engine(paths, EngineOptions(), share=0.7) == "ray"      # 56 KB read of 80
     assert choose_engine(paths, EngineOptions(), share=0.2) == "local"    # 16 KB
     assert choose_engine(paths, EngineOptions("ray"), share=0.2) == "ray"
+
+
+def test_auto_starts_no_ray_for_a_job_with_local_lanes(tmp_path, monkeypatch):
+    """The audit runs a lane per core locally: a Ray started for the command would run the same cores after seconds
+    of start-up. It goes to Ray when a running cluster is named, or when asked."""
+    from dataaudit.config import load_config
+    from dataaudit.pipelines import engine
+    from dataaudit.pipelines.audit import run_audit
+
+    monkeypatch.setattr(engine, "available", lambda extra: True)
+    monkeypatch.setattr(engine, "LOCAL_MAX_BYTES", 50_000)
+    paths = []
+    for name in ("a.jsonl", "b.jsonl"):
+        (tmp_path / name).write_text("".join(f'{{"text": "record {i} of {name}, a line of prose"}}\n'
+                                             for i in range(1000)))
+        paths.append(str(tmp_path / name))
+    assert choose_engine(paths, EngineOptions()) == "ray"                      # a job without lanes: Ray pays
+    assert choose_engine(paths, EngineOptions(), lanes=True) == "local"
+    assert choose_engine(paths, EngineOptions(address="127.0.0.1:6379"), lanes=True) == "ray"
+    assert choose_engine(paths, EngineOptions("ray"), lanes=True) == "ray"
+    monkeypatch.setattr(engine, "cores", lambda: 2)
+    monkeypatch.setattr(engine, "LOCAL_PARALLEL_BYTES", 1)
+    assert engine.planned_lanes(paths, EngineOptions()) == 2                   # the command starts its lanes
+    report = run_audit(paths, load_config(None), tmp_path / "out")
+    assert report["run"]["engine"] == "local" and report["totals"]["samples"] == 2000
