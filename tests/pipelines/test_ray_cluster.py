@@ -1,6 +1,6 @@
 """Audits on a running two-raylet Ray cluster (`ray_cluster`, started once per session) give the local engine's
 report and flags, run on both raylets, leave the cluster running, join it by HOST:PORT or by "auto" (RAY_ADDRESS),
-and survive a worker process SIGKILLed from outside mid-job.
+survive a worker process SIGKILLed from outside mid-job, and run a large Parquet shard in pieces.
 
 Every job here is a subprocess (the CLI, or tests/pipelines/ray_kill_driver.py): the pytest process may already be
 connected to a local Ray, and one process joins one Ray.
@@ -102,3 +102,43 @@ def test_a_worker_killed_mid_job_is_retried_and_the_outputs_are_the_same(ray_clu
     run = _assert_same_outputs(out, reference)
     assert set(run["nodes"]) <= ray_cluster.node_ids(ray_cluster.status())   # "auto" joined this cluster
     assert sum(run["nodes"].values()) == 3    # each shard counted once: the killed attempt left nothing behind
+
+
+@pytest.fixture(scope="module")
+def large_shard(tmp_path_factory) -> str:
+    """One Parquet shard of two pieces (about 15 MiB stored, 9 row groups), with flagged records among the others."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(7)
+    words = rng.integers(0, 1_000_000, size=(45_000, 50)).astype(str)
+    texts = [" ".join(row) for row in words]
+    for i in range(0, len(texts), 997):
+        texts[i] = ""                                      # empty_text
+    for i in range(500, len(texts), 1999):
+        texts[i] = "the same line once more\n" * 20       # repetition
+    path = tmp_path_factory.mktemp("large") / "large.parquet"
+    pq.write_table(pa.table({"text": texts}), path, row_group_size=5000, compression="none")
+    return str(path)
+
+
+def test_a_large_shard_runs_in_pieces_on_both_raylets_with_the_whole_shards_outputs(ray_cluster, large_shard,
+                                                                                      tmp_path):
+    from dataaudit.audit.pieces import split_parquet
+    from dataaudit.pipelines.engine import MIN_PIECE_BYTES
+
+    pieces = split_parquet(large_shard, load_config(None), MIN_PIECE_BYTES)   # 2 lanes: pieces of 8 MiB
+    assert pieces is not None and len(pieces) == 2
+    whole = tmp_path / "whole"
+    run_audit([large_shard], load_config(None), whole, options=EngineOptions("local", workers=1))
+    out = tmp_path / "ray"
+    # --workers 2: the driver sizes the pieces for 2 lanes whatever machine it runs on
+    proc = subprocess.run([sys.executable, "-m", "dataaudit.cli", "audit", large_shard, "--out", str(out), "--engine",
+                           "ray", "--ray-address", ray_cluster.address, "--workers", "2"], capture_output=True,
+                          text=True, timeout=JOB_SECONDS, env=ray_cluster.env(), cwd=REPO, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]   # warnings only
+    run = _assert_same_outputs(out, whole)
+    assert sum(run["nodes"].values()) == 2                # one unit per piece, on the cluster's nodes
+    assert set(run["nodes"]) <= ray_cluster.node_ids(ray_cluster.status())
+    assert _report(whole)["checks"]["empty_text"]["flagged"] == 46
