@@ -66,6 +66,7 @@ def test_auto_weighs_the_share_of_the_input_a_job_reads(tmp_path, monkeypatch):
 
     monkeypatch.setattr(engine, "available", lambda extra: True)
     monkeypatch.setattr(engine, "LOCAL_MAX_BYTES", 50_000)
+    monkeypatch.setattr(engine, "cores", lambda: 4)
     paths = []
     for name in ("a.jsonl", "b.jsonl"):
         (tmp_path / name).write_bytes(b"x" * 40_000)        # 40 KB stored each (not sparse)
@@ -90,11 +91,14 @@ def test_auto_starts_no_ray_for_a_job_with_local_lanes(tmp_path, monkeypatch):
         (tmp_path / name).write_text("".join(f'{{"text": "record {i} of {name}, a line of prose"}}\n'
                                              for i in range(1000)))
         paths.append(str(tmp_path / name))
+    monkeypatch.setattr(engine, "cores", lambda: 4)
     assert choose_engine(paths, EngineOptions()) == "ray"                      # a job without lanes: Ray pays
     assert choose_engine(paths, EngineOptions(), lanes=True) == "local"
     assert choose_engine(paths, EngineOptions(address="127.0.0.1:6379"), lanes=True) == "ray"
     assert choose_engine(paths, EngineOptions("ray"), lanes=True) == "ray"
     monkeypatch.setattr(engine, "cores", lambda: 2)
+    assert choose_engine(paths, EngineOptions()) == "local"                    # 2 cores: no Ray of its own
+    assert choose_engine(paths, EngineOptions(address="auto")) == "ray"
     monkeypatch.setattr(engine, "LOCAL_PARALLEL_BYTES", 1)
     assert engine.planned_lanes(paths, EngineOptions()) == 2                   # the command starts its lanes
     report = run_audit(paths, load_config(None), tmp_path / "out")
