@@ -30,14 +30,18 @@ def _kept_paths(src: str, drop: np.ndarray, image_field: tuple[str, ...] | None,
     """The path values of the image path fields, and the media-like strings (any field, any depth), of the records
     not in `drop` (sorted rows)."""
     wanted: set[str] = set()
+    path_fields: dict[pa.Schema, list] = {}    # the image path fields of each schema, as the audit's plan has them
     for batch in iter_shard(src, batch_rows=8192, text_unit=text_unit):
         row = batch.schema.get_field_index(ROW)
         kept_rows = ~np.isin(batch.column(row).to_numpy(), drop)
         kept = batch.filter(pa.array(kept_rows))
         wanted |= media_strings(c for name, c in zip(kept.schema.names, kept.columns)   # the record's own fields
                                 if name not in PROVENANCE_COLUMNS)
-        fields = [c for c in resolve_schema(batch.schema, FieldSpec(image=image_field), batch).images
-                  if c.image == "path" and c.parts_of is None]
+        fields = path_fields.get(batch.schema)
+        if fields is None:   # from the first batch of the schema, as the audit resolves its fields (once, not per batch)
+            fields = path_fields[batch.schema] = [
+                c for c in resolve_schema(batch.schema, FieldSpec(image=image_field), batch).images
+                if c.image == "path" and c.parts_of is None]
         if not fields:
             continue
         for col in fields:
