@@ -60,11 +60,11 @@ def shard_sizes(paths: Sequence[str]) -> list[int]:
 
 def choose_engine(paths: Sequence[str], options: EngineOptions, share: float = 1.0, lanes: bool = False) -> str:
     """"local" or "ray": as asked, else Ray when a running cluster is named (`options.address`: --ray-address) or,
-    for a job without local lanes on LOCAL_RAY_MIN_CORES cores or more, when the input is large and in several shards
-    (and Ray is installed: `pip install 'dataaudit[ray]'`). `share`: the share of the input's bytes the job reads (a cluster sample reads a
-    few row groups: starting Ray for them cost 3x the whole sample). `lanes`: the job runs a lane per core locally
-    (the audit), where a Ray started for the command runs the same cores after seconds of start-up (1 GB in 16
-    shards on 2 cores: 14.1-16.6 s against 8.3-8.9 s)."""
+    for a job without local lanes on LOCAL_RAY_MIN_CORES cores or more, when the input is large and in several
+    shards (and Ray is installed: `pip install 'dataaudit[ray]'`). `share`: the share of the input's bytes the job
+    reads (a cluster sample reads a few row groups: starting Ray for them cost 3x the whole sample). `lanes`: the job
+    runs a lane per core locally (the audit), where a Ray started for the command runs the same cores after seconds
+    of start-up (1 GB in 16 shards on 2 cores: 14.1-16.6 s against 8.3-8.9 s)."""
     if options.engine != "auto":
         return options.engine
     if not available("ray"):
@@ -101,10 +101,19 @@ def planned_lanes(paths: Sequence[str], options: EngineOptions) -> int:
     that many) or `local_workers`. A resumed job may use fewer."""
     if choose_engine(paths, options, lanes=True) != "local":
         return 1
-    units = sum(max(1, _size(p) // (2 * MIN_PIECE_BYTES)) if p.endswith(".parquet") else 1 for p in paths)
+    units = sum(max(1, _size(p) // (2 * MIN_PIECE_BYTES)) if _parquet(p) else 1 for p in paths)
     if options.workers is not None:
         return max(1, min(options.workers, units))
     return local_workers(paths, units)
+
+
+def _parquet(path: str) -> bool:
+    from dataaudit.formats import format_of
+
+    try:
+        return format_of(path).name == "parquet"
+    except ValueError:     # not a shard format: the job says so
+        return False
 
 
 def piece_bytes(total: int, lanes: int) -> int:
