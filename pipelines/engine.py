@@ -95,25 +95,16 @@ def local_workers(paths: Sequence[str], units: int | None = None) -> int:
     return n
 
 
-def planned_lanes(paths: Sequence[str], options: EngineOptions) -> int:
+def planned_lanes(paths: Sequence[str], options: EngineOptions, units: int | None = None) -> int:
     """The lanes a job that uses worker processes (the audit) will run `paths` in with every shard still to run: 1 on
-    Ray, else `options.workers` (at most one per unit: a shard, or a Parquet shard the size of two pieces or more as
-    that many) or `local_workers`. A resumed job may use fewer."""
+    Ray, else `options.workers` or `local_workers`, at most one per unit (`units`: the shards and the pieces large
+    shards will be cut into; default one per shard). A resumed job may use fewer."""
     if choose_engine(paths, options, lanes=True) != "local":
         return 1
-    units = sum(max(1, _size(p) // (2 * MIN_PIECE_BYTES)) if _parquet(p) else 1 for p in paths)
+    units = len(paths) if units is None else units
     if options.workers is not None:
         return max(1, min(options.workers, units))
     return local_workers(paths, units)
-
-
-def _parquet(path: str) -> bool:
-    from dataaudit.formats import format_of
-
-    try:
-        return format_of(path).name == "parquet"
-    except ValueError:     # not a shard format: the job says so
-        return False
 
 
 def piece_bytes(total: int, lanes: int) -> int:

@@ -53,6 +53,21 @@ def split_parquet(path: str, config, target: int) -> list[tuple[int, ...]] | Non
     return [tuple(np.flatnonzero(which == k).tolist()) for k in range(count) if (which == k).any()]
 
 
+def likely_units(paths, sizes: list[int], min_piece: int) -> int:
+    """About how many units `paths` (of stored `sizes`) make: a Parquet shard as many as pieces of twice `min_piece`
+    it holds, any other one. For the workers a command starts before planning (a guess: reading every footer to know
+    is the job's own work)."""
+    from dataaudit.formats import format_of
+
+    def parquet(path: str) -> bool:
+        try:
+            return format_of(path).name == "parquet"
+        except ValueError:     # not a shard format: the job says so
+            return False
+
+    return sum(max(1, size // (2 * min_piece)) if parquet(p) else 1 for p, size in zip(paths, sizes))
+
+
 def _stateful(path: str, config) -> bool:
     """Whether a stateful check would run on the shard, by the plan of its footer and first rows."""
     from dataaudit.audit.plan import resolve_plan

@@ -187,8 +187,9 @@ def audit(shards, out, config_path, tokenizer, context_length, strict, read, dat
 def _planned_lanes(paths, options, shard_slice) -> int:
     """The lanes to start workers for as the command starts: none for objects in a store, whose sizes (a request
     each) the job asks for anyway (its workers start when it reaches its shards)."""
+    from dataaudit.audit.pieces import likely_units
     from dataaudit.io import is_uri
-    from dataaudit.pipelines.engine import planned_lanes
+    from dataaudit.pipelines.engine import MIN_PIECE_BYTES, planned_lanes, shard_sizes
 
     if any(is_uri(p) for p in paths):
         return 1
@@ -196,7 +197,7 @@ def _planned_lanes(paths, options, shard_slice) -> int:
         from dataaudit.pipelines.slices import assign
 
         paths = [p for p, s in zip(paths, assign(paths, shard_slice.count)) if s == shard_slice.index]
-    return planned_lanes(paths, options)
+    return planned_lanes(paths, options, likely_units(paths, shard_sizes(paths), MIN_PIECE_BYTES))
 
 
 def parse_gates(rules) -> list:

@@ -166,13 +166,21 @@ def test_a_broken_row_group_in_a_piece_gives_the_whole_shards_error_and_counts(t
 
 
 def test_a_large_parquet_shard_counts_as_several_units_for_the_lanes(tmp_path, monkeypatch):
+    from dataaudit.audit.pieces import likely_units
+    from dataaudit.cli.audit import _planned_lanes
+
     monkeypatch.setattr(engine, "cores", lambda: 4)
     big = tmp_path / "big.parquet"
     with open(big, "wb") as f:      # stored bytes count, not the size a sparse file claims
         f.write(b"\1" * (5 * engine.MIN_PIECE_BYTES))
     small = tmp_path / "small.parquet"
     small.write_bytes(b"\1" * 1000)
-    assert engine.planned_lanes([str(big)], EngineOptions("local")) == 2
-    assert engine.planned_lanes([str(small)], EngineOptions("local")) == 1
+    jsonl = tmp_path / "big.jsonl"
+    jsonl.write_bytes(big.read_bytes())
+    paths = [str(big), str(small), str(jsonl)]
+    assert likely_units(paths, engine.shard_sizes(paths), engine.MIN_PIECE_BYTES) == 2 + 1 + 1   # Parquet only
+    assert _planned_lanes([str(big)], EngineOptions("local"), None) == 2     # the workers the command starts
+    assert _planned_lanes([str(small)], EngineOptions("local"), None) == 1
+    assert _planned_lanes([str(jsonl)], EngineOptions("local"), None) == 1
     assert engine.local_workers([str(big)], units=5) == 4
     assert engine.local_workers([str(big)]) == 1                 # one shard, no pieces: one lane
