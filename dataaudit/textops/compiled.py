@@ -292,6 +292,10 @@ class CompiledKernels:
             setattr(self, name, _guarded(kernels[name], module, name, _parse(kinds)))
 
     def __getattr__(self, name: str):
+        # (only names an instance lacks come here: "_module" itself, on an instance made without __init__ by copy or
+        # pickle, and the special names those look up are no kernels; reading self._module for them recursed)
+        if name == "_module" or name.startswith("__"):
+            raise AttributeError(name)
         return getattr(importlib.import_module(self._module), name)
 
 

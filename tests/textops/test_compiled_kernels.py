@@ -279,3 +279,19 @@ def test_threads_that_load_the_build_at_once_all_get_it(aot, monkeypatch):
     with ThreadPoolExecutor(8) as pool:
         got = list(pool.map(lambda _: compiled.compiled_kernels("dataaudit.dedup._kernels"), range(8)))
     assert all(g is not None for g in got) and len({id(g) for g in got}) == 1
+
+
+def test_a_copy_of_the_compiled_kernels_is_the_same_kernels_and_never_recurses():
+    """Special names (what copy and pickle look up) and "_module" on an instance made without __init__ are no
+    kernels: AttributeError, never a lookup of self._module that recursed without end."""
+    import copy
+
+    module = "dataaudit.dedup._kernels"
+    kernels = compiled.CompiledKernels(module, {name: (lambda *a, n=name: n) for name in compiled.EXPORTS[module]})
+    twin = copy.copy(kernels)
+    assert twin.band_kernel is kernels.band_kernel and twin._module == module
+    bare = compiled.CompiledKernels.__new__(compiled.CompiledKernels)
+    with pytest.raises(AttributeError, match="_module"):
+        bare._module
+    with pytest.raises(AttributeError, match="__setstate__"):
+        bare.__setstate__
