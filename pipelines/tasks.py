@@ -67,8 +67,8 @@ def _run_on_ray(pending, task, args, kwargs, on_done, ray_address, workers, node
         return node, task(item, *args, **kwargs)
 
     # SPREAD: the units go to every node in turn. Ray's default packs the node the command runs on first and queues
-    # there what it cannot start: on a 2-node cluster one node ran 10 to 12 of 13 units (5.2-5.9 s against 4.6-4.8
-    # with SPREAD, units split 6/7).
+    # there what it cannot start: on a 2-node cluster of 1 CPU each, 13 units split 5/8, 1/12, 5/8, 3/10 (5.2-7.0 s)
+    # against 6/7 spread (4.6-4.8 s).
     remote = run_one.options(scheduling_strategy="SPREAD")
     refs = [ray.put(a) for a in args]     # shared inputs (config, index) go to the object store once
     queue = iter(pending)
