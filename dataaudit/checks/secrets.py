@@ -10,7 +10,8 @@ examples, a value only counts when it looks random: its Shannon entropy over the
 The plugins are used as plain objects (`analyze_string` on one line): no detect-secrets setting is read or
 changed (its `transient_settings` / `default_settings` swap a process-wide singleton, which a library must not do
 under a caller that also uses detect-secrets). One RE2 pass over the batch (pyarrow.compute) keeps only the texts
-with a candidate (a key prefix, a PEM header, a keyword before an assignment); Python runs on those alone, line by
+with a candidate (a key prefix, a PEM header, a keyword before an assignment), reading only the rows a numba gate
+passes (`textops.prefilters.secrets_gate`, ~2.5x faster than RE2 on chat text); Python runs on those alone, line by
 line. Values are never shown: a detail names the kind and keeps at most a non-secret prefix (`AKIA****`), and the
 audit masks every span in the report's snippets.
 """
@@ -22,6 +23,7 @@ import re
 from functools import cache
 from itertools import chain
 
+from dataaudit.textops.prefilters import secrets_gate
 
 from .base import CheckOutput, register
 from .pii import Finding, found_values
@@ -292,7 +294,7 @@ def secrets(arr, min_entropy: float = 3.0, **params) -> CheckOutput:
     # `locate_secret`'s span is the first of all the secrets found: it reads up to the first line holding one, whose
     # secrets come first (a private key is stretched to its own PEM block; the same on each of 29,000 flagged texts,
     # generated around PEM blocks and real)
-    return found_values(arr, _PREFILTER, lambda text: find_secrets(text, min_entropy),
+    return found_values(arr, _PREFILTER, lambda text: find_secrets(text, min_entropy), gate=secrets_gate,
                         span=lambda text, found, lines: (found[0].start, found[0].end))
 
 

@@ -63,6 +63,7 @@ EXPORTS: dict[str, dict[str, str]] = {
     "dataaudit.textops._prefilter_kernels": {
         "need_lines": "i8[] u1[] u1[] i8[] i8[] i8[] i8[] i8[] u1[]",
         "pii_gate": "i8[] u1[] b1[]",
+        "secrets_gate": "i8[] u1[] b1[]",
     },
     "dataaudit.textops._kernels": {
         "collapse_ws": "i8[] u1[] i8[] u1[] u1[]",

@@ -3,14 +3,13 @@ reads the prefilter. RE2 then reads only the rows a gate passes (`checks.pii.can
 prefilter's own: a gate may pass more rows, never fewer. Without numba there is no gate (None) and RE2 reads every
 row.
 
-- `pii_gate`: the shapes pii's prefilter holds (`_gate_kernels.pii_gate`). On chat turns and instructions it
+- `pii_gate`: the shapes pii's prefilter holds (`_prefilter_kernels.pii_gate`). On chat turns and instructions it
   passes about 5 rows in 100 (the prefilter itself: 5), and reads ~3x faster than RE2 reads the prefilter.
-
-Gates for the secrets check (its keywords and token prefixes in either case) were measured and left out: a table
-of the literals' first two bytes read 1.7 ns a byte, shift-and over all of them in one 64-bit word 0.9-1.1 ns, RE2
-the whole prefilter 2.3; but "key", "pass" and "contr..." are common words, the rows holding one held 16% of the
-bytes of chat text and 40% of long text, and RE2 then read those rows slower per byte. Both came within 5-15% of
-RE2 alone.
+- `secrets_gate`: the secrets check's prefilter (`_prefilter_kernels.secrets_gate`), read at the bytes each of its
+  branches holds. Its keywords ("key", "pass", ...) are common words, so a gate on them alone passed 16% of the bytes
+  of chat text and 40% of long text (RE2 then read those rows slower per byte, and the whole came within 5-15% of
+  RE2 alone); this one also wants what the keyword branch wants around an assignment: a value of 8 characters after
+  the ":", "=", "!" or "(", and a keyword in the word before it.
 """
 from __future__ import annotations
 
@@ -36,6 +35,18 @@ def pii_gate(arr: pa.Array) -> np.ndarray | None:
     out = np.zeros(len(arr), np.bool_)
     off, data = string_buffers(arr)
     k.pii_gate(off, data, out)
+    return out
+
+
+def secrets_gate(arr: pa.Array) -> np.ndarray | None:
+    """Per row, whether it may match the secrets check's prefilter (bool; null: no), or None without numba."""
+    arr = as_string_array(arr)
+    k = _kernels(arr)
+    if k is None:
+        return None
+    out = np.zeros(len(arr), np.bool_)
+    off, data = string_buffers(arr)
+    k.secrets_gate(off, data, out)
     return out
 
 

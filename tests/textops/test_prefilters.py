@@ -1,6 +1,6 @@
-"""`textops.prefilters.pii_gate` passes every row pii's RE2 prefilter matches (it may pass more, never fewer), so the
-gated candidates are the prefilter's own; pii's lines holding a core are the same found by the kernel and by Arrow;
-and the secrets check's `_triggered` holds for every text its Python prefilter matches, case folds included, where
+"""`textops.prefilters.pii_gate` and `secrets_gate` pass every row their check's RE2 prefilter matches (they may pass
+more, never fewer), so the gated candidates are the prefilter's own; pii's lines holding a core are the same found by
+the kernel and by Arrow; and the secrets check's `_triggered` holds for every text its Python prefilter matches, case folds included, where
 trying the prefilter near the triggers finds what `finditer` finds."""
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ import pytest
 
 from dataaudit.checks.pii import _PREFILTER as PII_PREFILTER
 from dataaudit.checks.pii import candidates, find_pii
+from dataaudit.checks.secrets import _PREFILTER as SECRETS_PREFILTER
 from dataaudit.checks.secrets import _PY_PREFILTER, _prefilter_matches, _triggered, find_secrets
 from dataaudit.textops.hashing import numba_kernels
-from dataaudit.textops.prefilters import pii_gate
+from dataaudit.textops.prefilters import pii_gate, secrets_gate
 
 needs_numba = pytest.mark.skipif(numba_kernels("dataaudit.textops._prefilter_kernels") is None,
                                  reason="numba is not installed")
@@ -70,6 +71,67 @@ def test_without_numba_there_is_no_gate_and_the_candidates_are_the_same(monkeypa
     monkeypatch.setenv("DATAAUDIT_NO_NUMBA", "1")
     assert pii_gate(arr) is None
     assert candidates(arr, PII_PREFILTER, pii_gate).tolist() == expected
+    arr = pa.array(SECRET_ROWS, pa.string())
+    assert secrets_gate(arr) is None
+    expected = np.flatnonzero(_re2(arr, SECRETS_PREFILTER)).tolist()
+    assert candidates(arr, SECRETS_PREFILTER, secrets_gate).tolist() == expected
+
+
+# Each branch of the secrets prefilter at its edges, next to look-alikes: a value one character short, a space in it,
+# a bracket that is not "[digits]", the two case folds RE2 makes (K for k, ſ for s), a \v that RE2's \s leaves out.
+SECRET_ROWS = [
+    "api_key = 'aB3xYz9Qw'", "api_key = 'aB3xY'", "the key to it: patience", "my_password_hash: x9f8e7d6c5",
+    "PASSWORD:=hunter2hunter2", "secret => @('abcdefgh", "secret = \"abc defgh\"", "pwd[0] = 'abcdefgh'",
+    "pwd [12] :  abcdefgh", "pwd[x] = 'abcdefgh'", "api_key.assign(abcdefgh)", "api_key.Assign(abcdefgh)",
+    "contraseña: qwertyuiop", "CONTRASENA=qwertyuiop", "passport = 'abcdefgh'", "api_\u212aey = abcdefgh",
+    "db_pa\u017f\u017f = abcdefgh", "api_key =\vabcdefg", "AKIAABCDEFGHIJKLMNOP", "AKIAABCDEFGHIJKLMNO",
+    "A3T1ABCDEFGHIJKLMNOP", "ASIA abcdefghijklmnop", "-----BEGIN RSA PRIVATE KEY-----", "BEGIN",
+    "PuTTY-User-Key-File-2: ssh-rsa", "PuTTY-User-Key-File-3", "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0", "eyj",
+    "ghp_" + "a" * 36, "ghx_" + "a" * 36, "XOXB-1234", "xoxq-1234", "https://hooks.slack.com/services/T000",
+    "hooks.slacker", "sk_live_" + "a" * 24, "rk_live_abc", "k_live_" + "a" * 24,
+    "AWS secret 'AbCdEfGhIjKlMnOpQrStUvWxYz0123456789/+ab'", "aws: 'AbCdEfGhIjKlMnOpQrStUvWxYz0123456789/+a'",
+    "x" * 70 + "password = hunter2hunter2", "y" * 64 + "eyJ", "Plain prose: nothing to see here. It's fine (really)!",
+    "", None,
+]
+
+
+def _secret_rows(seed: int, n: int) -> list[str]:
+    """Prose around 0..8 pieces of every branch, its look-alikes and the bytes the gate reads (some rows over 64
+    bytes before the first piece: the kernel's 64-byte steps)."""
+    rng = random.Random(seed)
+    pieces = ["api_key", "KEY", "\u212aey", "db_pa\u017f\u017f", "Pass", "pwd", "secret", "contraseña", "CONTRASEÑA",
+              "aws", "AKIA", "A3TX", "ASIA", "ghp_", "ghs_", "xoxb-1", "XOXP-2", "sk_live_", "rk_live_", "eyJ",
+              "BEGIN RSA PRIVATE KEY", "PuTTY-User-Key-File-2", "hooks.slack.com/services/T",
+              "HOOKS.SLACK.COM/SERVICES/T",
+              "api_key = '", "database_pass=", "private_key: ", "password: ", "passwd(", "=", ":", ":=", "=>", "!",
+              "(", ".assign", "'", '"', "`", " ", "\t", "\n", "\x0b", "a", "7", "/", "+", "_", "[0]", "[", "]", "@",
+              "abcdefgh", "abcd", "0123456789ABCDEF", "aB3#xyz9Qw", "é", "İ", "ſ", "ñ", "训", "x", "J", "ey", "live_",
+              "0123456789abcdefABCDEF0123456789abcdef/+"]
+    prose = ["the ", "a ", "Water ", "is ", "wet. ", "\n", "I'm ", "OK ", "x", "1"]
+    return ["".join(rng.choice(prose) for _ in range(rng.randint(0, 40)))
+            + "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+            + "".join(rng.choice(prose) for _ in range(rng.randint(0, 20))) for _ in range(n)]
+
+
+@needs_numba
+def test_the_secrets_gate_passes_every_row_the_prefilter_matches():
+    arr = pa.array(SECRET_ROWS, pa.string())
+    gate, full = secrets_gate(arr), _re2(arr, SECRETS_PREFILTER)
+    matched = [0, 3, 4, 5, 7, 8, 10, 12, 13, 15, 16, 17, 18, 20, 22, 24, 26, 28, 30, 32, 34, 37, 39]
+    assert np.flatnonzero(full).tolist() == matched
+    # more: "pass" in "passport" (the gate reads "key", "pass", "pwd", "secret" and "contrase" in the word before an
+    # assignment, not the whole keywords), a hooks.slack without the rest, an rk_live_ without its 24 characters,
+    # an eyJ without a token after it
+    assert np.flatnonzero(gate).tolist() == sorted(matched + [14, 33, 35, 40])
+
+
+@needs_numba
+def test_the_secrets_gate_on_random_rows_and_the_candidates_it_gives():
+    arr = pa.array(_secret_rows(3, 30000), pa.string())
+    gate, full = secrets_gate(arr), _re2(arr, SECRETS_PREFILTER)
+    assert not (full & ~gate).any()
+    assert 5000 < full.sum() < 20000 and gate.sum() < 1.7 * full.sum()
+    assert candidates(arr, SECRETS_PREFILTER, secrets_gate).tolist() == np.flatnonzero(full).tolist()
 
 
 def test_secret_triggers_hold_for_every_prefilter_match_case_folds_included():
