@@ -720,17 +720,29 @@ IDENTIFIER_MAX_CHARS = 256
 IDENTIFIER_DISTINCT = 0.9
 
 
+# Python's str.isspace() characters (what `str.strip()` removes), as an RE2 class
+_PY_SPACE = (r"[\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}"
+             r"\x{3000}]")
+
+
 def _value_hint(values) -> str | None:
-    """"json" or "identifier" from a sample of a string column's values (a pa.Array), else None."""
+    """"json" or "identifier" from a sample of a string column's values (a pa.Array), else None. Values that are
+    whitespace alone (`str.isspace`) do not count. Read with Arrow: only a column whose every value starts with "{"
+    or "[" (after its whitespace) is read in Python, where `json.loads` says whether one of them is JSON."""
     import json
 
     import pyarrow.compute as pc
 
-    present = [v for v in values.drop_null().to_pylist() if v.strip()]
-    if not present:
+    arr = values.drop_null()
+    spaced = pc.any(pc.match_substring_regex(arr, r"\s")).as_py()
+    # with a space, only JSON is left, where each value is blank or starts with a brace: prose fails at its first
+    if spaced and not pc.all(pc.match_substring_regex(arr.slice(0, 64), "^" + _PY_SPACE + "*(?:[\\[{]|$)")).as_py():
         return None
-    if all(v.lstrip()[:1] in ("{", "[") for v in present):
-        for v in present:
+    present = arr.filter(pc.match_substring_regex(arr, "[^" + _PY_SPACE[1:]))
+    if len(present) == 0:
+        return None
+    if pc.all(pc.match_substring_regex(present, "^" + _PY_SPACE + "*[\\[{]")).as_py():
+        for v in present.to_pylist():
             try:
                 json.loads(v)
                 return "json"
@@ -738,11 +750,9 @@ def _value_hint(values) -> str | None:
                 continue
     if len(present) < IDENTIFIER_MIN_VALUES:
         return None
-    arr = values.drop_null()
-    spaced = pc.any(pc.match_substring_regex(arr, r"\s")).as_py()
-    if spaced or max(len(v) for v in present) > IDENTIFIER_MAX_CHARS:
+    if spaced or pc.max(pc.utf8_length(present)).as_py() > IDENTIFIER_MAX_CHARS:
         return None
-    return "identifier" if len(set(present)) >= IDENTIFIER_DISTINCT * len(present) else None
+    return "identifier" if pc.count_distinct(present).as_py() >= IDENTIFIER_DISTINCT * len(present) else None
 
 
 def _conversation_keys(t) -> tuple[str, str, str | None] | None:

@@ -1,6 +1,8 @@
 """The one field-resolution rule (dataaudit.fields), on Arrow schemas and on guard batches."""
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 import torch
 
@@ -97,3 +99,58 @@ def test_the_guard_reports_a_configured_entry_of_the_wrong_kind():
     assert plan.problems == ("column 'caption' (numeric) is list, expected numbers: its checks are skipped",)
     assert plan.describe()["problems"] == list(plan.problems)
     assert plan.fields == ()
+
+
+def _value_hint_in_python(values) -> str | None:
+    """The hint as it was read in Python, value by value: what the Arrow reading must give."""
+    from dataaudit.fields import IDENTIFIER_DISTINCT, IDENTIFIER_MAX_CHARS, IDENTIFIER_MIN_VALUES
+
+    present = [v for v in values.drop_null().to_pylist() if v.strip()]
+    if not present:
+        return None
+    if all(v.lstrip()[:1] in ("{", "[") for v in present):
+        for v in present:
+            try:
+                json.loads(v)
+                return "json"
+            except ValueError:
+                continue
+    if len(present) < IDENTIFIER_MIN_VALUES:
+        return None
+    if any(c in v for v in values.drop_null().to_pylist() for c in "\t\n\f\r ") or \
+            max(len(v) for v in present) > IDENTIFIER_MAX_CHARS:
+        return None
+    return "identifier" if len(set(present)) >= IDENTIFIER_DISTINCT * len(present) else None
+
+
+def test_value_hints_read_with_arrow_are_those_read_value_by_value():
+    from dataaudit.fields import _value_hint
+
+    ids = [f"id-{i:04d}" for i in range(40)]
+    samples = {
+        "prose": ["a sentence here", "another one", None] * 10,
+        "json": ['{"a": 1}', ' [1, 2]', "\u00a0{\"b\": 2}", None] * 5,
+        "json-looking, none parses": ["{not json", "[also not"] * 10,
+        "one brace short": ['{"a": 1}'] * 20 + ["x"],
+        "identifiers": ids,
+        "identifiers and whitespace-only values": ids + ["\u00a0", "\x1c", "\u3000", "", None],
+        "identifiers, one with a space": ids + ["id 1"],
+        "identifiers, one with a vertical tab (not RE2's \\s)": ids + ["id\x0b1"],
+        "too few": ids[:15],
+        "too long": ids + ["x" * 257],
+        "long enough": ids + ["x" * 256],
+        "repeated": ids[:20] + ids[:20],
+        "nearly distinct": ids[:36] + ids[:4],
+        "whitespace only": ["\u2003", "\x85", None],
+        "nothing": [None, None],
+        "braces after python whitespace": ["\x1f\u2028[1]"] * 3,   # (json.loads wants ASCII whitespace)
+    }
+    got = {name: _value_hint(pa.array(v, pa.string())) for name, v in samples.items()}
+    assert got == {name: _value_hint_in_python(pa.array(v, pa.string())) for name, v in samples.items()}
+    assert got == {"prose": None, "json": "json", "json-looking, none parses": None, "one brace short": None,
+                   "identifiers": "identifier", "identifiers and whitespace-only values": "identifier",
+                   "identifiers, one with a space": None,
+                   "identifiers, one with a vertical tab (not RE2's \\s)": "identifier", "too few": None,
+                   "too long": None, "long enough": "identifier", "repeated": None, "nearly distinct": "identifier",
+                   "whitespace only": None, "nothing": None, "braces after python whitespace": None}
+    assert _value_hint(pa.array(ids, pa.large_string())) == "identifier"
