@@ -28,25 +28,22 @@ def _kernels(arr: pa.Array):
 
 def pii_gate(arr: pa.Array) -> np.ndarray | None:
     """Per row, whether it may match pii's prefilter (bool; null: no), or None without numba."""
-    arr = as_string_array(arr)
-    k = _kernels(arr)
-    if k is None:
-        return None
-    out = np.zeros(len(arr), np.bool_)
-    off, data = string_buffers(arr)
-    k.pii_gate(off, data, out)
-    return out
+    return _gate(arr, "pii_gate")
 
 
 def secrets_gate(arr: pa.Array) -> np.ndarray | None:
     """Per row, whether it may match the secrets check's prefilter (bool; null: no), or None without numba."""
+    return _gate(arr, "secrets_gate")
+
+
+def _gate(arr: pa.Array, kernel: str) -> np.ndarray | None:
     arr = as_string_array(arr)
     k = _kernels(arr)
     if k is None:
         return None
     out = np.zeros(len(arr), np.bool_)
     off, data = string_buffers(arr)
-    k.secrets_gate(off, data, out)
+    getattr(k, kernel)(off, data, out)
     return out
 
 

@@ -101,6 +101,14 @@ def test_the_guard_reports_a_configured_entry_of_the_wrong_kind():
     assert plan.fields == ()
 
 
+def _parses(text: str) -> bool:
+    try:
+        json.loads(text)
+        return True
+    except ValueError:
+        return False
+
+
 def _value_hint_in_python(values) -> str | None:
     """The hint as it was read in Python, value by value: what the Arrow reading must give."""
     from dataaudit.fields import IDENTIFIER_DISTINCT, IDENTIFIER_MAX_CHARS, IDENTIFIER_MIN_VALUES
@@ -108,13 +116,8 @@ def _value_hint_in_python(values) -> str | None:
     present = [v for v in values.drop_null().to_pylist() if v.strip()]
     if not present:
         return None
-    if all(v.lstrip()[:1] in ("{", "[") for v in present):
-        for v in present:
-            try:
-                json.loads(v)
-                return "json"
-            except ValueError:
-                continue
+    if all(v.lstrip()[:1] in ("{", "[") for v in present) and any(map(_parses, present)):
+        return "json"
     if len(present) < IDENTIFIER_MIN_VALUES:
         return None
     if any(c in v for v in values.drop_null().to_pylist() for c in "\t\n\f\r ") or \
