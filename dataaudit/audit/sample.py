@@ -16,6 +16,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
+from dataaudit.audit.coalesce import coalesced
 from dataaudit.audit.sample_draws import ALL, Z95, draws, wilson  # noqa: F401  (Z95: re-exported)
 from dataaudit.sources.base import ROW
 
@@ -42,28 +43,6 @@ def filtered(sample: dict, path: str, batches: Iterator[pa.RecordBatch]) -> Iter
             yield batch
         elif keep.any():
             yield batch.filter(pa.array(keep))
-
-
-def coalesced(batches: Iterator[pa.RecordBatch], batch_rows: int) -> Iterator[pa.RecordBatch]:
-    """Small batches of one schema joined into batches of up to `batch_rows` records: a sample leaves a few records
-    of each batch read, and every check has a fixed cost per batch (a 1.4% sample of 1 GB in batches of ~60
-    records: most of its time)."""
-    held: list[pa.RecordBatch] = []
-    rows = 0
-    for batch in batches:
-        if held and (batch.schema != held[0].schema or rows + batch.num_rows > batch_rows):
-            yield _joined(held)
-            held, rows = [], 0
-        held.append(batch)
-        rows += batch.num_rows
-    if held:
-        yield _joined(held)
-
-
-def _joined(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
-    if len(batches) == 1:
-        return batches[0]
-    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
 
 
 def parquet_row_groups(sample: dict, path: str, sizes: Sequence[int]) -> list[int]:
@@ -209,4 +188,6 @@ def sampled_batches(sample: dict, path: str, columns: list[str] | None, batch_ro
     else:
         batches = filtered(sample, path, iter_shard(path, columns, batch_rows, decode_all=decode_all,
                                                     text_unit=text_unit))
+    # a sample keeps a few records of each batch read (a 1.4% sample of 1 GB in batches of ~60 records: the checks'
+    # fixed cost per batch was most of its time)
     yield from coalesced(batches, batch_rows)

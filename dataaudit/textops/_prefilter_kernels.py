@@ -191,9 +191,9 @@ def _at(data, i, start, end, word, fold):
     return True
 
 
-@numba.njit(inline="always", cache=True)
+@numba.njit(cache=True, nogil=True, boundscheck=False)
 def _value_follows(data, p, end):
-    """The prefilter's `\s*@?\(?['"`]?[^\s'"`]{8}` may start at p: after the spaces, 8 value bytes from one of the
+    """The prefilter's `\\s*@?\\(?['"`]?[^\\s'"`]{8}` may start at p: after the spaces, 8 value bytes from one of the
     next four places (the three optional characters taken or not). A place inside a run too short has a shorter
     run: the next place tried is after the byte that ended it."""
     while p < end and _space(data[p]):
@@ -215,7 +215,7 @@ _KEY, _PASS, _PWD = np.frombuffer(b"key", np.uint8), np.frombuffer(b"pass", np.u
 _SECRET, _CONTRASE = np.frombuffer(b"secret", np.uint8), np.frombuffer(b"contrase", np.uint8)
 
 
-@numba.njit(inline="always", cache=True)
+@numba.njit(cache=True, nogil=True, boundscheck=False)
 def _keyword_in(data, a, e):
     """data[a:e] holds, in either case, "key", "pass", "pwd", "secret" or "contrase": what each of the prefilter's
     keywords holds."""
@@ -228,7 +228,7 @@ def _keyword_in(data, a, e):
     return False
 
 
-@numba.njit(inline="always", cache=True)
+@numba.njit(cache=True, nogil=True, boundscheck=False)
 def _run_holds_keyword(data, start, e):
     """The run of [\\w\\]'"] (multi-byte characters too) ending at e, back from it, holds a keyword."""
     a = e
@@ -237,7 +237,7 @@ def _run_holds_keyword(data, start, e):
     return _keyword_in(data, a, e)
 
 
-@numba.njit(inline="always", cache=True)
+@numba.njit(cache=True, nogil=True, boundscheck=False)
 def _keyword_before(data, start, i):
     """The prefilter's `keyword[\\w\\]'"]*\\s*(?:\\[[0-9]*\\])?\\s*` may end at i: back over the spaces, the run
     before them holds a keyword, or a "[digits]" comes first and the run before it (and its spaces) does."""
@@ -264,7 +264,7 @@ _HOOKS, _SLACK = np.frombuffer(b"hooks", np.uint8), np.frombuffer(b"slack", np.u
 _LIVE, _AWS = np.frombuffer(b"live_", np.uint8), np.frombuffer(b"aws", np.uint8)
 
 
-@numba.njit(inline="always", cache=True)
+@numba.njit(cache=True, nogil=True, boundscheck=False)
 def _upper_or_digit_run(data, i, end, n):
     """data[i:i + n] are [0-9A-Z]."""
     if i + n > end:
@@ -276,7 +276,7 @@ def _upper_or_digit_run(data, i, end, n):
     return True
 
 
-@numba.njit(inline="always", cache=True)
+@numba.njit(cache=True, nogil=True, boundscheck=False)
 def _aws_secret_at(data, start, i, end):
     """`(?i:aws).{0,20}['"][0-9a-zA-Z/+]{40}['"]` with its quote at i: 40 such bytes and a quote, and "aws" in the
     83 bytes before (20 characters of up to 4 bytes)."""
@@ -351,26 +351,37 @@ def _secret_stops64(data, i):
             | in_ranges64(data, i, 0xE2, 1, 0, 0))
 
 
+@numba.njit(inline="always", cache=True)
+def _secret_stop(b):
+    """`_secret_stops64`'s bytes, one at a time (a row's last bytes)."""
+    return (b == 33 or b == 34 or b == 39 or b == 40 or b == 46 or b == 58 or b == 61 or b == 65 or b == 66
+            or b == 74 or b == 80 or b == 88 or b == 95 or b == 120 or b == 0xC5 or b == 0xE2)
+
+
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
 def secrets_gate(off, data, out):
     """out[r]: row r (bytes data[off[r]:off[r + 1]]) may match the secrets check's prefilter. Read at the bytes each
     branch holds: a keyword's assignment (: = ! ( .assign, a value of 8 after it and a keyword in the word before),
     an AWS secret's quote, the first byte of a token prefix or a PEM header, the "_" of gh?_ and k_live_, the "."
-    of hooks.slack, and the two characters RE2 folds to an ASCII letter (ſ, K), which pass the row. The bytes
-    between are skipped 64 at a time."""
+    of hooks.slack, and the two characters RE2 folds to an ASCII letter (ſ, K), which pass the row. 64 bytes at a
+    time: the mask of those bytes, then each of them (one call site of `_secret_may_match`: it is inlined, and
+    numba took 2 minutes to compile the kernel with every helper inlined at every site)."""
     for r in range(off.shape[0] - 1):
         start = off[r]
         end = off[r + 1]
         i = start
         hit = False
-        while i + 64 <= end and not hit:
-            m = _secret_stops64(data, i)
+        while i < end and not hit:
+            if i + 64 <= end:
+                m = _secret_stops64(data, i)
+            else:
+                m = np.uint64(0)
+                for j in range(end - i):
+                    if _secret_stop(data[i + j]):
+                        m |= np.uint64(1) << np.uint64(j)
             while m != 0 and not hit:                   # each stop of the 64 bytes, the mask made once
                 hit = _secret_may_match(data, start, i + np.int64(trailing_zeros(m)), end)
                 m &= m - np.uint64(1)
             i += 64
-        while i < end and not hit:
-            hit = _secret_may_match(data, start, i, end)
-            i += 1
         out[r] = hit
     return 0

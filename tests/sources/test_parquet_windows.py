@@ -74,6 +74,7 @@ def test_a_window_starts_with_the_last_windows_batches_released(tmp_path, monkey
     reader (its pieces) nor the shard loop (its last batch) may hold one while the next window is pre-buffered and
     decoded, or each window's start holds two row groups' worth of memory. Measured in the decode pool (jemalloc,
     which only the reader's decoding uses during the audit) as each window starts."""
+    from dataaudit.audit import shard
     from dataaudit.audit.shard import audit_shard
     from dataaudit.config import load_config
 
@@ -88,7 +89,16 @@ def test_a_window_starts_with_the_last_windows_batches_released(tmp_path, monkey
     readahead = parquet._readahead
     monkeypatch.setattr(parquet, "_readahead", lambda: held.append(pool.bytes_allocated()) or readahead())
     gc.collect()   # no earlier test's garbage freed from the pool during the audit
+    monkeypatch.setattr(shard, "JOIN_BYTES", 1)          # no small row groups joined (they are held on purpose)
     result, _ = audit_shard(str(path), load_config(None))
     assert result.records == 8000 and len(held) == 4
     # what the pool held before the first window (other users of the process-wide pool) is the baseline
     assert [h - held[0] for h in held] == [0, 0, 0, 0]
+    # joined (the default), the row groups held wait for the next ones within the bound, never more
+    held.clear()
+    monkeypatch.setattr(shard, "JOIN_BYTES", 2 << 20)
+    gc.collect()
+    result, _ = audit_shard(str(path), load_config(None))
+    group = held[2] - held[1]
+    assert result.records == 8000 and group > 0
+    assert [h - held[0] for h in held] == [0, 0, group, 2 * group] and 2 * group < shard.JOIN_BYTES
