@@ -17,42 +17,42 @@ import pyarrow as pa
 def coalesced(batches: Iterator[pa.RecordBatch], max_rows: int, max_bytes: int | None = None, *,
               small_rows: int | None = None, first_alone: bool = False) -> Iterator[pa.RecordBatch]:
     """`batches` joined, in order, into batches of at most `max_rows` records and (`max_bytes`, when given) of
-    about `max_bytes`: a batch is added while the buffers the held ones keep alive are under it. Only batches of fewer than `small_rows`
-    records (default `max_rows`) are joined; a larger one passes as it is. `first_alone`: the first batch passes on
-    its own (what the audit reads a shard's fields from: the same records however later batches are joined). When
-    the reader fails, the batches held are yielded first, then its error raised: the records read before a break
-    are checked and counted."""
+    about `max_bytes`: a batch is added while the buffers the held ones keep alive are under it. Only batches of
+    fewer than `small_rows` records (default `max_rows`) are joined; a larger one passes as it is. `first_alone`: the
+    first batch passes on its own (what the audit reads a shard's fields from: the same records however later
+    batches are joined). When the reader fails, the batches held are yielded first, then its error raised: the
+    records read before a break are checked and counted."""
     small_rows = max_rows if small_rows is None else small_rows
     held: list[pa.RecordBatch] = []
     rows = size = 0
     first = first_alone
     batches = iter(batches)
-    try:
-        while True:
+    while True:
+        try:
             batch = next(batches, None)
-            if batch is None:
-                break
-            kept = batch.get_total_buffer_size()       # (a slice's whole buffers)
-            if first or batch.num_rows >= small_rows or (max_bytes is not None and kept >= max_bytes):
-                first = False
-                if held:
-                    yield _joined(held)
-                    held, rows, size = [], 0, 0
-                yield batch
-                batch = None     # not kept alive while the reader decodes the next one
-                continue
-            if held and (batch.schema != held[0].schema or rows + batch.num_rows > max_rows
-                         or (max_bytes is not None and size >= max_bytes)):
+        except Exception:
+            if held:
+                yield _joined(held)
+            raise
+        if batch is None:
+            break
+        kept = batch.get_total_buffer_size()           # (a slice's whole buffers)
+        if first or batch.num_rows >= small_rows or (max_bytes is not None and kept >= max_bytes):
+            first = False
+            if held:
                 yield _joined(held)
                 held, rows, size = [], 0, 0
-            held.append(batch)
-            rows += batch.num_rows
-            size += kept
-            batch = None
-    except Exception:
-        if held:
+            yield batch
+            batch = None         # not kept alive while the reader decodes the next one
+            continue
+        if held and (batch.schema != held[0].schema or rows + batch.num_rows > max_rows
+                     or (max_bytes is not None and size >= max_bytes)):
             yield _joined(held)
-        raise
+            held, rows, size = [], 0, 0
+        held.append(batch)
+        rows += batch.num_rows
+        size += kept
+        batch = None
     if held:
         yield _joined(held)
 
