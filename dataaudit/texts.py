@@ -290,8 +290,13 @@ def segments(batch: pa.RecordBatch, fields: tuple[Column, ...]) -> Segments:
         empty = np.zeros(0, np.int64)
         return Segments(pa.array([], pa.string()), empty, np.zeros(0, np.int32), empty, pa.array([], pa.string()),
                         fields)
-    return Segments(pa.concat_arrays(values), np.concatenate(rows), np.concatenate(field), np.concatenate(turn),
-                    pa.concat_arrays(roles), fields)
+    return Segments(_joined(values), np.concatenate(rows), np.concatenate(field), np.concatenate(turn),
+                    _joined(roles), fields)
+
+
+def _joined(arrays: list[pa.Array]) -> pa.Array:
+    """The arrays one after the other; one array as it is (concat_arrays copies even one: a batch's whole text)."""
+    return arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
 
 
 def split_json_turns(segs: Segments) -> tuple[Segments, Segments]:

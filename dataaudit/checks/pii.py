@@ -77,14 +77,41 @@ _PREFILTER = "|".join([
     r"[0-9]{12,19}",
 ])
 
-# Python side: the same patterns, with the boundaries RE2 has no look-behind for.
-_PY = {
-    "email": re.compile(r"(?<![\w.%+-])" + _EMAIL + r"(?![\w-]|\.[A-Za-z0-9])"),
-    "phone": re.compile(r"(?<![\w+.\-/])(?:" + PATTERNS["phone"] + r")(?![\w\-]|[.,/:][0-9])"),
-    "ipv4": re.compile(r"(?<![\w.])" + _IPV4 + r"(?![\w]|\.\w)"),
-    "ipv6": re.compile(r"(?<![\w:.])" + _IPV6 + r"(?![\w:]|\.[0-9])"),
-    "credit card": re.compile(r"(?<![\w.\-])" + _CARD + r"(?![\w\-]|[.,][0-9])"),
+
+
+@dataclass(frozen=True)
+class _Bounded:
+    """A pattern between boundaries: no character of the class `before` just before it, and after it neither a
+    character of `after` nor one of `then_first` followed by one of `then_next` (classes' insides, "-" escaped)."""
+
+    core: str
+    before: str
+    after: str
+    then_first: str
+    then_next: str
+
+    def python(self) -> re.Pattern:
+        """The confirmation's pattern (Python's look-around)."""
+        return re.compile(f"(?<![{self.before}])(?:{self.core})(?![{self.after}]|[{self.then_first}][{self.then_next}])")
+
+    def re2(self) -> str:
+        """The same for RE2 on one line, which has no look-around: a boundary is the line's end or a character
+        outside the classes. RE2's \\w is ASCII, Python's Unicode: any character Python takes for a boundary, RE2
+        takes too (and a non-ASCII letter besides), so this matches on every line the Python pattern matches on,
+        and on fewer others than the bare core (a digit run inside a hash, `std::cout` for an IPv6 address)."""
+        return (f"(?:^|[^{self.before}])(?:{self.core})(?:$|[^{self.after}{self.then_first}]|[{self.then_first}]$"
+                f"|[{self.then_first}][^{self.then_next}])")
+
+
+_BOUNDED = {
+    "email": _Bounded(_EMAIL, r"\w.%+\-", r"\w\-", ".", "A-Za-z0-9"),
+    "phone": _Bounded(PATTERNS["phone"], r"\w+.\-/", r"\w\-", ".,/:", "0-9"),
+    "ipv4": _Bounded(_IPV4, r"\w.", r"\w", ".", r"\w"),
+    "ipv6": _Bounded(_IPV6, r"\w:.", r"\w:", ".", "0-9"),
+    "credit card": _Bounded(_CARD, r"\w.\-", r"\w\-", ".,", "0-9"),
 }
+# Python side: the same patterns, with the boundaries RE2 has no look-behind for.
+_PY = {kind: b.python() for kind, b in _BOUNDED.items()}
 
 # Generic top-level domains seen in addresses (any two-letter country code is accepted too).
 _GENERIC_TLDS = frozenset("""com org net edu gov mil int info biz name pro mobi aero coop museum jobs travel asia
@@ -247,10 +274,10 @@ def _card(m: re.Match, text: str) -> str | None:
 
 _CONFIRM = (("email", _PY["email"], _email), ("credit card", _PY["credit card"], _card),
             ("phone", _PY["phone"], _phone), ("ip", _PY["ipv4"], _ipv4), ("ip", _PY["ipv6"], _ipv6))
-# For each pattern of _CONFIRM, its core without the boundaries: any text a Python pattern matches in holds a match of
-# its core, so a text where RE2 finds no core (one vectorized pass over the candidates) is not scanned for that kind.
-# Python's `re` scans a long text at 15-30 MB/s a pattern: most candidates need one or two of the five.
-_CORES = (_EMAIL, _CARD, PATTERNS["phone"], _IPV4, _IPV6)
+# For each pattern of _CONFIRM, what RE2 reads of it on a line (`_Bounded.re2`): any line a Python pattern matches in
+# holds a match of it, so a line where RE2 finds none (one vectorized pass over the candidates' lines) is not scanned
+# for that kind. Python's `re` scans a long text at 15-30 MB/s a pattern: most candidates need one or two of the five.
+_CORES = tuple(_BOUNDED[kind].re2() for kind in ("email", "credit card", "phone", "ipv4", "ipv6"))
 # What every match of each pattern of _CONFIRM holds, one of these characters: the batch's RE2 reads a core only on
 # the lines holding one (`core_lines`), and a text read alone (a report's snippet) skips the patterns it cannot hold.
 _DIGITS = "0123456789"

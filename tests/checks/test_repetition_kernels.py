@@ -349,6 +349,28 @@ def test_count_words_equals_re2():
     assert out.tolist() == pc.count_substring_regex(pa.array(texts), pattern=r"\S+").to_pylist()
 
 
+def test_count_words_equals_re2_on_long_spans():
+    # spans of every length up to 300 bytes at every offset, to the buffer's end, words and spaces of every length crossing the kernel's
+    # 64-byte blocks: the count equals RE2's
+    import pyarrow.compute as pc
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    rng = np.random.default_rng(7)
+    pieces = ["a", "word", "x" * 70, "训练", "é", "\x0b", " ", "  ", "\t", "\n", "\r\n", "\x0c", " " * 65, "\u3000"]
+    text = "".join(rng.choice(pieces, 4000))
+    data = np.frombuffer(text.encode(), np.uint8)
+    starts = rng.integers(0, len(data) - 300, 3000).astype(np.int64)
+    stops = starts + rng.integers(0, 300, 3000)
+    ends = np.arange(130, dtype=np.int64)           # and spans that end with the buffer (no block past them)
+    starts, stops = np.concatenate([starts, len(data) - ends]), np.concatenate([stops, np.full(130, len(data))])
+    out = np.empty(len(starts), np.int64)
+    k.count_words(data, starts, stops, out)
+    spans = [data[a:b].tobytes() for a, b in zip(starts, stops)]
+    expected = pc.count_substring_regex(pa.array([b.decode("utf-8", "replace") for b in spans]), pattern=r"\S+")
+    # (a span cut inside a character decodes with U+FFFD: a non-space, as the cut bytes are for the kernel)
+    assert out.tolist() == expected.to_pylist()
+    assert out.max() >= 10
+
+
 def test_symbols_and_list_gates_skip_chinese_lines():
     # a line with a CJK ideograph (U+5000..U+8FFF: \p{L}) is no symbols line; a list marker is ASCII or starts C2/E2
     import pyarrow.compute as pc
