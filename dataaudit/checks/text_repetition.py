@@ -192,10 +192,13 @@ def _repeats(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _per_doc(values: np.ndarray, first_line: np.ndarray) -> np.ndarray:
     """Per-document sums (int64) of `values` over the lines, in document order (`first_line`: each document's
-    first line; every document has one): a reduceat, ~4x faster than a weighted bincount."""
+    first line; every document has one): differences of the running sum at the documents' bounds, ~2.4x faster than
+    a reduceat (which casts each value on its way), itself ~4x faster than a weighted bincount."""
     if len(first_line) == 0:
         return np.zeros(0, np.int64)
-    return np.add.reduceat(values, first_line, dtype=np.int64)
+    running = np.zeros(len(values) + 1, np.int64)
+    np.cumsum(values, dtype=np.int64, out=running[1:])
+    return running[np.append(first_line[1:], len(values))] - running[first_line]
 
 
 def _take(values: pa.Array, mask: np.ndarray) -> pa.Array:
