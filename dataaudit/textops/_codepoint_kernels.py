@@ -8,8 +8,12 @@ builds the tables and holds the pure-pyarrow twins, which give identical results
 - `prose_counts`: the language pre-pass in one pass per row (checks.language_id): code spans skipped, six classes
   of code points counted, and the marker words among the row's words.
 
-`longest_run` and `count_marked` read a row eight bytes at a time (`swar.load8`): a chunk with no high bit
-is eight ASCII code points, handled without a branch per byte. Its marked bytes come from the ranges of marked ASCII bytes (`lo`/`hi`: two
+`count_marked` reads a row 64 bytes at a time where the buffer has them (a row's last bytes too, the bytes past its
+end left out): the ASCII bytes up to the first other one as one mask of marked bytes, from vector compares against
+the ranges of marked ASCII bytes (`calls`, two ranges a compare; `swar.in_ranges64`), its bits counted; then the code
+points up to the next ASCII byte one by one. `longest_run` reads 64 ASCII bytes at a time the same way, their runs
+eight bits at a time from `_CHUNK_RUNS`. Else (and near the buffer's end) eight bytes at a time (`swar.load8`): a
+chunk with no high bit is eight ASCII code points, handled without a branch per byte. Its marked bytes come from the ranges of marked ASCII bytes (`lo`/`hi`: two
 additions per range, when there are at most `_MAX_RANGES`), else from table lookups (`count_marked`: one per two
 bytes, `pairs`). `longest_run` turns the chunk's 8-bit mask of run breaks into its runs with one lookup
 (`_CHUNK_RUNS`), `count_marked` counts the mask's bits. A chunk holding a non-ASCII byte, and a row's last
@@ -24,6 +28,9 @@ import numpy as np
 
 from .hashing import GOLD
 from .swar import HIGH, LOW7, has_byte, high_bits, in_ranges64, load8, load_upto, popcount, trailing_zeros
+
+_ONE = np.uint64(1)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 _MAX_RANGES = 4     # more ranges of marked ASCII bytes than this: table lookups per chunk are cheaper
 
@@ -87,14 +94,43 @@ def _pair_count(x, pairs):
             + pairs[x >> np.uint64(48)])
 
 
+@numba.njit(inline="always")
+def _past(k):
+    """Bits k..63 (none for k >= 64): the bytes of a 64-byte block past a row's end, k bytes from its start."""
+    return (_ALL << np.uint64(k)) if k < 64 else np.uint64(0)
+
+
+@numba.njit(inline="always")
+def _ascii64(data, i, calls):
+    """The marked bytes of data[i:i + 64] (all ASCII) as bits: per row of `calls`, two ranges (first, length) of
+    marked ASCII bytes (`codepoints.ascii_calls`), one vector compare each."""
+    m = np.uint64(0)
+    for c in range(calls.shape[0]):
+        m |= in_ranges64(data, i, calls[c, 0], calls[c, 1], calls[c, 2], calls[c, 3])
+    return m
+
+
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
-def longest_run(off, data, table, lo, hi, out):
+def longest_run(off, data, table, lo, hi, calls, out):
     for r in range(off.shape[0] - 1):
         i = off[r]
         end = off[r + 1]
         run = 0
         best = 0
         while i < end:
+            if i + 64 <= end and in_ranges64(data, i, 0x80, 0x80, 0, 0) == 0:   # 64 ASCII: one mask of breaks
+                brk64 = _ascii64(data, i, calls)
+                for j in range(8):        # (a fixed count: a loop of 8 unrolled; fewer at a row's end ran slower)
+                    c = _CHUNK_RUNS[(brk64 >> np.uint64(8 * j)) & np.uint64(0xFF)]
+                    run += c & 0xFF
+                    if run > best:
+                        best = run
+                    inner = (c >> 8) & 0xFF
+                    if inner > best:
+                        best = inner
+                    run = run * (c >> 24) + ((c >> 16) & 0xFF)
+                i += 64
+                continue
             if i + 8 <= end:
                 x = load8(data, i)
                 if (x & HIGH) == 0:       # eight ASCII code points: their run breaks as bits 0..7, no branch
@@ -130,13 +166,35 @@ def longest_run(off, data, table, lo, hi, out):
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
-def count_marked(off, data, table, lo, hi, pairs, marked, length):
+def count_marked(off, data, table, lo, hi, pairs, calls, marked, length):
+    nb = data.shape[0]
     for r in range(off.shape[0] - 1):
         i = off[r]
         end = off[r + 1]
         m = 0
         n = 0
         while i < end:
+            if i + 64 <= nb:
+                # 64 bytes by vector compares (those past the row's end left out): the marked ASCII bytes before
+                # the first other byte by one popcount, then the code points up to the next ASCII byte one by one
+                inside = ~_past(end - i)
+                wide = in_ranges64(data, i, 0x80, 0x80, 0, 0) & inside
+                if wide == 0:
+                    m += np.int64(popcount(_ascii64(data, i, calls) & inside))
+                    k = min(end - i, 64)
+                    n += k
+                    i += k
+                    continue
+                j = trailing_zeros(wide)
+                m += np.int64(popcount(_ascii64(data, i, calls) & ((_ONE << j) - _ONE)))
+                n += np.int64(j)
+                i += np.int64(j)
+                while i < end and data[i] >= 0x80:
+                    cp, w = _decode(data, i, end)
+                    m += table[cp]
+                    i += w
+                    n += 1
+                continue
             if i + 8 <= end:
                 x = load8(data, i)
                 if (x & HIGH) == 0:       # eight ASCII code points: the marked ones by popcount

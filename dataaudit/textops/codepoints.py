@@ -118,12 +118,20 @@ def ascii_pairs(t: np.ndarray) -> np.ndarray:
     return out.ravel()
 
 
+def ascii_calls(t: np.ndarray) -> np.ndarray:
+    """The marked ASCII bytes (entry 1 among t[:128]) as rows of two ranges, (first, length, first, length) (a
+    length of 0: no range): the kernels' 64-bytes-at-a-time path, one vector compare per row."""
+    pairs = _ranges(t)
+    pairs += [(0, 0)] * (len(pairs) % 2)
+    return np.array([x for r in pairs for x in r], np.int64).reshape(-1, 4)
+
+
 @functools.lru_cache(maxsize=8)
-def _kernel_tables(pattern: str, minus: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(table of `pattern` less `minus`, `ascii_ranges`, `ascii_pairs`): what the kernels read, once per pattern
-    (masking one 2 MB table by another cost ~0.35 ms per call)."""
+def _kernel_tables(pattern: str, minus: str | None) -> tuple[np.ndarray, ...]:
+    """(table of `pattern` less `minus`, `ascii_ranges`, `ascii_pairs`, `ascii_calls`): what the kernels read, once
+    per pattern (masking one 2 MB table by another cost ~0.35 ms per call)."""
     t = table(pattern) if minus is None else table(pattern) & ~table(minus)
-    return (t, *ascii_ranges(t), ascii_pairs(t))
+    return (t, *ascii_ranges(t), ascii_pairs(t), ascii_calls(t))
 
 
 def longest_run(arr: pa.Array, pattern: str) -> np.ndarray:
@@ -139,7 +147,8 @@ def longest_run(arr: pa.Array, pattern: str) -> np.ndarray:
         return out
     off, data = _buffers(arr)
     out = np.zeros(len(off) - 1, np.int64)
-    k.longest_run(off, data, *_kernel_tables(pattern, None)[:3], out)
+    t, lo, hi, _, calls = _kernel_tables(pattern, None)
+    k.longest_run(off, data, t, lo, hi, calls, out)
     return out
 
 

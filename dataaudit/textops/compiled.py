@@ -54,9 +54,9 @@ EXPORTS: dict[str, dict[str, str]] = {
         "word_minhash": "u1[] i8[] u1[] u8[] u8 i8 u8[] u8[] u4[][] i8[] u8[] i8[]",
     },
     "dataaudit.textops._codepoint_kernels": {
-        "count_marked": "i8[] u1[] u1[] u8[] u8[] u1[] i8[] i8[]",
+        "count_marked": "i8[] u1[] u1[] u8[] u8[] u1[] i8[][] i8[] i8[]",
         "holds_c3_or_fffd": "i8[] u1[] b1[]",
-        "longest_run": "i8[] u1[] u1[] u8[] u8[] i8[]",
+        "longest_run": "i8[] u1[] u1[] u8[] u8[] i8[][] i8[]",
         "prose_counts": "i8[] u1[] u1[] u8[] i8[][] i8[] u8[] u8[] i8[] u8[] i8[][]",
         "prose_text": "i8[] u1[] i8[] i8 i8[] u1[]",
     },

@@ -174,7 +174,15 @@ def _chunk_rows(seed: int) -> list[bytes | None]:
             k = rng.randint(0, len(row))
             row = row[:k] + rng.choice([b"\xe4\xb8", b"\xf0", b"\x80\x80", b"\xc3", b"\xff"]) + row[k:]
         rows.append(row)
-    rows += [b"", None, b"z" * 8 * 5, b"y" * 43]            # the buffer ends on a long ASCII row
+    # long rows whose 64-byte blocks are all ASCII or not at every offset: ASCII stretches of every length between
+    # wide or cut characters (the 64-byte path, the eight-byte path and the walk take turns within a row)
+    for _ in range(300):
+        row = b""
+        while len(row) < rng.randint(64, 400):
+            row += bytes(rng.choice(_MARKS.encode() + b"xxxxyz") for _ in range(rng.choice([1, 7, 8, 9, 63, 64, 65, 130])))
+            row += rng.choice(wide).encode() if rng.random() < 0.8 else rng.choice([b"\xe4\xb8", b"\xff"])
+        rows.append(row)
+    rows += [b"", None, b"z" * 8 * 5, b"y" * 43, b"w" * 64 * 3]   # the buffer ends on long ASCII rows
     return rows
 
 
@@ -205,6 +213,15 @@ def test_count_with_minus_equals_the_byte_walk():
     marked, length = codepoints.count_matching(_raw_array(rows), _NON_TEXT_RE, _BOX_RE)
     np.testing.assert_array_equal(marked, expected[:, 1])
     np.testing.assert_array_equal(length, expected[:, 2])
+
+
+def test_ascii_calls():
+    t = np.zeros(1 << 21, np.uint8)
+    t[[0, 1, 2, 35, 100, 101, 127, 200]] = 1
+    assert codepoints.ascii_calls(t).tolist() == [[0, 3, 35, 1], [100, 2, 127, 1]]
+    t[127] = 0
+    assert codepoints.ascii_calls(t).tolist() == [[0, 3, 35, 1], [100, 2, 0, 0]]
+    assert codepoints.ascii_calls(np.zeros(1 << 21, np.uint8)).shape == (0, 4)
 
 
 def test_ascii_ranges():
