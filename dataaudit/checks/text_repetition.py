@@ -147,7 +147,8 @@ LABEL_RE = "|".join((
     r"^\s*(?:-\s+)?[A-Za-z_][\w.-]*:\s+\S",                                      # key: value (YAML, headers)
 ))
 # No letter, no digit: left out of the sentence runs, and of the Gopher statistics in a text with code.
-SYMBOLS_RE = r"^[^\p{L}\p{N}]+$"
+SYMBOL_CLASS = r"\p{L}\p{N}"           # (what a symbols line has none of; the numba view reads it as a table)
+SYMBOLS_RE = rf"^[^{SYMBOL_CLASS}]+$"
 # List markers: removed (the item is kept).
 _MARKER = r"(?:[-*+\x{2022}\x{25E6}\x{25AA}\x{2023}\x{00B7}\x{2013}]|\d{1,3}[.)]|[A-Za-z][.)]|\(\w{1,4}\)|\[[ xX]\])\s+"
 LIST_RE = r"^\s*" + _MARKER
@@ -271,7 +272,7 @@ def split_lines(arr: pa.Array, total: np.ndarray | None, skip_structure: bool,
     # the other classes only matter on the non-blank lines outside code
     rest = nonblank & ~code
     label = view.labels(rest, LABEL_RE, HEADING_RE)
-    symbols = view.symbols(rest, SYMBOLS_RE)
+    symbols = view.symbols(rest, SYMBOLS_RE, SYMBOL_CLASS)
     items = view.list_items(view.candidates(rest, "GATE_LIST"), LIST_RE) & ~symbols
     short_item = items.copy()
     if items.any():                                             # the item without its marker

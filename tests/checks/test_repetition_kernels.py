@@ -523,7 +523,7 @@ def test_ascii_symbol_lines_are_decided_without_re2():
     # an ASCII line with no letter or digit matches SYMBOLS_RE for sure; a line with other bytes goes to RE2 (\p{L})
     import pyarrow.compute as pc
     from dataaudit.checks.text_lines import KernelLines
-    from dataaudit.checks.text_repetition import SYMBOLS_RE
+    from dataaudit.checks.text_repetition import SYMBOL_CLASS, SYMBOLS_RE
     k = numba_kernels("dataaudit.textops._repetition_kernels")
     lines = ["----", "  ***  ", "—— ——", "a--", "Роман", "== 1 ==", "=== ===", "…", "\t.\t"]
     view = KernelLines(k, pa.array(["\n".join(lines)], pa.string()))
@@ -532,7 +532,26 @@ def test_ascii_symbol_lines_are_decided_without_re2():
     assert ((view.flags & line_flags.GATE_SYMBOLS) != 0).astype(int).tolist() == [1, 1, 1, 0, 1, 0, 1, 1, 1]
     hit = pc.match_substring_regex(raw, pattern=SYMBOLS_RE).to_pylist()
     assert hit == [True, True, True, False, False, False, True, True, True]
-    assert view.symbols(np.ones(len(lines), bool), SYMBOLS_RE).tolist() == hit
+    assert view.symbols(np.ones(len(lines), bool), SYMBOLS_RE, SYMBOL_CLASS).tolist() == hit
+
+
+def test_symbol_lines_read_with_the_class_table_equal_re2():
+    # the lines the kernel leaves to the class's table (non-ASCII ones): letters and numbers of every kind (a Roman
+    # numeral and a superscript two are \p{N}, a combining accent and an emoji are not), in any mix, as RE2 reads them
+    import pyarrow.compute as pc
+    from dataaudit.checks.text_lines import KernelLines
+    from dataaudit.checks.text_repetition import SYMBOL_CLASS, SYMBOLS_RE
+    k = numba_kernels("dataaudit.textops._repetition_kernels")
+    rng = random.Random(2)
+    pieces = ["—", "…", "•", "\u0301", "😀", "²", "Ⅻ", "٣", "ﾃ", "训", "é", "Ω", "ß", "-", "*", " ", "=", "\t", "a", "7",
+              "\u00a0", "\u200b", "€", "\ue000", "「", "\u3000", "ǅ", "ʰ"]
+    lines = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 6))) for _ in range(3000)]
+    lines = [line for line in lines if line.strip()]
+    view = KernelLines(k, pa.array(["\n".join(lines)], pa.string()))
+    raw = view.raw.take(np.arange(len(view.doc))).to_arrow(k)
+    hit = pc.match_substring_regex(raw, pattern=SYMBOLS_RE).to_pylist()
+    assert view.symbols(np.ones(len(view.doc), bool), SYMBOLS_RE, SYMBOL_CLASS).tolist() == hit
+    assert 300 < sum(hit) < len(hit) - 300
 
 
 def test_sentence_runs_kernel_on_known_runs(monkeypatch):
