@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from dataaudit.textops.arrow import string_buffers
 from dataaudit.textops.hashing import numba_kernels
-from dataaudit.textops.prefilters import lines_holding, need_table, pii_gate
+from dataaudit.textops.prefilters import lines_holding, need_table, passes, pii_gate
 
 from .base import CheckOutput, register
 from .text_common import as_string_array, char_lengths, rows_as_str, to_bool
@@ -333,12 +333,12 @@ def _first_span(text: str, found: list[Finding], lines: dict) -> tuple[int, int]
 
 
 def locate_pii(text: str, **params) -> tuple[int, int] | None:
-    found = find_pii(text, first=True)
+    found = find_pii(text, first=True) if passes(pii_gate, text) else []
     return (found[0].start, found[0].end) if found else None
 
 
 def mask_spans_pii(text: str, **params) -> list[tuple[int, int]]:
-    return [(f.start, f.end) for f in find_pii(text)]
+    return [(f.start, f.end) for f in find_pii(text)] if passes(pii_gate, text) else []
 
 
 def summarize(found: list[Finding]) -> str:

@@ -23,7 +23,7 @@ import re
 from functools import cache
 from itertools import chain
 
-from dataaudit.textops.prefilters import secrets_gate
+from dataaudit.textops.prefilters import passes, secrets_gate
 
 from .base import CheckOutput, register
 from .pii import Finding, found_values
@@ -268,12 +268,12 @@ def find_secrets(text: str, min_entropy: float = 3.0, first: bool = False, **par
 
 
 def locate_secret(text: str, **params) -> tuple[int, int] | None:
-    found = find_secrets(text, first=True, **params)
+    found = find_secrets(text, first=True, **params) if passes(secrets_gate, text) else []
     return (found[0].start, found[0].end) if found else None
 
 
 def mask_spans_secrets(text: str, **params) -> list[tuple[int, int]]:
-    return [(f.start, f.end) for f in find_secrets(text, **params)]
+    return [(f.start, f.end) for f in find_secrets(text, **params)] if passes(secrets_gate, text) else []
 
 
 @register(

@@ -36,6 +36,14 @@ def secrets_gate(arr: pa.Array) -> np.ndarray | None:
     return _gate(arr, "secrets_gate")
 
 
+def passes(gate, text: str) -> bool:
+    """Whether `gate` (`pii_gate`, `secrets_gate`) passes the one text `text`; True without the kernels. False: the
+    check's prefilter, and so every pattern of the check, matches nowhere in it (a report's snippet is masked by
+    both checks whatever check flagged its text: one gate call costs a fraction of reading it in Python)."""
+    passed = gate(pa.array([text], pa.string()))
+    return passed is None or bool(passed[0])
+
+
 def _gate(arr: pa.Array, kernel: str) -> np.ndarray | None:
     arr = as_string_array(arr)
     k = _kernels(arr)

@@ -132,24 +132,45 @@ def test_pii_reads_each_candidate_for_the_kinds_whose_core_it_holds_only():
     assert out.span[len(rows) - 3] == (6, 20) and all(out.span[i] is None for i in np.flatnonzero(~out.flagged))
 
 
-def test_pii_bounded_cores_miss_no_value_on_random_look_alikes():
-    """The RE2 cores carry the Python patterns' boundaries (`_Bounded.re2`): on texts made of values, their pieces and
-    every boundary character (Unicode letters and digits, which Python's \\w holds and RE2's does not, among them),
-    reading only the lines where a core matches finds what reading every whole text finds."""
-    from dataaudit.checks.pii import _CORES, _NEEDS, _PREFILTER, found_values
-
-    rng = random.Random(11)
+def _pii_look_alikes(n: int, seed: int) -> list[str]:
+    """Texts made of values, their pieces and every boundary character (Unicode letters and digits, which Python's
+    \\w holds and RE2's does not, among them)."""
+    rng = random.Random(seed)
     tokens = ["4111 1111 1111 1111", "4111-1111-1111-1111", "4111111111111111", "81.2.69.160", "8.8.4.4",
               "2a00:1450:4001:80b::200e", "fe80::1", "::", "+44 20 7946 0958", "(415) 555-2671", "415.555.2671",
               "020 7946 0958", "06.12.34.56.78", "j.doe@gmail.com", "a@b.co", "1234", "123456", "12", "0", "7",
               " ", " ", "-", ".", ",", ":", "/", "+", "@", "(", ")", "_", "%", "\n", "x", "Z", "é", "\u0663", "std",
               "ab.com", "ISBN ", "v", "version "]
-    rows = ["".join(rng.choice(tokens) for _ in range(rng.randint(1, 12))) for _ in range(3000)]
-    arr = pa.array(rows, pa.string())
+    return ["".join(rng.choice(tokens) for _ in range(rng.randint(1, 12))) for _ in range(n)]
+
+
+def test_pii_bounded_cores_miss_no_value_on_random_look_alikes():
+    """The RE2 cores carry the Python patterns' boundaries (`_Bounded.re2`): reading only the lines where a core
+    matches finds what reading every whole text finds."""
+    from dataaudit.checks.pii import _CORES, _NEEDS, _PREFILTER, found_values
+
+    arr = pa.array(_pii_look_alikes(3000, 11), pa.string())
     every = found_values(arr, _PREFILTER, find_pii)
     lines = found_values(arr, _PREFILTER, find_pii, _CORES, needs=_NEEDS)
     assert lines.value.tolist() == every.value.tolist() and list(lines.detail) == list(every.detail)
     assert (every.value > 0).sum() > 500
+
+
+def test_masks_and_places_read_past_the_gate_equal_a_whole_read():
+    """A snippet's masks and a flag's place skip a text the check's gate does not pass: the same spans as reading it."""
+    from dataaudit.checks.pii import locate_pii, mask_spans_pii
+    from dataaudit.checks.secrets import find_secrets, locate_secret, mask_spans_secrets
+
+    texts = _pii_look_alikes(2000, 5) + [t for t, _ in PII_POSITIVES] + PII_NEGATIVES
+    assert [mask_spans_pii(t) for t in texts] == [[(f.start, f.end) for f in find_pii(t)] for t in texts]
+    assert [locate_pii(t) for t in texts] == [(lambda f: (f[0].start, f[0].end) if f else None)(find_pii(t, first=True))
+                                             for t in texts]
+    if available("detect_secrets"):
+        texts += [t for t, _, _ in SECRET_POSITIVES] + SECRET_NEGATIVES
+        assert [mask_spans_secrets(t) for t in texts] == [[(f.start, f.end) for f in find_secrets(t)] for t in texts]
+        assert [locate_secret(t) for t in texts] == [(lambda f: (f[0].start, f[0].end) if f else None)(
+            find_secrets(t, first=True)) for t in texts]
+        assert sum(bool(mask_spans_secrets(t)) for t in texts) >= len(SECRET_POSITIVES)
 
 
 def test_secrets_gives_each_flagged_texts_span_as_locate_does():
