@@ -507,8 +507,8 @@ def _repetition(arr: pa.Array, p: dict, names: list[str], repeats: bool) -> Chec
         spread = answer & (stats["sentence_run"] == 0) if "sentence_run" in stats else np.zeros(n, dtype=bool)
         for j, k in enumerate(keys):
             rows = answer if k.endswith("_gram") else spread if k == "dup_line_char_frac" else None
-            if rows is not None and thresholds[k] < floor:
-                ratios[j, rows] = np.minimum(ratios[j, rows], stats[k][rows] / floor)
+            if rows is not None and thresholds[k] < floor:     # (in place where `rows`: no gathers of the rows)
+                np.minimum(ratios[j], stats[k] / floor, out=ratios[j], where=rows)
     if p["min_chars"]:
         ratios[:, char_lengths(arr) < p["min_chars"]] = 0.0
     which = np.argmax(ratios, axis=0)
