@@ -110,6 +110,20 @@ def _ascii64(data, i, calls):
     return m
 
 
+@numba.njit(inline="always")
+def _chunk_step(c, run, best):
+    """(run, best) after eight ASCII code points whose `_CHUNK_RUNS` entry is c: the run carried in grows by the
+    code points before the chunk's first break, the longest run seen takes those and the chunk's inner runs, and the
+    run goes on with the code points after its last break (or all eight: no break)."""
+    run += c & 0xFF
+    if run > best:
+        best = run
+    inner = (c >> 8) & 0xFF
+    if inner > best:
+        best = inner
+    return run * (c >> 24) + ((c >> 16) & 0xFF), best
+
+
 @numba.njit(cache=True, nogil=True, boundscheck=False, _nrt=False)
 def longest_run(off, data, table, lo, hi, calls, out):
     for r in range(off.shape[0] - 1):
@@ -121,28 +135,13 @@ def longest_run(off, data, table, lo, hi, calls, out):
             if i + 64 <= end and in_ranges64(data, i, 0x80, 0x80, 0, 0) == 0:   # 64 ASCII: one mask of breaks
                 brk64 = _ascii64(data, i, calls)
                 for j in range(8):        # (a fixed count: a loop of 8 unrolled; fewer at a row's end ran slower)
-                    c = _CHUNK_RUNS[(brk64 >> np.uint64(8 * j)) & np.uint64(0xFF)]
-                    run += c & 0xFF
-                    if run > best:
-                        best = run
-                    inner = (c >> 8) & 0xFF
-                    if inner > best:
-                        best = inner
-                    run = run * (c >> 24) + ((c >> 16) & 0xFF)
+                    run, best = _chunk_step(_CHUNK_RUNS[(brk64 >> np.uint64(8 * j)) & np.uint64(0xFF)], run, best)
                 i += 64
                 continue
             if i + 8 <= end:
                 x = load8(data, i)
                 if (x & HIGH) == 0:       # eight ASCII code points: their run breaks as bits 0..7, no branch
-                    brk = high_bits(_ascii_marks(x, table, lo, hi))
-                    c = _CHUNK_RUNS[brk]
-                    run += c & 0xFF
-                    if run > best:
-                        best = run
-                    inner = (c >> 8) & 0xFF
-                    if inner > best:
-                        best = inner
-                    run = run * (c >> 24) + ((c >> 16) & 0xFF)
+                    run, best = _chunk_step(_CHUNK_RUNS[high_bits(_ascii_marks(x, table, lo, hi))], run, best)
                     i += 8
                     continue
                 stop = i + 8              # a non-ASCII byte: code point by code point past this chunk
