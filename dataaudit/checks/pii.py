@@ -78,7 +78,6 @@ _PREFILTER = "|".join([
 ])
 
 
-
 @dataclass(frozen=True)
 class _Bounded:
     """A pattern between boundaries: no character of the class `before` just before it, and after it neither a
@@ -92,7 +91,8 @@ class _Bounded:
 
     def python(self) -> re.Pattern:
         """The confirmation's pattern (Python's look-around)."""
-        return re.compile(f"(?<![{self.before}])(?:{self.core})(?![{self.after}]|[{self.then_first}][{self.then_next}])")
+        return re.compile(f"(?<![{self.before}])(?:{self.core})"
+                          f"(?![{self.after}]|[{self.then_first}][{self.then_next}])")
 
     def re2(self) -> str:
         """The same for RE2 on one line, which has no look-around: a boundary is the line's end or a character

@@ -13,13 +13,13 @@ end left out): the ASCII bytes up to the first other one as one mask of marked b
 the ranges of marked ASCII bytes (`calls`, two ranges a compare; `swar.in_ranges64`), its bits counted; then the code
 points up to the next ASCII byte one by one. `longest_run` reads 64 ASCII bytes at a time the same way, their runs
 eight bits at a time from `_CHUNK_RUNS`. Else (and near the buffer's end) eight bytes at a time (`swar.load8`): a
-chunk with no high bit is eight ASCII code points, handled without a branch per byte. Its marked bytes come from the ranges of marked ASCII bytes (`lo`/`hi`: two
-additions per range, when there are at most `_MAX_RANGES`), else from table lookups (`count_marked`: one per two
-bytes, `pairs`). `longest_run` turns the chunk's 8-bit mask of run breaks into its runs with one lookup
-(`_CHUNK_RUNS`), `count_marked` counts the mask's bits. A chunk holding a non-ASCII byte, and a row's last
-bytes, go code point by code point (`_decode`) as before. The caller derives `lo`/`hi`/`pairs` from the table's
-first 128 entries at call time (`codepoints.ascii_ranges`, `ascii_pairs`), so every table gives the result of
-the byte-by-byte walk (~2.8x faster on ASCII text).
+chunk with no high bit is eight ASCII code points, handled without a branch per byte; its marked bytes come from the
+ranges of marked ASCII bytes (`lo`/`hi`: two additions per range, when there are at most `_MAX_RANGES`), else from
+table lookups (`count_marked`: one per two bytes, `pairs`), and `longest_run` turns its 8-bit mask of run breaks
+into runs with one lookup (`_CHUNK_RUNS`). A chunk holding a non-ASCII byte goes code point by code point
+(`_decode`). The caller derives `lo`/`hi`/`pairs`/`calls` from the table's first 128 entries once per pattern
+(`codepoints.ascii_ranges`, `ascii_pairs`, `ascii_calls`), so every table gives the result of the byte-by-byte walk
+(tests compare them at every alignment).
 """
 from __future__ import annotations
 
