@@ -297,11 +297,11 @@ def _secret_may_match(data, start, i, end):
     """Whether a match of the secrets prefilter may hold data[i] (one of the bytes `secrets_gate` stops at)."""
     b = data[i]
     if b == 58 or b == 61 or b == 33 or b == 40:            # : = ! ( (and := =>): a keyword before, a value after
-        if not _keyword_before(data, start, i):             # (the rarer of the two: 3 in 1,000 in chat text)
-            return False
-        return _value_follows(data, i + 1, end) or (
+        # (both must hold; the value after is read first: the word before can be long in code, `self.something(`)
+        value = _value_follows(data, i + 1, end) or (
             i + 1 < end and ((b == 58 and data[i + 1] == 61) or (b == 61 and data[i + 1] == 62))
             and _value_follows(data, i + 2, end))
+        return value and _keyword_before(data, start, i)
     if b == 46:                                             # .assign, hooks.slack
         if _at(data, i + 1, start, end, _ASSIGN, False) and _keyword_before(data, start, i):
             return _value_follows(data, i + 7, end)
