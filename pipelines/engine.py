@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 
 from dataaudit.extras import available
 from dataaudit.handlers import report_unreadable
-from dataaudit.io import stored_size
+from dataaudit.io import is_uri, stored_size
 
 # auto engine, a job without local lanes (one shard at a time here): below this much input, starting Ray costs more
 # than it saves; and on fewer cores than LOCAL_RAY_MIN_CORES a Ray of its own (driver, GCS, raylet and workers on the
@@ -27,6 +27,8 @@ PIECES_PER_LANE = 8
 MIN_PIECE_BYTES = 8 * 2**20
 MAX_PIECE_BYTES = 256 * 2**20
 ENGINES = ("auto", "local", "ray")
+# objects in a store sized at once (a HEAD each) when a job plans its lanes and pieces
+SIZE_REQUESTS = 16
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,16 @@ def _size(path: str) -> int:
 
 
 def shard_sizes(paths: Sequence[str]) -> list[int]:
-    """Each shard's stored bytes (0 when it cannot be read: its reader says why)."""
-    return [_size(p) for p in paths]
+    """Each shard's stored bytes (0 when it cannot be read: its reader says why). An object in a store is a request
+    each (a HEAD): those are asked SIZE_REQUESTS at a time (one by one, 10,000 objects at ~30 ms a request would be
+    5 minutes before the job's first shard)."""
+    if len(paths) < 2 or not any(is_uri(p) for p in paths):
+        return [_size(p) for p in paths]
+    from concurrent.futures import ThreadPoolExecutor
+
+    first = _size(paths[0])   # alone: its store's client is made once, not by each thread at the same time
+    with ThreadPoolExecutor(max_workers=min(SIZE_REQUESTS, len(paths) - 1)) as pool:
+        return [first, *pool.map(_size, paths[1:])]
 
 
 def choose_engine(paths: Sequence[str], options: EngineOptions, share: float = 1.0, lanes: bool = False) -> str:
@@ -85,26 +95,28 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
-def local_workers(paths: Sequence[str], units: int | None = None) -> int:
+def local_workers(paths: Sequence[str], units: int | None = None, sizes: Sequence[int] | None = None) -> int:
     """The local engine's lanes when --workers is not given: one per core (at most one per unit: `units`, the shards
     and pieces of shards to run, default one per shard) when the shards still to run hold LOCAL_PARALLEL_BYTES or
-    more, else 1 (this process alone)."""
+    more, else 1 (this process alone). `sizes`: the shards' `shard_sizes`, when the caller has them."""
     n = min(cores(), len(paths) if units is None else units)
-    if n < 2 or sum(_size(p) for p in paths) < LOCAL_PARALLEL_BYTES:
+    if n < 2:
         return 1
-    return n
+    return n if sum(shard_sizes(paths) if sizes is None else sizes) >= LOCAL_PARALLEL_BYTES else 1
 
 
-def planned_lanes(paths: Sequence[str], options: EngineOptions, units: int | None = None) -> int:
+def planned_lanes(paths: Sequence[str], options: EngineOptions, units: int | None = None,
+                  sizes: Sequence[int] | None = None) -> int:
     """The lanes a job that uses worker processes (the audit) will run `paths` in with every shard still to run: 1 on
     Ray, else `options.workers` or `local_workers`, at most one per unit (`units`: the shards and the pieces large
-    shards will be cut into; default one per shard). A resumed job may use fewer."""
+    shards will be cut into; default one per shard; `sizes`: the shards' `shard_sizes`, when the caller has them). A
+    resumed job may use fewer."""
     if choose_engine(paths, options, lanes=True) != "local":
         return 1
     units = len(paths) if units is None else units
     if options.workers is not None:
         return max(1, min(options.workers, units))
-    return local_workers(paths, units)
+    return local_workers(paths, units, sizes)
 
 
 def piece_bytes(total: int, lanes: int) -> int:

@@ -142,10 +142,14 @@ def run_units(paths: Sequence[str], store, stage: Callable, args: tuple, *, engi
     tell()
     items = pending
     lanes = options.workers or cores()
-    if hasattr(stage, "pieces") and lanes > 1 and (engine == "ray" or processes):
-        items = _in_pieces(pending, stage, args, lanes)
-    if engine == "local" and processes and options.workers is None:   # every core, for an input worth it
-        options = replace(options, workers=local_workers([p for _, p in pending], len(items)))
+    pieces = hasattr(stage, "pieces") and lanes > 1 and (engine == "ray" or processes)
+    lanes_by_size = engine == "local" and processes and options.workers is None
+    # sized once for both decisions (an object in a store is a request)
+    sizes = shard_sizes([p for _, p in pending]) if pieces or lanes_by_size else None
+    if pieces:
+        items = _in_pieces(pending, stage, args, lanes, sizes)
+    if lanes_by_size:   # every core, for an input worth it
+        options = replace(options, workers=local_workers([p for _, p in pending], len(items), sizes))
         if options.workers < 2:
             items = pending     # one lane after all: the shards run whole
     unit = _Unit(stage, store.fingerprints and not getattr(stage, "fingerprints", False))
@@ -154,10 +158,9 @@ def run_units(paths: Sequence[str], store, stage: Callable, args: tuple, *, engi
     return [summaries[i] for i in indexes], len(indexes) - len(pending)
 
 
-def _in_pieces(pending: list, stage, args: tuple, lanes: int) -> list:
+def _in_pieces(pending: list, stage, args: tuple, lanes: int, sizes: list[int]) -> list:
     """The pending (index, path) items with each shard the stage cuts into pieces (of the job's bytes over
-    `engine.PIECES_PER_LANE` per lane) replaced by its pieces, in order."""
-    sizes = shard_sizes([p for _, p in pending])
+    `engine.PIECES_PER_LANE` per lane) replaced by its pieces, in order. `sizes`: the pending shards' bytes."""
     target = piece_bytes(sum(sizes), lanes)
     large = [path for (_, path), size in zip(pending, sizes) if 2 * size >= 3 * target]   # two pieces or more
     # each decision reads a footer and a few rows (a request or two for an object in a store): in parallel

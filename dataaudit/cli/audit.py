@@ -185,19 +185,18 @@ def audit(shards, out, config_path, tokenizer, context_length, strict, read, dat
 
 
 def _planned_lanes(paths, options, shard_slice) -> int:
-    """The lanes to start workers for as the command starts: none for objects in a store, whose sizes (a request
-    each) the job asks for anyway (its workers start when it reaches its shards)."""
+    """The lanes to start workers for as the command starts (objects in a store are sized in parallel, a request
+    each: 2 objects of 31 MB on the test server, the default audit 1.53 s with its worker started when the job
+    reached its shards, 1.37 s started here)."""
     from dataaudit.audit.pieces import likely_units
-    from dataaudit.io import is_uri
     from dataaudit.pipelines.engine import MIN_PIECE_BYTES, planned_lanes, shard_sizes
 
-    if any(is_uri(p) for p in paths):
-        return 1
     if shard_slice is not None:   # an array task runs its slice only
         from dataaudit.pipelines.slices import assign
 
         paths = [p for p, s in zip(paths, assign(paths, shard_slice.count)) if s == shard_slice.index]
-    return planned_lanes(paths, options, likely_units(paths, shard_sizes(paths), MIN_PIECE_BYTES))
+    sizes = shard_sizes(paths)
+    return planned_lanes(paths, options, likely_units(paths, sizes, MIN_PIECE_BYTES), sizes)
 
 
 def parse_gates(rules) -> list:

@@ -122,3 +122,28 @@ def test_clean_refuses_a_shard_overwritten_since_the_audit_naming_its_etag_and_a
     assert code == 1 and "reused 2 finished shards" in text
     code, text = cli("clean", bucket.uri("train/"), "--audit", out, "--out", tmp_path / "clean", "--engine", "local")
     assert code == 0, text
+
+
+def test_deciding_to_cut_a_parquet_object_into_pieces_reads_its_first_rows_not_its_first_row_group(
+        tmp_path, bucket, proxy):
+    """The decision reads the footer and a few rows; pre-buffering the first row group made it a GET of half the
+    object (a 31 MB shard: 15.6 MB)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dataaudit.audit.pieces import split_parquet
+    from dataaudit.config import load_config
+    from dataaudit.sources.parquet import PEEK_BUFFER_BYTES
+
+    letters = np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .", np.uint8)
+    rows = np.random.default_rng(7).choice(letters, (12_000, 1000))     # random letters: snappy keeps their size
+    local = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"text": [r.tobytes().decode() for r in rows]}), local, row_group_size=6000)
+    uri = bucket.put(local, "big.parquet")
+    groups = [pq.ParquetFile(local).metadata.row_group(i).column(0).total_compressed_size for i in range(2)]
+    proxy.reset()
+    assert split_parquet(uri, load_config(None), sum(groups) // 2) == [(0,), (1,)]
+    read = proxy.object_bytes[("GET", f"/{bucket.name}/big.parquet")]
+    # the footer's reads, and the buffers the first data page spans (1 MB by default: it may straddle two)
+    assert 0 < read <= 2 * PEEK_BUFFER_BYTES + 2 * 65536 < min(groups) / 2

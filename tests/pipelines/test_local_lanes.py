@@ -163,15 +163,30 @@ def test_the_planned_lanes_follow_the_engine_and_workers(three_shards):
     assert engine.planned_lanes(paths, EngineOptions("ray", workers=4)) == 1     # Ray runs no local lanes
 
 
-def test_the_audit_starts_no_early_worker_for_objects_in_a_store(monkeypatch):
-    """Sizing objects in a store is a request each, which the job makes anyway: no second round for early lanes."""
+def test_the_audit_sizes_objects_in_a_store_once_each_and_at_once_for_its_early_workers(monkeypatch):
+    """Sizing an object in a store is a request: each is sized once for the early workers' plan, SIZE_REQUESTS at a
+    time, and the plan follows the same rule as for local files."""
+    import threading
+
     from dataaudit.cli.audit import _planned_lanes
     from dataaudit.pipelines import engine
 
-    def no_request(path):
-        raise AssertionError(f"{path} was sized")
+    asked, lock = [], threading.Lock()
+    together = [threading.Barrier(2, timeout=10)]   # None: no wait
 
-    monkeypatch.setattr(engine, "stored_size", no_request)
-    shards = ["s3://bucket/a.parquet", "s3://bucket/b.parquet"]
-    assert _planned_lanes(shards, EngineOptions("local"), None) == 1
-    assert _planned_lanes(shards, EngineOptions("auto"), None) == 1
+    def head(path):
+        with lock:
+            asked.append(path)
+        if path != "s3://bucket/a.parquet" and together[0] is not None:   # the first alone, the others at once
+            together[0].wait()
+        return 10 * 2**20
+
+    monkeypatch.setattr(engine, "stored_size", head)
+    monkeypatch.setattr(engine, "cores", lambda: 2)
+    shards = ["s3://bucket/a.parquet", "s3://bucket/b.parquet", "s3://bucket/c.parquet"]
+    assert _planned_lanes(shards, EngineOptions("local"), None) == 2     # 30 MiB in 3 shards, 2 cores
+    assert sorted(asked) == shards and asked[0] == shards[0]             # once each, the first one first
+    together[0] = None
+    assert _planned_lanes(shards, EngineOptions("local", workers=1), None) == 1
+    monkeypatch.setattr(engine, "LOCAL_PARALLEL_BYTES", 64 * 2**20)
+    assert _planned_lanes(shards, EngineOptions("local"), None) == 1     # 30 MiB: not worth a worker's start
