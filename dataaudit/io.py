@@ -32,8 +32,9 @@ from typing import IO, Iterator, NamedTuple
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 TEMP_SUFFIX = ".tmp"          # temporary outputs are `.<name>.<random>.tmp` beside their final name
 COPY_CHUNK = 1 << 20
-# A URI's reads are buffered this much: each refill is one ranged GET on an object store, whose per-request cost
-# (latency; on moto, a copy of the whole object) dwarfs a local read's. 16 MiB: 64 requests per GB, memory flat.
+# A URI is read this much at a time: each chunk is one ranged GET on an object store, whose per-request cost
+# (latency; on moto, a copy of the whole object) dwarfs a local read's. 16 MiB: 64 requests per GB, memory flat (a
+# streaming reader holds two: the next one is fetched while it reads, `dataaudit.readahead`).
 REMOTE_BUFFER = 16 << 20
 OBJECT_STORES = ("s3", "gcs", "abfs")   # pyarrow filesystems whose objects appear whole when their upload ends
 
@@ -357,8 +358,11 @@ def open_input(location: str | os.PathLike, buffering: int = -1) -> IO[bytes]:
     """A buffered, seekable binary file to read (`peek` works on it). OSError when it cannot be opened;
     NotRegularFileError for a FIFO, a device or a socket, never opened for reading."""
     if is_uri(location):
+        from dataaudit.readahead import ReadAhead
+
         fs, path = _remote(location)
-        return io.BufferedReader(fs.open_input_file(path), buffer_size=max(buffering, REMOTE_BUFFER))
+        return io.BufferedReader(ReadAhead(fs.open_input_file(path), REMOTE_BUFFER),
+                                 buffer_size=max(buffering, COPY_CHUNK))
     return open(os.fspath(location), "rb", buffering=buffering, opener=lambda path, _flags: _open_regular(path))
 
 

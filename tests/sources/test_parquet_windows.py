@@ -69,6 +69,9 @@ def test_sampled_row_groups_read_in_windows(tmp_path, monkeypatch):
     assert got.column("__row__").to_pylist() == want
 
 
+_OTHERS = 4096   # bytes of the pool other users may take or give back during the audit
+
+
 def test_a_window_starts_with_the_last_windows_batches_released(tmp_path, monkeypatch):
     """The audit's batches are slices of a decoded row group, and a slice keeps the whole of it alive: neither the
     reader (its pieces) nor the shard loop (its last batch) may hold one while the next window is pre-buffered and
@@ -92,8 +95,10 @@ def test_a_window_starts_with_the_last_windows_batches_released(tmp_path, monkey
     monkeypatch.setattr(shard, "JOIN_BYTES", 1)          # no small row groups joined (they are held on purpose)
     result, _ = audit_shard(str(path), load_config(None))
     assert result.records == 8000 and len(held) == 4
-    # what the pool held before the first window (other users of the process-wide pool) is the baseline
-    assert [h - held[0] for h in held] == [0, 0, 0, 0]
+    # what the pool held before the first window (other users of the process-wide pool) is the baseline; the
+    # garbage of an earlier test in the same process may free a few bytes of it meanwhile (128 seen), far from a
+    # row group's worth
+    assert [round((h - held[0]) / _OTHERS) for h in held] == [0, 0, 0, 0]
     # joined (the default), the row groups held wait for the next ones within the bound, never more
     held.clear()
     monkeypatch.setattr(shard, "JOIN_BYTES", 2 << 20)
@@ -101,4 +106,5 @@ def test_a_window_starts_with_the_last_windows_batches_released(tmp_path, monkey
     result, _ = audit_shard(str(path), load_config(None))
     group = held[2] - held[1]
     assert result.records == 8000 and group > 0
-    assert [h - held[0] for h in held] == [0, 0, group, 2 * group] and 2 * group < shard.JOIN_BYTES
+    assert group > 100 * _OTHERS and 2 * group < shard.JOIN_BYTES
+    assert [round((h - held[0] - k * group) / _OTHERS) for k, h in zip((0, 0, 1, 2), held)] == [0, 0, 0, 0]
