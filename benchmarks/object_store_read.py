@@ -2,7 +2,8 @@
 """Audit throughput reading Parquet and WebDataset shards from an S3-compatible server (moto, on 127.0.0.1, in its
 own process) against the same audit of local copies, and what part of the gap is moto's own cost.
 
-Measured, each the best of --repeat runs of `dataaudit audit SHARDS --out TMP --engine local` as a child process
+Measured, each the median of --repeat runs of `dataaudit audit SHARDS --out TMP --engine local` as a child process,
+local and s3 alternating (this machine's speed drifts between minutes)
 (start-up included on both sides):
 - local: the shards on local disk (page cache warm);
 - s3: the same shards as s3://bench/<format>/ (AWS_ENDPOINT_URL: the endpoint, as a user sets it);
@@ -33,6 +34,7 @@ import _common  # noqa: E402
 import argparse  # noqa: E402
 import json  # noqa: E402
 import shutil  # noqa: E402
+import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -185,7 +187,7 @@ def wire_counts(shards: dict[str, list[Path]], tmp: Path, moto: Moto, env: dict,
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=100.0, help="MB of text per format (two shards each)")
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--rss-mb", default="", help="comma-separated Parquet shard sizes (MB of text) for peak RSS")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--count", action="store_true", help="only the GET bytes and requests of one audit per format")
@@ -221,8 +223,9 @@ def main() -> int:
             get_1m = max(get_throughput(moto.fs, keys, 1 << 20) for _ in range(args.repeat))
             get_16m = max(get_throughput(moto.fs, keys, REMOTE_BUFFER) for _ in range(args.repeat))
             get_64m = max(get_throughput(moto.fs, keys, 64 << 20) for _ in range(args.repeat))
-            local = min(audit([str(p) for p in paths], tmp / "out-local", env) for _ in range(args.repeat))
-            remote = min(audit([f"s3://{k}" for k in keys], tmp / "out-s3", env) for _ in range(args.repeat))
+            runs = [(audit([str(p) for p in paths], tmp / "out-local", env),
+                     audit([f"s3://{k}" for k in keys], tmp / "out-s3", env)) for _ in range(args.repeat)]
+            local, remote = (statistics.median(side) for side in zip(*runs))
             same = flags_of(tmp / "out-local") == flags_of(tmp / "out-s3")
             rows.append([fmt, f"{size[fmt]:.0f}", f"{local:.2f}", f"{size[fmt] / local:.1f}", f"{remote:.2f}",
                          f"{size[fmt] / remote:.1f}", f"{local / remote:.2f}x", f"{get_1m:.0f}", f"{get_16m:.0f}",
@@ -230,7 +233,7 @@ def main() -> int:
         print(_common.fmt_table(["format", "MB", "local s", "local MB/s", "s3 s", "s3 MB/s", "s3/local",
                                  "moto GET MB/s: 1 MiB reads", "16 MiB (the audit's)", "64 MiB",
                                  "moto s for 2 passes", "same flags"], rows,
-                                "audit of local copies vs the same shards on moto (best of "
+                                "audit of local copies vs the same shards on moto (medians of "
                                 f"{args.repeat}; child processes, start-up included)"))
         if args.rss_mb:
             rss_rows = []
