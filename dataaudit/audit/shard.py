@@ -117,6 +117,7 @@ class _Work:
     failed_records: int = 0     # records a check raised on (each an unreadable_record)
     spans: list | None = None   # a cluster sample's clusters in this shard, and the records audited in each
     cluster_records: Any = None
+    registry: Any = field(default=None, repr=False)   # (the shard's dataset_info entry,) once looked up
 
 
 class AuditShard(ShardStage):
@@ -181,10 +182,13 @@ class AuditShard(ShardStage):
         return coalesced(batches, JOIN_ROWS, JOIN_BYTES, small_rows=self.batch_rows, first_alone=True)
 
     def _registry(self, work: _Work) -> dict | None:
-        """The shard's dataset_info.json entry (given or beside it), when it describes a pair or KTO layout."""
+        """The shard's dataset_info.json entry (given or beside it), when it describes a pair or KTO layout; looked
+        up once a shard (beside an object in a store, a HEAD and a listing)."""
         from dataaudit.dataset_info import entry_for
 
-        return entry_for(work.result.path, self.config.data.get("dataset_info"))
+        if work.registry is None:
+            work.registry = (entry_for(work.result.path, self.config.data.get("dataset_info")),)
+        return work.registry[0]
 
     def columns(self, work: _Work, schema: pa.Schema | None) -> list[str] | None:
         # Parquet: the checks get only the columns some check needs (the footer tells us which exist). With the

@@ -147,3 +147,14 @@ def test_deciding_to_cut_a_parquet_object_into_pieces_reads_its_first_rows_not_i
     read = proxy.object_bytes[("GET", f"/{bucket.name}/big.parquet")]
     # the footer's reads, and the buffers the first data page spans (1 MB by default: it may straddle two)
     assert 0 < read <= 2 * PEEK_BUFFER_BYTES + 2 * 65536 < min(groups) / 2
+
+
+def test_an_audit_looks_for_the_dataset_info_beside_a_parquet_object_once(tmp_path, bucket, proxy):
+    """The registry beside a shard (LLaMA-Factory's dataset_info.json) is a HEAD and a listing on a store: the
+    audit of one shard asks once, not once for its columns and again for its first batch."""
+    train = write_corpus(tmp_path / "local")
+    bucket.put(train, "train")
+    proxy.reset()
+    code, text = cli("audit", bucket.uri("train/a.parquet"), "--out", tmp_path / "out", "--engine", "local")
+    assert code in (0, 1), text
+    assert proxy.object_requests[("HEAD", f"/{bucket.name}/train/dataset_info.json")] == 1
