@@ -235,3 +235,37 @@ def test_array_job_slices_and_merge_in_a_bucket_write_the_report_of_one_job(tmp_
     assert bucket.get("array/flags.parquet") == (tmp_path / "single" / "flags.parquet").read_bytes()
     code, text = cli("merge", bucket.uri("nothing-here/"))
     assert code == 2 and "no slice manifest" in text
+
+
+def test_media_a_shard_in_a_store_names_resolve_inside_its_prefix_as_beside_a_local_shard(tmp_path, bucket):
+    """A JSONL shard in a bucket naming images beside it: they are read from the bucket (never taken for missing
+    local files, which `clean` would drop as errors), a path that leaves the shard's prefix is refused unread, the
+    flags are those of the same files on local disk, and `clean` copies the images its kept records name."""
+    from tests.images.image_shards import picture, write_jsonl
+
+    data = tmp_path / "local" / "train"
+    (data / "imgs").mkdir(parents=True)
+    (data / "imgs" / "ok.jpg").write_bytes(picture(seed=3))
+    (tmp_path / "local" / "secret.jpg").write_bytes(picture(seed=4))   # in the bucket, outside the shard's prefix
+    write_jsonl(data / "pairs.jsonl", [{"image": "imgs/ok.jpg", "text": "fine"},
+                                       {"image": "imgs/../imgs/ok.jpg", "text": "the same, another way"},
+                                       {"image": "../secret.jpg", "text": "dot-dot"},
+                                       {"image": "imgs/gone.jpg", "text": "missing"}])
+    bucket.put(tmp_path / "local", "")
+    flags = {}
+    for name, shard in (("local", data / "pairs.jsonl"), ("s3", bucket.uri("train/pairs.jsonl"))):
+        code, out = cli("audit", shard, "--out", tmp_path / name, "--engine", "local")
+        assert code == 1, out
+        flags[name] = flag_rows(pq.read_table(tmp_path / name / "flags.parquet"))
+        report = json.loads((tmp_path / name / "report.json").read_text())
+        assert report["images"]["image"]["decoded"] == 2, name
+    assert [(row, check) for _, row, check, *_ in flags["s3"]] == [(2, "image_path_outside"),
+                                                                  (3, "image_missing_file")]
+    assert flags["s3"] == flags["local"]
+    # clean copies the images its kept records name from the bucket, as from a local folder
+    code, out = cli("clean", bucket.uri("train/pairs.jsonl"), "--audit", tmp_path / "s3", "--out", tmp_path / "clean",
+                    "--engine", "local")
+    assert code == 0, out
+    kept = [json.loads(line)["image"] for line in (tmp_path / "clean" / "pairs.jsonl").read_text().splitlines()]
+    assert kept == ["imgs/ok.jpg", "imgs/../imgs/ok.jpg"]
+    assert (tmp_path / "clean" / "imgs" / "ok.jpg").read_bytes() == (data / "imgs" / "ok.jpg").read_bytes()
