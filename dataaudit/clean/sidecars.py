@@ -28,17 +28,32 @@ REMOTE_KEYS = ("hf_hub_url", "ms_hub_url", "om_hub_url", "script_url", "cloud_fi
 
 def _folders(job: CleanJob) -> tuple[dict[str, str], dict[str, str]]:
     """(each input folder holding a cleaned shard -> its folder in --out, the folders between those and the shards'
-    common folder -> theirs: a registry there names files in subfolders)."""
-    found = {os.path.dirname(os.path.abspath(p)): os.path.dirname(s.output) for p, s in job.shards.items()
-             if not is_uri(p)}     # an object store's folder holds no registry beside its shards that we copy
-    top = os.path.commonpath(list(found)) if found else ""
+    common folder -> theirs: a registry there names files in subfolders). A store's folder is a key prefix."""
+    found = {_parent(p if is_uri(p) else os.path.abspath(p)): os.path.dirname(s.output) for p, s in job.shards.items()}
+    top = _common(list(found)) if found else ""
     above: dict[str, str] = {}
     for src, dst in found.items():
-        while src != top and os.path.dirname(src) != src:
-            src, dst = os.path.dirname(src), os.path.dirname(dst)
+        while top and src != top and _parent(src) != src:
+            src, dst = _parent(src), os.path.dirname(dst)
             if src not in found:
                 above[src] = dst
     return dict(sorted(found.items())), dict(sorted(above.items()))
+
+
+def _parent(path: str) -> str:
+    """The folder holding `path`; a bucket is its own (`s3://bucket` has none above it)."""
+    if not is_uri(path):
+        return os.path.dirname(path)
+    head = path.rstrip("/").rpartition("/")[0]
+    return path if head.endswith(":/") else head
+
+
+def _common(folders: list[str]) -> str:
+    """The folder above all `folders`; "" when they are not in one place (local and in a store, two buckets)."""
+    if not any(is_uri(f) for f in folders):
+        return os.path.commonpath(folders)
+    parts = os.path.commonprefix([f.rstrip("/").split("/") for f in folders])
+    return "/".join(parts) if len(parts) >= 3 and all(is_uri(f) for f in folders) else ""
 
 
 def _registry(src: str, dst: str) -> dict:

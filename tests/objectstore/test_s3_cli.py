@@ -269,3 +269,24 @@ def test_media_a_shard_in_a_store_names_resolve_inside_its_prefix_as_beside_a_lo
     kept = [json.loads(line)["image"] for line in (tmp_path / "clean" / "pairs.jsonl").read_text().splitlines()]
     assert kept == ["imgs/ok.jpg", "imgs/../imgs/ok.jpg"]
     assert (tmp_path / "clean" / "imgs" / "ok.jpg").read_bytes() == (data / "imgs" / "ok.jpg").read_bytes()
+
+
+def test_clean_of_shards_in_a_store_writes_the_registry_beside_them_naming_the_files_written(tmp_path, bucket):
+    """LLaMA-Factory's dataset_info.json beside shards in a bucket is copied into the cleaned folder as beside local
+    shards: only the entries whose file was written, one removed entry said why."""
+    from tests.images.image_shards import write_jsonl
+
+    data = tmp_path / "local" / "train"
+    data.mkdir(parents=True)
+    write_jsonl(data / "a.jsonl", [{"instruction": f"say {w}", "output": f"{w} it is"} for w in ("one", "two")])
+    (data / "dataset_info.json").write_text(json.dumps({"a": {"file_name": "a.jsonl"},
+                                                         "gone": {"file_name": "gone.jsonl"}}))
+    bucket.put(tmp_path / "local", "")
+    outs = {}
+    for name, shard in (("local", data / "a.jsonl"), ("s3", bucket.uri("train/a.jsonl"))):
+        assert cli("audit", shard, "--out", tmp_path / f"audit-{name}", "--engine", "local")[0] in (0, 1)
+        code, out = cli("clean", shard, "--audit", tmp_path / f"audit-{name}", "--out", tmp_path / f"clean-{name}",
+                        "--engine", "local")
+        assert code == 0, out
+        outs[name] = json.loads((tmp_path / f"clean-{name}" / "dataset_info.json").read_text())
+    assert outs["s3"] == outs["local"] == {"a": {"file_name": "a.jsonl"}}
