@@ -20,7 +20,7 @@ from dataaudit.fields import FieldSpec, resolve_schema
 from dataaudit.formats import iter_shard
 from dataaudit.images.batch import flat_images
 from dataaudit.images.media import resolve_inside
-from dataaudit.io import copy_file, is_file, is_uri, join, stat
+from dataaudit.io import copy_file, is_file, is_uri, join, parent, stat
 from dataaudit.sources import PROVENANCE_COLUMNS, ROW
 
 from .media_refs import media_strings
@@ -75,7 +75,7 @@ def copy_referenced(src: str, dst: str | os.PathLike, drop: np.ndarray,
     names; returns {"referenced_files": copied or already there, "referenced_missing": missing or outside the
     folder} and, when there are any, "referenced_refused": references whose copy would land on one of the job's
     own files (`protected`: resolved paths of every shard output and of clean's files), never written."""
-    src_root = src.rpartition("/")[0] if is_uri(src) else os.path.realpath(os.path.dirname(os.path.abspath(src)))
+    src_root = parent(src) if is_uri(src) else os.path.realpath(os.path.dirname(os.path.abspath(src)))
     dst_root = os.path.dirname(os.fspath(dst))
     present = missing = refused = 0
     for ref in sorted(_kept_paths(src, drop, image_field, text_unit)):

@@ -16,7 +16,7 @@ from glob import escape
 from dataaudit.atomic import write_json
 from dataaudit.dataset_info import NAME, DatasetInfoError, load
 from dataaudit.images.media import resolve_inside
-from dataaudit.io import copy_file, exists, glob, is_file, is_uri, join, stat
+from dataaudit.io import copy_file, exists, glob, is_file, is_uri, join, parent, stat
 
 from .plan import CleanJob
 
@@ -29,23 +29,15 @@ REMOTE_KEYS = ("hf_hub_url", "ms_hub_url", "om_hub_url", "script_url", "cloud_fi
 def _folders(job: CleanJob) -> tuple[dict[str, str], dict[str, str]]:
     """(each input folder holding a cleaned shard -> its folder in --out, the folders between those and the shards'
     common folder -> theirs: a registry there names files in subfolders). A store's folder is a key prefix."""
-    found = {_parent(p if is_uri(p) else os.path.abspath(p)): os.path.dirname(s.output) for p, s in job.shards.items()}
+    found = {parent(p if is_uri(p) else os.path.abspath(p)): os.path.dirname(s.output) for p, s in job.shards.items()}
     top = _common(list(found)) if found else ""
     above: dict[str, str] = {}
     for src, dst in found.items():
-        while top and src != top and _parent(src) != src:
-            src, dst = _parent(src), os.path.dirname(dst)
+        while top and src != top and parent(src) != src:     # (a bucket is its own parent)
+            src, dst = parent(src), os.path.dirname(dst)
             if src not in found:
                 above[src] = dst
     return dict(sorted(found.items())), dict(sorted(above.items()))
-
-
-def _parent(path: str) -> str:
-    """The folder holding `path`; a bucket is its own (`s3://bucket` has none above it)."""
-    if not is_uri(path):
-        return os.path.dirname(path)
-    head = path.rstrip("/").rpartition("/")[0]
-    return path if head.endswith(":/") else head
 
 
 def _common(folders: list[str]) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -25,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dataaudit.io import is_uri, read_bytes, stat
+from dataaudit.io import inside, join, read_bytes, resolved, stat
 from dataaudit.runs import runs_within
 
 from .probe import CORRUPT, MISSING, OUTSIDE, REMOTE, TOO_BIG, Probe
@@ -47,15 +46,10 @@ def resolve_inside(folder: str, path: str) -> tuple[str | None, str | None]:
         return None, "path holds a NUL byte"
     if os.path.isabs(path) or path.startswith(("/", "\\")) or (len(path) > 1 and path[1] == ":"):
         return None, f"absolute path {path!r} (outside the media root: the shard's folder, or --media-root)"
-    if is_uri(folder):   # a folder in a store: keys, no links; `..` counted, never sent
-        scheme, _, root = folder.rstrip("/").partition("://")
-        full = posixpath.normpath(posixpath.join(root, path))
-        if full != root and not full.startswith(root + "/"):
-            return None, f"path {path!r} resolves outside the media root (the shard's folder, or --media-root)"
-        return f"{scheme}://{full}", None
-    root = os.path.realpath(folder)
-    full = os.path.realpath(os.path.join(root, path))
-    if full != root and not full.startswith(root + os.sep):
+    # links resolved locally; in a store (keys, no links) `..` is counted within the key, never sent
+    root = resolved(folder)
+    full = resolved(join(root, path))
+    if not inside(full, root):
         return None, f"path {path!r} resolves outside the media root (the shard's folder, or --media-root)"
     return full, None
 
