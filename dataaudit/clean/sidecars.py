@@ -16,7 +16,7 @@ from glob import escape
 from dataaudit.atomic import write_json
 from dataaudit.dataset_info import NAME, DatasetInfoError, load
 from dataaudit.images.media import resolve_inside
-from dataaudit.io import copy_file, exists, glob, is_file, is_uri, join, parent, stat
+from dataaudit.io import common_parent, copy_file, exists, glob, is_file, is_uri, join, parent, stat
 
 from .plan import CleanJob
 
@@ -30,7 +30,7 @@ def _folders(job: CleanJob) -> tuple[dict[str, str], dict[str, str]]:
     """(each input folder holding a cleaned shard -> its folder in --out, the folders between those and the shards'
     common folder -> theirs: a registry there names files in subfolders). A store's folder is a key prefix."""
     found = {parent(p if is_uri(p) else os.path.abspath(p)): os.path.dirname(s.output) for p, s in job.shards.items()}
-    top = _common(list(found)) if found else ""
+    top = _common(list(job.shards)) if found else ""
     above: dict[str, str] = {}
     for src, dst in found.items():
         while top and src != top and parent(src) != src:     # (a bucket is its own parent)
@@ -40,12 +40,10 @@ def _folders(job: CleanJob) -> tuple[dict[str, str], dict[str, str]]:
     return dict(sorted(found.items())), dict(sorted(above.items()))
 
 
-def _common(folders: list[str]) -> str:
-    """The folder above all `folders`; "" when they are not in one place (local and in a store, two buckets)."""
-    if not any(is_uri(f) for f in folders):
-        return os.path.commonpath(folders)
-    parts = os.path.commonprefix([f.rstrip("/").split("/") for f in folders])
-    return "/".join(parts) if len(parts) >= 3 and all(is_uri(f) for f in folders) else ""
+def _common(shards) -> str:
+    """The folder above all `shards`; "" when some are local and some in a store (nothing is walked above them)."""
+    locations = [p if is_uri(p) else os.path.abspath(p) for p in shards]
+    return common_parent(locations) if len({is_uri(p) for p in locations}) == 1 else ""
 
 
 def _registry(src: str, dst: str) -> dict:
